@@ -1,0 +1,193 @@
+// Stateless /runs/wait and /runs/stream on a trivial graph (one node echoing the last message):
+// Wharf on SQLite and on PostgreSQL against the LangGraph JS dev server (`langgraphjs dev`), measured
+// in the same run on the same machine. Each server is its own process; this process is the client.
+//   node bin/run-ts.js bench/agent-server-runs.ts [--quick]
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const quick = process.argv.includes("--quick");
+const PG_URL = process.env.WHARF_TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
+const body = JSON.stringify({ assistant_id: "echo", input: { messages: [{ role: "human", content: "hi" }] } });
+const streamBody = JSON.stringify({ assistant_id: "echo", input: { messages: [{ role: "human", content: "hi" }] }, stream_mode: "updates" });
+const children: ChildProcess[] = [];
+
+function pct(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+async function waitReady(url: string, child: ChildProcess, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    try {
+      const r = await fetch(`${url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json" }, body });
+      if (r.ok && (await r.text()).includes("echo: hi")) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`not ready after ${ms} ms`);
+}
+
+async function waitOnce(url: string): Promise<number> {
+  const t0 = performance.now();
+  const r = await fetch(`${url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json" }, body });
+  const text = await r.text();
+  if (!r.ok || !text.includes("echo: hi")) throw new Error(`bad answer ${r.status}: ${text.slice(0, 200)}`);
+  return performance.now() - t0;
+}
+
+/** Time to the first `updates` event and to the end of the stream. */
+async function streamOnce(url: string): Promise<[number, number]> {
+  const t0 = performance.now();
+  const r = await fetch(`${url}/runs/stream`, { method: "POST", headers: { "content-type": "application/json" }, body: streamBody });
+  const reader = r.body!.getReader();
+  const dec = new TextDecoder();
+  let text = "";
+  let first = -1;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += dec.decode(value, { stream: true });
+    if (first < 0 && text.includes("event: updates")) first = performance.now() - t0;
+  }
+  if (first < 0) throw new Error(`no updates event: ${text.slice(0, 200)}`);
+  return [first, performance.now() - t0];
+}
+
+interface Figures {
+  p50: number;
+  p99: number;
+  rps16: number;
+  firstUpdateP50: number;
+  streamEndP50: number;
+}
+
+async function measure(url: string, sequential: number, seconds: number): Promise<Figures> {
+  for (let i = 0; i < Math.min(20, sequential); i++) await waitOnce(url);
+  const lat: number[] = [];
+  for (let i = 0; i < sequential; i++) lat.push(await waitOnce(url));
+  lat.sort((a, b) => a - b);
+  const first: number[] = [];
+  const end: number[] = [];
+  for (let i = 0; i < Math.max(10, Math.floor(sequential / 2)); i++) {
+    const [f, e] = await streamOnce(url);
+    first.push(f);
+    end.push(e);
+  }
+  first.sort((a, b) => a - b);
+  end.sort((a, b) => a - b);
+  let done = 0;
+  const stopAt = performance.now() + seconds * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (performance.now() < stopAt) {
+        await waitOnce(url);
+        done++;
+      }
+    }),
+  );
+  const rps16 = done / ((performance.now() - started) / 1000);
+  return { p50: pct(lat, 50), p99: pct(lat, 99), rps16, firstUpdateP50: pct(first, 50), streamEndP50: pct(end, 50) };
+}
+
+function wharfServer(port: number, env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, [path.join(root, "bin/wharf.js"), "agent-server", "--project", path.join(root, "examples/echo-agent"), "--port", String(port), "--open", "--server-id", `bench-${process.pid}`], {
+    env: { ...process.env, WHARF_LOG_LEVEL: "warn", ...env },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  children.push(child);
+  return child;
+}
+
+/** The reference: `langgraphjs dev` on a copy of the same project (it writes .langgraph_api/ there). */
+function referenceServer(port: number): ChildProcess {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-ref-"));
+  fs.cpSync(path.join(root, "examples/echo-agent"), dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, "package.json"), '{"type":"module"}');
+  fs.symlinkSync(path.join(root, "node_modules"), path.join(dir, "node_modules"));
+  const child = spawn(path.join(root, "node_modules/.bin/langgraphjs"), ["dev", "--port", String(port), "--host", "127.0.0.1", "--no-browser", "--config", path.join(dir, "langgraph.json")], {
+    cwd: dir,
+    env: { ...process.env, LANGSMITH_TRACING: "false", LANGCHAIN_TRACING_V2: "false" },
+    stdio: ["ignore", "ignore", "ignore"],
+    detached: true,
+  });
+  children.push(child);
+  return child;
+}
+
+function stopAll(): void {
+  for (const c of children) {
+    try {
+      if (c.pid) process.kill(-c.pid, "SIGTERM");
+    } catch {
+      c.kill("SIGTERM");
+    }
+  }
+}
+process.on("exit", stopAll);
+
+const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(2));
+const rows: Array<[string, Figures | string]> = [];
+const seq = quick ? 100 : 300;
+const secs = quick ? 3 : 5;
+
+const home = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-"));
+{
+  const child = wharfServer(2301, { WHARF_HOME: home, DATABASE_URL: "" });
+  await waitReady("http://127.0.0.1:2301", child, 30_000);
+  rows.push(["wharf (SQLite)", await measure("http://127.0.0.1:2301", seq, secs)]);
+  child.kill("SIGTERM");
+}
+
+const dbName = `wharf_bench_${process.pid}`;
+let admin: pg.Client | null = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
+try {
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  const url = new URL(PG_URL);
+  url.pathname = `/${dbName}`;
+  const child = wharfServer(2302, { WHARF_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-pg-")), DATABASE_URL: url.toString() });
+  await waitReady("http://127.0.0.1:2302", child, 30_000);
+  rows.push(["wharf (PostgreSQL)", await measure("http://127.0.0.1:2302", seq, secs)]);
+  child.kill("SIGTERM");
+  await new Promise((r) => setTimeout(r, 1000));
+} catch (err) {
+  rows.push(["wharf (PostgreSQL)", `not measured: ${(err as Error).message}`]);
+  admin = null;
+}
+
+try {
+  const child = referenceServer(2303);
+  await waitReady("http://127.0.0.1:2303", child, 90_000);
+  rows.push(["langgraphjs dev (reference)", await measure("http://127.0.0.1:2303", quick ? 20 : 40, secs)]);
+} catch (err) {
+  rows.push(["langgraphjs dev (reference)", `not measured: ${(err as Error).message}`]);
+}
+stopAll();
+if (admin) {
+  await new Promise((r) => setTimeout(r, 500));
+  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
+  await admin.end();
+}
+
+const ref = rows.find(([n]) => n.startsWith("langgraphjs"))?.[1];
+console.log(`\nstateless runs on a one-node echo graph (${os.cpus().length} cores, Node ${process.version}; client and servers on this machine)\n`);
+console.log("server                       | wait p50 ms | wait p99 ms | req/s @16 | first update p50 ms | stream end p50 ms | p50 vs ref | req/s vs ref");
+console.log("-----------------------------|-------------|-------------|-----------|---------------------|-------------------|------------|-------------");
+for (const [name, f] of rows) {
+  if (typeof f === "string") {
+    console.log(`${name.padEnd(28)} | ${f}`);
+    continue;
+  }
+  const ratios = ref && typeof ref !== "string" ? [`${fmt(ref.p50 / f.p50)}x faster`, `${fmt(f.rps16 / ref.rps16)}x`] : ["-", "-"];
+  console.log(
+    `${name.padEnd(28)} | ${fmt(f.p50).padStart(11)} | ${fmt(f.p99).padStart(11)} | ${fmt(f.rps16).padStart(9)} | ${fmt(f.firstUpdateP50).padStart(19)} | ${fmt(f.streamEndP50).padStart(17)} | ${ratios[0].padStart(10)} | ${ratios[1].padStart(11)}`,
+  );
+}
+process.exit(0);

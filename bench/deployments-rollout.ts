@@ -1,0 +1,140 @@
+/**
+ * Deployments rollout benchmark: create → DEPLOYED and patch → new revision serving for the echo
+ * example (warm dependency and transform caches), and failed requests during a switch under load.
+ * Baseline, measured in the same run: starting one agent server process for the same project by
+ * hand until GET /ok answers (the floor any rollout pays). Run: node bin/run-ts.js bench/deployments-rollout.ts
+ */
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { loadConfig } from "../src/config/config.ts";
+import { createDeploymentsFeature } from "../src/deployments/feature.ts";
+import { WHARF_BIN, WHARF_ROOT } from "../src/deployments/layout.ts";
+import { createLogger } from "../src/log/logger.ts";
+import { allFeatures } from "../src/platform/features.ts";
+import { startPlatform } from "../src/platform/start-platform.ts";
+
+const PROJECT = path.join(WHARF_ROOT, "examples/echo-agent");
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function untilOk(url: string): Promise<void> {
+  for (;;) {
+    try {
+      if ((await fetch(url)).status === 200) return;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const home = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-deploy-"));
+const config = loadConfig({ WHARF_HOME: home, WHARF_PORT: "0" });
+
+// Baseline: one agent server started by hand.
+const baseline: number[] = [];
+for (let i = 0; i < ROUNDS; i++) {
+  const port = await freePort();
+  const started = performance.now();
+  const child = spawn(process.execPath, [WHARF_BIN, "agent-server", "--project", PROJECT, "--port", String(port), "--server-id", `bench-${i}`], { env: { ...process.env, WHARF_HOME: home, WHARF_LOG_LEVEL: "warn" }, stdio: "ignore" });
+  await untilOk(`http://127.0.0.1:${port}/ok`);
+  baseline.push(performance.now() - started);
+  child.kill("SIGTERM");
+  await new Promise((r) => child.once("exit", r));
+}
+
+const features = allFeatures().filter((f) => f.name === "identity" || f.name === "secrets");
+features.push(createDeploymentsFeature({ pollIntervalMs: 200, drainTimeoutMs: 5000 }));
+const platform = await startPlatform(config, { features, log: createLogger({ level: "warn" }) });
+const apiKey = platform.bootstrap.apiKey!;
+const api = async (p: string, method = "GET", json?: unknown) => {
+  const res = await fetch(platform.url + p, { method, headers: { "x-api-key": apiKey, "content-type": "application/json" }, body: json === undefined ? undefined : JSON.stringify(json) });
+  return res.json();
+};
+async function waitDeployed(id: string, rev: string): Promise<void> {
+  for (;;) {
+    const r = await api(`/v2/deployments/${id}/revisions/${rev}`);
+    if (r.status === "DEPLOYED") return;
+    if (/FAILED|SKIPPED|INTERRUPTED/.test(r.status)) throw new Error(`revision ${rev} ended ${r.status}: ${r.status_message}`);
+    await new Promise((res) => setTimeout(res, 25));
+  }
+}
+const runWait = (url: string) =>
+  fetch(`${url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": apiKey }, body: JSON.stringify({ assistant_id: "echo", input: { messages: [{ role: "human", content: "hi" }] } }) });
+
+// Warm-up: fills tsx's transform cache as a first deployment on a machine would.
+const warm = await api("/v2/deployments", "POST", { name: "warmup", source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: PROJECT }, secrets: [] });
+await waitDeployed(warm.id, warm.latest_revision_id);
+
+const create: number[] = [];
+const patchSecrets: number[] = [];
+const patchSource: number[] = [];
+let deployment = warm;
+for (let i = 0; i < ROUNDS; i++) {
+  let t0 = performance.now();
+  const d = await api("/v2/deployments", "POST", { name: `bench-${i}`, source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: PROJECT }, secrets: [{ name: "ROUND", value: String(i) }] });
+  await waitDeployed(d.id, d.latest_revision_id);
+  create.push(performance.now() - t0);
+  t0 = performance.now();
+  let p = await api(`/v2/deployments/${d.id}`, "PATCH", { secrets: [{ name: "ROUND", value: `${i}b` }] });
+  await waitDeployed(d.id, p.latest_revision_id);
+  patchSecrets.push(performance.now() - t0);
+  t0 = performance.now();
+  p = await api(`/v2/deployments/${d.id}`, "PATCH", { source_revision_config: { local_path: PROJECT } });
+  await waitDeployed(d.id, p.latest_revision_id);
+  patchSource.push(performance.now() - t0);
+  deployment = d;
+}
+
+// Failed requests during a switch: 8 clients on the stable URL while a PATCH rolls out.
+const url = `${platform.url}/deployments/${deployment.id}`;
+let failed = 0;
+let ok = 0;
+const latencies: number[] = [];
+let stop = false;
+const client = async () => {
+  while (!stop) {
+    const t0 = performance.now();
+    try {
+      const res = await runWait(url);
+      await res.arrayBuffer();
+      if (res.status === 200) ok++;
+      else failed++;
+    } catch {
+      failed++;
+    }
+    latencies.push(performance.now() - t0);
+  }
+};
+const clients = Array.from({ length: 8 }, client);
+await new Promise((r) => setTimeout(r, 500));
+const p = await api(`/v2/deployments/${deployment.id}`, "PATCH", { secrets: [{ name: "ROUND", value: "switch" }] });
+await waitDeployed(deployment.id, p.latest_revision_id);
+await new Promise((r) => setTimeout(r, 1500));
+stop = true;
+await Promise.all(clients);
+await platform.stop();
+fs.rmSync(home, { recursive: true, force: true });
+
+const b = median(baseline);
+const row = (name: string, xs: number[]) => console.log(`${name.padEnd(44)} ${median(xs).toFixed(0).padStart(6)} ms   ${(median(xs) / b).toFixed(2)}x baseline`);
+console.log(`\nDeployments rollout (${ROUNDS} rounds, medians; baseline = one agent server started by hand until /ok)`);
+console.log(`${"baseline: agent server start → /ok".padEnd(44)} ${b.toFixed(0).padStart(6)} ms   1.00x`);
+row("create → DEPLOYED (build + deploy)", create);
+row("patch secrets → new revision serving", patchSecrets);
+row("patch source → new revision serving", patchSource);
+console.log(`requests during a switch under 8 clients: ${ok} ok, ${failed} failed (${((failed / Math.max(1, ok + failed)) * 100).toFixed(2)}%); latency p50 ${pct(latencies, 50).toFixed(1)} ms, p99 ${pct(latencies, 99).toFixed(1)} ms`);
+process.exit(0);

@@ -1,0 +1,8 @@
+#!/usr/bin/env node
+// The published entry point: TypeScript runs through tsx so that user graph files and our own
+// sources load without a build step (the agent server must import `.ts` graphs at run time anyway).
+import { register } from "tsx/esm/api";
+
+register();
+const { main } = await import("../src/cli/main.ts");
+await main(process.argv);

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs the Debian packages the local sandbox driver and its base image need. Idempotent; run
+# as root (CI calls it from .ci/run). The platform checks the same list at start and names the
+# missing packages when a sandbox is created on a host that did not run this.
+set -eu
+PACKAGES="bubblewrap util-linux mount iproute2 perl-base tar zstd dpkg bash coreutils python3 curl ca-certificates"
+if [ "$(id -u)" != 0 ]; then
+  echo "setup-host.sh: run as root (it installs: $PACKAGES)" >&2
+  exit 1
+fi
+missing=""
+for p in $PACKAGES; do
+  dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "setup-host.sh: installing$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $missing
+fi
+# The sandbox root mount point (used only inside each sandbox's private mount namespace).
+mkdir -p /run/wharf-sandbox-root
+echo "setup-host.sh: sandbox host ready ($(bwrap --version))"

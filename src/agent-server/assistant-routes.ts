@@ -1,0 +1,107 @@
+import type { Hono } from "hono";
+import {
+  countAssistants,
+  createAssistant,
+  deleteAssistant,
+  getAssistant,
+  listVersions,
+  patchAssistant,
+  resolveAssistantId,
+  searchAssistants,
+  setLatestVersion,
+} from "./assistants.ts";
+import type { AgentEnv, AgentServerContext } from "./context.ts";
+import { AgentError } from "./errors.ts";
+import { authorize, body, json, noContent, type C } from "./route-helpers.ts";
+import { assistantCount, assistantCreate, assistantLatest, assistantPatch, assistantSearch, assistantVersions } from "./schemas.ts";
+import { graphSchemas } from "./graph-schemas.ts";
+
+/** `/assistants/*`: the default assistant per graph plus user-made ones, with versions. */
+export function registerAssistantRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
+  app.post("/assistants", async (c) => {
+    const b = await body(c, assistantCreate);
+    const value = { ...b, metadata: { ...(b.metadata ?? {}) } };
+    const filters = await authorize(ctx, c, "assistants:create", value);
+    return json(await createAssistant(ctx, value, filters));
+  });
+
+  app.post("/assistants/search", async (c) => {
+    const b = await body(c, assistantSearch, {});
+    const filters = await authorize(ctx, c, "assistants:search", b);
+    const { items, total } = await searchAssistants(ctx, b, filters);
+    const headers: Record<string, string> = { "x-pagination-total": String(total) };
+    if (b.offset + items.length < total) headers["x-pagination-next"] = String(b.offset + items.length);
+    return json(items, 200, headers);
+  });
+
+  app.post("/assistants/count", async (c) => {
+    const b = await body(c, assistantCount, {});
+    const filters = await authorize(ctx, c, "assistants:search", { ...b, limit: undefined, offset: undefined });
+    return json(await countAssistants(ctx, b, filters));
+  });
+
+  app.get("/assistants/:assistant_id", async (c) => {
+    const id = resolveAssistantId(ctx, c.req.param("assistant_id"));
+    const filters = await authorize(ctx, c, "assistants:read", { assistant_id: id });
+    return json(await getAssistant(ctx, id, filters));
+  });
+
+  app.patch("/assistants/:assistant_id", async (c) => {
+    const id = resolveAssistantId(ctx, c.req.param("assistant_id"));
+    const b = await body(c, assistantPatch, {});
+    const value = { assistant_id: id, ...b };
+    const filters = await authorize(ctx, c, "assistants:update", value);
+    return json(await patchAssistant(ctx, id, value, filters));
+  });
+
+  app.delete("/assistants/:assistant_id", async (c) => {
+    const id = resolveAssistantId(ctx, c.req.param("assistant_id"));
+    const filters = await authorize(ctx, c, "assistants:delete", { assistant_id: id });
+    await deleteAssistant(ctx, id, filters);
+    return noContent();
+  });
+
+  app.post("/assistants/:assistant_id/versions", async (c) => {
+    const id = resolveAssistantId(ctx, c.req.param("assistant_id"));
+    const b = await body(c, assistantVersions, {});
+    const filters = await authorize(ctx, c, "assistants:read", { assistant_id: id });
+    return json(await listVersions(ctx, id, b, filters));
+  });
+
+  app.post("/assistants/:assistant_id/latest", async (c) => {
+    const id = resolveAssistantId(ctx, c.req.param("assistant_id"));
+    const b = await body(c, assistantLatest);
+    const filters = await authorize(ctx, c, "assistants:update", { assistant_id: id, version: b.version });
+    return json(await setLatestVersion(ctx, id, b.version, filters));
+  });
+
+  const graphOf = async (c: C) => {
+    const id = resolveAssistantId(ctx, c.req.param("assistant_id")!);
+    const filters = await authorize(ctx, c, "assistants:read", { assistant_id: id });
+    const assistant = await getAssistant(ctx, id, filters);
+    const loaded = ctx.graphs.get(assistant.graph_id);
+    if (!loaded) throw new AgentError(404, `Graph "${assistant.graph_id}" not found`);
+    return { assistant, graph: await loaded.get({ configurable: assistant.config.configurable ?? {} }, null) };
+  };
+
+  app.get("/assistants/:assistant_id/graph", async (c) => {
+    const { assistant, graph } = await graphOf(c);
+    const xray = c.req.query("xray");
+    const drawable = await graph.getGraphAsync({ ...assistant.config, xray: xray === "true" ? true : xray && /^\d+$/.test(xray) ? Number(xray) : undefined });
+    return json(drawable.toJSON());
+  });
+
+  app.get("/assistants/:assistant_id/schemas", async (c) => {
+    const { assistant, graph } = await graphOf(c);
+    return json({ graph_id: assistant.graph_id, ...graphSchemas(graph) });
+  });
+
+  app.get("/assistants/:assistant_id/subgraphs/:namespace?", async (c) => {
+    const { graph } = await graphOf(c);
+    const out: Record<string, unknown> = {};
+    if (graph.getSubgraphsAsync) {
+      for await (const [ns, sub] of graph.getSubgraphsAsync(c.req.param("namespace"), c.req.query("recurse") === "true")) out[ns] = graphSchemas(sub);
+    }
+    return json(out);
+  });
+}

@@ -1,0 +1,60 @@
+import fs from "node:fs";
+import path from "node:path";
+import SQLite from "better-sqlite3";
+import type { BaseCheckpointSaver } from "@langchain/langgraph";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import pg from "pg";
+
+export interface Checkpointer {
+  saver: BaseCheckpointSaver & { deleteThread(threadId: string): Promise<void> };
+  location: string;
+  /** Deletes a thread's checkpoints newer than one (ids are time-ordered UUIDv6), for rollbacks. */
+  deleteAfter(threadId: string, checkpointId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Graph checkpoints through the official LangGraph checkpointers: PostgreSQL when the platform
+ * database is PostgreSQL (same server, optional schema), otherwise a SQLite file under the home
+ * folder, opened in WAL mode so several agent-server processes can share it.
+ */
+export async function openCheckpointer(options: { databaseUrl: string | null; home: string; pgSchema?: string }): Promise<Checkpointer> {
+  const url = options.databaseUrl;
+  if (url && /^postgres(ql)?:\/\//.test(url)) {
+    const pool = new pg.Pool({ connectionString: url, max: 10 });
+    pool.on("error", () => {});
+    const saver = new PostgresSaver(pool, undefined, options.pgSchema ? { schema: options.pgSchema } : undefined);
+    await saver.setup();
+    const schema = options.pgSchema ? `"${options.pgSchema.replace(/"/g, "")}".` : "";
+    return {
+      saver,
+      location: "postgres",
+      deleteAfter: async (threadId, checkpointId) => {
+        for (const table of ["checkpoint_writes", "checkpoints"]) {
+          await pool.query(`DELETE FROM ${schema}${table} WHERE thread_id = $1 AND checkpoint_id > $2`, [threadId, checkpointId]);
+        }
+      },
+      close: () => pool.end(),
+    };
+  }
+  const file = path.join(options.home, "agent-checkpoints.db");
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  const db = new SQLite(file);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.pragma("busy_timeout = 5000");
+  fs.chmodSync(file, 0o600);
+  const saver = new SqliteSaver(db);
+  await saver.getTuple({ configurable: { thread_id: "" } }); // creates its tables before any delete
+  return {
+    saver,
+    location: file,
+    deleteAfter: async (threadId, checkpointId) => {
+      for (const table of ["writes", "checkpoints"]) db.prepare(`DELETE FROM ${table} WHERE thread_id = ? AND checkpoint_id > ?`).run(threadId, checkpointId);
+    },
+    close: async () => {
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,38 @@
+import type { Kysely } from "kysely";
+import type { SecretBox } from "../crypto/secret-box.ts";
+import type { Authenticate } from "../http/authenticate.ts";
+import type { Logger } from "../log/logger.ts";
+import type { Dialect } from "../store/database.ts";
+import type { Database } from "../store/schema.ts";
+import type { Checkpointer } from "./checkpointer.ts";
+import type { AuthContext, CustomAuth } from "./custom-auth.ts";
+import type { LoadedGraph } from "./graphs.ts";
+import type { AgentStore } from "./store.ts";
+import "./tables.ts";
+
+/** Everything the agent server's parts share: its identity, storage, graphs and auth. */
+export interface AgentServerContext {
+  /** The project or deployment this server belongs to; every row carries it. */
+  serverId: string;
+  db: Kysely<Database>;
+  dialect: Dialect;
+  graphs: Map<string, LoadedGraph>;
+  checkpointer: Checkpointer;
+  /** The LangGraph store (`/store/*`, and `config.store` / `getStore()` in graphs). */
+  store: AgentStore;
+  customAuth: CustomAuth | null;
+  /** Seals what a queued run must not keep in clear (the caller's user, forwarded headers). */
+  box: SecretBox;
+  /** The platform's API-key check, used when the project has no custom auth handler. */
+  authenticate: Authenticate | null;
+  /** `wharf dev`: no credentials required (loopback only). */
+  open: boolean;
+  log: Logger;
+}
+
+export interface AgentEnv {
+  Variables: {
+    auth: AuthContext | null;
+    requestId: string;
+  };
+}

@@ -1,0 +1,68 @@
+import { toJson } from "./wire.ts";
+
+export interface RunEvent {
+  /** Position in the run's stream (the SSE `id:` of thread-run streams). */
+  id: number;
+  event: string;
+  /** Serialised (pretty JSON) once, when a listener first reads it: a run nobody streams pays nothing. */
+  readonly json: string;
+}
+
+class LazyEvent implements RunEvent {
+  private text: string | null = null;
+  constructor(
+    readonly id: number,
+    readonly event: string,
+    private data: unknown,
+  ) {}
+
+  get json(): string {
+    if (this.text === null) {
+      this.text = toJson(this.data);
+      this.data = null;
+    }
+    return this.text;
+  }
+}
+
+/**
+ * The output of one executing run: every event in order, kept while the run lives (so a joiner
+ * can replay from `Last-Event-ID`), and a wake-up for listeners. No polling: pushes notify.
+ */
+export class RunChannel {
+  readonly events: RunEvent[] = [];
+  private waiters: Array<() => void> = [];
+  closed = false;
+
+  push(event: string, data: unknown): void {
+    const ev = new LazyEvent(this.events.length, event, data);
+    // With a listener attached the chunk is serialised now, before the graph can change it.
+    if (this.waiters.length) void ev.json;
+    this.events.push(ev);
+    this.wake();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.wake();
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+
+  /** Events after `after` (an event id; -1 for all), as they come, until the run ends or `signal` aborts. */
+  async *follow(after: number, signal?: AbortSignal): AsyncGenerator<RunEvent> {
+    let next = after + 1;
+    while (true) {
+      while (next < this.events.length) yield this.events[next++];
+      if (this.closed || signal?.aborted) return;
+      await new Promise<void>((resolve) => {
+        this.waiters.push(resolve);
+        signal?.addEventListener("abort", () => resolve(), { once: true });
+      });
+    }
+  }
+}

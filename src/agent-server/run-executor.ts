@@ -1,0 +1,148 @@
+import { Command, Send } from "@langchain/langgraph";
+import { isBaseMessage, isBaseMessageChunk, type BaseMessage } from "@langchain/core/messages";
+import type { RunnableGraph } from "./graphs.ts";
+import type { RunChannel } from "./run-channel.ts";
+import type { RunKwargs } from "./runs.ts";
+import type { ThreadStatus } from "./threads.ts";
+import { toPlain } from "./wire.ts";
+
+export interface RunOutcome {
+  status: "success" | "error" | "interrupted";
+  threadStatus: ThreadStatus;
+  /** The final state as `/runs/wait` returns it (with `__interrupt__` when the graph paused). */
+  values?: unknown;
+  /** Thread interrupts, keyed by task id (stateful runs). */
+  interrupts?: Record<string, unknown[]>;
+  error?: { error: string; message: string };
+}
+
+export function toCommand(c: NonNullable<RunKwargs["command"]>): Command {
+  const toSend = (g: unknown): unknown =>
+    g && typeof g === "object" && "node" in (g as Record<string, unknown>) ? new Send((g as { node: string }).node, (g as { input?: unknown }).input) : g;
+  const goto = Array.isArray(c.goto) ? c.goto.map(toSend) : c.goto != null ? toSend(c.goto) : undefined;
+  return new Command({ update: c.update as never, resume: c.resume, goto: goto as never });
+}
+
+export function serializeError(err: unknown): { error: string; message: string } {
+  if (err instanceof Error) return { error: err.name && err.name !== "Error" ? err.name : "Error", message: err.message };
+  return { error: "Error", message: String(err) };
+}
+
+/** The stream modes to ask LangGraph for, given what the client asked to receive. */
+export function libraryModes(userModes: string[], wantValues: boolean): string[] {
+  const modes = new Set(userModes.filter((m) => m !== "events" && m !== "messages-tuple" && m !== "messages"));
+  if (userModes.includes("messages-tuple") || userModes.includes("messages")) modes.add("messages");
+  if (userModes.includes("messages") || wantValues) modes.add("values");
+  return [...modes];
+}
+
+/**
+ * Runs one graph execution and publishes its chunks to the run's channel under the event names of
+ * the LangGraph server. Uses `graph.stream` (cheap) unless the client asked for `events`, which
+ * needs `streamEvents`.
+ */
+export async function executeGraph(
+  graph: RunnableGraph,
+  kwargs: RunKwargs,
+  runConfig: Record<string, unknown>,
+  channel: RunChannel,
+  signal: AbortSignal,
+  stateful: boolean,
+): Promise<RunOutcome> {
+  const userModes = kwargs.stream_mode;
+  const wantTuple = userModes.includes("messages-tuple");
+  const wantLegacy = userModes.includes("messages");
+  const subgraphs = kwargs.subgraphs;
+  const input = kwargs.command != null ? toCommand(kwargs.command) : (kwargs.input ?? null);
+  const options: Record<string, unknown> = {
+    ...runConfig,
+    streamMode: libraryModes(userModes, !stateful),
+    subgraphs,
+    signal,
+    interruptBefore: kwargs.interrupt_before ?? undefined,
+    interruptAfter: kwargs.interrupt_after ?? undefined,
+  };
+  if (kwargs.durability) options.durability = kwargs.durability;
+
+  let lastValues: unknown = undefined;
+  let interrupt: unknown = undefined;
+  const seenIds = new Set<string>();
+  const partial = new Map<string, BaseMessage>();
+
+  const emit = (mode: string, ns: string[] | null, data: unknown) => {
+    const topLevel = !ns || ns.length === 0;
+    const name = (base: string) => (subgraphs && !topLevel ? `${base}|${ns!.join("|")}` : base);
+    if (mode === "values" && topLevel) {
+      if (data && typeof data === "object" && "__interrupt__" in data && Object.keys(data).length === 1) interrupt = (data as Record<string, unknown>).__interrupt__;
+      else lastValues = data;
+    }
+    if (mode === "messages") {
+      if (wantTuple) channel.push(name("messages"), data);
+      if (wantLegacy) {
+        const [msg, meta] = data as [BaseMessage, unknown];
+        if (isBaseMessageChunk(msg) && msg.id) {
+          const prev = partial.get(msg.id);
+          if (!prev) channel.push("messages/metadata", { [msg.id]: { metadata: meta } });
+          const merged = prev ? (prev as ReturnType<typeof msg.concat>).concat(msg) : msg;
+          partial.set(msg.id, merged);
+          channel.push("messages/partial", [merged]);
+        }
+      }
+      return;
+    }
+    if (mode === "values" && wantLegacy && (subgraphs || topLevel)) {
+      const msgs = data && typeof data === "object" && "messages" in data ? (data as { messages: unknown }).messages : undefined;
+      const fresh = (Array.isArray(msgs) ? msgs : msgs ? [msgs] : []).filter((m) => isBaseMessage(m) && m.id && !seenIds.has(m.id)) as BaseMessage[];
+      for (const m of fresh) seenIds.add(m.id!);
+      if (fresh.length) channel.push("messages/complete", fresh);
+    }
+    if (userModes.includes(mode)) channel.push(name(mode), data);
+  };
+
+  try {
+    if (userModes.includes("events")) {
+      const runId = runConfig.runId;
+      for await (const ev of graph.streamEvents(input, { ...options, version: "v2" })) {
+        if (ev.event === "on_chain_stream" && (subgraphs || ev.run_id === runId)) {
+          const chunk = ev.data.chunk as unknown[];
+          const [ns, mode, data] = (subgraphs ? chunk : [null, ...chunk]) as [string[] | null, string, unknown];
+          emit(mode, ns, data);
+        }
+        if (!ev.tags?.includes("langsmith:hidden")) channel.push("events", ev);
+      }
+    } else {
+      for await (const chunk of await graph.stream(input, options)) {
+        const c = chunk as unknown[];
+        if (subgraphs) emit(c[1] as string, c[0] as string[], c[2]);
+        else emit(c[0] as string, null, c[1]);
+      }
+    }
+  } catch (err) {
+    if (signal.aborted) throw err;
+    const error = serializeError(err);
+    channel.push("error", error);
+    return { status: "error", threadStatus: "error", values: { __error__: error }, error };
+  }
+
+  if (stateful) {
+    const state = await graph.getState({ configurable: { thread_id: (runConfig.configurable as Record<string, unknown>).thread_id } });
+    const interrupts: Record<string, unknown[]> = {};
+    const flat: unknown[] = [];
+    for (const t of state.tasks ?? []) {
+      if (t.interrupts?.length) {
+        interrupts[t.id] = toPlain(t.interrupts);
+        flat.push(...(t.interrupts as unknown[]));
+      }
+    }
+    const values = (state.values ?? {}) as Record<string, unknown>;
+    const paused = (state.next?.length ?? 0) > 0;
+    return {
+      status: "success",
+      threadStatus: paused ? "interrupted" : "idle",
+      values: flat.length ? { ...values, __interrupt__: flat } : values,
+      interrupts,
+    };
+  }
+  const values = (lastValues ?? {}) as Record<string, unknown>;
+  return { status: "success", threadStatus: "idle", values: interrupt ? { ...values, __interrupt__: interrupt } : values };
+}

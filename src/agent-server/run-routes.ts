@@ -1,0 +1,232 @@
+import type { Hono } from "hono";
+import type { AgentEnv, AgentServerContext } from "./context.ts";
+import { AgentError } from "./errors.ts";
+import type { ActiveRun, RunCreate, RunEngine } from "./run-engine.ts";
+import { getRunRow, INFLIGHT, listRuns, toRun } from "./runs.ts";
+import { authorize, body, json, noContent, query, uuidAt, type C } from "./route-helpers.ts";
+import { cancelQuery, runBatch, runCreate, runListQuery } from "./schemas.ts";
+import { getThread } from "./threads.ts";
+import { CORS_HEADERS, sseFrame, toJson } from "./wire.ts";
+
+const encoder = new TextEncoder();
+
+/**
+ * An SSE response following a run: its events from `after` on (thread-run streams carry `id:`),
+ * ending when the run ends. A client that goes away stops the follow, and cancels the run when
+ * `cancelOnDisconnect` says so.
+ */
+function streamResponse(
+  c: C,
+  engine: RunEngine,
+  runId: string,
+  location: string,
+  opts: { withIds: boolean; after: number; cancelOnDisconnect: boolean; threadId: string },
+): Response {
+  const stop = new AbortController();
+  const onClientGone = () => {
+    stop.abort();
+    if (opts.cancelOnDisconnect) void engine.cancel(opts.threadId, [runId], "interrupt");
+  };
+  c.req.raw.signal.addEventListener("abort", onClientGone, { once: true });
+  let iterator: AsyncGenerator<{ id: number; event: string; json: string }> | null = null;
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!iterator) {
+        const active = await engine.whenStarted(runId, stop.signal);
+        if (!active) {
+          controller.close();
+          return;
+        }
+        iterator = active.channel.follow(opts.after, stop.signal);
+      }
+      const { value, done } = await iterator.next();
+      if (done) {
+        c.req.raw.signal.removeEventListener("abort", onClientGone);
+        controller.close();
+      } else controller.enqueue(encoder.encode(sseFrame(value.event, value.json, opts.withIds ? value.id : undefined)));
+    },
+    cancel() {
+      onClientGone();
+    },
+  });
+  return new Response(stream, {
+    status: 200,
+    headers: { ...CORS_HEADERS, "cache-control": "no-cache", connection: "keep-alive", "content-location": location, "content-type": "text/event-stream" },
+  });
+}
+
+/**
+ * `/runs/wait`: the final state once the run ends. Like the LangGraph server it answers
+ * `text/plain` and, for runs that last more than a second, keeps the connection alive with
+ * newlines before the JSON (clients tolerate the leading whitespace).
+ */
+async function waitResponse(c: C, engine: RunEngine, runId: string, location: string, final: (active: ActiveRun | null) => Promise<unknown>, cancelOnDisconnect: { threadId: string } | null): Promise<Response> {
+  const headers = { ...CORS_HEADERS, "content-location": location, "content-type": "text/plain; charset=UTF-8" };
+  const onClientGone = () => {
+    if (cancelOnDisconnect) void engine.cancel(cancelOnDisconnect.threadId, [runId], "interrupt");
+  };
+  c.req.raw.signal.addEventListener("abort", onClientGone, { once: true });
+  const result = engine.waitForEnd(runId).then(final);
+  result.finally(() => c.req.raw.signal.removeEventListener("abort", onClientGone)).catch(() => {});
+  const quick = await Promise.race([result, new Promise<typeof SLOW>((r) => setTimeout(() => r(SLOW), 1000).unref())]);
+  if (quick !== SLOW) return new Response(toJson(quick), { status: 200, headers });
+  let timer: NodeJS.Timeout | null = null;
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(encoder.encode("\n"));
+      timer = setInterval(() => controller.enqueue(encoder.encode("\n")), 1000);
+      result.then(
+        (v) => {
+          clearInterval(timer!);
+          controller.enqueue(encoder.encode(toJson(v)));
+          controller.close();
+        },
+        (err) => {
+          clearInterval(timer!);
+          controller.enqueue(encoder.encode(toJson({ __error__: { error: "Error", message: (err as Error).message } })));
+          controller.close();
+        },
+      );
+    },
+    cancel() {
+      if (timer) clearInterval(timer);
+    },
+  });
+  return new Response(stream, { status: 200, headers });
+}
+const SLOW = Symbol("slow");
+
+/** `/runs/*` and `/threads/{id}/runs/*`: stateless and thread runs, streams, waits, joins, cancels. */
+export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
+  const create = async (c: C, threadId: string | null) => {
+    const b = (await body(c, runCreate)) as RunCreate;
+    // The engine applies the `threads:create_run` filter to the thread (a hidden thread is a 404).
+    const { run, active } = await engine.create(threadId, b, c.get("auth"), c.req.raw.headers);
+    const location = run.kwargs.temporary ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`;
+    return { b, run, active, location };
+  };
+
+  /** The final values of a thread run (for wait and join): from this process, or from the thread. */
+  const finalValues = (threadId: string) => async (active: ActiveRun | null) => {
+    if (active) {
+      const outcome = await active.done;
+      if (outcome.values !== undefined) return outcome.values;
+    }
+    const thread = await getThread(ctx, threadId, undefined).catch(() => null);
+    return thread?.values ?? {};
+  };
+
+  app.post("/runs/stream", async (c) => {
+    const { b, run, location } = await create(c, null);
+    return streamResponse(c, engine, run.run_id, location, { withIds: !!b.stream_resumable, after: -1, cancelOnDisconnect: run.kwargs.on_disconnect === "cancel", threadId: run.thread_id });
+  });
+
+  app.post("/runs/wait", async (c) => {
+    const { run, location } = await create(c, null);
+    const final = run.kwargs.temporary ? async (a: ActiveRun | null) => (a ? ((await a.done).values ?? {}) : {}) : finalValues(run.thread_id);
+    return waitResponse(c, engine, run.run_id, location, final, run.kwargs.on_disconnect === "cancel" ? { threadId: run.thread_id } : null);
+  });
+
+  app.post("/runs", async (c) => {
+    const { run, location } = await create(c, null);
+    return json(run, 200, { "content-location": location });
+  });
+
+  app.post("/runs/batch", async (c) => {
+    const items = await body(c, runBatch);
+    const out = [];
+    for (const b of items) out.push((await engine.create(null, b as RunCreate, c.get("auth"), c.req.raw.headers)).run);
+    return json(out);
+  });
+
+  app.get("/runs/:run_id/stream", async (c) => {
+    const runId = uuidAt(c, "run_id");
+    const active = engine.get(runId);
+    const row = active ? null : await getRunRow(ctx.db, ctx, runId);
+    if (!active && !row) throw new AgentError(404, "Run not found");
+    const threadId = active?.run.thread_id ?? row!.thread_id;
+    const last = c.req.header("last-event-id");
+    return streamResponse(c, engine, runId, `/runs/${runId}`, { withIds: true, after: last && /^-?\d+$/.test(last) ? Number(last) : -1, cancelOnDisconnect: c.req.query("cancel_on_disconnect") === "1" || c.req.query("cancel_on_disconnect") === "true", threadId });
+  });
+
+  app.all("/runs/crons/*", () => {
+    throw new AgentError(501, "Crons are not supported by this server");
+  });
+  app.all("/runs/crons", () => {
+    throw new AgentError(501, "Crons are not supported by this server");
+  });
+  app.all("/threads/:thread_id/runs/crons", () => {
+    throw new AgentError(501, "Crons are not supported by this server");
+  });
+
+  const visibleThread = async (c: C, threadId: string) => getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
+
+  app.get("/threads/:thread_id/runs", async (c) => {
+    const threadId = uuidAt(c, "thread_id");
+    const q = query(c, runListQuery);
+    await visibleThread(c, threadId);
+    return json(await listRuns(ctx, threadId, q));
+  });
+
+  app.post("/threads/:thread_id/runs", async (c) => {
+    const { run, location } = await create(c, uuidAt(c, "thread_id"));
+    return json(run, 200, { "content-location": location });
+  });
+
+  app.post("/threads/:thread_id/runs/stream", async (c) => {
+    const threadId = uuidAt(c, "thread_id");
+    const { run, location } = await create(c, threadId);
+    return streamResponse(c, engine, run.run_id, location, { withIds: true, after: -1, cancelOnDisconnect: run.kwargs.on_disconnect === "cancel", threadId });
+  });
+
+  app.post("/threads/:thread_id/runs/wait", async (c) => {
+    const threadId = uuidAt(c, "thread_id");
+    const { run, location } = await create(c, threadId);
+    return waitResponse(c, engine, run.run_id, location, finalValues(threadId), run.kwargs.on_disconnect === "cancel" ? { threadId } : null);
+  });
+
+  const runOf = async (c: C) => {
+    const threadId = uuidAt(c, "thread_id");
+    const runId = uuidAt(c, "run_id");
+    await visibleThread(c, threadId);
+    const row = await getRunRow(ctx.db, ctx, runId, threadId);
+    if (!row) throw new AgentError(404, "Run not found");
+    return { threadId, runId, row };
+  };
+
+  app.get("/threads/:thread_id/runs/:run_id", async (c) => json(toRun((await runOf(c)).row)));
+
+  app.delete("/threads/:thread_id/runs/:run_id", async (c) => {
+    const { runId, row } = await runOf(c);
+    if (INFLIGHT.includes(row.status as never)) throw new AgentError(409, "Run is still pending or running; cancel it first");
+    await ctx.db.deleteFrom("agent_runs").where("run_id", "=", runId).execute();
+    return noContent();
+  });
+
+  app.get("/threads/:thread_id/runs/:run_id/join", async (c) => {
+    const { threadId, runId } = await runOf(c);
+    return json(await finalValues(threadId)(await engine.waitForEnd(runId)));
+  });
+
+  app.get("/threads/:thread_id/runs/:run_id/stream", async (c) => {
+    const { threadId, runId } = await runOf(c);
+    const last = c.req.header("last-event-id");
+    return streamResponse(c, engine, runId, `/threads/${threadId}/runs/${runId}`, {
+      withIds: true,
+      after: last && /^-?\d+$/.test(last) ? Number(last) : -1,
+      cancelOnDisconnect: c.req.query("cancel_on_disconnect") === "1" || c.req.query("cancel_on_disconnect") === "true",
+      threadId,
+    });
+  });
+
+  app.post("/threads/:thread_id/runs/:run_id/cancel", async (c) => {
+    const { threadId, runId, row } = await runOf(c);
+    const q = query(c, cancelQuery);
+    if (!INFLIGHT.includes(row.status as never)) throw new AgentError(409, `Run is already ${row.status}`);
+    await engine.cancel(threadId, [runId], q.action);
+    const wait = q.wait === "1" || q.wait === "true";
+    if (wait) await engine.get(runId)?.done;
+    return noContent(wait ? 204 : 202);
+  });
+
+}

@@ -1,0 +1,80 @@
+import type { Kysely } from "kysely";
+import type { Database } from "../store/schema.ts";
+import type { AgentServerContext } from "./context.ts";
+import { parseJson } from "./json-columns.ts";
+import type { AgentRunsTable } from "./tables.ts";
+
+export type RunStatus = "pending" | "running" | "error" | "success" | "timeout" | "interrupted";
+export type MultitaskStrategy = "reject" | "interrupt" | "rollback" | "enqueue";
+
+/** What a run was asked to do (persisted; without the caller's credentials, see `RunPrivate`). */
+export interface RunKwargs {
+  input?: unknown;
+  command?: { update?: unknown; resume?: unknown; goto?: unknown } | null;
+  config: { tags?: string[]; recursion_limit?: number; configurable?: Record<string, unknown>; [k: string]: unknown };
+  context?: unknown;
+  stream_mode: string[];
+  interrupt_before?: string[] | "*" | null;
+  interrupt_after?: string[] | "*" | null;
+  webhook?: string | null;
+  feedback_keys?: string[] | null;
+  temporary: boolean;
+  subgraphs: boolean;
+  resumable: boolean;
+  on_disconnect: "cancel" | "continue";
+  durability?: string | null;
+  /** The caller's user and `x-*` headers, sealed while the run waits in the queue. */
+  sealed_private?: { keyId: string; blob: string } | null;
+}
+
+/** Per-run values that must not be stored in clear: the authenticated user and forwarded headers. */
+export interface RunPrivate {
+  configurable: Record<string, unknown>;
+}
+
+export interface Run {
+  run_id: string;
+  thread_id: string;
+  assistant_id: string;
+  created_at: string;
+  updated_at: string;
+  status: RunStatus;
+  metadata: Record<string, unknown>;
+  kwargs: Omit<RunKwargs, "sealed_private">;
+  multitask_strategy: MultitaskStrategy;
+}
+
+export function toRun(row: AgentRunsTable): Run {
+  const { sealed_private: _s, ...kwargs } = parseJson<RunKwargs>(row.kwargs, { config: {}, stream_mode: ["values"], temporary: false, subgraphs: false, resumable: false, on_disconnect: "cancel" });
+  return {
+    run_id: row.run_id,
+    thread_id: row.thread_id,
+    assistant_id: row.assistant_id,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    status: row.status as RunStatus,
+    metadata: parseJson(row.metadata, {}),
+    kwargs,
+    multitask_strategy: row.multitask_strategy as MultitaskStrategy,
+  };
+}
+
+export async function getRunRow(db: Kysely<Database>, ctx: AgentServerContext, runId: string, threadId?: string): Promise<AgentRunsTable | undefined> {
+  let q = db.selectFrom("agent_runs").selectAll().where("run_id", "=", runId).where("server_id", "=", ctx.serverId);
+  if (threadId) q = q.where("thread_id", "=", threadId);
+  return q.executeTakeFirst();
+}
+
+export async function listRuns(ctx: AgentServerContext, threadId: string, query: { limit?: number; offset?: number; status?: string | null }): Promise<Run[]> {
+  let q = ctx.db.selectFrom("agent_runs").selectAll().where("server_id", "=", ctx.serverId).where("thread_id", "=", threadId);
+  if (query.status) q = q.where("status", "=", query.status);
+  const rows = await q
+    .orderBy("created_at", "desc")
+    .orderBy("run_id", "desc")
+    .limit(query.limit ?? 10)
+    .offset(query.offset ?? 0)
+    .execute();
+  return rows.map(toRun);
+}
+
+export const INFLIGHT: RunStatus[] = ["pending", "running"];

@@ -1,0 +1,184 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { serve, type ServerType } from "@hono/node-server";
+import type { Hono } from "hono";
+import { loadKeyring, reloadKeyring } from "../crypto/keyring.ts";
+import { SecretBox } from "../crypto/secret-box.ts";
+import { createAuthenticator, type Authenticate } from "../http/authenticate.ts";
+import { createLogger, type Logger } from "../log/logger.ts";
+import { openStore, type Store } from "../store/database.ts";
+import { migrateToLatest } from "../store/migrate.ts";
+import { buildAgentApp } from "./app.ts";
+import { ensureSystemAssistants } from "./assistants.ts";
+import { openCheckpointer, type Checkpointer } from "./checkpointer.ts";
+import type { AgentEnv, AgentServerContext } from "./context.ts";
+import { CustomAuth } from "./custom-auth.ts";
+import { loadGraphs } from "./graphs.ts";
+import { applyProjectEnv, loadProject, type AgentProject } from "./project.ts";
+import { RunEngine } from "./run-engine.ts";
+import { AgentStore } from "./store.ts";
+
+export interface AgentServerOptions {
+  /** The project folder (with `langgraph.json`) or an already loaded project. */
+  project: string | AgentProject;
+  store: Store;
+  box: SecretBox;
+  /** The platform's credential check; requests need a valid API key unless `open` or custom auth. */
+  authenticate: Authenticate | null;
+  log: Logger;
+  /** Which project/deployment the rows belong to; default derived from the project's path. */
+  serverId?: string;
+  /** `wharf dev`: no credentials required (only ever on loopback). */
+  open?: boolean;
+  /** Where checkpoints go: the platform database's server when PostgreSQL, else `$home/agent-checkpoints.db`. */
+  home: string;
+  databaseUrl: string | null;
+  pgSchema?: string;
+  /** How long a run's claim holds without its process renewing it (default 30 s). */
+  leaseMs?: number;
+  /** The URL the server is reachable at (for `langgraph_api_url` in run metadata). */
+  apiUrl?: () => string;
+}
+
+export interface AgentServer {
+  app: Hono<AgentEnv>;
+  ctx: AgentServerContext;
+  engine: RunEngine;
+  project: AgentProject;
+  /** Ends runs in flight (as errors), closes the checkpointer. The store stays open (the caller owns it). */
+  close(): Promise<void>;
+}
+
+export function defaultServerId(project: AgentProject): string {
+  const hash = crypto.createHash("sha256").update(project.configFile).digest("hex").slice(0, 12);
+  return `project:${path.basename(project.dir)}:${hash}`;
+}
+
+/**
+ * Builds the agent server of one project: loads `langgraph.json`, its graphs and auth (failing
+ * with the file and the reason), opens the checkpointer, creates the default assistants, and
+ * returns the Hono app and its run engine.
+ */
+export async function createAgentServerApp(options: AgentServerOptions): Promise<AgentServer> {
+  const project = typeof options.project === "string" ? loadProject(options.project) : options.project;
+  applyProjectEnv(project);
+  const graphs = await loadGraphs(project);
+  const customAuth = await CustomAuth.load(project);
+  const checkpointer: Checkpointer = await openCheckpointer({ databaseUrl: options.databaseUrl, home: options.home, pgSchema: options.pgSchema });
+  const serverId = options.serverId ?? defaultServerId(project);
+  const ctx: AgentServerContext = {
+    serverId,
+    db: options.store.db,
+    dialect: options.store.dialect,
+    graphs,
+    checkpointer,
+    store: new AgentStore(options.store.db, options.store.dialect, serverId),
+    customAuth,
+    box: options.box,
+    authenticate: options.authenticate,
+    open: options.open ?? false,
+    log: options.log,
+  };
+  try {
+    await ensureSystemAssistants(ctx);
+  } catch (err) {
+    await checkpointer.close();
+    throw err;
+  }
+  const engine = new RunEngine(ctx, { leaseMs: options.leaseMs ?? 30_000, apiUrl: options.apiUrl, databaseUrl: options.databaseUrl });
+  try {
+    await engine.listen();
+  } catch (err) {
+    await checkpointer.close();
+    throw err;
+  }
+  engine.start();
+  const app = buildAgentApp(ctx, engine);
+  let closing: Promise<void> | null = null;
+  return {
+    app,
+    ctx,
+    engine,
+    project,
+    close: () =>
+      (closing ??= (async () => {
+        await engine.stop();
+        await checkpointer.close();
+      })()),
+  };
+}
+
+export interface StandaloneOptions {
+  projectDir: string;
+  host: string;
+  port: number;
+  databaseUrl: string | null;
+  home: string;
+  open?: boolean;
+  serverId?: string;
+  pgSchema?: string;
+  log?: Logger;
+  leaseMs?: number;
+}
+
+export interface RunningAgentServer {
+  url: string;
+  server: AgentServer;
+  stop(): Promise<void>;
+}
+
+/** Serves one project as its own process (`wharf dev`, `wharf agent-server`, a deployment revision). */
+export async function startAgentServer(options: StandaloneOptions): Promise<RunningAgentServer> {
+  const log = options.log ?? createLogger({ level: process.env.WHARF_LOG_LEVEL ?? "info" });
+  fs.mkdirSync(options.home, { recursive: true, mode: 0o700 });
+  const store = await openStore({ databaseUrl: options.databaseUrl, home: options.home, pgSchema: options.pgSchema });
+  let url = "";
+  let agent: AgentServer;
+  try {
+    await migrateToLatest(store);
+    const box = new SecretBox(loadKeyring(options.home, process.env.WHARF_MASTER_KEY ?? null), () => reloadKeyring(options.home, process.env.WHARF_MASTER_KEY ?? null));
+    agent = await createAgentServerApp({
+      project: options.projectDir,
+      store,
+      box,
+      authenticate: createAuthenticator(store.db, box),
+      log,
+      serverId: options.serverId,
+      open: options.open,
+      home: options.home,
+      databaseUrl: options.databaseUrl,
+      pgSchema: options.pgSchema,
+      leaseMs: options.leaseMs,
+      apiUrl: () => url,
+    });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const server = await new Promise<ServerType>((resolve, reject) => {
+    const s = serve({ fetch: agent.app.fetch, hostname: options.host, port: options.port }, () => resolve(s));
+    s.once("error", reject);
+  }).catch(async (err: Error) => {
+    await agent.close();
+    await store.close();
+    throw new Error(`cannot listen on ${options.host}:${options.port}: ${err.message}`);
+  });
+  const addr = server.address() as AddressInfo;
+  url = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
+  let stopping: Promise<void> | null = null;
+  return {
+    url,
+    server: agent,
+    stop: () =>
+      (stopping ??= (async () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        await agent.close();
+        if ("closeIdleConnections" in server) (server as { closeIdleConnections(): void }).closeIdleConnections();
+        await Promise.race([closed, new Promise((r) => setTimeout(r, 3000).unref())]);
+        if ("closeAllConnections" in server) (server as { closeAllConnections(): void }).closeAllConnections();
+        await store.close();
+      })()),
+  };
+}

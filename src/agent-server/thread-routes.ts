@@ -1,0 +1,145 @@
+import type { Hono } from "hono";
+import { nowIso } from "../store/database.ts";
+import type { AgentEnv, AgentServerContext } from "./context.ts";
+import { AgentError } from "./errors.ts";
+import { asJson } from "./json-columns.ts";
+import type { RunEngine } from "./run-engine.ts";
+import { INFLIGHT } from "./runs.ts";
+import { authorize, body, json, noContent, query, uuidAt, type C } from "./route-helpers.ts";
+import { history, stateAtCheckpoint, statePatch, stateUpdate, threadCount, threadCreate, threadListQuery, threadPatch, threadSearch } from "./schemas.ts";
+import { copyCheckpoints, emptyState, graphForThread, toThreadState } from "./thread-state.ts";
+import { toJson } from "./wire.ts";
+import { countThreads, createThread, getThread, patchThread, searchThreads, type Thread } from "./threads.ts";
+
+/** `/threads/*`: threads, their state (through the checkpointer), history and copies. */
+export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
+  const readable = async (c: C, threadId: string): Promise<Thread> => getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
+
+  app.post("/threads", async (c) => {
+    const b = await body(c, threadCreate, {});
+    const value = { ...b, metadata: { ...(b.metadata ?? {}) } };
+    const filters = await authorize(ctx, c, "threads:create", value);
+    return json(await createThread(ctx, value, filters));
+  });
+
+  const search = async (c: C, q: Parameters<typeof searchThreads>[1]) => {
+    const filters = await authorize(ctx, c, "threads:search", q);
+    const { items, total } = await searchThreads(ctx, q, filters);
+    return json(items, 200, { "x-pagination-total": String(total) });
+  };
+  app.post("/threads/search", async (c) => search(c, await body(c, threadSearch, {})));
+  // The custom-auth flow of the interface lists a user's threads with GET /threads.
+  app.get("/threads", async (c) => search(c, query(c, threadListQuery)));
+
+  app.post("/threads/count", async (c) => {
+    const b = await body(c, threadCount, {});
+    const filters = await authorize(ctx, c, "threads:search", b);
+    return json(await countThreads(ctx, b, filters));
+  });
+
+  app.get("/threads/:thread_id", async (c) => json(await readable(c, uuidAt(c, "thread_id"))));
+
+  app.patch("/threads/:thread_id", async (c) => {
+    const threadId = uuidAt(c, "thread_id");
+    const b = await body(c, threadPatch, {});
+    const value = { thread_id: threadId, metadata: { ...(b.metadata ?? {}) } };
+    const filters = await authorize(ctx, c, "threads:update", value);
+    return json(await patchThread(ctx, threadId, value.metadata, filters));
+  });
+
+  app.delete("/threads/:thread_id", async (c) => {
+    const threadId = uuidAt(c, "thread_id");
+    const filters = await authorize(ctx, c, "threads:delete", { thread_id: threadId });
+    await getThread(ctx, threadId, filters);
+    const inflight = await ctx.db.selectFrom("agent_runs").select("run_id").where("thread_id", "=", threadId).where("status", "in", INFLIGHT).execute();
+    await engine.cancel(threadId, inflight.map((r) => r.run_id), "interrupt");
+    await Promise.all(inflight.map((r) => engine.get(r.run_id)?.done));
+    await ctx.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom("agent_runs").where("thread_id", "=", threadId).where("server_id", "=", ctx.serverId).execute();
+      await trx.deleteFrom("agent_threads").where("thread_id", "=", threadId).where("server_id", "=", ctx.serverId).execute();
+    });
+    await ctx.checkpointer.saver.deleteThread(threadId);
+    return noContent();
+  });
+
+  app.post("/threads/:thread_id/copy", async (c) => {
+    const threadId = uuidAt(c, "thread_id");
+    const source = await readable(c, threadId);
+    const value = { thread_id: undefined as string | undefined, metadata: { ...source.metadata } };
+    await authorize(ctx, c, "threads:create", value);
+    const copy = await createThread(ctx, { metadata: value.metadata }, undefined);
+    await copyCheckpoints(ctx, threadId, copy.thread_id);
+    const set = { status: source.status === "busy" ? "idle" : source.status, state_values: source.values !== undefined ? asJson(source.values) : null, interrupts: source.interrupts !== undefined ? asJson(source.interrupts) : null, updated_at: nowIso() };
+    await ctx.db.updateTable("agent_threads").set(set).where("thread_id", "=", copy.thread_id).execute();
+    return json(await getThread(ctx, copy.thread_id, undefined));
+  });
+
+  const stateAt = async (c: C, threadId: string, checkpoint: Record<string, unknown>, subgraphs: boolean) => {
+    const thread = await readable(c, threadId);
+    const graph = await graphForThread(ctx, thread);
+    if (!graph) return json(emptyState(threadId));
+    const snapshot = await graph.getState({ configurable: { ...checkpoint, thread_id: threadId } }, { subgraphs });
+    return json(snapshot?.config ? toThreadState(snapshot) : emptyState(threadId));
+  };
+  const truthy = (v: string | undefined) => v === "true" || v === "1";
+
+  app.get("/threads/:thread_id/state", async (c) => stateAt(c, uuidAt(c, "thread_id"), {}, truthy(c.req.query("subgraphs"))));
+  app.post("/threads/:thread_id/state/checkpoint", async (c) => {
+    const b = await body(c, stateAtCheckpoint);
+    return stateAt(c, uuidAt(c, "thread_id"), b.checkpoint, b.subgraphs ?? false);
+  });
+  app.get("/threads/:thread_id/state/:checkpoint_id", async (c) =>
+    stateAt(c, uuidAt(c, "thread_id"), { checkpoint_id: c.req.param("checkpoint_id") }, truthy(c.req.query("subgraphs"))),
+  );
+
+  app.post("/threads/:thread_id/state", async (c) => {
+    const threadId = uuidAt(c, "thread_id");
+    const b = await body(c, stateUpdate);
+    const value = { thread_id: threadId, metadata: {} as Record<string, unknown> };
+    const filters = await authorize(ctx, c, "threads:update", value);
+    const thread = await getThread(ctx, threadId, filters);
+    if (thread.status === "busy") throw new AgentError(409, "Thread is busy with a run; update its state when the run has ended");
+    const graph = await graphForThread(ctx, thread);
+    if (!graph) throw new AgentError(400, "Thread has no graph_id in its metadata; create it with a graph id or run it once");
+    const config = await graph.updateState(
+      { configurable: { ...(b.checkpoint ?? {}), ...(b.checkpoint_id ? { checkpoint_id: b.checkpoint_id } : {}), thread_id: threadId } },
+      b.values,
+      b.as_node ?? undefined,
+    );
+    const state = await graph.getState({ configurable: { thread_id: threadId } });
+    await ctx.db
+      .updateTable("agent_threads")
+      .set({ state_values: toJson(state.values ?? {}, false), updated_at: nowIso(), status: (state.next?.length ?? 0) > 0 ? "interrupted" : "idle" })
+      .where("thread_id", "=", threadId)
+      .execute();
+    return json({ checkpoint: config.configurable });
+  });
+
+  app.patch("/threads/:thread_id/state", async (c) => {
+    const threadId = uuidAt(c, "thread_id");
+    const b = await body(c, statePatch);
+    const filters = await authorize(ctx, c, "threads:update", { thread_id: threadId, metadata: b.metadata });
+    await getThread(ctx, threadId, filters);
+    // Checkpoint metadata is immutable in the official checkpointers; the thread's metadata is patched.
+    await patchThread(ctx, threadId, b.metadata, filters);
+    return noContent(200);
+  });
+
+  const historyOf = async (c: C, threadId: string, h: { limit: number; before?: unknown; metadata?: Record<string, unknown> | null; checkpoint?: Record<string, unknown> | null }) => {
+    const thread = await readable(c, threadId);
+    const graph = await graphForThread(ctx, thread);
+    if (!graph) return json([]);
+    const before = typeof h.before === "string" ? { configurable: { checkpoint_id: h.before } } : h.before ? { configurable: h.before } : undefined;
+    const out: unknown[] = [];
+    for await (const s of graph.getStateHistory({ configurable: { ...(h.checkpoint ?? {}), thread_id: threadId } }, { limit: h.limit, before, filter: h.metadata ?? undefined })) {
+      out.push(toThreadState(s));
+    }
+    return json(out);
+  };
+  app.post("/threads/:thread_id/history", async (c) => historyOf(c, uuidAt(c, "thread_id"), await body(c, history, {})));
+  app.get("/threads/:thread_id/history", async (c) => {
+    const limit = Number(c.req.query("limit") ?? 10);
+    return historyOf(c, uuidAt(c, "thread_id"), { limit: Number.isInteger(limit) && limit > 0 ? Math.min(limit, 1000) : 10, before: c.req.query("before") });
+  });
+
+}

@@ -1,0 +1,47 @@
+import type { Command } from "commander";
+import { loadConfigOrExit } from "./config-or-exit.ts";
+import { startAgentServer } from "../agent-server/server.ts";
+
+const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
+
+/** Runs one agent server process for a project (used by `wharf dev` and by deployments per revision). */
+export function registerAgentServer(program: Command): void {
+  program
+    .command("agent-server")
+    .description("serve one LangGraph project (langgraph.json) as an agent server process")
+    .requiredOption("--project <dir>", "project folder with langgraph.json")
+    .option("--host <host>", "address to listen on", "127.0.0.1")
+    .option("--port <port>", "port to listen on", (v) => Number(v), 2024)
+    .option("--server-id <id>", "which project/deployment the stored rows belong to (default: from the project path)")
+    .option("--open", "no credentials required (wharf dev; loopback addresses only)")
+    .action(async (opts: { project: string; host: string; port: number; serverId?: string; open?: boolean }) => {
+      const config = loadConfigOrExit();
+      if (opts.open && !LOOPBACK.has(opts.host)) {
+        console.error(`wharf: --open serves without credentials and is only allowed on a loopback address, not ${opts.host}`);
+        process.exit(2);
+      }
+      let running;
+      try {
+        running = await startAgentServer({ projectDir: opts.project, host: opts.host, port: opts.port, databaseUrl: config.databaseUrl, home: config.home, open: opts.open, serverId: opts.serverId });
+      } catch (err) {
+        console.error(`wharf: cannot start the agent server: ${(err as Error).message}`);
+        process.exit(1);
+      }
+      const auth = running.server.ctx.customAuth
+        ? `custom auth (${running.server.project.auth?.file})`
+        : opts.open
+          ? "OPEN: no credentials required (loopback only)"
+          : "platform API key required (X-Api-Key)";
+      console.log(`agent server ready at ${running.url} (graphs: ${[...running.server.ctx.graphs.keys()].join(", ")}; ${auth})`);
+      let signals = 0;
+      const shutdown = () => {
+        if (++signals > 1) process.exit(130);
+        running
+          .stop()
+          .then(() => process.exit(0))
+          .catch(() => process.exit(1));
+      };
+      process.on("SIGTERM", shutdown);
+      process.on("SIGINT", shutdown);
+    });
+}

@@ -1,0 +1,45 @@
+import type { Command } from "commander";
+import { configVariables } from "../config/config.ts";
+import { loadConfigOrExit } from "./config-or-exit.ts";
+import { startPlatform } from "../platform/start-platform.ts";
+
+export function registerUp(program: Command): void {
+  program
+    .command("up")
+    .description("run the whole platform in one process (control plane on WHARF_HOST:WHARF_PORT)")
+    .addHelpText("after", "\nEnvironment:\n" + configVariables.map(([n, m]) => `  ${n.padEnd(26)} ${m}`).join("\n"))
+    .action(async () => {
+      const started = performance.now();
+      const config = loadConfigOrExit();
+      let platform;
+      try {
+        platform = await startPlatform(config);
+      } catch (err) {
+        console.error(`wharf: cannot start: ${(err as Error).message}`);
+        process.exit(1);
+      }
+      const { url, bootstrap, ctx } = platform;
+      ctx.log.info({ url, storage: ctx.store.dialect, location: ctx.store.location, ms: Math.round(performance.now() - started) }, "wharf is up");
+      if (bootstrap.apiKey) {
+        // Printed once, on first start; the same key is in the 0600 file for the CLI.
+        process.stdout.write(
+          `\nBootstrap API key (shown once; also saved to ${bootstrap.keyFile}):\n\n  ${bootstrap.apiKey}\n\n` +
+            `Try: curl -H "X-Api-Key: ${bootstrap.apiKey}" ${url}/v2/secrets\n\n`,
+        );
+      }
+      let signals = 0;
+      const shutdown = (signal: string) => {
+        if (++signals > 1) process.exit(130);
+        ctx.log.info({ signal }, "shutting down");
+        platform
+          .stop()
+          .then(() => process.exit(0))
+          .catch((err) => {
+            console.error(err);
+            process.exit(1);
+          });
+      };
+      process.on("SIGTERM", () => shutdown("SIGTERM"));
+      process.on("SIGINT", () => shutdown("SIGINT"));
+    });
+}

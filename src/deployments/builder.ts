@@ -1,0 +1,80 @@
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { installDependencies } from "./dependencies.ts";
+import type { DeploymentsLayout } from "./layout.ts";
+import { readProjectConfig } from "./project-config.ts";
+import type { RevisionLog } from "./revision-logs.ts";
+import { runCommand } from "./run-command.ts";
+import { fetchSource, type SourceSpec } from "./sources.ts";
+
+export class BuildError extends Error {}
+
+const LOAD_CHECK = path.join(path.dirname(fileURLToPath(import.meta.url)), "load-check-child.ts");
+/** tsx's loader, by absolute URL, so that it resolves whatever the child's working folder is. */
+export const TSX_LOADER = import.meta.resolve("tsx");
+
+export interface BuildInput {
+  revisionId: string;
+  source: SourceSpec;
+  langgraphConfigPath: string;
+  installCommand: string | null;
+  buildCommand: string | null;
+  /** The deployment's secrets: graphs may read them while being imported. */
+  env: Record<string, string>;
+}
+
+export interface BuildOutput {
+  artifactDir: string;
+  projectDir: string;
+  configFile: string;
+  graphs: string[];
+  hasCustomAuth: boolean;
+  commitSha: string | null;
+}
+
+/**
+ * Build = fetch the source, install its dependencies (shared cache), run the optional build
+ * command, then import every graph in a child process. Everything goes to the revision's build log.
+ */
+export async function buildRevision(input: BuildInput, ctx: { layout: DeploymentsLayout; log: RevisionLog; signal: AbortSignal; home: string }): Promise<BuildOutput> {
+  const { layout, log, signal } = ctx;
+  const artifactDir = layout.buildDir(input.revisionId);
+  const started = performance.now();
+  const { commitSha } = await fetchSource(input.source, artifactDir, ctx);
+  signal.throwIfAborted();
+  let config;
+  try {
+    config = readProjectConfig(artifactDir, input.langgraphConfigPath);
+  } catch (err) {
+    throw new BuildError((err as Error).message);
+  }
+  log.line(`graphs in ${input.langgraphConfigPath}: ${config.graphIds.join(", ")}${config.hasCustomAuth ? " (custom auth)" : ""}`);
+  const childEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LANG: process.env.LANG, ...input.env, NODE_ENV: "production" };
+  await installDependencies(config.dir, { layout, installCommand: input.installCommand, log, signal, env: childEnv });
+  if (input.buildCommand) {
+    log.line(`running build command: ${input.buildCommand}`);
+    await runCommand("sh", ["-c", input.buildCommand], { cwd: config.dir, env: childEnv, log, signal, what: "build command" });
+  }
+  log.line("loading graphs");
+  const out = await runCommand(process.execPath, ["--import", TSX_LOADER, LOAD_CHECK, config.file], { cwd: config.dir, env: childEnv, log, signal, what: "loading the graphs", capture: true });
+  const last = out.trim().split("\n").pop() ?? "";
+  let result: { graphs: Array<{ id: string; ok: boolean; error?: string }>; auth: { ok: boolean; error?: string } | null };
+  try {
+    result = JSON.parse(last);
+  } catch {
+    throw new BuildError(`loading the graphs printed no result: ${last.slice(0, 500)}`);
+  }
+  const failed = result.graphs.filter((g) => !g.ok);
+  for (const g of failed) for (const l of (g.error ?? "").split("\n").slice(0, 15)) log.line(`graph ${g.id}: ${l}`, "error");
+  if (result.auth && !result.auth.ok) log.line(`auth: ${result.auth.error}`, "error");
+  if (failed.length) throw new BuildError(`graph${failed.length > 1 ? "s" : ""} ${failed.map((g) => g.id).join(", ")} failed to load`);
+  if (result.auth && !result.auth.ok) throw new BuildError(`the auth module failed to load: ${result.auth.error}`);
+  log.line(`build finished in ${Math.round(performance.now() - started)} ms`);
+  return { artifactDir, projectDir: config.dir, configFile: config.file, graphs: config.graphIds, hasCustomAuth: config.hasCustomAuth, commitSha };
+}
+
+/** Whether an earlier build can be deployed again (rollbacks reuse it without rebuilding). */
+export function buildStillThere(projectDir: string | null): boolean {
+  return !!projectDir && fs.existsSync(projectDir);
+}

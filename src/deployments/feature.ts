@@ -1,0 +1,46 @@
+import type { Feature, PlatformContext } from "../platform/context.ts";
+import { ensureExampleDeployment } from "./example-deployment.ts";
+import { mountDeploymentProxy } from "./proxy.ts";
+import { RolloutEngine, type DeploymentsOptions } from "./rollout-engine.ts";
+import { registerDeploymentRoutes } from "./routes.ts";
+import { storeUpload, verifyUploadToken } from "./upload-urls.ts";
+
+/**
+ * Deployments: `/v2/deployments…` (control plane), `PUT /deployments-uploads/{token}` (signed
+ * tarball uploads) and `/deployments/{id}/…` (each deployment's stable URL). One engine per
+ * platform instance: call this once per `startPlatform` (tests start several in one process).
+ */
+export function createDeploymentsFeature(options: DeploymentsOptions = {}): Feature {
+  let engine: RolloutEngine | null = null;
+  const ensure = (ctx: PlatformContext) => (engine ??= new RolloutEngine(ctx, options));
+  const get = () => {
+    if (!engine) throw new Error("deployments feature used before it was mounted");
+    return engine;
+  };
+  return {
+    name: "deployments",
+    routes(router, ctx) {
+      ensure(ctx);
+      registerDeploymentRoutes(router, ctx, get);
+    },
+    rootRoutes(app, ctx) {
+      ensure(ctx);
+      app.put("/deployments-uploads/:token", async (c) => {
+        const claim = verifyUploadToken(ctx.box, c.req.param("token"));
+        if (!claim) return c.json({ detail: "Upload URL is invalid or expired; request a new one" }, 403);
+        if (!c.req.raw.body) return c.json({ detail: "Empty upload" }, 400);
+        const bytes = await storeUpload(get().layout, claim, c.req.raw.body);
+        return c.json({ object_path: claim.o, size: bytes }, 200);
+      });
+      mountDeploymentProxy(app, get, ctx.authenticate);
+    },
+    async start(ctx) {
+      await ensure(ctx).start();
+      // In the background: start-up must not wait for a build.
+      void ensureExampleDeployment(ctx).catch((err) => ctx.log.warn({ err: (err as Error).message }, "the example deployment could not be set up"));
+    },
+    async stop() {
+      await engine?.stop();
+    },
+  };
+}

@@ -1,0 +1,782 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { sql, type Kysely } from "kysely";
+import type { PlatformContext } from "../platform/context.ts";
+import { nowIso } from "../store/database.ts";
+import { newId } from "../store/ids.ts";
+import type { Database } from "../store/schema.ts";
+import { AgentProcess, defaultRunnerCommand, freePort, killOrphan, type RunnerCommand } from "./agent-process.ts";
+import { buildRevision, buildStillThere } from "./builder.ts";
+import { openApiKey, openSecrets } from "./deployment-secrets.ts";
+import type { DeploymentRevisionsTable } from "./deployments-tables.ts";
+import { healthRuns, waitUntilUp } from "./health.ts";
+import { DeploymentsLayout } from "./layout.ts";
+import { LiveRevision } from "./live-revision.ts";
+import { RevisionLog } from "./revision-logs.ts";
+import { LostRevision, transition, type RevisionStatus } from "./revision-states.ts";
+
+export interface DeploymentsOptions {
+  /** How to start an agent server (default: `node bin/wharf.js agent-server …`). */
+  runnerCommand?: RunnerCommand;
+  /** Deadline of the build phase (fetch, install, load check). Default 10 minutes. */
+  buildTimeoutMs?: number;
+  /** Deadline of the deploy phase (start, /ok, health runs). Default 3 minutes. */
+  deployTimeoutMs?: number;
+  /** How long a replaced revision may keep serving requests in flight. Default 60 s. */
+  drainTimeoutMs?: number;
+  /** Work loop period: picks up work from other processes, heartbeats, supervises. Default 1 s. */
+  pollIntervalMs?: number;
+  /** Lease of a rollout or a served revision; another process takes over once it expires. Default 30 s. */
+  leaseMs?: number;
+  /** Host the agent servers listen on. Default 127.0.0.1. */
+  agentHost?: string;
+}
+
+type Resolved = Required<DeploymentsOptions>;
+
+/** How many times a revision is resumed after the platform died under it before it is INTERRUPTED. */
+const MAX_ATTEMPTS = 3;
+/** How long a proxy may use a cached route; a replaced revision serves at least this long. */
+export const ROUTE_TTL_MS = 1000;
+
+type Revision = DeploymentRevisionsTable;
+
+/** Why a rollout phase was aborted. */
+type AbortReason = "deadline" | "cancel" | "shutdown";
+
+/** Who may call a deployment: its workspace's credentials, unless the project has its own auth. */
+export interface RouteAccess {
+  workspaceId: string;
+  customAuth: boolean;
+}
+
+export type Route =
+  | ({ kind: "live"; live: LiveRevision } & RouteAccess)
+  | ({ kind: "remote"; url: string } & RouteAccess)
+  | { kind: "none"; status: number; detail: string };
+
+/**
+ * Runs the deployments of this platform process: claims queued revisions (one rollout per
+ * deployment, across every process on the database), builds and deploys them, switches the
+ * stable URL, supervises the live agent servers, and takes over the work of processes that died.
+ */
+export class RolloutEngine {
+  readonly layout: DeploymentsLayout;
+  readonly nodeId: string;
+  private readonly opts: Resolved;
+  private readonly db: Kysely<Database>;
+  private readonly live = new Map<string, LiveRevision>();
+  private readonly rollouts = new Map<string, { controller: AbortController; reason: AbortReason | null; deploymentId: string }>();
+  private readonly routes = new Map<string, { revisionId: string | null; url: string | null; owner: string | null; at: number; exists: boolean; workspaceId: string; customAuth: boolean }>();
+  private timer: NodeJS.Timeout | null = null;
+  private ticking: Promise<void> | null = null;
+  private tickAgain = false;
+  private stopped = false;
+  private databaseUrl: string | null = null;
+  private readonly tasks = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly ctx: PlatformContext,
+    options: DeploymentsOptions = {},
+  ) {
+    this.db = ctx.db;
+    this.opts = {
+      runnerCommand: options.runnerCommand ?? defaultRunnerCommand,
+      buildTimeoutMs: options.buildTimeoutMs ?? 10 * 60_000,
+      deployTimeoutMs: options.deployTimeoutMs ?? 3 * 60_000,
+      drainTimeoutMs: options.drainTimeoutMs ?? 60_000,
+      pollIntervalMs: options.pollIntervalMs ?? 1000,
+      leaseMs: options.leaseMs ?? 30_000,
+      agentHost: options.agentHost ?? "127.0.0.1",
+    };
+    this.layout = new DeploymentsLayout(ctx.config.home);
+    this.nodeId = readNodeId(this.layout);
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  async start(): Promise<void> {
+    this.layout.prepare();
+    this.databaseUrl = await agentDatabaseUrl(this.ctx);
+    await this.reconcileOwnWork();
+    this.timer = setInterval(() => this.kick(), this.opts.pollIntervalMs);
+    this.timer.unref();
+    this.kick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    for (const r of this.rollouts.values()) {
+      r.reason ??= "shutdown";
+      r.controller.abort();
+    }
+    await Promise.allSettled([...this.tasks]);
+    await this.ticking?.catch(() => {});
+    // DEPLOYED revisions stay DEPLOYED: the next start serves them again.
+    await Promise.allSettled([...this.live.values()].map((l) => l.proc.stop(3000)));
+    await Promise.allSettled([...this.live.values()].map((l) => l.log.flush()));
+    await this.db
+      .updateTable("deployment_revisions")
+      .set({ pid: null, serving_url: null, lease_until: null })
+      .where("owner", "=", this.nodeId)
+      .where("status", "=", "DEPLOYED")
+      .execute()
+      .catch(() => {});
+    this.live.clear();
+  }
+
+  /** Runs the work loop soon (coalesced). */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.ticking) {
+      this.tickAgain = true;
+      return;
+    }
+    this.ticking = this.tick()
+      .catch((err) => this.ctx.log.error({ err }, "deployments work loop failed"))
+      .finally(() => {
+        this.ticking = null;
+        if (this.tickAgain && !this.stopped) {
+          this.tickAgain = false;
+          this.kick();
+        }
+      });
+  }
+
+  private track<T>(p: Promise<T>): void {
+    this.tasks.add(p);
+    void p.finally(() => this.tasks.delete(p)).catch(() => {});
+  }
+
+  // ---------------------------------------------------------------- work loop
+
+  private async tick(): Promise<void> {
+    await this.heartbeat();
+    await this.sweepAbandoned();
+    await this.startPendingRollouts();
+    await this.superviseServing();
+  }
+
+  private leaseUntil(): string {
+    return new Date(Date.now() + this.opts.leaseMs).toISOString();
+  }
+
+  /** Extends this process's leases and notices interrupts requested through another process. */
+  private async heartbeat(): Promise<void> {
+    const until = this.leaseUntil();
+    const revisionIds = [...this.rollouts.keys(), ...this.live.keys()];
+    if (revisionIds.length) {
+      await this.db.updateTable("deployment_revisions").set({ lease_until: until }).where("owner", "=", this.nodeId).where("id", "in", revisionIds).execute();
+      const deploymentIds = [...new Set([...this.rollouts.values()].map((r) => r.deploymentId))];
+      if (deploymentIds.length) {
+        await this.db.updateTable("deployments").set({ rollout_lease_until: until }).where("rollout_owner", "=", this.nodeId).where("id", "in", deploymentIds).execute();
+      }
+    }
+    if (this.rollouts.size) {
+      const cancelled = await this.db.selectFrom("deployment_revisions").select("id").where("id", "in", [...this.rollouts.keys()]).where("cancel_requested", "=", 1).execute();
+      for (const { id } of cancelled) this.abortRollout(id, "cancel");
+    }
+  }
+
+  abortRollout(revisionId: string, reason: AbortReason): boolean {
+    const r = this.rollouts.get(revisionId);
+    if (!r) return false;
+    r.reason ??= reason;
+    r.controller.abort();
+    return true;
+  }
+
+  /**
+   * At start: whatever this node owned belongs to a process that is gone (the previous run of this
+   * platform). Its in-flight revisions are resumed (or INTERRUPTED after too many attempts), its
+   * rollout locks released, and its DEPLOYED revisions are served again by the supervisor.
+   */
+  private async reconcileOwnWork(): Promise<void> {
+    const mine = await this.db.selectFrom("deployment_revisions").selectAll().where("owner", "=", this.nodeId).execute();
+    for (const rev of mine) {
+      if (rev.status === "DEPLOYED") {
+        if (rev.pid && killOrphan(rev.pid, rev.deployment_id)) this.ctx.log.warn({ revision: rev.id, pid: rev.pid }, "killed an agent server left by the previous platform process");
+        await this.db.updateTable("deployment_revisions").set({ pid: null, serving_url: null, lease_until: null }).where("id", "=", rev.id).execute();
+      } else if (["AWAITING_BUILD", "BUILDING", "AWAITING_DEPLOY", "DEPLOYING"].includes(rev.status)) {
+        if (rev.pid) killOrphan(rev.pid, rev.deployment_id);
+        await this.resume(rev, `the platform process working on it stopped during ${rev.status}`);
+      }
+    }
+    await this.db.updateTable("deployments").set({ rollout_revision_id: null, rollout_owner: null, rollout_lease_until: null }).where("rollout_owner", "=", this.nodeId).execute();
+  }
+
+  /** Revisions and rollout locks of processes whose lease ran out: resume them here. */
+  private async sweepAbandoned(): Promise<void> {
+    const now = nowIso();
+    const stale = await this.db
+      .selectFrom("deployment_revisions")
+      .selectAll()
+      .where("status", "in", ["AWAITING_BUILD", "BUILDING", "AWAITING_DEPLOY", "DEPLOYING"])
+      .where("owner", "is not", null)
+      .where("lease_until", "<", now)
+      .execute();
+    for (const rev of stale) if (!this.rollouts.has(rev.id)) await this.resume(rev, `the platform process ${rev.owner} stopped renewing its lease during ${rev.status}`);
+    // A revision left in CREATING (the process died between the insert and the queueing).
+    const creating = await this.db
+      .selectFrom("deployment_revisions")
+      .select(["id"])
+      .where("status", "=", "CREATING")
+      .where("created_at", "<", new Date(Date.now() - 10_000).toISOString())
+      .execute();
+    for (const r of creating) await transition(this.db, r.id, ["CREATING"], "QUEUED", { reason: "queued after a platform restart" }).catch(() => {});
+    await this.db
+      .updateTable("deployments")
+      .set({ rollout_revision_id: null, rollout_owner: null, rollout_lease_until: null })
+      .where("rollout_owner", "is not", null)
+      .where("rollout_lease_until", "<", now)
+      .execute();
+  }
+
+  /** Puts an abandoned in-flight revision back in line for its phase, or ends it INTERRUPTED. */
+  private async resume(rev: Revision, why: string): Promise<void> {
+    const owner = rev.owner;
+    const base = { owner: null, lease_until: null, pid: null, serving_url: null, phase_deadline: null };
+    try {
+      if (rev.attempt >= MAX_ATTEMPTS) {
+        await transition(this.db, rev.id, [rev.status as RevisionStatus], "INTERRUPTED", {
+          owner,
+          reason: `${why}; gave up after ${rev.attempt} attempts`,
+          set: { ...base, status_message: `Interrupted: ${why} (${rev.attempt} attempts)` },
+        });
+        await this.releaseLock(rev.deployment_id, rev.id, owner);
+        return;
+      }
+      const building = rev.status === "AWAITING_BUILD" || rev.status === "BUILDING";
+      if (!building && !buildStillThere(rev.project_dir)) {
+        await transition(this.db, rev.id, [rev.status as RevisionStatus], "INTERRUPTED", { owner, reason: `${why}; its build is gone`, set: { ...base, status_message: `Interrupted: ${why}; its build is gone` } });
+        await this.releaseLock(rev.deployment_id, rev.id, owner);
+        return;
+      }
+      const to: RevisionStatus = building ? "AWAITING_BUILD" : "AWAITING_DEPLOY";
+      const reason = `${why}; resuming (attempt ${rev.attempt + 1})`;
+      if (rev.status === to) {
+        await this.db.updateTable("deployment_revisions").set({ ...base, attempt: rev.attempt + 1, updated_at: nowIso() }).where("id", "=", rev.id).where("owner", "=", owner!).execute();
+      } else {
+        await transition(this.db, rev.id, [rev.status as RevisionStatus], to, { owner, reason, set: { ...base, attempt: rev.attempt + 1 } });
+      }
+      await this.releaseLock(rev.deployment_id, rev.id, owner);
+      const log = new RevisionLog(this.db, rev.id, building ? "build" : "deploy");
+      log.line(reason, "warning");
+      await log.flush();
+      this.ctx.log.warn({ revision: rev.id, deployment: rev.deployment_id }, reason);
+    } catch (err) {
+      if (!(err instanceof LostRevision)) throw err;
+    }
+  }
+
+  private async releaseLock(deploymentId: string, revisionId: string, owner: string | null): Promise<void> {
+    let q = this.db.updateTable("deployments").set({ rollout_revision_id: null, rollout_owner: null, rollout_lease_until: null }).where("id", "=", deploymentId).where("rollout_revision_id", "=", revisionId);
+    if (owner) q = q.where("rollout_owner", "=", owner);
+    await q.execute();
+  }
+
+  /** Claims the per-deployment rollout lock for deployments with waiting revisions and runs them. */
+  private async startPendingRollouts(): Promise<void> {
+    if (this.stopped) return;
+    const waiting = await this.db
+      .selectFrom("deployment_revisions")
+      .select(["deployment_id"])
+      .distinct()
+      .where("status", "in", ["QUEUED", "AWAITING_BUILD", "AWAITING_DEPLOY"])
+      .where("owner", "is", null)
+      .execute();
+    for (const { deployment_id } of waiting) {
+      if ([...this.rollouts.values()].some((r) => r.deploymentId === deployment_id)) continue;
+      const rev = await this.db
+        .selectFrom("deployment_revisions")
+        .selectAll()
+        .where("deployment_id", "=", deployment_id)
+        .where("status", "in", ["QUEUED", "AWAITING_BUILD", "AWAITING_DEPLOY"])
+        .where("owner", "is", null)
+        .orderBy("id", "desc")
+        .executeTakeFirst();
+      if (!rev) continue;
+      const now = nowIso();
+      const lock = await this.db
+        .updateTable("deployments")
+        .set({ rollout_revision_id: rev.id, rollout_owner: this.nodeId, rollout_lease_until: this.leaseUntil() })
+        .where("id", "=", deployment_id)
+        .where((eb) => eb.or([eb("rollout_owner", "is", null), eb("rollout_lease_until", "<", now)]))
+        .executeTakeFirst();
+      if (Number(lock.numUpdatedRows) !== 1) continue;
+      // Only the newest waiting revision runs; older waiting ones were superseded.
+      await this.skipOlderWaiting(deployment_id, rev.id);
+      this.runRollout(rev);
+    }
+  }
+
+  async skipOlderWaiting(deploymentId: string, newestId: string): Promise<void> {
+    const older = await this.db
+      .selectFrom("deployment_revisions")
+      .select(["id", "status"])
+      .where("deployment_id", "=", deploymentId)
+      .where("id", "<", newestId)
+      .where("status", "in", ["CREATING", "QUEUED", "AWAITING_BUILD", "AWAITING_DEPLOY"])
+      .where("owner", "is", null)
+      .execute();
+    for (const o of older) {
+      await transition(this.db, o.id, [o.status as RevisionStatus], "SKIPPED", { owner: null, reason: `superseded by revision ${newestId}`, set: { status_message: `Skipped: superseded by revision ${newestId}` } }).catch((err) => {
+        if (!(err instanceof LostRevision)) throw err;
+      });
+    }
+  }
+
+  private runRollout(rev: Revision): void {
+    const controller = new AbortController();
+    const entry = { controller, reason: null as AbortReason | null, deploymentId: rev.deployment_id };
+    this.rollouts.set(rev.id, entry);
+    const task = this.rollout(rev, entry)
+      .catch((err) => this.ctx.log.error({ err, revision: rev.id }, "rollout failed unexpectedly"))
+      .finally(async () => {
+        this.rollouts.delete(rev.id);
+        await this.releaseLock(rev.deployment_id, rev.id, this.nodeId).catch(() => {});
+        this.kick();
+      });
+    this.track(task);
+  }
+
+  // ---------------------------------------------------------------- one rollout
+
+  private async rollout(rev: Revision, entry: { controller: AbortController; reason: AbortReason | null }): Promise<void> {
+    const claim = await this.db
+      .updateTable("deployment_revisions")
+      .set({ owner: this.nodeId, lease_until: this.leaseUntil(), updated_at: nowIso() })
+      .where("id", "=", rev.id)
+      .where("status", "=", rev.status)
+      .where("owner", "is", null)
+      .executeTakeFirst();
+    if (Number(claim.numUpdatedRows) !== 1) return;
+    const deployment = await this.db.selectFrom("deployments").selectAll().where("id", "=", rev.deployment_id).executeTakeFirst();
+    if (!deployment) return;
+    const secrets = openSecrets(this.ctx.box, deployment);
+    const redactions = secrets.map((s) => s.value);
+    const buildLog = new RevisionLog(this.db, rev.id, "build", redactions);
+    const deployLog = new RevisionLog(this.db, rev.id, "deploy", redactions);
+    const me = this.nodeId;
+    let status = rev.status as RevisionStatus;
+    try {
+      if (status === "QUEUED") {
+        await transition(this.db, rev.id, ["QUEUED"], "AWAITING_BUILD", { owner: me, reason: `claimed by ${me}` });
+        status = "AWAITING_BUILD";
+      }
+      let project = { projectDir: rev.project_dir, configFile: null as string | null, graphs: rev.graphs ? (JSON.parse(rev.graphs) as string[]) : [], hasCustomAuth: false };
+      if (status === "AWAITING_BUILD") {
+        const reused = rev.reuse_build_of ? await this.reusableBuild(rev.reuse_build_of) : null;
+        if (reused) {
+          buildLog.line(`reusing the build of revision ${rev.reuse_build_of} (no rebuild)`);
+          await transition(this.db, rev.id, ["AWAITING_BUILD"], "AWAITING_DEPLOY", {
+            owner: me,
+            reason: `reusing the build of ${rev.reuse_build_of}`,
+            set: { artifact_dir: reused.artifact_dir, project_dir: reused.project_dir, graphs: reused.graphs, repo_commit_sha: reused.repo_commit_sha },
+          });
+          project = { ...project, projectDir: reused.project_dir, graphs: JSON.parse(reused.graphs ?? "[]") as string[] };
+        } else {
+          if (rev.reuse_build_of) buildLog.line(`the build of revision ${rev.reuse_build_of} is gone: building again`, "warning");
+          const built = await this.buildPhase(rev, entry, buildLog, Object.fromEntries(secrets.map((s) => [s.name, s.value])));
+          if (!built) return;
+          project = { ...project, ...built };
+        }
+        status = "AWAITING_DEPLOY";
+      }
+      await buildLog.flush();
+      const configPath = JSON.parse(rev.source_revision_config).langgraph_config_path as string;
+      project.configFile ??= path.join(rev.artifact_dir ?? this.layout.buildDir(rev.id), configPath);
+      if (project.projectDir) project.hasCustomAuth = hasCustomAuth(path.join(project.projectDir, path.basename(configPath)));
+      await this.deployPhase(rev, deployment, entry, deployLog, secrets, project as { projectDir: string; configFile: string; graphs: string[]; hasCustomAuth: boolean });
+    } catch (err) {
+      if (err instanceof LostRevision) {
+        buildLog.line(`stopped working on this revision: ${err.message}`, "warning");
+        return;
+      }
+      throw err;
+    } finally {
+      await buildLog.flush();
+      await deployLog.flush();
+    }
+  }
+
+  private async reusableBuild(revisionId: string) {
+    const r = await this.db.selectFrom("deployment_revisions").select(["artifact_dir", "project_dir", "graphs", "repo_commit_sha"]).where("id", "=", revisionId).executeTakeFirst();
+    return r && r.project_dir && r.graphs && buildStillThere(r.project_dir) ? (r as typeof r & { project_dir: string }) : null;
+  }
+
+  /** Arms the phase deadline; the returned signal aborts on deadline, interrupt or shutdown. */
+  private phaseSignal(entry: { controller: AbortController; reason: AbortReason | null }, ms: number): { signal: AbortSignal; clear(): void } {
+    const t = setTimeout(() => {
+      entry.reason ??= "deadline";
+      entry.controller.abort();
+    }, ms);
+    return { signal: entry.controller.signal, clear: () => clearTimeout(t) };
+  }
+
+  private async buildPhase(rev: Revision, entry: { controller: AbortController; reason: AbortReason | null }, log: RevisionLog, env: Record<string, string>) {
+    const me = this.nodeId;
+    const deadline = new Date(Date.now() + this.opts.buildTimeoutMs).toISOString();
+    await transition(this.db, rev.id, ["AWAITING_BUILD"], "BUILDING", { owner: me, reason: "build started", set: { phase_deadline: deadline } });
+    const phase = this.phaseSignal(entry, this.opts.buildTimeoutMs);
+    const src = JSON.parse(rev.source_revision_config) as Record<string, string | null>;
+    const bc = JSON.parse(rev.build_config) as Record<string, string | null>;
+    try {
+      const out = await buildRevision(
+        {
+          revisionId: rev.id,
+          source: { source_tarball_path: src.source_tarball_path, local_path: src.local_path, repo_url: bc.repo_url, repo_ref: src.repo_ref },
+          langgraphConfigPath: src.langgraph_config_path!,
+          installCommand: bc.install_command ?? null,
+          buildCommand: bc.build_command ?? null,
+          env,
+        },
+        { layout: this.layout, log, signal: phase.signal, home: this.ctx.config.home },
+      );
+      await transition(this.db, rev.id, ["BUILDING"], "AWAITING_DEPLOY", {
+        owner: me,
+        reason: "build succeeded",
+        set: { artifact_dir: out.artifactDir, project_dir: out.projectDir, graphs: JSON.stringify(out.graphs), repo_commit_sha: out.commitSha },
+      });
+      return { projectDir: out.projectDir, configFile: out.configFile, graphs: out.graphs, hasCustomAuth: out.hasCustomAuth };
+    } catch (err) {
+      if (err instanceof LostRevision) throw err;
+      await this.failPhase(rev, "BUILDING", "BUILD_FAILED", entry.reason, err as Error, log, this.opts.buildTimeoutMs);
+      return null;
+    } finally {
+      phase.clear();
+    }
+  }
+
+  /** Ends a phase that threw: FAILED with the reason, INTERRUPTED on request, or handed back on shutdown. */
+  private async failPhase(rev: Revision, from: RevisionStatus, failed: RevisionStatus, reason: AbortReason | null, err: Error, log: RevisionLog, deadlineMs: number): Promise<void> {
+    const me = this.nodeId;
+    const base = { owner: null, lease_until: null, pid: null, serving_url: null };
+    if (reason === "shutdown") {
+      const back: RevisionStatus = from === "BUILDING" ? "AWAITING_BUILD" : "AWAITING_DEPLOY";
+      log.line(`the platform is shutting down: ${from} will resume at the next start`, "warning");
+      await transition(this.db, rev.id, [from], back, { owner: me, reason: "platform shutdown", set: base });
+      return;
+    }
+    if (reason === "cancel") {
+      log.line("interrupted on request", "warning");
+      await transition(this.db, rev.id, [from], "INTERRUPTED", { owner: me, reason: "interrupted on request", set: { ...base, status_message: "Interrupted on request" } });
+      return;
+    }
+    const message = reason === "deadline" ? `${from === "BUILDING" ? "build" : "deploy"} deadline of ${Math.round(deadlineMs / 1000)} s exceeded` : err.message;
+    log.line(`${failed}: ${message}`, "error");
+    if (reason !== "deadline" && !(err.name === "BuildError" || err.name === "HealthError" || err.name === "CommandFailed" || err.name === "SourceError")) {
+      this.ctx.log.warn({ err, revision: rev.id }, "revision phase failed");
+    }
+    await transition(this.db, rev.id, [from], failed, { owner: me, reason: message, set: { ...base, status_message: message } });
+  }
+
+  private agentEnv(deployment: { id: string; workspace_id: string }, revisionId: string, secrets: Array<{ name: string; value: string }>, port: number): NodeJS.ProcessEnv {
+    const env: NodeJS.ProcessEnv = {};
+    for (const k of ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "NODE_EXTRA_CA_CERTS"]) if (process.env[k]) env[k] = process.env[k];
+    for (const s of secrets) env[s.name] = s.value;
+    Object.assign(env, {
+      NODE_ENV: "production",
+      PORT: String(port),
+      WHARF_HOME: this.ctx.config.home,
+      WHARF_LOG_LEVEL: this.ctx.config.logLevel === "debug" || this.ctx.config.logLevel === "trace" ? "info" : this.ctx.config.logLevel,
+      WHARF_DEPLOYMENT_ID: deployment.id,
+      WHARF_REVISION_ID: revisionId,
+      WHARF_WORKSPACE_ID: deployment.workspace_id,
+    });
+    if (this.databaseUrl) env.DATABASE_URL = this.databaseUrl;
+    if (this.ctx.config.masterKey) env.WHARF_MASTER_KEY = this.ctx.config.masterKey;
+    return env;
+  }
+
+  /** Starts an agent server for a built revision and resolves once `/ok` answers. */
+  private async startProcess(
+    deployment: { id: string; workspace_id: string },
+    revisionId: string,
+    project: { projectDir: string; configFile: string },
+    secrets: Array<{ name: string; value: string }>,
+    log: RevisionLog,
+  ): Promise<LiveRevision> {
+    const port = await freePort(this.opts.agentHost);
+    const proc = new AgentProcess(
+      this.opts.runnerCommand,
+      { projectDir: project.projectDir, configFile: project.configFile, host: this.opts.agentHost, port, serverId: deployment.id },
+      this.agentEnv(deployment, revisionId, secrets, port),
+      log,
+    );
+    log.line(`started the agent server (pid ${proc.pid}) on ${proc.url}`);
+    return new LiveRevision(deployment.id, revisionId, proc, log);
+  }
+
+  private async deployPhase(
+    rev: Revision,
+    deployment: Database["deployments"],
+    entry: { controller: AbortController; reason: AbortReason | null },
+    log: RevisionLog,
+    secrets: Array<{ name: string; value: string }>,
+    project: { projectDir: string; configFile: string; graphs: string[]; hasCustomAuth: boolean },
+  ): Promise<void> {
+    const me = this.nodeId;
+    const deadline = new Date(Date.now() + this.opts.deployTimeoutMs).toISOString();
+    await transition(this.db, rev.id, ["AWAITING_DEPLOY"], "DEPLOYING", { owner: me, reason: "deploy started", set: { phase_deadline: deadline } });
+    const phase = this.phaseSignal(entry, this.opts.deployTimeoutMs);
+    let live: LiveRevision | null = null;
+    try {
+      live = await this.startProcess(deployment, rev.id, project, secrets, log);
+      await this.db.updateTable("deployment_revisions").set({ pid: live.proc.pid ?? null }).where("id", "=", rev.id).execute();
+      await waitUntilUp(live.proc, phase.signal, log);
+      const apiKey = openApiKey(this.ctx.box, deployment);
+      await healthRuns(live.proc, project.graphs, { apiKey, hasCustomAuth: project.hasCustomAuth, signal: phase.signal, log, timeoutMs: Math.min(60_000, this.opts.deployTimeoutMs) });
+      phase.clear();
+      await this.switchTo(rev, live);
+      live = null;
+    } catch (err) {
+      if (err instanceof LostRevision) throw err;
+      const exited = live && !live.proc.running;
+      await live?.proc.stop(2000);
+      if (exited) log.line(`the agent server exited with code ${await live!.proc.exited}`, "error");
+      await this.failPhase(rev, "DEPLOYING", "DEPLOY_FAILED", entry.reason, err as Error, log, this.opts.deployTimeoutMs);
+    } finally {
+      phase.clear();
+      if (live) await live.proc.stop(2000);
+    }
+  }
+
+  /**
+   * Makes a healthy revision the live one: revision DEPLOYED and the deployment's active revision
+   * in one transaction, the route switched at once, and the replaced revision stopped once the
+   * requests it is serving have finished.
+   */
+  private async switchTo(rev: Revision, live: LiveRevision): Promise<void> {
+    const me = this.nodeId;
+    const now = nowIso();
+    let previous: string | null = null;
+    await this.db.transaction().execute(async (tx) => {
+      const dep = await tx.selectFrom("deployments").select(["active_revision_id"]).where("id", "=", rev.deployment_id).executeTakeFirst();
+      if (!dep) throw new LostRevision("the deployment was deleted");
+      previous = dep.active_revision_id;
+      const res = await tx
+        .updateTable("deployment_revisions")
+        .set({ status: "DEPLOYED", updated_at: now, phase_deadline: null, serving_url: live.url, pid: live.proc.pid ?? null, lease_until: this.leaseUntil(), status_message: null })
+        .where("id", "=", rev.id)
+        .where("status", "=", "DEPLOYING")
+        .where("owner", "=", me)
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) !== 1) throw new LostRevision(`revision ${rev.id} is no longer DEPLOYING`);
+      await tx.insertInto("deployment_revision_transitions").values({ id: newId(), revision_id: rev.id, from_status: "DEPLOYING", to_status: "DEPLOYED", reason: "healthy; now serving", at: now }).execute();
+      await tx.updateTable("deployments").set({ active_revision_id: rev.id, updated_at: now }).where("id", "=", rev.deployment_id).execute();
+    });
+    live.markReady();
+    this.live.set(rev.id, live);
+    this.routes.delete(rev.deployment_id);
+    live.log.line(`DEPLOYED: serving the deployment's URL${previous ? ` (replacing revision ${previous})` : ""}`);
+    if (previous && previous !== rev.id) this.retire(previous, `replaced by revision ${rev.id}`);
+  }
+
+  /** Stops a replaced revision after its in-flight requests finish (and caches elsewhere expire). */
+  private retire(revisionId: string, why: string): void {
+    const old = this.live.get(revisionId);
+    if (!old || old.draining) return;
+    old.draining = true;
+    const task = (async () => {
+      const started = Date.now();
+      await new Promise((r) => setTimeout(r, ROUTE_TTL_MS));
+      const drained = await old.drained(Math.max(0, this.opts.drainTimeoutMs - (Date.now() - started)));
+      old.log.line(drained ? `${why}: drained, stopping` : `${why}: ${old.inflight} request(s) still running after the drain timeout, stopping anyway`, drained ? "info" : "warning");
+      await old.proc.stop(5000);
+      if (this.live.get(revisionId) === old) this.live.delete(revisionId);
+      await old.log.flush();
+      await this.db.updateTable("deployment_revisions").set({ pid: null, serving_url: null, owner: null, lease_until: null }).where("id", "=", revisionId).where("owner", "=", this.nodeId).execute();
+    })();
+    this.track(task);
+  }
+
+  // ---------------------------------------------------------------- serving
+
+  /**
+   * Keeps the active revision of every deployment served by exactly one process: starts the ones
+   * nobody serves (after a restart, or when their server's lease ran out), restarts crashed
+   * servers with backoff, and retires local servers that are no longer active.
+   */
+  private async superviseServing(): Promise<void> {
+    if (this.stopped) return;
+    const now = nowIso();
+    const active = await this.db
+      .selectFrom("deployments")
+      .innerJoin("deployment_revisions", "deployment_revisions.id", "deployments.active_revision_id")
+      .selectAll("deployment_revisions")
+      .select(["deployments.workspace_id as dep_workspace_id"])
+      .where("deployment_revisions.status", "=", "DEPLOYED")
+      .where((eb) =>
+        eb.or([eb("deployment_revisions.owner", "is", null), eb("deployment_revisions.owner", "=", this.nodeId), eb("deployment_revisions.lease_until", "is", null), eb("deployment_revisions.lease_until", "<", now)]),
+      )
+      .execute();
+    const activeIds = new Set(active.map((r) => r.id));
+    for (const rev of active) {
+      if (this.rollouts.has(rev.id)) continue; // being switched to right now
+      const live = this.live.get(rev.id);
+      if (live && live.proc.running) continue;
+      if (live && Date.now() < live.nextRestartAt) continue;
+      this.track(this.serveAgain(rev, live ?? null));
+    }
+    for (const [id, live] of this.live) {
+      if (live.draining || activeIds.has(id)) continue;
+      const still = await this.db.selectFrom("deployments").select(["active_revision_id"]).where("id", "=", live.deploymentId).executeTakeFirst();
+      if (still?.active_revision_id !== id) this.retire(id, still ? `revision ${still.active_revision_id} became active` : "the deployment was deleted");
+    }
+  }
+
+  private readonly restarting = new Set<string>();
+
+  /** Starts (or restarts) the server of a DEPLOYED active revision without changing its status. */
+  private async serveAgain(rev: Revision, previous: LiveRevision | null): Promise<void> {
+    if (this.restarting.has(rev.id)) return;
+    this.restarting.add(rev.id);
+    try {
+      const claim = await this.db
+        .updateTable("deployment_revisions")
+        .set({ owner: this.nodeId, lease_until: this.leaseUntil() })
+        .where("id", "=", rev.id)
+        .where("status", "=", "DEPLOYED")
+        .where((eb) => eb.or([eb("owner", "is", null), eb("owner", "=", this.nodeId), eb("lease_until", "is", null), eb("lease_until", "<", nowIso())]))
+        .executeTakeFirst();
+      if (Number(claim.numUpdatedRows) !== 1) return;
+      const deployment = await this.db.selectFrom("deployments").selectAll().where("id", "=", rev.deployment_id).executeTakeFirst();
+      if (!deployment || !rev.project_dir || !buildStillThere(rev.project_dir)) {
+        this.ctx.log.error({ revision: rev.id }, "the active revision's build is gone; it cannot be served again");
+        return;
+      }
+      const secrets = openSecrets(this.ctx.box, deployment);
+      const log = previous?.log ?? new RevisionLog(this.db, rev.id, "deploy", secrets.map((s) => s.value));
+      if (previous) {
+        const code = await previous.proc.exited;
+        log.line(`the agent server exited unexpectedly (code ${code}); restarting (restart ${previous.restarts + 1})`, "warning");
+      } else {
+        log.line("serving again after a platform restart");
+      }
+      const configPath = JSON.parse(rev.source_revision_config).langgraph_config_path as string;
+      const live = await this.startProcess(deployment, rev.id, { projectDir: rev.project_dir, configFile: path.join(rev.project_dir, path.basename(configPath)) }, secrets, log);
+      if (previous) {
+        live.restarts = previous.restarts + 1;
+        live.nextRestartAt = Date.now() + Math.min(30_000, 500 * 2 ** Math.min(live.restarts, 6));
+      }
+      this.live.set(rev.id, live);
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), this.opts.deployTimeoutMs);
+      try {
+        await waitUntilUp(live.proc, controller.signal, log);
+        await this.db.updateTable("deployment_revisions").set({ serving_url: live.url, pid: live.proc.pid ?? null }).where("id", "=", rev.id).execute();
+        live.markReady();
+        this.routes.delete(rev.deployment_id);
+      } catch (err) {
+        log.line(`the agent server did not come up: ${(err as Error).message}`, "error");
+        live.markFailed(err as Error);
+        await live.proc.stop(2000);
+      } finally {
+        clearTimeout(timer);
+        await log.flush();
+      }
+    } finally {
+      this.restarting.delete(rev.id);
+    }
+  }
+
+  /** Where the stable URL of a deployment goes right now. */
+  async route(deploymentId: string, fresh = false): Promise<Route> {
+    let cached = this.routes.get(deploymentId);
+    if (fresh || !cached || Date.now() - cached.at > ROUTE_TTL_MS) {
+      const row = await this.db
+        .selectFrom("deployments")
+        .leftJoin("deployment_revisions", "deployment_revisions.id", "deployments.active_revision_id")
+        .select(["deployments.workspace_id", "deployments.active_revision_id", "deployment_revisions.serving_url", "deployment_revisions.owner", "deployment_revisions.project_dir", "deployment_revisions.source_revision_config"])
+        .where("deployments.id", "=", deploymentId)
+        .executeTakeFirst();
+      const configPath = row?.source_revision_config ? (JSON.parse(row.source_revision_config).langgraph_config_path as string) : null;
+      cached = {
+        revisionId: row?.active_revision_id ?? null,
+        url: row?.serving_url ?? null,
+        owner: row?.owner ?? null,
+        at: Date.now(),
+        exists: !!row,
+        workspaceId: row?.workspace_id ?? "",
+        customAuth: !!(row?.project_dir && configPath && hasCustomAuth(path.join(row.project_dir, path.basename(configPath)))),
+      };
+      this.routes.set(deploymentId, cached);
+    }
+    if (!cached.exists) return { kind: "none", status: 404, detail: `Deployment ID ${deploymentId} not found.` };
+    if (!cached.revisionId) return { kind: "none", status: 503, detail: "The deployment has no deployed revision yet" };
+    const access = { workspaceId: cached.workspaceId, customAuth: cached.customAuth };
+    const live = this.live.get(cached.revisionId);
+    if (live) {
+      if (!live.isReady) {
+        const ok = await Promise.race([live.ready.then(() => true, () => false), new Promise<boolean>((r) => setTimeout(() => r(false), 30_000).unref())]);
+        if (!ok) return { kind: "none", status: 503, detail: "The deployment's agent server is starting; try again shortly" };
+      }
+      return { kind: "live", live, ...access };
+    }
+    if (cached.url && cached.owner !== this.nodeId) return { kind: "remote", url: cached.url, ...access };
+    return { kind: "none", status: 503, detail: "The deployment's agent server is starting; try again shortly" };
+  }
+
+  /** Forgets the cached route (after a change made by this process). */
+  invalidate(deploymentId: string): void {
+    this.routes.delete(deploymentId);
+  }
+
+  /** Stops everything of a deployment that is being deleted. */
+  async forget(deploymentId: string, revisionIds: string[]): Promise<void> {
+    for (const id of revisionIds) this.abortRollout(id, "cancel");
+    const lives = [...this.live.values()].filter((l) => l.deploymentId === deploymentId);
+    await Promise.allSettled(lives.map((l) => l.proc.stop(3000)));
+    for (const l of lives) this.live.delete(l.revisionId);
+    this.routes.delete(deploymentId);
+  }
+
+  /** Removes a build folder that no revision references any more. */
+  removeBuild(revisionId: string): void {
+    fs.rmSync(this.layout.buildDir(revisionId), { recursive: true, force: true });
+  }
+}
+
+function hasCustomAuth(configFile: string): boolean {
+  try {
+    return typeof (JSON.parse(fs.readFileSync(configFile, "utf8")) as { auth?: { path?: unknown } }).auth?.path === "string";
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * This platform's identity as an owner of rollouts and servers: stable across restarts of the same
+ * `$WHARF_HOME` (so a restart recognises its own leftovers at once) and unique across homes.
+ */
+function readNodeId(layout: DeploymentsLayout): string {
+  const file = path.join(layout.root, "node-id");
+  try {
+    const id = fs.readFileSync(file, "utf8").trim();
+    if (id) return id;
+  } catch {
+    /* first start */
+  }
+  fs.mkdirSync(layout.root, { recursive: true, mode: 0o700 });
+  const id = `node-${crypto.randomBytes(6).toString("hex")}`;
+  fs.writeFileSync(file, id + "\n", { mode: 0o600 });
+  return id;
+}
+
+/**
+ * The DATABASE_URL agent servers get: the platform's own, with the PostgreSQL schema in use (tests
+ * and multi-tenant installs use one other than public) carried in the URL's `options`.
+ */
+async function agentDatabaseUrl(ctx: PlatformContext): Promise<string | null> {
+  const url = ctx.config.databaseUrl;
+  if (!url || ctx.store.dialect !== "postgres") return url;
+  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(ctx.db);
+  const schema = rows[0]?.schema;
+  if (!schema || schema === "public") return url;
+  const u = new URL(url);
+  u.searchParams.set("options", `-c search_path=${schema}`);
+  return u.toString();
+}

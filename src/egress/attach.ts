@@ -1,0 +1,45 @@
+import type { StoredProxyConfig } from "./proxy-config.ts";
+import { egressRuntime } from "./egress-runtime.ts";
+import { SandboxEgress } from "./sandbox-egress.ts";
+
+/**
+ * CONTRACT between the sandbox driver (issue 4) and the egress proxy (issue 5). The sandbox driver
+ * calls `attachEgress` once the sandbox's network namespace exists (before the first command runs)
+ * and `detach` when the sandbox stops.
+ */
+export interface EgressTarget {
+  sandboxId: string;
+  workspaceId: string;
+  /** A process whose `/proc/<pid>/ns/net` is the sandbox's network namespace (loopback only). */
+  netnsPid: number;
+  proxyConfig: StoredProxyConfig | null;
+}
+
+export interface EgressAttachment {
+  /** Environment for every command in the sandbox (HTTP(S)_PROXY, CA bundle variables, placeholders). */
+  env: Record<string, string>;
+  /** Files to place in the sandbox (absolute path inside the sandbox → content), e.g. the CA cert. */
+  files: Record<string, string>;
+  /** Replaces the live rules (PATCH of proxy_config) without restarting anything. */
+  update(proxyConfig: StoredProxyConfig | null): Promise<void>;
+  detach(): Promise<void>;
+}
+
+/**
+ * Makes the egress proxy the sandbox's only way out: every TCP connect in its namespace lands on a
+ * listener this process owns (ports 80/443 intercepted, the explicit proxy on 127.0.0.1, raw ports
+ * its allow_list opens), names resolve through a stub to addresses that map back to names, and
+ * nothing else leaves (the namespace has no route out). `env` and `files` make clients use and
+ * trust the proxy. Throws if capture cannot be set up: a sandbox must not run without it.
+ */
+export async function attachEgress(target: EgressTarget): Promise<EgressAttachment> {
+  const rt = await egressRuntime();
+  const egress = new SandboxEgress(rt, target);
+  await egress.attach();
+  return {
+    env: egress.env,
+    files: egress.files,
+    update: (proxyConfig) => egress.update(proxyConfig),
+    detach: () => egress.detach(),
+  };
+}

@@ -1,0 +1,783 @@
+import http from "node:http";
+import https from "node:https";
+import net from "node:net";
+import tls from "node:tls";
+import { Pool, type Dispatcher } from "undici";
+import type { Readable } from "node:stream";
+import type { Logger } from "../log/logger.ts";
+import { isWebPort } from "./access-patterns.ts";
+import type { AuditEvent, AuditSink } from "./audit-log.ts";
+import { canonicalHost, hostForUrl, parseAuthority, type CanonicalHost } from "./canonical-host.ts";
+import type { LeafMinter } from "./certificates.ts";
+import { looksLikeTls, parseClientHello } from "./client-hello.ts";
+import type { EgressSettings } from "./egress-settings.ts";
+import { normalisePath } from "./path-patterns.ts";
+import type { ConnectionVerdict, InjectedHeader, SandboxPolicy } from "./policy.ts";
+import { createResolver, type Resolve, type Target } from "./resolver.ts";
+
+/**
+ * A sandbox as the proxy knows it: identity, live rules, its CA's leaf minter, its own upstream
+ * pools (never shared between sandboxes: no request of one can ride on another's connection).
+ */
+export interface SandboxHandle {
+  id: string;
+  workspaceId: string;
+  policy: SandboxPolicy;
+  minter: LeafMinter;
+  /** Raw (un-intercepted) tunnels, re-checked and closed when the rules change. */
+  tunnels: Set<RawTunnel>;
+  /** Upstream connection pools (undici), per checked address, port and TLS name. */
+  pools: Map<string, Pool>;
+  /** Every client connection of this sandbox, destroyed when it is removed. */
+  sockets: Set<net.Socket>;
+  /** Credential engines beyond static header rules (cloud signing, tokens, callbacks), in order. */
+  authorizers: RequestAuthorizer[];
+  /** Resolved and checked upstream targets, per policy generation. */
+  targets: Map<string, { at: number; policy: SandboxPolicy; target: Target | { blocked: string } }>;
+}
+
+interface RawTunnel {
+  host: CanonicalHost;
+  port: number;
+  address: string;
+  client: net.Socket;
+  upstream: net.Socket;
+}
+
+/** What the proxy knows about a client connection, attached to the socket it accepted. */
+interface ConnContext {
+  sandbox: SandboxHandle;
+  /** `explicit`: speaks the HTTP proxy protocol (CONNECT, absolute-form). `intercept`: destination known. */
+  mode: "explicit" | "intercept";
+  host?: CanonicalHost;
+  port?: number;
+  tls: boolean;
+  /** The last Host header verified on this connection for `host:port` (keep-alive fast path). */
+  verifiedHost?: string;
+  /** The last absolute-form authority parsed on this explicit connection. */
+  lastAuthority?: { text: string; parsed: { host: CanonicalHost; port: number } };
+}
+
+const CTX = Symbol("wharf-egress-context");
+type WithCtx = { [CTX]?: ConnContext };
+
+/** Request headers never forwarded: hop-by-hop, proxy-only, and those the proxy sets itself. */
+const DROP_REQUEST = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer", "transfer-encoding", "upgrade", "host", "expect", "http2-settings"]);
+const DROP_RESPONSE = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "transfer-encoding", "upgrade", "trailer"]);
+
+const PEEK_TIMEOUT_MS = 10_000;
+const TARGET_CACHE_MS = 30_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * A request on its way upstream, as extensions (issue 6: SigV4 re-signing, Google bearer tokens,
+ * callbacks) see it: after access control, Host verification and static header rules. Headers are
+ * ordered raw pairs (signing needs exact values and repeats); `target` is the normalised path plus
+ * query exactly as it will be sent.
+ */
+export interface OutboundRequest {
+  method: string;
+  host: CanonicalHost;
+  port: number;
+  secure: boolean;
+  target: string;
+  headers: Array<[string, string]>;
+  body: Readable | null;
+  /** Name of the static header rule that matched (callbacks are skipped when one did). */
+  staticRule: string | null;
+}
+
+export type AuthorizeOutcome =
+  | { action: "pass" }
+  /** Forward with these headers and body (replacing the request's). */
+  | { action: "forward"; headers: Array<[string, string]>; body: Readable | null }
+  /** Answer the sandbox with this; nothing goes upstream. */
+  | { action: "respond"; status: number; headers: Record<string, string>; body: string };
+
+/** One credential engine of a sandbox; run in order for every intercepted request. */
+export interface RequestAuthorizer {
+  name: string;
+  authorize(request: OutboundRequest): Promise<AuthorizeOutcome>;
+}
+
+export interface EgressProxyOptions {
+  settings: EgressSettings;
+  audit: AuditSink;
+  log?: Logger | null;
+  resolve?: Resolve;
+}
+
+export class EgressProxy {
+  readonly server: http.Server;
+  private readonly sandboxes = new Map<string, SandboxHandle>();
+  private readonly resolve: Resolve;
+  private readonly upstreamCa: string[];
+  /** One context for every upstream TLS connection: building one from ~150 roots costs milliseconds. */
+  private readonly upstreamContext: tls.SecureContext;
+  /** `address|port` pairs the proxy listens on itself (never dialled: self-connection). */
+  private readonly selfEndpoints = new Set<string>();
+  private readonly listeners = new Set<net.Server>();
+  private readonly log: Logger | null;
+  stats = { requests: 0, injected: 0, blocked: 0, tunnels: 0 };
+
+  constructor(private readonly opts: EgressProxyOptions) {
+    this.resolve = opts.resolve ?? createResolver(opts.settings);
+    this.upstreamCa = [...tls.rootCertificates, ...opts.settings.upstreamCaPem];
+    this.upstreamContext = tls.createSecureContext({ ca: this.upstreamCa, minVersion: "TLSv1.2" });
+    this.log = opts.log ?? null;
+    this.server = http.createServer({ noDelay: true, keepAliveTimeout: 30_000, headersTimeout: 30_000, requestTimeout: 0, maxHeaderSize: 32 * 1024 });
+    this.server.on("request", (req, res) => this.onRequest(req, res));
+    this.server.on("connect", (req, socket, head) => this.onConnect(req, socket as net.Socket, head));
+    this.server.on("upgrade", (req, socket, head) => this.onUpgrade(req, socket as net.Socket, head));
+    this.server.on("clientError", (err, socket) => {
+      const ctx = (socket as WithCtx)[CTX];
+      if (ctx) this.audit(ctx.sandbox, { kind: "block", decision: "blocked", host: ctx.host?.host ?? "", port: ctx.port ?? 0, reason: `malformed HTTP from the sandbox (${(err as NodeJS.ErrnoException).code ?? "parse error"})` });
+      if (socket.writable && !(err as NodeJS.ErrnoException).code?.startsWith("ECONN")) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+      else socket.destroy();
+    });
+  }
+
+  // ---------------------------------------------------------------- sandboxes
+
+  addSandbox(s: { id: string; workspaceId: string; policy: SandboxPolicy; minter: LeafMinter; authorizers?: RequestAuthorizer[] }): SandboxHandle {
+    const handle: SandboxHandle = {
+      ...s,
+      authorizers: s.authorizers ?? [],
+      tunnels: new Set(),
+      sockets: new Set(),
+      pools: new Map(),
+      targets: new Map(),
+    };
+    this.sandboxes.set(s.id, handle);
+    return handle;
+  }
+
+  getSandbox(id: string): SandboxHandle | undefined {
+    return this.sandboxes.get(id);
+  }
+
+  /**
+   * Replaces a sandbox's rules at once: the next request on any connection reads the new policy;
+   * raw tunnels the new rules no longer allow are closed.
+   */
+  setPolicy(id: string, policy: SandboxPolicy, authorizers?: RequestAuthorizer[]): void {
+    const sb = this.sandboxes.get(id);
+    if (!sb) return;
+    sb.policy = policy;
+    if (authorizers) sb.authorizers = authorizers;
+    sb.targets.clear();
+    for (const t of sb.tunnels) {
+      const v = policy.connectionVerdict(t.host, t.port);
+      const problem = v.kind === "deny" ? v.reason : !v.raw ? "no longer a raw destination" : policy.addressVerdict(v, t.address, t.port, this.addressOpts());
+      if (problem) {
+        this.audit(sb, { kind: "block", decision: "blocked", host: t.host.host, port: t.port, reason: `tunnel closed by a rule change: ${problem}` });
+        t.client.destroy();
+        t.upstream.destroy();
+      }
+    }
+  }
+
+  /** Removes a sandbox; with `handle`, only if it is still that registration (a newer attach wins). */
+  removeSandbox(id: string, handle?: SandboxHandle): void {
+    const sb = this.sandboxes.get(id);
+    if (!sb || (handle && sb !== handle)) return;
+    this.sandboxes.delete(id);
+    for (const t of sb.tunnels) {
+      t.client.destroy();
+      t.upstream.destroy();
+    }
+    for (const s of sb.sockets) s.destroy();
+    for (const p of sb.pools.values()) void p.destroy();
+  }
+
+  // ---------------------------------------------------------------- entry points
+
+  /** A client connection speaking the HTTP proxy protocol (HTTP_PROXY / HTTPS_PROXY). */
+  acceptExplicit(socket: net.Socket, sandboxId: string): void {
+    const sb = this.sandboxes.get(sandboxId);
+    if (!sb) return void socket.destroy();
+    track(sb, socket);
+    socket.setNoDelay(true);
+    (socket as WithCtx)[CTX] = { sandbox: sb, mode: "explicit", tls: false };
+    this.server.emit("connection", socket);
+  }
+
+  /** A captured connection whose original destination is known (transparent capture). */
+  acceptTransparent(socket: net.Socket, sandboxId: string, host: CanonicalHost, port: number): void {
+    const sb = this.sandboxes.get(sandboxId);
+    if (!sb) return void socket.destroy();
+    track(sb, socket);
+    socket.setNoDelay(true);
+    void this.handleStream(socket, sb, host, port, null).catch((err) => this.fail(socket, err));
+  }
+
+  /** Refuses a captured connection outright (audited), e.g. one aimed at the sandbox's own loopback. */
+  refuse(socket: net.Socket, sandboxId: string, host: string, port: number, reason: string): void {
+    const sb = this.sandboxes.get(sandboxId);
+    if (sb) this.audit(sb, { kind: "block", decision: "blocked", host, port, reason });
+    socket.destroy();
+  }
+
+  /** Loopback listener speaking the proxy protocol (library use, tests, benchmarks). */
+  async listenExplicit(sandboxId: string, host = "127.0.0.1", port = 0): Promise<net.Server> {
+    return this.listen(host, port, (s) => this.acceptExplicit(s, sandboxId));
+  }
+
+  /** Loopback listener standing in for a captured destination (library use, tests, benchmarks). */
+  async listenTransparent(sandboxId: string, dst: { host: string; port: number }, host = "127.0.0.1", port = 0): Promise<net.Server> {
+    const h = canonicalHost(dst.host);
+    if (!h) throw new Error(`bad destination host ${dst.host}`);
+    return this.listen(host, port, (s) => this.acceptTransparent(s, sandboxId, h, dst.port));
+  }
+
+  /** Marks an endpoint as the proxy's own (never dialled). */
+  addSelfEndpoint(address: string, port: number): void {
+    this.selfEndpoints.add(`${address}|${port}`);
+  }
+
+  private async listen(host: string, port: number, onConn: (s: net.Socket) => void): Promise<net.Server> {
+    const server = net.createServer({ allowHalfOpen: true, noDelay: true }, onConn);
+    await new Promise<void>((resolve, reject) => server.once("error", reject).listen(port, host, resolve));
+    const addr = server.address() as net.AddressInfo;
+    this.addSelfEndpoint(addr.address, addr.port);
+    this.listeners.add(server);
+    return server;
+  }
+
+  async close(): Promise<void> {
+    for (const l of this.listeners) l.close();
+    for (const id of [...this.sandboxes.keys()]) this.removeSandbox(id);
+    this.server.closeAllConnections?.();
+  }
+
+  // ---------------------------------------------------------------- streams (captured or tunnelled)
+
+  /**
+   * A byte stream to a known destination: raw tunnel, TLS interception or plain HTTP, decided by
+   * the rules and by the first bytes. `connectReply` is the CONNECT socket still owed its answer.
+   */
+  private async handleStream(socket: net.Socket, sb: SandboxHandle, host: CanonicalHost, port: number, connectReply: "pending" | null): Promise<void> {
+    // A reset from the sandbox is routine; whoever owns the socket next adds its own handling.
+    if (!socket.listenerCount("error")) socket.on("error", () => socket.destroy());
+    const verdict = sb.policy.connectionVerdict(host, port);
+    if (verdict.kind === "allow" && verdict.raw) return this.rawTunnel(socket, sb, host, port, verdict, connectReply);
+    if (!isWebPort(port)) {
+      const reason = verdict.kind === "deny" ? verdict.reason : "raw TCP is not allowed";
+      this.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason });
+      if (connectReply) socket.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nX-Wharf-Egress: blocked\r\nConnection: close\r\n\r\negress blocked: ${reason}\n`);
+      else socket.destroy();
+      return;
+    }
+    if (connectReply) socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    // Ports 80/443: always intercepted. A denied destination is still answered (403) over HTTP(S),
+    // so the sandbox sees why; the decision is re-made for every request anyway.
+    const first = await readAtLeast(socket, 1, PEEK_TIMEOUT_MS);
+    if (!first) return void socket.destroy();
+    if (looksLikeTls(first[0])) {
+      let buf = first;
+      let hello = parseClientHello(buf, this.opts.settings.maxPeekBytes);
+      while (hello.status === "need-more") {
+        const more = await readAtLeast(socket, 1, PEEK_TIMEOUT_MS);
+        if (!more) return void socket.destroy();
+        buf = Buffer.concat([buf, more]);
+        hello = parseClientHello(buf, this.opts.settings.maxPeekBytes);
+      }
+      if (hello.status === "invalid") {
+        this.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason: `unreadable TLS ClientHello: ${hello.reason}` });
+        return void socket.destroy();
+      }
+      if (!this.sniMatches(hello.serverName, host)) {
+        this.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason: `TLS server name ${JSON.stringify(hello.serverName)} does not match the destination` });
+        return void socket.destroy();
+      }
+      const context = sb.minter.peek(host) ?? (await sb.minter.contextFor(host));
+      socket.unshift(buf);
+      const secure = new tls.TLSSocket(socket, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] });
+      secure.on("error", () => secure.destroy());
+      (secure as WithCtx)[CTX] = { sandbox: sb, mode: "intercept", host, port, tls: true };
+      this.server.emit("connection", secure);
+      return;
+    }
+    if (!/^[A-Z]/.test(String.fromCharCode(first[0]))) {
+      this.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason: "neither HTTP nor TLS on a web port" });
+      return void socket.destroy();
+    }
+    socket.unshift(first);
+    (socket as WithCtx)[CTX] = { sandbox: sb, mode: "intercept", host, port, tls: false };
+    this.server.emit("connection", socket);
+  }
+
+  /** SNI must name the destination; it may be absent only when the destination is an IP literal. */
+  private sniMatches(serverName: string | null, host: CanonicalHost): boolean {
+    if (serverName === null) return host.kind !== "name";
+    const sni = canonicalHost(serverName);
+    return sni !== null && sni.kind === host.kind && sni.host === host.host;
+  }
+
+  private async rawTunnel(client: net.Socket, sb: SandboxHandle, host: CanonicalHost, port: number, verdict: ConnectionVerdict, connectReply: "pending" | null): Promise<void> {
+    const target = await this.checkedTarget(sb, sb.policy, host, port, verdict);
+    if ("blocked" in target) {
+      this.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason: target.blocked });
+      if (connectReply) client.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nX-Wharf-Egress: blocked\r\nConnection: close\r\n\r\negress blocked: ${target.blocked}\n`);
+      else client.destroy();
+      return;
+    }
+    const upstream = net.connect({ host: target.address, port: target.port, allowHalfOpen: true, noDelay: true, timeout: CONNECT_TIMEOUT_MS });
+    const tunnel: RawTunnel = { host, port, address: target.address, client, upstream };
+    upstream.once("timeout", () => upstream.destroy(new Error("connect timeout")));
+    upstream.once("connect", () => {
+      upstream.setTimeout(0);
+      sb.tunnels.add(tunnel);
+      this.stats.tunnels++;
+      this.audit(sb, { kind: "tunnel", decision: "allowed", host: host.host, port, reason: sb.policy.isNoProxy(host) ? "no_proxy (not intercepted)" : "raw TCP (not intercepted)" });
+      if (connectReply) client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      client.pipe(upstream);
+      upstream.pipe(client);
+    });
+    const done = () => {
+      sb.tunnels.delete(tunnel);
+      client.destroy();
+      upstream.destroy();
+    };
+    upstream.once("error", (err) => {
+      if (!sb.tunnels.has(tunnel)) {
+        this.audit(sb, { kind: "block", decision: "failed", host: host.host, port, reason: `upstream connection failed (${(err as NodeJS.ErrnoException).code ?? err.message})` });
+        if (connectReply) client.end(`HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\negress: upstream connection failed\n`);
+      }
+      done();
+    });
+    client.once("error", done);
+    upstream.once("close", done);
+    client.once("close", done);
+  }
+
+  // ---------------------------------------------------------------- upstream targets
+
+  private addressOpts() {
+    return {
+      allowInternal: this.opts.settings.allowInternal,
+      isSelf: (address: string, port: number) => this.selfEndpoints.has(`${address}|${port}`) || this.selfEndpoints.has(`0.0.0.0|${port}`) || this.selfEndpoints.has(`::|${port}`),
+    };
+  }
+
+  /**
+   * Resolves the destination once, classifies every answer and returns the address to dial (the
+   * one that was checked), or why none may be dialled. Cached per policy for a short while: the
+   * cached answer is the pin that keeps a name from rebinding between check and dial.
+   */
+  private async checkedTarget(sb: SandboxHandle, policy: SandboxPolicy, host: CanonicalHost, port: number, verdict: ConnectionVerdict): Promise<Target | { blocked: string }> {
+    const key = `${host.kind}:${host.host}:${port}`;
+    const hit = sb.targets.get(key);
+    if (hit && hit.policy === policy && Date.now() - hit.at < TARGET_CACHE_MS) return hit.target;
+    let result: Target | { blocked: string };
+    if (verdict.kind === "deny") result = { blocked: verdict.reason };
+    else {
+      let targets: Target[];
+      try {
+        targets = await this.resolve(host, port);
+      } catch (err) {
+        // Not cached: a resolution failure may be transient.
+        return { blocked: `cannot resolve ${host.host} (${(err as NodeJS.ErrnoException).code ?? "error"})` };
+      }
+      const opts = this.addressOpts();
+      let firstProblem = "no address";
+      result = { blocked: firstProblem };
+      for (const t of targets) {
+        const problem = policy.addressVerdict(verdict, t.address, port, opts);
+        if (!problem) {
+          result = t;
+          break;
+        }
+        if (firstProblem === "no address") firstProblem = host.kind === "name" ? `${host.host} resolves to ${t.address}: ${problem}` : `${t.address}: ${problem}`;
+        result = { blocked: firstProblem };
+      }
+    }
+    if (sb.targets.size > 4096) sb.targets.clear();
+    sb.targets.set(key, { at: Date.now(), policy, target: result });
+    return result;
+  }
+
+  // ---------------------------------------------------------------- HTTP requests
+
+  private onConnect(req: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
+    const ctx = (socket as WithCtx)[CTX];
+    if (!ctx || ctx.mode !== "explicit") return void socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    const sb = ctx.sandbox;
+    const target = parseAuthority(req.url ?? "", null);
+    if (!target) {
+      this.audit(sb, { kind: "block", decision: "blocked", host: String(req.url).slice(0, 300), port: 0, reason: "malformed CONNECT target" });
+      return void socket.end("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\negress: malformed CONNECT target\n");
+    }
+    if (head.length) socket.unshift(head);
+    (socket as WithCtx)[CTX] = undefined;
+    void this.handleStream(socket, sb, target.host, target.port, "pending").catch((err) => this.fail(socket, err));
+  }
+
+  private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const ctx = (req.socket as WithCtx)[CTX];
+    if (!ctx) return void res.destroy();
+    this.stats.requests++;
+    const sb = ctx.sandbox;
+    let host: CanonicalHost;
+    let port: number;
+    let target = req.url ?? "";
+    if (ctx.mode === "explicit") {
+      // Absolute-form request to the proxy: the destination is the URL's authority.
+      const m = /^http:\/\/([^/?#]*)(.*)$/i.exec(target);
+      let a = m && ctx.lastAuthority?.text === m[1] ? ctx.lastAuthority.parsed : null;
+      if (m && !a) {
+        a = m[1].includes("@") ? null : parseAuthority(m[1], 80);
+        if (a) ctx.lastAuthority = { text: m[1], parsed: a };
+      }
+      if (!m || !a) return this.reply(res, 400, "egress: the proxy accepts absolute http:// URLs and CONNECT only");
+      host = a.host;
+      port = a.port;
+      target = m[2] === "" ? "/" : m[2].startsWith("?") ? `/${m[2]}` : m[2];
+    } else {
+      host = ctx.host!;
+      port = ctx.port!;
+      if (/^https?:\/\//i.test(target)) {
+        const m = /^(https?):\/\/([^/?#]*)(.*)$/i.exec(target)!;
+        const a = parseAuthority(m[2], ctx.tls ? 443 : 80);
+        if (!a || a.host.kind !== host.kind || a.host.host !== host.host || a.port !== port) return this.misdirected(sb, res, req, host, port, "request target names another host");
+        target = m[3] === "" ? "/" : m[3];
+      }
+    }
+    // Every request's Host must name the verified destination (no domain fronting).
+    const hostHeader = req.headers.host;
+    const verifiedKey = ctx.mode === "intercept" ? hostHeader : `${hostHeader}|${host.host}|${port}`;
+    if (verifiedKey === undefined || verifiedKey !== ctx.verifiedHost) {
+      const h = hostHeader === undefined ? null : parseAuthority(hostHeader, ctx.tls ? 443 : 80);
+      if (!h || h.host.kind !== host.kind || h.host.host !== host.host || h.port !== port) return this.misdirected(sb, res, req, host, port, `Host ${JSON.stringify(hostHeader ?? null)} does not match the destination`);
+      ctx.verifiedHost = verifiedKey;
+    }
+    const q = target.indexOf("?");
+    const rawPath = q < 0 ? target : target.slice(0, q);
+    const path = normalisePath(rawPath);
+    if (path === null) return this.reply(res, 400, "egress: malformed request path");
+    const query = q < 0 ? "" : target.slice(q);
+    void this.forward(req, res, sb, host, port, ctx.tls, path, query).catch((err) => {
+      this.log?.warn({ err }, "egress forward failed");
+      if (!res.headersSent) this.reply(res, 502, "egress: upstream request failed");
+      else res.destroy();
+    });
+  }
+
+  private misdirected(sb: SandboxHandle, res: http.ServerResponse, req: http.IncomingMessage, host: CanonicalHost, port: number, reason: string): void {
+    this.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, reason });
+    this.reply(res, 421, `egress: ${reason}`);
+  }
+
+  private reply(res: http.ServerResponse, status: number, text: string, extra: Record<string, string> = {}): void {
+    if (res.headersSent) return void res.destroy();
+    const body = text + "\n";
+    res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(body), ...extra });
+    res.end(body);
+  }
+
+  /** Decides, injects and forwards one request; the rules are read once, at its start. */
+  private async forward(req: http.IncomingMessage, res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, path: string, query: string): Promise<void> {
+    const policy = sb.policy;
+    const verdict = policy.connectionVerdict(host, port);
+    const target = await this.checkedTarget(sb, policy, host, port, verdict);
+    if ("blocked" in target) {
+      this.stats.blocked++;
+      this.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, path, reason: target.blocked });
+      return this.reply(res, 403, `egress blocked: ${target.blocked}`, { "x-wharf-egress": "blocked" });
+    }
+    const cred = this.credentialsFor(sb, policy, host, path);
+    if (cred && cred.error) {
+      this.audit(sb, { kind: "credential", decision: "failed", rule: cred.rule, host: host.host, port, method: req.method, path, reason: cred.error });
+      return this.reply(res, 502, `egress: credential for rule ${cred.rule} is unavailable`);
+    }
+    if (cred?.headers) {
+      this.stats.injected++;
+      this.audit(sb, { kind: "inject", decision: "injected", rule: cred.rule, host: host.host, port, method: req.method, path });
+    }
+    const authority = port === (secure ? 443 : 80) ? hostForUrl(host) : `${hostForUrl(host)}:${port}`;
+    const headers = upstreamHeaders(req, cred?.headers ?? null, authority);
+    const hasBody = req.headers["content-length"] !== undefined ? req.headers["content-length"] !== "0" : req.headers["transfer-encoding"] !== undefined;
+    if (sb.authorizers.length === 0 || policy.isNoProxy(host)) return this.dispatchUpstream(res, sb, host, port, secure, target, req.method ?? "GET", path, path + query, headers, hasBody ? req : null);
+    // Extensions run in order, each on the previous one's result; the last word is what is sent.
+    let out: OutboundRequest = { method: req.method ?? "GET", host, port, secure, target: path + query, headers: pairs(headers), body: hasBody ? req : null, staticRule: cred?.rule ?? null };
+    for (const a of sb.authorizers) {
+      let outcome: AuthorizeOutcome;
+      try {
+        outcome = await a.authorize(out);
+      } catch (err) {
+        this.audit(sb, { kind: "credential", decision: "failed", rule: a.name, host: host.host, port, method: req.method, path, reason: (err as Error).message.slice(0, 300) });
+        return this.reply(res, 502, `egress: credential engine ${a.name} failed`);
+      }
+      if (outcome.action === "respond") {
+        if (res.headersSent) return void res.destroy();
+        res.writeHead(outcome.status, { ...outcome.headers, "content-length": Buffer.byteLength(outcome.body) });
+        return void res.end(outcome.body);
+      }
+      if (outcome.action === "forward") out = { ...out, headers: outcome.headers, body: outcome.body };
+    }
+    const flat: string[] = [];
+    for (const [n, v] of out.headers) {
+      const lower = n.toLowerCase();
+      if (lower === "host" || !DROP_REQUEST.has(lower)) flat.push(n, v);
+    }
+    this.dispatchUpstream(res, sb, host, port, secure, target, out.method, path, out.target, flat, out.body);
+  }
+
+  /**
+   * Sends one request upstream through the sandbox's undici pool for the checked address (keep-alive,
+   * no pipelining) and streams the answer back with backpressure. undici frames request bodies
+   * itself (a streamed body is always chunked, whatever the method) and checks Content-Length.
+   */
+  private dispatchUpstream(res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, target: Target, method: string, path: string, requestTarget: string, headers: string[], body: Readable | null): void {
+    const pool = this.poolFor(sb, secure, target, host);
+    const handler = new UpstreamHandler(res, (err) => {
+      const code = err.code ?? err.name ?? "error";
+      const verify = /CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS/.test(code) || /certificate/i.test(err.message);
+      this.audit(sb, { kind: "block", decision: "failed", host: host.host, port, method, path, reason: verify ? `upstream certificate rejected (${code})` : `upstream connection failed (${code})` });
+      if (!res.headersSent) this.reply(res, 502, verify ? `egress: upstream certificate verification failed (${code})` : `egress: upstream connection failed (${code})`);
+      else res.destroy();
+    });
+    pool.dispatch({ method, path: requestTarget, headers, body, idempotent: false }, handler as unknown as Dispatcher.DispatchHandler);
+  }
+
+  private poolFor(sb: SandboxHandle, secure: boolean, target: Target, host: CanonicalHost): Pool {
+    const servername = secure && host.kind === "name" ? host.host : "";
+    const key = `${secure ? "s" : "p"}|${target.address}|${target.port}|${servername}`;
+    let pool = sb.pools.get(key);
+    if (!pool) {
+      const origin = `${secure ? "https" : "http"}://${target.address.includes(":") ? `[${target.address}]` : target.address}:${target.port}`;
+      pool = new Pool(origin, {
+        connections: 512,
+        pipelining: 1,
+        keepAliveTimeout: 15_000,
+        headersTimeout: 300_000,
+        bodyTimeout: 300_000,
+        connect: secure ? { secureContext: this.upstreamContext, servername: servername || undefined, ALPNProtocols: ["http/1.1"], timeout: CONNECT_TIMEOUT_MS } : { timeout: CONNECT_TIMEOUT_MS },
+      });
+      if (sb.pools.size > 256) {
+        const [oldKey, old] = sb.pools.entries().next().value!;
+        sb.pools.delete(oldKey);
+        void old.close();
+      }
+      sb.pools.set(key, pool);
+    }
+    return pool;
+  }
+
+  /** The headers to inject for this request (first matching header rule), or an unavailable credential. */
+  protected credentialsFor(_sb: SandboxHandle, policy: SandboxPolicy, host: CanonicalHost, path: string): { rule: string; headers: InjectedHeader[] | null; error: string | null } | null {
+    if (policy.isNoProxy(host)) return null;
+    const rule = policy.headerRuleFor(host, path);
+    if (!rule) return null;
+    if (!rule.headers) return { rule: rule.name, headers: null, error: rule.problem ?? "unresolved" };
+    return { rule: rule.name, headers: rule.headers, error: null };
+  }
+
+  // ---------------------------------------------------------------- WebSocket and other upgrades
+
+  private onUpgrade(req: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
+    const ctx = (socket as WithCtx)[CTX];
+    const fail = (status: number, text: string): void => void socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${text}\n`);
+    if (!ctx || ctx.mode !== "intercept") return fail(400, "egress: upgrades go through CONNECT or a captured connection");
+    const sb = ctx.sandbox;
+    const host = ctx.host!;
+    const port = ctx.port!;
+    const h = req.headers.host === undefined ? null : parseAuthority(req.headers.host, ctx.tls ? 443 : 80);
+    if (!h || h.host.host !== host.host || h.port !== port) {
+      this.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, reason: "Host does not match the destination" });
+      return fail(421, "egress: Host does not match the destination");
+    }
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const path = normalisePath(q < 0 ? url : url.slice(0, q));
+    if (path === null) return fail(400, "egress: malformed request path");
+    const query = q < 0 ? "" : url.slice(q);
+    void (async () => {
+      const policy = sb.policy;
+      const target = await this.checkedTarget(sb, policy, host, port, policy.connectionVerdict(host, port));
+      if ("blocked" in target) {
+        this.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, path, reason: target.blocked });
+        return fail(403, `egress blocked: ${target.blocked}`);
+      }
+      const cred = this.credentialsFor(sb, policy, host, path);
+      if (cred?.error) return fail(502, `egress: credential for rule ${cred.rule} is unavailable`);
+      if (cred?.headers) this.audit(sb, { kind: "inject", decision: "injected", rule: cred.rule, host: host.host, port, method: req.method, path, reason: "upgrade" });
+      const authority = port === (ctx.tls ? 443 : 80) ? hostForUrl(host) : `${hostForUrl(host)}:${port}`;
+      const headers = upstreamHeaders(req, cred?.headers ?? null, authority);
+      headers.push("Connection", "Upgrade", "Upgrade", String(req.headers.upgrade ?? ""));
+      const options: https.RequestOptions = { host: target.address, port: target.port, method: req.method, path: path + query, headers: headers as unknown as http.OutgoingHttpHeaders, setHost: false, agent: false };
+      if (ctx.tls) Object.assign(options, { secureContext: this.upstreamContext, servername: host.kind === "name" ? host.host : undefined, minVersion: "TLSv1.2" });
+      const up = (ctx.tls ? https : http).request(options);
+      up.on("upgrade", (upRes, upSocket, upHead) => {
+        let text = `HTTP/1.1 ${upRes.statusCode} ${upRes.statusMessage}\r\n`;
+        for (let i = 0; i < upRes.rawHeaders.length; i += 2) text += `${upRes.rawHeaders[i]}: ${upRes.rawHeaders[i + 1]}\r\n`;
+        socket.write(text + "\r\n");
+        if (upHead.length) socket.write(upHead);
+        if (head.length) upSocket.write(head);
+        upSocket.pipe(socket);
+        socket.pipe(upSocket);
+        upSocket.on("error", () => socket.destroy());
+        socket.on("error", () => upSocket.destroy());
+        upSocket.on("close", () => socket.destroy());
+        socket.on("close", () => upSocket.destroy());
+      });
+      up.on("response", (upRes) => {
+        let text = `HTTP/1.1 ${upRes.statusCode} ${upRes.statusMessage}\r\n`;
+        const rh = responseHeaders(upRes.rawHeaders);
+        for (let i = 0; i < rh.length; i += 2) text += `${rh[i]}: ${rh[i + 1]}\r\n`;
+        socket.write(text + "Connection: close\r\n\r\n");
+        upRes.pipe(socket);
+      });
+      up.on("error", (err: NodeJS.ErrnoException) => fail(502, `egress: upstream connection failed (${err.code ?? "error"})`));
+      up.end();
+    })().catch((err) => this.fail(socket, err));
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private audit(sb: SandboxHandle, e: Omit<AuditEvent, "sandboxId" | "workspaceId">): void {
+    try {
+      const event = e as AuditEvent;
+      event.sandboxId = sb.id;
+      event.workspaceId = sb.workspaceId;
+      this.opts.audit.record(event);
+    } catch (err) {
+      this.log?.error({ err }, "egress audit failed");
+    }
+  }
+
+  private fail(socket: net.Socket, err: unknown): void {
+    this.log?.warn({ err }, "egress connection failed");
+    socket.destroy();
+  }
+}
+
+/**
+ * Streams one upstream answer into the client's response (undici's dispatch handler), with
+ * backpressure: when the client is slow, undici is paused until the response drains. A class, not
+ * closures: this runs for every request.
+ */
+class UpstreamHandler {
+  private abortFn: ((err?: Error) => void) | null = null;
+  private resumeFn: (() => void) | null = null;
+
+  constructor(
+    private readonly res: http.ServerResponse,
+    private readonly onFailure: (err: Error & { code?: string }) => void,
+  ) {
+    res.on("close", this.onClose);
+    res.on("drain", this.onDrain);
+  }
+
+  private readonly onClose = () => {
+    if (!this.res.writableFinished) this.abortFn?.(new Error("client went away"));
+  };
+
+  private readonly onDrain = () => this.resumeFn?.();
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.abortFn = abort;
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
+    this.resumeFn = resume;
+    const raw: string[] = new Array(rawHeaders.length);
+    for (let i = 0; i < rawHeaders.length; i++) raw[i] = rawHeaders[i].toString("latin1");
+    this.res.sendDate = false;
+    this.res.writeHead(statusCode, statusText, responseHeaders(raw) as unknown as http.OutgoingHttpHeaders);
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    return this.res.write(chunk);
+  }
+
+  onComplete(trailers: Buffer[] | null): void {
+    if (trailers?.length) this.res.addTrailers(pairs(trailers.map((b) => b.toString("latin1"))));
+    this.res.end();
+  }
+
+  onError(err: Error & { code?: string }): void {
+    this.onFailure(err);
+  }
+}
+
+function track(sb: SandboxHandle, socket: net.Socket): void {
+  sb.sockets.add(socket);
+  socket.once("close", () => sb.sockets.delete(socket));
+}
+
+/** Reads from a paused socket until at least `n` bytes are buffered; null on end/timeout. */
+function readAtLeast(socket: net.Socket, n: number, timeoutMs: number): Promise<Buffer | null> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = (value: Buffer | null) => {
+      clearTimeout(timer);
+      socket.off("readable", onReadable);
+      socket.off("end", onEnd);
+      socket.off("close", onEnd);
+      socket.off("error", onEnd);
+      resolve(value);
+    };
+    const onReadable = () => {
+      let chunk: Buffer | null;
+      while ((chunk = socket.read() as Buffer | null) !== null) {
+        chunks.push(chunk);
+        size += chunk.length;
+      }
+      if (size >= n) finish(Buffer.concat(chunks));
+    };
+    const onEnd = () => finish(size >= n ? Buffer.concat(chunks) : null);
+    const timer = setTimeout(() => finish(null), timeoutMs);
+    socket.on("readable", onReadable);
+    socket.once("end", onEnd);
+    socket.once("close", onEnd);
+    socket.once("error", onEnd);
+    onReadable();
+  });
+}
+
+function pairs(raw: string[]): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (let i = 0; i < raw.length; i += 2) out.push([raw[i], raw[i + 1]]);
+  return out;
+}
+
+/**
+ * The headers sent upstream: the client's, minus hop-by-hop ones, minus those named in its
+ * `Connection` header, minus every client copy of an injected header (the injected value replaces
+ * it), then `Host` set to the verified destination and the injected headers appended. Body framing
+ * is the upstream client's job (undici sends a streamed body chunked whatever the method), so
+ * stripping `Transfer-Encoding` can never turn a body into a smuggled second request.
+ */
+function upstreamHeaders(req: http.IncomingMessage, injected: InjectedHeader[] | null, authority: string): string[] {
+  const raw = req.rawHeaders;
+  const out: string[] = ["Host", authority];
+  let connTokens: Set<string> | null = null;
+  const conn = req.headers.connection;
+  if (conn) connTokens = new Set(conn.toLowerCase().split(",").map((s) => s.trim()));
+  let injectedNames: Set<string> | null = null;
+  if (injected) injectedNames = new Set(injected.map((h) => h.lower));
+  for (let i = 0; i < raw.length; i += 2) {
+    const lower = raw[i].toLowerCase();
+    if (DROP_REQUEST.has(lower) || connTokens?.has(lower) || injectedNames?.has(lower)) continue;
+    out.push(raw[i], raw[i + 1]);
+  }
+  if (injected) for (const h of injected) out.push(h.name, h.value);
+  return out;
+}
+
+function responseHeaders(raw: string[]): string[] {
+  const out: string[] = [];
+  let connTokens: Set<string> | null = null;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i].length === 10 && raw[i].toLowerCase() === "connection") connTokens = new Set(raw[i + 1].toLowerCase().split(",").map((s) => s.trim()));
+  }
+  for (let i = 0; i < raw.length; i += 2) {
+    const lower = raw[i].toLowerCase();
+    if (DROP_RESPONSE.has(lower) || connTokens?.has(lower)) continue;
+    out.push(raw[i], raw[i + 1]);
+  }
+  return out;
+}

@@ -1,0 +1,81 @@
+import fs from "node:fs";
+import { z } from "zod";
+import { parseAuthority, type CanonicalHost } from "./canonical-host.ts";
+import { CidrSet } from "./address-class.ts";
+
+/**
+ * Operator settings of the egress proxy (environment variables, read when the platform starts).
+ * None of these can be set through `proxy_config`: reaching internal addresses is the operator's
+ * decision only.
+ */
+export interface EgressSettings {
+  /** Static name resolution: `name` or `name:port` → address (and port). Like /etc/hosts for the proxy. */
+  hosts: Map<string, { address: string; port: number | null }>;
+  /** Internal ranges the proxy may dial anyway (for example a company network). */
+  allowInternal: CidrSet;
+  /** Extra PEM roots trusted for upstream TLS, on top of the system store. */
+  upstreamCaPem: string[];
+  /** Port of the explicit (HTTP_PROXY) listener inside each sandbox, on 127.0.0.1. */
+  proxyPort: number;
+  /** Resolve names not in `hosts` through the system resolver (off in tests: nothing leaves the box). */
+  systemDns: boolean;
+  /** Largest ClientHello / first request line read before deciding (bytes). */
+  maxPeekBytes: number;
+}
+
+export const egressVariables: ReadonlyArray<[name: string, meaning: string]> = [
+  ["WHARF_EGRESS_HOSTS", "static resolution for the egress proxy: comma-separated name=address or name:port=address:port"],
+  ["WHARF_EGRESS_ALLOW_INTERNAL", "comma-separated CIDRs of internal addresses sandboxes may reach (default none)"],
+  ["WHARF_EGRESS_UPSTREAM_CA_FILE", "PEM file of extra roots trusted for upstream TLS (system roots are always trusted)"],
+  ["WHARF_EGRESS_SYSTEM_DNS", "1 (default) resolves other names with the system resolver; 0 resolves only WHARF_EGRESS_HOSTS"],
+  ["WHARF_EGRESS_PROXY_PORT", "port of the in-sandbox explicit proxy on 127.0.0.1 (default 3128)"],
+];
+
+const cidr = z.string().refine((v) => {
+  try {
+    new CidrSet([v]);
+    return true;
+  } catch {
+    return false;
+  }
+}, "not an IP address or CIDR");
+
+export class EgressSettingsError extends Error {}
+
+function parseHosts(text: string): EgressSettings["hosts"] {
+  const out: EgressSettings["hosts"] = new Map();
+  for (const entry of text.split(",").map((s) => s.trim()).filter(Boolean)) {
+    const eq = entry.indexOf("=");
+    if (eq < 0) throw new EgressSettingsError(`WHARF_EGRESS_HOSTS: ${entry} is not name=address`);
+    const left = parseAuthority(entry.slice(0, eq), 0);
+    const right = parseAuthority(entry.slice(eq + 1), 0);
+    if (!left || left.host.kind !== "name") throw new EgressSettingsError(`WHARF_EGRESS_HOSTS: ${entry.slice(0, eq)} is not a host name`);
+    if (!right || right.host.kind === "name") throw new EgressSettingsError(`WHARF_EGRESS_HOSTS: ${entry.slice(eq + 1)} is not an IP address`);
+    const key = left.port ? `${left.host.host}:${left.port}` : left.host.host;
+    out.set(key, { address: right.host.host, port: right.port || null });
+  }
+  return out;
+}
+
+export function loadEgressSettings(env: NodeJS.ProcessEnv = process.env): EgressSettings {
+  const allow = (env.WHARF_EGRESS_ALLOW_INTERNAL ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  for (const c of allow) if (!cidr.safeParse(c).success) throw new EgressSettingsError(`WHARF_EGRESS_ALLOW_INTERNAL: ${c} is not an IP address or CIDR`);
+  const port = Number(env.WHARF_EGRESS_PROXY_PORT || 3128);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new EgressSettingsError("WHARF_EGRESS_PROXY_PORT must be a port number");
+  const caFile = env.WHARF_EGRESS_UPSTREAM_CA_FILE;
+  let upstreamCaPem: string[] = [];
+  if (caFile) {
+    try {
+      upstreamCaPem = [fs.readFileSync(caFile, "utf8")];
+    } catch (err) {
+      throw new EgressSettingsError(`WHARF_EGRESS_UPSTREAM_CA_FILE: cannot read ${caFile}: ${(err as Error).message}`);
+    }
+  }
+  return { hosts: parseHosts(env.WHARF_EGRESS_HOSTS ?? ""), allowInternal: new CidrSet(allow), upstreamCaPem, proxyPort: port, systemDns: env.WHARF_EGRESS_SYSTEM_DNS !== "0", maxPeekBytes: 64 * 1024 };
+}
+
+export function settingsFor(partial: Partial<EgressSettings> = {}): EgressSettings {
+  return { hosts: new Map(), allowInternal: new CidrSet([]), upstreamCaPem: [], proxyPort: 3128, systemDns: false, maxPeekBytes: 64 * 1024, ...partial };
+}
+
+export type { CanonicalHost };

@@ -1,0 +1,86 @@
+import type dgram from "node:dgram";
+import dnsPacket from "dns-packet";
+import { canonicalHost } from "./canonical-host.ts";
+
+/**
+ * The sandbox's DNS stub. Every name gets its own synthetic address from 198.18.0.0/15 (a range
+ * reserved for benchmarking, never routed), stable for the sandbox's life and never reused for
+ * another name — reuse would send one host's connections, and credentials, to another. A connect
+ * to that address lands on the proxy's listener in the namespace, which maps it back to the name;
+ * the proxy then resolves the real name itself. AAAA queries get an empty answer so clients use
+ * IPv4. Names are restricted to DNS label characters, so nothing odd (CR/LF) can reach a Host or
+ * CONNECT line through a name.
+ */
+const BASE = (198 << 24) | (18 << 16); // 198.18.0.0
+const SIZE = 1 << 17; // /15
+const TTL = 300;
+
+export const FAKE_RANGE = "198.18.0.0/15";
+
+function ipOf(n: number): string {
+  const v = (BASE + n) >>> 0;
+  return `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
+}
+
+export function isFakeAddress(address: string): boolean {
+  return address.startsWith("198.18.") || address.startsWith("198.19.");
+}
+
+export class FakeDns {
+  private readonly byName = new Map<string, string>();
+  private readonly byAddress = new Map<string, string>();
+  private next = 1;
+  queries = 0;
+
+  /** The fake address of a name, allocating one on first use; null when the range is exhausted. */
+  addressFor(name: string): string | null {
+    const hit = this.byName.get(name);
+    if (hit) return hit;
+    if (this.next >= SIZE - 1) return null;
+    const ip = ipOf(this.next++);
+    this.byName.set(name, ip);
+    this.byAddress.set(ip, name);
+    return ip;
+  }
+
+  nameFor(address: string): string | null {
+    return this.byAddress.get(address) ?? null;
+  }
+
+  /** Builds the answer to one query packet (null for packets that are not queries). */
+  answer(packet: Buffer): Buffer | null {
+    let q: dnsPacket.Packet;
+    try {
+      q = dnsPacket.decode(packet);
+    } catch {
+      return null;
+    }
+    if (q.type !== "query" || !q.questions || q.questions.length !== 1) return null;
+    this.queries++;
+    const question = q.questions[0];
+    const reply = (rcode: string, answers: dnsPacket.Answer[] = []) =>
+      dnsPacket.encode({ id: q.id, type: "response", flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | rcodeFlag(rcode), questions: [question], answers });
+    const name = canonicalHost(question.name);
+    if (!name || name.kind !== "name" || question.class !== "IN") return reply("NXDOMAIN");
+    if (name.host === "localhost" || name.host.endsWith(".localhost")) {
+      return question.type === "A" ? reply("NOERROR", [{ type: "A", name: question.name, ttl: TTL, data: "127.0.0.1" }]) : reply("NOERROR");
+    }
+    if (question.type !== "A") return reply("NOERROR");
+    const ip = this.addressFor(name.host);
+    if (!ip) return reply("SERVFAIL");
+    return reply("NOERROR", [{ type: "A", name: question.name, ttl: TTL, data: ip }]);
+  }
+
+  /** Serves queries arriving on a UDP socket (the stub bound inside the sandbox's namespace). */
+  serve(socket: dgram.Socket): void {
+    socket.on("message", (msg, rinfo) => {
+      const out = this.answer(msg);
+      if (out) socket.send(out, rinfo.port, rinfo.address);
+    });
+    socket.on("error", () => {});
+  }
+}
+
+function rcodeFlag(rcode: string): number {
+  return rcode === "NXDOMAIN" ? 3 : rcode === "SERVFAIL" ? 2 : 0;
+}

@@ -1,0 +1,38 @@
+import type http from "node:http";
+import type { Hono } from "hono";
+import type { Kysely } from "kysely";
+import type { WharfConfig } from "../config/config.ts";
+import type { SecretBox } from "../crypto/secret-box.ts";
+import type { Authenticate } from "../http/authenticate.ts";
+import type { AppEnv } from "../http/principal.ts";
+import type { Router } from "../http/route.ts";
+import type { Logger } from "../log/logger.ts";
+import type { Store } from "../store/database.ts";
+import type { Database } from "../store/schema.ts";
+
+/** What every feature gets from the platform: configuration, storage, encryption, logging, auth. */
+export interface PlatformContext {
+  config: WharfConfig;
+  store: Store;
+  db: Kysely<Database>;
+  box: SecretBox;
+  log: Logger;
+  authenticate: Authenticate;
+  /** The base URL the control plane is reachable at, once it listens (e.g. http://127.0.0.1:8123). */
+  baseUrl(): string;
+}
+
+/**
+ * A part of the platform (secrets, sandboxes, deployments, …). `routes` adds `/v2` endpoints (also
+ * served under `/api/v2`); `rootRoutes` adds endpoints outside `/v2` (data planes, deployment URLs);
+ * `start` runs after the server listens (background loops, reconciliation); `stop` on shutdown.
+ */
+export interface Feature {
+  name: string;
+  routes?(router: Router, ctx: PlatformContext): void;
+  rootRoutes?(app: Hono<AppEnv>, ctx: PlatformContext): void;
+  start?(ctx: PlatformContext): Promise<void>;
+  stop?(): Promise<void>;
+  /** Called with the Node HTTP server right after it listens (WebSocket upgrades). */
+  onServer?(server: http.Server, ctx: PlatformContext): void;
+}

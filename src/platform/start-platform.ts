@@ -1,0 +1,85 @@
+import fs from "node:fs";
+import type http from "node:http";
+import type { AddressInfo } from "node:net";
+import { serve, type ServerType } from "@hono/node-server";
+import type { WharfConfig } from "../config/config.ts";
+import { loadKeyring, reloadKeyring } from "../crypto/keyring.ts";
+import { SecretBox } from "../crypto/secret-box.ts";
+import { createAuthenticator } from "../http/authenticate.ts";
+import { createHttpApp } from "../http/app.ts";
+import { createLogger, type Logger } from "../log/logger.ts";
+import { openStore, type Store } from "../store/database.ts";
+import { migrateToLatest } from "../store/migrate.ts";
+import { bootstrap, type BootstrapResult } from "./bootstrap.ts";
+import type { Feature, PlatformContext } from "./context.ts";
+import { allFeatures } from "./features.ts";
+
+export interface RunningPlatform {
+  ctx: PlatformContext;
+  url: string;
+  bootstrap: BootstrapResult;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  log?: Logger;
+  features?: Feature[];
+  /** PostgreSQL schema, for tests that isolate themselves. */
+  pgSchema?: string;
+}
+
+/** Opens storage, applies migrations, bootstraps identity and serves the control plane. */
+export async function startPlatform(config: WharfConfig, options: StartOptions = {}): Promise<RunningPlatform> {
+  const log = options.log ?? createLogger({ level: config.logLevel });
+  fs.mkdirSync(config.home, { recursive: true, mode: 0o700 });
+  const store: Store = await openStore({ databaseUrl: config.databaseUrl, home: config.home, pgSchema: options.pgSchema });
+  try {
+    const applied = await migrateToLatest(store);
+    if (applied.length) log.info({ applied }, "database migrations applied");
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const box = new SecretBox(loadKeyring(config.home, config.masterKey), () => reloadKeyring(config.home, config.masterKey));
+  const boot = await bootstrap(store.db, config.home);
+
+  let baseUrl = "";
+  const ctx: PlatformContext = {
+    config,
+    store,
+    db: store.db,
+    box,
+    log,
+    authenticate: createAuthenticator(store.db, box),
+    baseUrl: () => baseUrl,
+  };
+  const features = options.features ?? allFeatures();
+  const app = createHttpApp(ctx, features);
+
+  const server = await new Promise<ServerType>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
+    s.once("error", reject);
+  }).catch(async (err: Error) => {
+    await store.close();
+    throw new Error(`cannot listen on ${config.host}:${config.port}: ${err.message}`);
+  });
+  const addr = server.address() as AddressInfo;
+  baseUrl = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
+  for (const f of features) f.onServer?.(server as http.Server, ctx);
+
+  for (const f of features) await f.start?.(ctx);
+
+  let stopping: Promise<void> | null = null;
+  const stop = () =>
+    (stopping ??= (async () => {
+      // Stop accepting, let in-flight requests finish (bounded), then release storage.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      if ("closeIdleConnections" in server) (server as { closeIdleConnections(): void }).closeIdleConnections();
+      const deadline = new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref());
+      for (const f of [...features].reverse()) await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
+      await Promise.race([closed, deadline]);
+      if ("closeAllConnections" in server) (server as { closeAllConnections(): void }).closeAllConnections();
+      await store.close();
+    })());
+  return { ctx, url: baseUrl, bootstrap: boot, stop };
+}

@@ -1,0 +1,162 @@
+import type { Readable } from "node:stream";
+import type { Context, Hono } from "hono";
+import { z } from "zod";
+import { principalOf } from "../http/authenticate.ts";
+import { ValidationFailed } from "../http/errors.ts";
+import type { AppEnv } from "../http/principal.ts";
+import { toValidationIssues } from "../http/validation.ts";
+import type { PlatformContext } from "../platform/context.ts";
+import { SANDBOX_USER } from "./driver/base-image.ts";
+import { dataplaneError, type SandboxManager } from "./manager.ts";
+import type { SandboxRow } from "./sandbox-store.ts";
+import { envVars } from "./schemas.ts";
+
+export const DATAPLANE_PREFIX = "/sandboxes/dp";
+const SANDBOX_HOME = SANDBOX_USER.home;
+
+export const executeBody = z.object({
+  // One exec argument: the kernel caps a single argument at 128 KiB.
+  command: z
+    .string()
+    .min(1)
+    .refine((c) => Buffer.byteLength(c) <= 120 * 1024, "Commands are at most 120 KiB; upload a script for longer ones"),
+  timeout: z.number().min(0).max(24 * 3600).default(60),
+  shell: z.string().min(1).max(200).default("/bin/bash"),
+  env: envVars.optional(),
+  cwd: z.string().min(1).max(4096).optional(),
+});
+
+const filePath = z.string().min(1).max(4096).refine((p) => !p.includes("\0"), "Paths cannot contain NUL");
+
+function parse<T>(schema: z.ZodType<T>, part: "body" | "query", value: unknown): T {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new ValidationFailed(toValidationIssues(part, r.error, value));
+  return r.data;
+}
+
+/** The sandbox addressed by a data-plane URL, if it belongs to the caller's workspace (404 otherwise). */
+export async function dataplaneSandbox(ctx: PlatformContext, workspaceId: string, id: string): Promise<SandboxRow> {
+  const row = await ctx.db.selectFrom("sandboxes").selectAll().where("id", "=", id).where("workspace_id", "=", workspaceId).executeTakeFirst();
+  if (!row) throw dataplaneError(404, "NotFound", "Sandbox not found");
+  return row;
+}
+
+// Run as the sandbox user, inside the sandbox: paths and symlinks resolve in its own root.
+const UPLOAD = `p=$1; d=$(dirname -- "$p"); [ -d "$d" ] || mkdir -p -- "$d" || exit 13
+[ -d "$p" ] && { echo "$p is a directory" >&2; exit 21; }
+cat > "$p" || exit 13`;
+const STAT = `p=$1; [ -e "$p" ] || exit 2; [ -d "$p" ] && exit 21; [ -r "$p" ] || exit 13; stat -L -c %s -- "$p"`;
+const READ = `exec tail -c +$(($2 + 1)) -- "$1" | head -c "$3"`;
+
+function fileError(kind: "WriteError" | "ReadError", path: string, code: number, stderr: string): never {
+  if (code === 2) throw dataplaneError(404, "FileNotFound", `File not found: ${path}`);
+  if (code === 21) throw dataplaneError(400, kind, `${path} is a directory`);
+  if (code === 13 || /permission denied/i.test(stderr)) throw dataplaneError(403, kind, `Permission denied: ${path}`);
+  throw dataplaneError(400, kind, `${kind === "WriteError" ? "Cannot write" : "Cannot read"} ${path}: ${stderr.trim().slice(0, 300) || `exit ${code}`}`);
+}
+
+function parseRange(header: string | undefined, size: number): { start: number; end: number } | "invalid" | null {
+  if (!header) return null;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === "" && m[2] === "")) return "invalid";
+  let start: number, end: number;
+  if (m[1] === "") {
+    start = Math.max(0, size - Number(m[2]));
+    end = size - 1;
+  } else {
+    start = Number(m[1]);
+    end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
+  }
+  if (start >= size || start > end) return "invalid";
+  return { start, end };
+}
+
+/** `POST /execute`, `POST /upload`, `GET /download` under each sandbox's `dataplane_url`. */
+export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manager: SandboxManager): void {
+  const principal = principalOf(ctx.authenticate);
+  const sandboxOf = async (c: Context<AppEnv>) => dataplaneSandbox(ctx, (await principal(c)).workspaceId, c.req.param("id")!);
+
+  app.post(`${DATAPLANE_PREFIX}/:id/execute`, async (c) => {
+    const row = await sandboxOf(c);
+    let raw: unknown;
+    try {
+      raw = JSON.parse((await c.req.text()) || "null");
+    } catch {
+      throw new ValidationFailed([{ loc: ["body", 0], msg: "JSON decode error", type: "json_invalid" }]);
+    }
+    const body = parse(executeBody, "body", raw);
+    const session = manager.startCommand(row, {
+      command: body.command,
+      shell: body.shell,
+      env: body.env,
+      cwd: body.cwd,
+      options: { timeoutSeconds: body.timeout, idleTimeoutSeconds: -1, ttlSeconds: 0, killOnDisconnect: false, maxOutputBytes: manager.settings.maxOutputBytes },
+    });
+    session.proc.stdin.end();
+    const exitCode = await session.done;
+    if (session.timedOut) throw dataplaneError(408, "CommandTimeout", `Command timed out after ${body.timeout} seconds`);
+    return c.json({ stdout: session.stdout.text(), stderr: session.stderr.text(), exit_code: exitCode });
+  });
+
+  app.post(`${DATAPLANE_PREFIX}/:id/upload`, async (c) => {
+    const row = await sandboxOf(c);
+    const path = parse(filePath, "query", c.req.query("path"));
+    manager.requireLive(row);
+    let form: Record<string, unknown>;
+    try {
+      form = await c.req.parseBody();
+    } catch {
+      throw new ValidationFailed([{ loc: ["body", "file"], msg: "Expected a multipart/form-data body with a file field", type: "missing" }]);
+    }
+    const file = form.file;
+    if (!(file instanceof Blob)) throw new ValidationFailed([{ loc: ["body", "file"], msg: "Field required", type: "missing" }]);
+    const bytes = Buffer.from(await file.arrayBuffer());
+    const r = await manager.runWithInput(row, ["/bin/sh", "-c", UPLOAD, "sh", path], bytes);
+    if (r.code !== 0) fileError("WriteError", path, r.code, r.stderr);
+    return c.json({ path, size: bytes.length });
+  });
+
+  app.get(`${DATAPLANE_PREFIX}/:id/download`, async (c) => {
+    const row = await sandboxOf(c);
+    const path = parse(filePath, "query", c.req.query("path"));
+    let sizeText = "";
+    const st = await manager.runWithInput(row, ["/bin/sh", "-c", STAT, "sh", path], null, (b) => (sizeText += b.toString()));
+    if (st.code !== 0) fileError("ReadError", path, st.code, st.stderr);
+    const size = Number(sizeText.trim());
+    const range = parseRange(c.req.header("range"), size);
+    if (range === "invalid") return c.body(null, 416, { "Content-Range": `bytes */${size}` });
+    const start = range?.start ?? 0;
+    const length = range ? range.end - range.start + 1 : size;
+    const live = manager.requireLive(row);
+    const proc = manager.driver!.exec(row.id, live.ref, { argv: ["/bin/sh", "-c", READ, "sh", path, String(start), String(length)], env: live.env, cwd: SANDBOX_HOME });
+    proc.stdin.end();
+    proc.stderr.resume();
+    const headers: Record<string, string> = { "Content-Type": "application/octet-stream", "Content-Length": String(length), "Accept-Ranges": "bytes" };
+    if (range) headers["Content-Range"] = `bytes ${range.start}-${range.end}/${size}`;
+    if (length === 0) {
+      proc.stdout.resume();
+      return c.body(null, range ? 206 : 200, headers);
+    }
+    return c.body(webStream(proc.stdout, () => proc.kill()), range ? 206 : 200, headers);
+  });
+}
+
+/** A web stream over a Node stream, with backpressure; cancelling (client gone) kills the reader. */
+function webStream(out: Readable, onCancel: () => void): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      out.on("data", (d: Buffer) => {
+        controller.enqueue(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+        if ((controller.desiredSize ?? 1) <= 0) out.pause();
+      });
+      out.on("end", () => controller.close());
+      out.on("error", (err) => controller.error(err));
+    },
+    pull() {
+      out.resume();
+    },
+    cancel() {
+      onCancel();
+    },
+  });
+}

@@ -1,0 +1,113 @@
+/**
+ * The two small programs that start sandbox processes, in Perl because perl-base is part of every
+ * Debian system, starts in about a millisecond, and can make raw system calls: each replaces a
+ * chain of 4-6 processes (sh, unshare, ip, mount, setpriv / sh, nsenter) with one. Syscall numbers
+ * come from the platform (per architecture) as the first argument, `name=number,...`.
+ */
+
+/**
+ * HOLDER: the sandbox's first process, run as root. Joins the sandbox's cgroups (before it can
+ * fork), creates its network and mount namespaces (root-owned: nothing inside can change routes),
+ * brings up loopback, mounts the overlay, tells the platform (fd 4: "netns") and waits for it to
+ * attach the egress proxy (fd 5: a line), then drops to the unprivileged host uid and execs
+ * bubblewrap, which builds the user/pid/ipc/uts/cgroup namespaces and loads the seccomp filter.
+ * With a disk image (hard fs_capacity_bytes), it first loop-mounts the image (ext4) at DISKMNT in
+ * the same private namespace; the writable layer lives inside it and the loop device goes away
+ * with the namespace.
+ *   perl -e HOLDER SYS CGFILES(:) IMAGE|- DISKMNT LOWER UPPER WORK MNT BPF HOSTUID -- bwrap args...
+ */
+export const HOLDER = String.raw`$^F = 255;
+my %S = map { split /=/ } split /,/, shift @ARGV;
+my ($cg, $img, $diskmnt, $lower, $upper, $work, $mnt, $bpf, $huid, $sep, @bwrap) = @ARGV;
+sub fail { print STDERR "wharf holder: $_[0]: $!\n"; exit 120 }
+for my $f (grep { length } split /:/, $cg) { open(my $h, ">>", $f) or fail("cgroup $f"); print $h "$$\n"; close($h) or fail("cgroup $f"); }
+syscall($S{unshare}, 0x40000000 | 0x00020000) == 0 or fail("unshare");
+# syscall() hands strings over as writable buffers: literals are read-only, so use copies.
+my ($none, $slash, $ovl) = ("none", "/", "overlay");
+syscall($S{mount}, $none, $slash, 0, 16384 | 262144, 0) == 0 or fail("make mounts private");
+socket(my $s, 2, 2, 0) or fail("socket");
+my $ifr = pack("a16 s x22", "lo", 0x1 | 0x8 | 0x40);
+ioctl($s, 0x8914, $ifr) or fail("loopback up");
+close($s);
+if ($img ne "-") {
+  system("mount", "-o", "loop,nosuid,nodev", $img, $diskmnt) == 0 or fail("mount disk image");
+  # The overlay's work dir must start empty.
+  system("rm", "-rf", "--", $work) == 0 or fail("reset work dir");
+  mkdir($work, 0700) or fail("work dir");
+}
+my $opts = "lowerdir=$lower,upperdir=$upper,workdir=$work";
+my $fstype = $ovl;
+syscall($S{mount}, $ovl, $mnt, $fstype, 2 | 4, $opts) == 0 or fail("mount overlay");
+open(my $info, ">&=", 4) or fail("fd 4");
+syswrite($info, "netns\n");
+open(my $gate, "<&=", 5) or fail("fd 5");
+my $go = <$gate>;
+close($gate);
+defined($go) or exit 121;
+open(my $b, "<", $bpf) or fail("seccomp program");
+fileno($b) == 3 or fail("seccomp program is not fd 3");
+syscall($S{setgroups}, 0, 0) == 0 or fail("setgroups");
+syscall($S{setresgid}, $huid+0, $huid+0, $huid+0) == 0 or fail("setresgid");
+syscall($S{setresuid}, $huid+0, $huid+0, $huid+0) == 0 or fail("setresuid");
+exec { "bwrap" } "bwrap", @bwrap or fail("exec bwrap");`;
+
+/**
+ * ENTER: runs one command in a running sandbox, as root until it drops. Joins the cgroups, enters
+ * every namespace of the sandbox's pid 1 (the user namespace last: entering it first would give up
+ * the right to enter the root-owned network namespace), takes its root, clears supplementary
+ * groups, forks into the pid namespace, becomes uid/gid 1000, starts its own session (so a kill
+ * reaches the whole process group), sets no-new-privs and the seccomp filter, the per-file size
+ * limit and the working directory, and execs. The parent waits and exits as the command did.
+ * The launcher itself runs with an empty environment (PERL5OPT, PERL5LIB, LD_PRELOAD and friends
+ * from a request must never reach a root process); the command's environment arrives as
+ * arguments and is installed only in the child. It refuses to run unless the target is still the
+ * sandbox's init (same start time, and a user namespace other than the host's): a recycled pid
+ * must never put a command into the host's namespaces.
+ *   perl -e ENTER SYS PID START CGFILES(:) SECCOMPHEX|- FSIZE CWD NENV K=V... -- argv...
+ */
+export const ENTER = String.raw`my %S = map { split /=/ } split /,/, shift @ARGV;
+my ($pid, $start, $cg, $hex, $fsize, $cwd, $nenv) = splice(@ARGV, 0, 7);
+my @env = splice(@ARGV, 0, $nenv);
+my ($sep, @cmd) = @ARGV;
+sub fail { print STDERR "wharf: $_[0]: $!\n"; exit 125 }
+for my $f (grep { length } split /:/, $cg) { open(my $h, ">>", $f) or fail("cgroup $f"); print $h "$$\n"; close($h) or fail("cgroup $f"); }
+my @ns;
+for (["ipc", 0x08000000], ["uts", 0x04000000], ["net", 0x40000000], ["cgroup", 0x02000000], ["pid", 0x20000000], ["mnt", 0x00020000], ["user", 0x10000000]) {
+  open(my $fh, "<", "/proc/$pid/ns/$_->[0]") or fail("sandbox is not running");
+  push @ns, [$fh, $_->[1]];
+}
+opendir(my $root, "/proc/$pid/root") or fail("sandbox root");
+# The namespace handles are open: check they belong to the sandbox's init and not to a recycled pid.
+open(my $st, "<", "/proc/$pid/stat") or fail("sandbox is not running");
+my $stat = <$st>; close($st);
+my @f = split / /, substr($stat, rindex($stat, ")") + 2);
+$f[19] eq $start or do { print STDERR "wharf: sandbox is not running\n"; exit 125 };
+readlink("/proc/$pid/ns/user") ne readlink("/proc/self/ns/user") or do { print STDERR "wharf: target is not a sandbox\n"; exit 125 };
+syscall($S{setgroups}, 0, 0) == 0 or fail("setgroups");
+for (@ns) {
+  if ($_->[1] == 0x10000000) { chdir($root) or fail("fchdir root"); chroot(".") or fail("chroot"); }
+  syscall($S{setns}, fileno($_->[0]), $_->[1]) == 0 or fail("setns");
+}
+my $child = fork();
+defined($child) or fail("fork");
+if ($child) {
+  $SIG{$_} = "IGNORE" for qw(INT TERM HUP QUIT PIPE);
+  waitpid($child, 0);
+  my $st = $?;
+  if ($st & 127) { $SIG{$st & 127} = "DEFAULT"; kill($st & 127, $$); }
+  exit($st >> 8);
+}
+%ENV = map { split(/=/, $_, 2) } @env;
+syscall($S{setresgid}, 1000, 1000, 1000) == 0 or fail("setresgid");
+syscall($S{setresuid}, 1000, 1000, 1000) == 0 or fail("setresuid");
+syscall($S{setsid});
+if ($hex ne "-") {
+  my $f = pack("H*", $hex);
+  my $p = pack("S x6 a8", length($f) / 8, pack("p", $f));
+  syscall($S{prctl}, 38, 1, 0, 0, 0) == 0 or fail("no_new_privs");
+  syscall($S{prctl}, 22, 2, $p, 0, 0) == 0 or fail("seccomp");
+}
+my $rlim = pack("QQ", $fsize, $fsize);
+syscall($S{setrlimit}, 1, $rlim) if $fsize > 0;
+chdir($cwd) or do { print STDERR "wharf: cannot change directory to $cwd: $!\n"; exit 125 };
+exec { $cmd[0] } @cmd or do { print STDERR "wharf: cannot run $cmd[0]: $!\n"; exit 127 };`;

@@ -1,0 +1,380 @@
+import { execFile, spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { ensureBaseImage, SANDBOX_USER } from "./base-image.ts";
+import { cgroupLayout, type CgroupLayout } from "./cgroups.ts";
+import type { ExecProcess, ExecRequest, RuntimeRef, SandboxDriver, SandboxSpec, StartHooks } from "./driver.ts";
+import { checkHost, HostNotReady } from "./host-check.ts";
+import { childrenOf, isAlive, namespacePid, procRef, type ProcRef } from "./proc.ts";
+import { ENTER, HOLDER } from "./launchers.ts";
+import { archSyscalls, buildSeccompFilter } from "./seccomp.ts";
+
+const execFileP = promisify(execFile);
+
+export interface LocalDriverOptions {
+  /** `$WHARF_HOME/sandboxes`: per-sandbox writable layers live here. */
+  stateDir: string;
+  /** Where the shared base image is cached. */
+  baseCacheDir: string;
+  /** Host uid (and gid) that sandbox processes run as; uid 1000 inside maps to it. */
+  hostUid: number;
+  pidsMax: number;
+  /** An ext4 image per sandbox (hard fs_capacity_bytes) instead of a directory on the host's filesystem. */
+  diskImages?: boolean;
+  log?: (msg: string, extra?: object) => void;
+}
+
+/** Where each sandbox's overlay is mounted inside its own private mount namespace (never on the host). */
+const MOUNT_POINT = "/run/wharf-sandbox-root";
+/** Where a sandbox's disk image is mounted inside its own mount namespace (image mode). */
+const DISK_POINT = "/run/wharf-sandbox-disk";
+
+interface LocalRef {
+  holder: ProcRef;
+  init: ProcRef;
+}
+
+/** bubblewrap's part: user/pid/ipc/uts/cgroup namespaces, the root, seccomp, `sleep infinity` as the keeper. */
+function bwrapArgs(): string[] {
+  return [
+    "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", "--disable-userns",
+    "--uid", String(SANDBOX_USER.uid), "--gid", String(SANDBOX_USER.gid), "--hostname", "sandbox",
+    "--bind", MOUNT_POINT, "/", "--proc", "/proc", "--dev", "/dev", "--chdir", SANDBOX_USER.home,
+    "--seccomp", "3", "--info-fd", "4", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
+    "--", "/bin/sleep", "infinity",
+  ];
+}
+
+export class LocalDriver implements SandboxDriver {
+  readonly name = "local";
+  private cg: CgroupLayout = cgroupLayout();
+  private baseDir = "";
+  private bpfFile = "";
+  private bpfHex = "-";
+  private sys = archSyscalls();
+  private sysArg = "";
+
+  constructor(private readonly opts: LocalDriverOptions) {}
+
+  describe(): string {
+    return `local (bubblewrap, overlayfs, ${this.cg.describe()}, seccomp ${this.bpfHex === "-" ? "off" : "on"})`;
+  }
+
+  async prepare(): Promise<void> {
+    checkHost();
+    fs.mkdirSync(path.join(this.opts.stateDir, "boxes"), { recursive: true, mode: 0o700 });
+    fs.mkdirSync(MOUNT_POINT, { recursive: true, mode: 0o755 });
+    fs.mkdirSync(DISK_POINT, { recursive: true, mode: 0o755 });
+    const base = ensureBaseImage(this.opts.baseCacheDir, this.opts.log);
+    this.baseDir = base.dir;
+    const filter = buildSeccompFilter();
+    this.bpfFile = path.join(this.opts.stateDir, "seccomp.bpf");
+    if (!this.sys) throw new HostNotReady(`the local sandbox driver supports x86_64 and arm64, not ${process.arch}`);
+    this.sysArg = Object.entries(this.sys).map(([k, v]) => `${k}=${v}`).join(",");
+    if (filter) {
+      fs.writeFileSync(this.bpfFile, filter, { mode: 0o644 });
+      this.bpfHex = filter.toString("hex");
+    } else {
+      // bwrap needs a program; an empty one is refused, so fall back to "allow all".
+      fs.writeFileSync(this.bpfFile, Buffer.from([0x06, 0, 0, 0, 0x00, 0x00, 0xff, 0x7f]));
+      this.opts.log?.("seccomp filter unavailable on this architecture", { arch: process.arch });
+    }
+  }
+
+  private boxDir(id: string): string {
+    return path.join(this.opts.stateDir, "boxes", id);
+  }
+
+  private imagePath(id: string): string {
+    return path.join(this.boxDir(id), "disk.img");
+  }
+
+  /** Creates the writable layer's first content: the home directory, or a snapshot's files. */
+  private fillUpper(upper: string, snapshotArchive: string | null): void {
+    fs.mkdirSync(upper, { recursive: true, mode: 0o755 });
+    if (snapshotArchive) {
+      execFileSyncChecked("tar", ["--zstd", "-x", "-p", "--numeric-owner", "--xattrs", "--xattrs-include=trusted.overlay.*", "-f", snapshotArchive, "-C", upper]);
+    }
+    const home = path.join(upper, SANDBOX_USER.home);
+    if (!fs.existsSync(home)) {
+      fs.mkdirSync(home, { recursive: true, mode: 0o755 });
+      fs.chownSync(home, this.opts.hostUid, this.opts.hostUid);
+    }
+  }
+
+  /** Runs `fn` with the (stopped) sandbox's disk image mounted on the host, then unmounts it. */
+  private withImageMounted<T>(img: string, readOnly: boolean, fn: (root: string) => T): T {
+    const mnt = fs.mkdtempSync(path.join(path.dirname(img), ".mnt-"));
+    execFileSyncChecked("mount", ["-o", `loop,nosuid,nodev,noexec${readOnly ? ",ro" : ""}`, img, mnt]);
+    const release = () => {
+      execFileSyncChecked("umount", [mnt]);
+      fs.rmdirSync(mnt);
+    };
+    let result: T;
+    try {
+      result = fn(mnt);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    if (result instanceof Promise) return result.finally(release) as T;
+    release();
+    return result;
+  }
+
+  private prepareFilesystem(spec: SandboxSpec): { image: string; upper: string; work: string } {
+    const dir = this.boxDir(spec.id);
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    if (this.opts.diskImages) {
+      const img = this.imagePath(spec.id);
+      if (!fs.existsSync(img)) {
+        const tmp = `${img}.new`;
+        fs.rmSync(tmp, { force: true });
+        fs.closeSync(fs.openSync(tmp, "w", 0o600));
+        fs.truncateSync(tmp, spec.fsCapacityBytes);
+        execFileSyncChecked("mkfs.ext4", ["-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", tmp]);
+        this.withImageMounted(tmp, false, (root) => {
+          this.fillUpper(path.join(root, "upper"), spec.snapshotArchive);
+          fs.chmodSync(root, 0o755);
+        });
+        fs.renameSync(tmp, img);
+      }
+      return { image: img, upper: path.join(DISK_POINT, "upper"), work: path.join(DISK_POINT, "work") };
+    }
+    const upper = path.join(dir, "upper");
+    const work = path.join(dir, "work");
+    if (!fs.existsSync(upper)) {
+      const tmpUpper = `${upper}.new`;
+      fs.rmSync(tmpUpper, { recursive: true, force: true });
+      this.fillUpper(tmpUpper, spec.snapshotArchive);
+      fs.renameSync(tmpUpper, upper);
+    }
+    // The work dir must be empty and on the same filesystem as upper; recreate it on every start.
+    fs.rmSync(work, { recursive: true, force: true });
+    fs.mkdirSync(work, { mode: 0o700 });
+    return { image: "-", upper, work };
+  }
+
+  /** The writable layer as the host can reach it: through the holder's mount namespace while it runs. */
+  private liveUpper(id: string, holderPid: number | null): string {
+    if (!this.opts.diskImages) return path.join(this.boxDir(id), "upper");
+    if (!holderPid) throw new Error("the sandbox's disk is not mounted");
+    return `/proc/${holderPid}/root${DISK_POINT}/upper`;
+  }
+
+  async start(spec: SandboxSpec, hooks: StartHooks = {}): Promise<RuntimeRef> {
+    const { image, upper, work } = this.prepareFilesystem(spec);
+    await this.cg.destroy(spec.id).catch(() => {});
+    this.cg.create(spec.id, { memBytes: spec.memBytes, pidsMax: this.opts.pidsMax, cpuMillicores: spec.cpuMillicores });
+    const child = spawn(
+      "/usr/bin/perl",
+      ["-e", HOLDER, this.sysArg, this.cg.procsFiles(spec.id).join(":"), image, DISK_POINT, this.baseDir, upper, work, MOUNT_POINT, this.bpfFile, String(this.opts.hostUid), "--", ...bwrapArgs()],
+      { detached: true, stdio: ["ignore", "ignore", "pipe", "ignore", "pipe", "pipe"], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
+    );
+    let stderr = "";
+    child.stderr!.on("data", (d: Buffer) => {
+      if (stderr.length < 4000) stderr += d.toString();
+    });
+    const info = child.stdio[4] as NodeJS.ReadableStream & { unref?: () => void };
+    let infoText = "";
+    info.on("data", (d: Buffer) => (infoText += d.toString()));
+    let exited: number | null = null;
+    child.on("exit", (code, signal) => (exited = code ?? 128 + (signal ? 9 : 0)));
+    child.on("error", (err) => {
+      stderr += err.message;
+      exited = 127;
+    });
+    const deadline = Date.now() + 30_000;
+    let initPid = 0;
+    const st: { gate: "waiting" | "running" | "open" } = { gate: "waiting" };
+    const gatePipe = (child.stdio as unknown as Array<NodeJS.WritableStream | null>)[5]!;
+    let hookError: Error | null = null;
+    for (;;) {
+      if (st.gate === "waiting" && infoText.startsWith("netns\n")) {
+        st.gate = "running";
+        // The namespace exists and has only loopback; nothing runs in it yet.
+        void (hooks.onNetwork ? hooks.onNetwork(child.pid!) : Promise.resolve()).then(
+          () => {
+            gatePipe.end("go\n");
+            st.gate = "open";
+          },
+          (err: Error) => (hookError = err),
+        );
+      }
+      if (hookError) {
+        this.killTree(spec.id, child.pid ?? 0, initPid);
+        await this.cg.destroy(spec.id).catch(() => {});
+        throw hookError;
+      }
+      if (exited !== null) {
+        await this.cg.destroy(spec.id).catch(() => {});
+        throw new Error(`sandbox init exited with ${exited}: ${stderr.trim().slice(0, 500) || "no message"}`);
+      }
+      if (!initPid) {
+        const m = st.gate === "open" ? /"child-pid"\s*:\s*(\d+)/.exec(infoText) : null;
+        if (m) initPid = Number(m[1]);
+      }
+      // bwrap's pid 1 forks the command only after the mounts, pivot_root and seccomp are in place.
+      if (initPid && childrenOf(initPid).length > 0) break;
+      if (Date.now() > deadline) {
+        this.killTree(spec.id, child.pid ?? 0, initPid);
+        throw new Error(`sandbox init did not come up in 30 s: ${stderr.trim().slice(0, 500)}`);
+      }
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    // The platform may restart while the sandbox runs on: nothing of ours may keep it tied to us.
+    child.unref();
+    (child.stderr as unknown as { unref?: () => void }).unref?.();
+    info.unref?.();
+    const ref: LocalRef = { holder: procRef(child.pid!)!, init: procRef(initPid)! };
+    if (!ref.holder || !ref.init) throw new Error(`sandbox init exited during start: ${stderr.trim().slice(0, 500)}`);
+    return ref as unknown as RuntimeRef;
+  }
+
+  /**
+   * Writes platform-provided files (CA certificates and the like) into the writable layer, owned by
+   * root so the sandbox user can read but not change them. Refuses to follow a symlink anywhere on
+   * the way: the layer's content is the sandbox's, not ours.
+   */
+  placeFiles(id: string, files: Record<string, string>, netnsPid: number): void {
+    const upper = this.liveUpper(id, netnsPid);
+    for (const [target, content] of Object.entries(files)) {
+      const rel = path.posix.normalize(target).replace(/^\/+/, "");
+      if (!rel || rel.startsWith("..")) throw new Error(`refusing to place a file at ${target}`);
+      let cur = upper;
+      for (const part of path.posix.dirname(rel).split("/").filter((p) => p && p !== ".")) {
+        cur = path.join(cur, part);
+        const st = fs.lstatSync(cur, { throwIfNoEntry: false });
+        if (!st) fs.mkdirSync(cur, { mode: 0o755 });
+        else if (!st.isDirectory()) throw new Error(`refusing to place ${target}: ${part} is not a directory in the sandbox`);
+      }
+      const file = path.join(upper, rel);
+      fs.rmSync(file, { force: true });
+      fs.writeFileSync(file, content, { mode: 0o644, flag: "wx" });
+    }
+  }
+
+  isRunning(ref: RuntimeRef): boolean {
+    const r = ref as unknown as LocalRef;
+    return isAlive(r.init) && isAlive(r.holder);
+  }
+
+  netnsPid(ref: RuntimeRef): number {
+    return (ref as unknown as LocalRef).holder.pid;
+  }
+
+  busyProcesses(id: string): number {
+    // outer bwrap, bwrap as pid 1, sleep: everything beyond those three is work.
+    return Math.max(0, this.cg.pids(id).length - 3);
+  }
+
+  exec(id: string, ref: RuntimeRef, req: ExecRequest): ExecProcess {
+    const r = ref as unknown as LocalRef;
+    const fsize = String(req.env.WHARF_FSIZE_LIMIT ?? 0);
+    const env = Object.entries(req.env)
+      .filter(([k]) => k !== "WHARF_FSIZE_LIMIT")
+      .map(([k, v]) => `${k}=${v}`);
+    const args = ["-e", ENTER, this.sysArg, String(r.init.pid), String(r.init.start), this.cg.procsFiles(id).join(":"), this.bpfHex, fsize, req.cwd, String(env.length), ...env, "--", ...req.argv];
+    // An empty environment for the launcher (root): the command's own arrives as arguments.
+    const child = spawn("/usr/bin/perl", args, { stdio: ["pipe", "pipe", "pipe"], env: {} });
+    const exited = new Promise<number>((resolve) => {
+      child.on("exit", (code, signal) => resolve(code ?? 128 + signalNumber(signal)));
+      child.on("error", () => resolve(127));
+    });
+    const hostPid = async (): Promise<number> => {
+      // The launcher forks once to enter the pid namespace: the command is its child.
+      for (let i = 0; i < 50 && child.pid; i++) {
+        const kids = childrenOf(child.pid);
+        if (kids.length) return kids[0];
+        await new Promise((res) => setTimeout(res, 1));
+      }
+      return 0;
+    };
+    return {
+      stdin: child.stdin!,
+      stdout: child.stdout!,
+      stderr: child.stderr!,
+      exited,
+      pid: async () => {
+        const p = await hostPid();
+        return p ? (namespacePid(p) ?? 0) : 0;
+      },
+      kill: () => {
+        const kids = child.pid ? childrenOf(child.pid) : [];
+        for (const k of kids) {
+          try {
+            process.kill(-k, "SIGKILL");
+          } catch {}
+          try {
+            process.kill(k, "SIGKILL");
+          } catch {}
+        }
+        try {
+          child.kill("SIGKILL");
+        } catch {}
+      },
+    };
+  }
+
+  private killTree(id: string, holderPid: number, initPid: number): void {
+    // SIGKILL to a pid namespace's init kills everything in that namespace (and commands that entered it).
+    for (const p of [initPid, holderPid]) {
+      if (!p) continue;
+      try {
+        process.kill(p, "SIGKILL");
+      } catch {}
+    }
+    void id;
+  }
+
+  async stop(id: string, ref: RuntimeRef | null): Promise<void> {
+    const r = ref as unknown as LocalRef | null;
+    if (r) {
+      if (isAlive(r.init)) this.killTree(id, 0, r.init.pid);
+      if (isAlive(r.holder)) this.killTree(id, r.holder.pid, 0);
+    }
+    await this.cg.destroy(id);
+    if (r) {
+      const deadline = Date.now() + 5000;
+      while ((isAlive(r.holder) || isAlive(r.init)) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 2));
+    }
+  }
+
+  async destroy(id: string, ref: RuntimeRef | null): Promise<void> {
+    await this.stop(id, ref);
+    await fs.promises.rm(this.boxDir(id), { recursive: true, force: true });
+  }
+
+  async snapshot(id: string, archivePath: string, ref: RuntimeRef | null): Promise<{ sizeBytes: number; usedBytes: number }> {
+    fs.mkdirSync(path.dirname(archivePath), { recursive: true, mode: 0o700 });
+    const tmp = `${archivePath}.part`;
+    // Whiteouts (0/0 character devices) and opaque-directory xattrs are what make a layer a layer: keep them.
+    const write = async (upper: string): Promise<number> => {
+      if (!fs.existsSync(upper)) throw new Error("the sandbox has no filesystem");
+      await execFileP("tar", ["--zstd", "-c", "--numeric-owner", "--xattrs", "--xattrs-include=trusted.overlay.*", "-f", tmp, "-C", upper, "."], { maxBuffer: 1 << 20 });
+      const { stdout } = await execFileP("du", ["-sb", upper]);
+      return Number(stdout.split("\t")[0]) || 0;
+    };
+    const r = ref as unknown as LocalRef | null;
+    let used: number;
+    if (this.opts.diskImages && !(r && isAlive(r.holder))) used = await this.withImageMounted(this.imagePath(id), true, (root) => write(path.join(root, "upper")));
+    else used = await write(this.liveUpper(id, r?.holder.pid ?? null));
+    fs.renameSync(tmp, archivePath);
+    return { sizeBytes: fs.statSync(archivePath).size, usedBytes: used };
+  }
+
+  oomKills(id: string): number {
+    return this.cg.oomKills(id);
+  }
+}
+
+function execFileSyncChecked(cmd: string, args: string[]): void {
+  const r = spawnSync(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
+  if (r.status !== 0) throw new Error(`${cmd} failed: ${r.stderr?.toString().trim().slice(0, 300)}`);
+}
+
+const SIGNALS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 };
+function signalNumber(signal: NodeJS.Signals | null): number {
+  return signal ? (SIGNALS[signal] ?? 1) : 1;
+}

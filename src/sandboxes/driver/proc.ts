@@ -1,0 +1,66 @@
+import fs from "node:fs";
+
+/** Small /proc readers for supervising processes we did not necessarily spawn (after a restart). */
+
+/** Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat), or null if gone. */
+export function startTime(pid: number): number | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name may contain spaces and parentheses: fields start after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (fields[0] === "Z" || fields[0] === "X") return null;
+    return Number(fields[19]);
+  } catch {
+    return null;
+  }
+}
+
+/** A process identity that survives pid reuse: alive only if the start time still matches. */
+export interface ProcRef {
+  pid: number;
+  start: number;
+}
+
+export function procRef(pid: number): ProcRef | null {
+  const start = startTime(pid);
+  return start === null ? null : { pid, start };
+}
+
+export function isAlive(ref: ProcRef | null | undefined): boolean {
+  return !!ref && startTime(ref.pid) === ref.start;
+}
+
+export function childrenOf(pid: number): number[] {
+  try {
+    return fs
+      .readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** The pid a process has inside its innermost pid namespace (last NSpid entry). */
+export function namespacePid(pid: number): number | null {
+  try {
+    const m = /^NSpid:\s+(.*)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
+    if (!m) return null;
+    const all = m[1].trim().split(/\s+/).map(Number);
+    return all[all.length - 1];
+  } catch {
+    return null;
+  }
+}
+
+/** Resident memory (VmRSS, bytes) of a process, 0 when gone. */
+export function rssBytes(pid: number): number {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}

@@ -1,0 +1,391 @@
+import fs from "node:fs";
+import path from "node:path";
+import { attachEgress, type EgressAttachment } from "../egress/attach.ts";
+import type { StoredProxyConfig } from "../egress/proxy-config.ts";
+import { HttpError } from "../http/errors.ts";
+import type { PlatformContext } from "../platform/context.ts";
+import { nowIso } from "../store/database.ts";
+import { newId } from "../store/ids.ts";
+import { CommandRegistry, CommandSession, type CommandOptions } from "./commands.ts";
+import { SANDBOX_USER } from "./driver/base-image.ts";
+import type { RuntimeRef, SandboxDriver } from "./driver/driver.ts";
+import { getSandbox, openEnv, sandboxesInStatus, transition, type SandboxRow } from "./sandbox-store.ts";
+import type { SandboxStatus } from "./schemas.ts";
+import type { SandboxSettings } from "./settings.ts";
+
+/** What the platform holds in memory for a running sandbox. */
+interface Live {
+  ref: RuntimeRef;
+  egress: EgressAttachment | null;
+  env: Record<string, string>;
+  lastActivity: number;
+}
+
+export interface ExecParams {
+  command: string;
+  shell: string;
+  env?: Record<string, string>;
+  cwd?: string;
+  commandId?: string;
+  options: CommandOptions;
+}
+
+/** A data-plane error with the real platform's `{"detail":{"error","message"}}` body. */
+export function dataplaneError(status: number, error: string, message: string): HttpError {
+  return new HttpError(status, { error, message });
+}
+
+const BASE_ENV: Record<string, string> = {
+  PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+  HOME: SANDBOX_USER.home,
+  USER: SANDBOX_USER.name,
+  LOGNAME: SANDBOX_USER.name,
+  SHELL: "/bin/bash",
+  LANG: "C.UTF-8",
+  TERM: "xterm-256color",
+};
+
+/**
+ * The sandbox lifecycle: provisioning → ready → stopped → (start) → ready, failed, deleting. Every
+ * transition is a conditional update in the database; the driver does the work; the loop in
+ * `tick` stops idle sandboxes, deletes long-stopped ones, fails transitions past their deadline
+ * and notices sandboxes whose processes died. `reconcile` re-adopts running sandboxes after a restart.
+ */
+export class SandboxManager {
+  readonly commands = new CommandRegistry();
+  private live = new Map<string, Live>();
+  private inflight = new Map<string, Promise<void>>();
+  /** Sandboxes a stop or delete is working on: the lifecycle loop leaves them alone. */
+  private busy = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+  private ticking = false;
+  private prepared: Promise<void> | null = null;
+  private prepareError: Error | null = null;
+
+  constructor(
+    private readonly ctx: PlatformContext,
+    readonly driver: SandboxDriver | null,
+    readonly settings: SandboxSettings,
+  ) {}
+
+  private get db() {
+    return this.ctx.db;
+  }
+
+  /** Host checks and the base image, once; later calls wait for the first. */
+  prepare(): Promise<void> {
+    this.prepared ??= (async () => {
+      if (!this.driver) return;
+      try {
+        await this.driver.prepare();
+        this.ctx.log.info({ driver: this.driver.describe() }, "sandbox driver ready");
+      } catch (err) {
+        this.prepareError = err as Error;
+        this.ctx.log.error({ err: (err as Error).message }, "sandbox driver unavailable");
+      }
+    })();
+    return this.prepared;
+  }
+
+  /** 503 with the reason (missing packages, not root, disabled) before anything is written. */
+  async ensureAvailable(): Promise<void> {
+    await this.prepare();
+    this.requireDriver();
+  }
+
+  private requireDriver(): SandboxDriver {
+    if (!this.driver) throw new HttpError(503, "Sandboxes are disabled on this server (WHARF_SANDBOX_DRIVER=none)");
+    if (this.prepareError) throw new HttpError(503, `Sandboxes are unavailable on this host: ${this.prepareError.message}`);
+    return this.driver;
+  }
+
+  touch(id: string): void {
+    const l = this.live.get(id);
+    if (l) l.lastActivity = Date.now();
+  }
+
+  isLive(id: string): boolean {
+    return this.live.has(id);
+  }
+
+  /** Starts provisioning in the background (create and start); the row must be in `provisioning`. */
+  launch(row: SandboxRow, snapshotArchive: string | null): void {
+    const run = this.provision(row, snapshotArchive).finally(() => this.inflight.delete(row.id));
+    this.inflight.set(row.id, run);
+  }
+
+  private async provision(row: SandboxRow, snapshotArchive: string | null): Promise<void> {
+    let ref: RuntimeRef | null = null;
+    let egress: EgressAttachment | null = null;
+    try {
+      await this.prepare();
+      const driver = this.requireDriver();
+      const proxyConfig = row.proxy_config ? (JSON.parse(row.proxy_config) as StoredProxyConfig) : null;
+      ref = await driver.start(
+        { id: row.id, workspaceId: row.workspace_id, cpuMillicores: row.cpu_millicores, memBytes: Number(row.mem_bytes), fsCapacityBytes: Number(row.fs_capacity_bytes), snapshotArchive },
+        {
+          onNetwork: async (netnsPid) => {
+            egress = await attachEgress({ sandboxId: row.id, workspaceId: row.workspace_id, netnsPid, proxyConfig });
+            if (Object.keys(egress.files).length) driver.placeFiles(row.id, egress.files, netnsPid);
+          },
+        },
+      );
+      const env = { ...BASE_ENV, ...((egress as EgressAttachment | null)?.env ?? {}), ...openEnv(this.ctx.box, row) };
+      this.live.set(row.id, { ref, egress, env, lastActivity: Date.now() });
+      // Ready means an exec succeeds now: prove it.
+      const probe = await this.runToCompletion(row.id, ["/bin/true"], 10);
+      if (probe !== 0) throw new Error(`readiness probe exited with ${probe}`);
+      const updated = await transition(this.db, row.id, ["provisioning"], "ready", { runtime: JSON.stringify(ref), stopped_at: null });
+      if (!updated) {
+        // Deleted or failed (deadline) meanwhile: do not leave processes behind.
+        await this.teardown(row.id, ref, false);
+      }
+    } catch (err) {
+      const message = (err as Error).message;
+      this.ctx.log.warn({ sandboxId: row.id, err: message }, "sandbox provisioning failed");
+      await this.teardown(row.id, ref, false).catch(() => {});
+      if (egress) await (egress as EgressAttachment).detach().catch(() => {});
+      await transition(this.db, row.id, ["provisioning"], "failed", { status_message: `Provisioning failed: ${message}`, runtime: null });
+    }
+  }
+
+  private async runToCompletion(id: string, argv: string[], timeoutSeconds: number): Promise<number> {
+    const l = this.live.get(id)!;
+    const proc = this.driver!.exec(id, l.ref, { argv, env: l.env, cwd: SANDBOX_USER.home });
+    proc.stdin.end();
+    proc.stdout.resume();
+    proc.stderr.resume();
+    const t = setTimeout(() => proc.kill(), timeoutSeconds * 1000);
+    try {
+      return await proc.exited;
+    } finally {
+      clearTimeout(t);
+    }
+  }
+
+  /** Waits until the sandbox leaves `provisioning` or the time is up; returns the row as it is then. */
+  async waitSettled(id: string, timeoutMs: number): Promise<SandboxRow | undefined> {
+    const inflight = this.inflight.get(id);
+    if (inflight) await Promise.race([inflight, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+    return getSandbox(this.db, id);
+  }
+
+  /** Kills the sandbox's processes (the filesystem stays unless `destroy`). */
+  private async teardown(id: string, ref: RuntimeRef | null, destroy: boolean): Promise<void> {
+    const l = this.live.get(id);
+    this.live.delete(id);
+    this.commands.forget(id);
+    if (l?.egress) await l.egress.detach().catch((err) => this.ctx.log.warn({ sandboxId: id, err: (err as Error).message }, "egress detach failed"));
+    if (!this.driver) return;
+    const r = ref ?? l?.ref ?? null;
+    if (destroy) await this.driver.destroy(id, r);
+    else await this.driver.stop(id, r);
+  }
+
+  private runtimeOf(row: SandboxRow): RuntimeRef | null {
+    return this.live.get(row.id)?.ref ?? (row.runtime ? (JSON.parse(row.runtime) as RuntimeRef) : null);
+  }
+
+  async stop(row: SandboxRow, reason: string | null): Promise<SandboxRow | undefined> {
+    this.busy.add(row.id);
+    try {
+      const ref = this.runtimeOf(row);
+      const moved = await transition(this.db, row.id, ["ready", "provisioning"], "stopped", { runtime: null, stopped_at: nowIso(), status_message: reason });
+      if (moved) await this.teardown(row.id, ref, false);
+      return moved;
+    } finally {
+      this.busy.delete(row.id);
+    }
+  }
+
+  /** Deletes from any state: marks `deleting`, waits out a running provision, removes everything. */
+  async delete(row: SandboxRow): Promise<void> {
+    this.busy.add(row.id);
+    try {
+      await this.deleteNow(row);
+    } finally {
+      this.busy.delete(row.id);
+    }
+  }
+
+  private async deleteNow(row: SandboxRow): Promise<void> {
+    await this.db.updateTable("sandboxes").set({ status: "deleting", status_changed_at: nowIso(), updated_at: nowIso() }).where("id", "=", row.id).execute();
+    const inflight = this.inflight.get(row.id);
+    if (inflight) await Promise.race([inflight, new Promise((r) => setTimeout(r, 30_000).unref())]);
+    await this.teardown(row.id, this.runtimeOf(row), true);
+    await this.db.deleteFrom("sandboxes").where("id", "=", row.id).execute();
+  }
+
+  /** Applies a new proxy_config to a ready sandbox's live egress attachment. */
+  async updateEgress(id: string, proxyConfig: StoredProxyConfig | null): Promise<void> {
+    const l = this.live.get(id);
+    if (l?.egress) await l.egress.update(proxyConfig);
+  }
+
+  /** The live sandbox for a data-plane call, or NotReady (400) as the real platform answers. */
+  requireLive(row: SandboxRow): Live {
+    const l = this.live.get(row.id);
+    if (row.status !== "ready" || !l) throw dataplaneError(400, "NotReady", `Sandbox ${row.name} is not ready (status: ${row.status})`);
+    l.lastActivity = Date.now();
+    return l;
+  }
+
+  /** Starts a command; its output is kept for reconnects. */
+  startCommand(row: SandboxRow, p: ExecParams): CommandSession {
+    const l = this.requireLive(row);
+    const id = p.commandId ?? newId();
+    if (this.commands.get(row.id, id)) throw dataplaneError(409, "CommandError", `Command id ${id} is already in use`);
+    const env = { ...l.env, ...(p.env ?? {}), WHARF_FSIZE_LIMIT: String(Number(row.fs_capacity_bytes)) };
+    const proc = this.driver!.exec(row.id, l.ref, { argv: [p.shell, "-c", p.command], env, cwd: p.cwd || SANDBOX_USER.home });
+    const session = new CommandSession(id, row.id, proc, p.options);
+    this.commands.add(session);
+    void session.done.then(() => this.touch(row.id));
+    return session;
+  }
+
+  /** Runs a command to completion with the bytes given as stdin (file transfers). */
+  async runWithInput(row: SandboxRow, argv: string[], input: Buffer | null, onStdout?: (b: Buffer) => void): Promise<{ code: number; stderr: string }> {
+    const l = this.requireLive(row);
+    const proc = this.driver!.exec(row.id, l.ref, { argv, env: { ...l.env, WHARF_FSIZE_LIMIT: String(Number(row.fs_capacity_bytes)) }, cwd: SANDBOX_USER.home });
+    proc.stdin.on("error", () => {});
+    proc.stdin.end(input ?? undefined);
+    let stderr = "";
+    proc.stderr.on("data", (d: Buffer) => (stderr.length < 4000 ? (stderr += d.toString()) : undefined));
+    if (onStdout) proc.stdout.on("data", onStdout);
+    else proc.stdout.resume();
+    const ended = new Promise<void>((r) => proc.stdout.on("close", () => r()));
+    const code = await proc.exited;
+    await Promise.race([ended, new Promise((r) => setTimeout(r, 200))]);
+    return { code, stderr };
+  }
+
+  // ---- background work -------------------------------------------------------------------
+
+  async startLoop(): Promise<void> {
+    await this.reconcile();
+    this.timer = setInterval(() => void this.tick(), this.settings.tickMs);
+    this.timer.unref();
+  }
+
+  /** After a restart: running sandboxes are re-adopted, dead ones are marked explicitly. */
+  async reconcile(): Promise<void> {
+    const rows = await sandboxesInStatus(this.db, ["provisioning", "ready", "deleting"]);
+    if (rows.length) await this.prepare();
+    for (const row of rows) {
+      try {
+        const ref = row.runtime ? (JSON.parse(row.runtime) as RuntimeRef) : null;
+        if (row.status === "deleting") {
+          await this.delete(row);
+        } else if (row.status === "provisioning") {
+          if (ref && this.driver) await this.driver.stop(row.id, ref).catch(() => {});
+          await transition(this.db, row.id, ["provisioning"], "failed", { status_message: "The platform restarted while the sandbox was provisioning", runtime: null });
+        } else if (ref && this.driver && !this.prepareError && this.driver.isRunning(ref)) {
+          const proxyConfig = row.proxy_config ? (JSON.parse(row.proxy_config) as StoredProxyConfig) : null;
+          let egress: EgressAttachment;
+          try {
+            egress = await attachEgress({ sandboxId: row.id, workspaceId: row.workspace_id, netnsPid: this.driver.netnsPid(ref), proxyConfig });
+          } catch (err) {
+            // Never leave a sandbox running without its egress: stop it, say why, keep its files.
+            await this.driver.stop(row.id, ref).catch(() => {});
+            await transition(this.db, row.id, ["ready"], "stopped", { runtime: null, stopped_at: nowIso(), status_message: `Stopped at platform start: the egress proxy could not be re-attached (${(err as Error).message}); start it again` });
+            continue;
+          }
+          const env = { ...BASE_ENV, ...egress.env, ...openEnv(this.ctx.box, row) };
+          this.live.set(row.id, { ref, egress, env, lastActivity: Date.now() });
+          this.ctx.log.info({ sandboxId: row.id }, "sandbox re-adopted after restart");
+        } else {
+          if (this.driver) await this.driver.stop(row.id, ref).catch(() => {});
+          await transition(this.db, row.id, ["ready"], "stopped", { runtime: null, stopped_at: nowIso(), status_message: "The sandbox's processes were gone when the platform started (host reboot or crash); its files are kept" });
+        }
+      } catch (err) {
+        this.ctx.log.error({ sandboxId: row.id, err: (err as Error).message }, "sandbox reconcile failed");
+      }
+    }
+  }
+
+  async tick(): Promise<void> {
+    if (this.ticking) return;
+    this.ticking = true;
+    try {
+      this.commands.purge();
+      const now = Date.now();
+      // A snapshot is written inside its request; one still `building` long after was cut short (restart).
+      const stale = new Date(now - this.settings.provisionDeadlineMs).toISOString();
+      await this.db
+        .updateTable("sandbox_snapshots")
+        .set({ status: "failed", status_message: "Snapshot did not finish (the platform stopped while writing it)", updated_at: nowIso() })
+        .where("status", "=", "building")
+        .where("updated_at", "<", stale)
+        .execute();
+      const sec = this.settings.ttlSecondMs;
+      const rows = await sandboxesInStatus(this.db, ["provisioning", "ready", "stopped", "deleting"]);
+      for (const row of rows) {
+        if (this.busy.has(row.id)) continue;
+        const since = now - Date.parse(row.status_changed_at);
+        if (row.status === "provisioning" && !this.inflight.has(row.id) && since > this.settings.provisionDeadlineMs) {
+          await transition(this.db, row.id, ["provisioning"], "failed", { status_message: `Provisioning did not finish within ${Math.round(this.settings.provisionDeadlineMs / 1000)} s` });
+        } else if (row.status === "provisioning" && since > this.settings.provisionDeadlineMs) {
+          await this.teardown(row.id, this.runtimeOf(row), false).catch(() => {});
+          await transition(this.db, row.id, ["provisioning"], "failed", { status_message: `Provisioning did not finish within ${Math.round(this.settings.provisionDeadlineMs / 1000)} s` });
+        } else if (row.status === "deleting" && !this.inflight.has(row.id) && since > this.settings.deleteDeadlineMs) {
+          await this.delete(row).catch((err) => this.ctx.log.error({ sandboxId: row.id, err: (err as Error).message }, "sandbox delete retry failed"));
+        } else if (row.status === "ready") {
+          const l = this.live.get(row.id);
+          if (!l || !this.driver?.isRunning(l.ref)) {
+            const oom = this.driver?.oomKills(row.id) ?? 0;
+            await this.teardown(row.id, this.runtimeOf(row), false).catch(() => {});
+            await transition(this.db, row.id, ["ready"], "failed", { runtime: null, stopped_at: nowIso(), status_message: `The sandbox's init process exited unexpectedly${oom ? " (out of memory)" : ""}; its files are kept, start it again` });
+            continue;
+          }
+          const busy = this.commands.activity(row.id) + this.driver.busyProcesses(row.id);
+          if (busy > 0) l.lastActivity = now;
+          else if (row.idle_ttl_seconds > 0 && now - l.lastActivity > row.idle_ttl_seconds * sec) {
+            this.ctx.log.info({ sandboxId: row.id }, "stopping idle sandbox");
+            await this.stop(row, `Stopped after ${row.idle_ttl_seconds} s without activity`);
+          }
+        } else if (row.status === "stopped" && row.delete_after_stop_seconds > 0 && row.stopped_at && now - Date.parse(row.stopped_at) > row.delete_after_stop_seconds * sec) {
+          this.ctx.log.info({ sandboxId: row.id }, "deleting sandbox stopped past delete_after_stop_seconds");
+          await this.delete(row);
+        }
+      }
+    } catch (err) {
+      this.ctx.log.error({ err: (err as Error).message }, "sandbox lifecycle tick failed");
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  async shutdown(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await Promise.race([Promise.allSettled([...this.inflight.values()]), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    for (const id of [...this.live.keys()]) {
+      const row = await getSandbox(this.db, id);
+      if (!this.settings.keepRunning && row) await this.stop(row, "Stopped when the platform shut down").catch(() => {});
+      else {
+        // Leave it running for the next start to re-adopt; only our side goes away.
+        const l = this.live.get(id);
+        this.commands.forget(id);
+        if (l?.egress) await l.egress.detach().catch(() => {});
+        this.live.delete(id);
+      }
+    }
+  }
+
+  /** Paths of snapshot archives. */
+  snapshotPath(snapshotId: string): string {
+    return path.join(this.settings.stateDir, "snapshots", `${snapshotId}.tar.zst`);
+  }
+
+  removeSnapshotFile(snapshotId: string): void {
+    fs.rmSync(this.snapshotPath(snapshotId), { force: true });
+  }
+
+  /** The sandbox's runtime reference if it runs (for snapshots of a running sandbox). */
+  runtimeRefOf(row: SandboxRow): RuntimeRef | null {
+    return this.runtimeOf(row);
+  }
+
+  statusOf(row: SandboxRow): SandboxStatus {
+    return row.status as SandboxStatus;
+  }
+}

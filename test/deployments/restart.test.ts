@@ -1,0 +1,112 @@
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { TSX_LOADER } from "../../src/deployments/builder.ts";
+import { DIALECTS, storageSettings } from "../support/dialects.ts";
+import { freePort } from "../support/process.ts";
+import { copyProject, FIXTURES, lastMessage, runWait } from "./support.ts";
+
+const TERMINAL = new Set(["DEPLOYED", "CREATE_FAILED", "BUILD_FAILED", "DEPLOY_FAILED", "SKIPPED", "INTERRUPTED"]);
+
+function startChild(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ["--import", TSX_LOADER, path.join(FIXTURES, "platform-child.ts")], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  return new Promise((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      out += d;
+      const m = /READY (\S+)/.exec(out);
+      if (m) resolve({ child, url: m[1] });
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", (d) => (out += d));
+    child.once("exit", (code) => reject(new Error(`platform exited with ${code}: ${out}`)));
+  });
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+for (const dialect of DIALECTS) {
+  describe(`deployments survive a SIGKILL of the platform (${dialect})`, () => {
+    test("mid-build and mid-deploy: after a restart nothing stays transitional and the DEPLOYED revision serves again", async (t) => {
+      const s = await storageSettings(t, dialect);
+      if (!s) return;
+      const port = await freePort();
+      const env: Record<string, string> = { WHARF_HOME: s.home, WHARF_PORT: String(port), ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}), TEST_PG_SCHEMA: s.pgSchema ?? "" };
+      let current = await startChild(env);
+      const orphans: number[] = [];
+      t.after(async () => {
+        current.child.kill("SIGTERM");
+        await new Promise((r) => current.child.once("exit", r).once("error", r));
+        for (const pid of orphans) if (alive(pid)) process.kill(pid, "SIGKILL");
+        await s.dropSchema();
+      });
+      const apiKey = fs.readFileSync(path.join(s.home, "bootstrap-key"), "utf8").trim();
+      const api = async (p: string, init: { method?: string; json?: unknown } = {}) => {
+        const res = await fetch(current.url + p, { method: init.method ?? "GET", headers: { "x-api-key": apiKey, "content-type": "application/json" }, body: init.json === undefined ? undefined : JSON.stringify(init.json) });
+        return { status: res.status, body: await res.json().catch(() => null) };
+      };
+      const status = async (d: string, r: string) => (await api(`/v2/deployments/${d}/revisions/${r}`)).body.status as string;
+      const until = async (d: string, r: string, ok: (s: string) => boolean, ms: number) => {
+        const deadline = Date.now() + ms;
+        for (;;) {
+          const st = await status(d, r);
+          if (ok(st)) return st;
+          if (Date.now() > deadline) throw new Error(`revision ${r} still ${st}`);
+          await new Promise((res) => setTimeout(res, 100));
+        }
+      };
+      const create = async (name: string, secrets: Array<{ name: string; value: string }>) => {
+        const res = await api("/v2/deployments", { method: "POST", json: { name, source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: copyProject(t, "echo") }, secrets } });
+        assert.equal(res.status, 201, JSON.stringify(res.body));
+        return res.body as { id: string; latest_revision_id: string; source_config: { custom_url: string } };
+      };
+
+      const one = await create("one", [{ name: "REPLY_PREFIX", value: "one" }]);
+      assert.equal(await until(one.id, one.latest_revision_id, (x) => TERMINAL.has(x), 60_000), "DEPLOYED");
+      const info = await (await fetch(`${one.source_config.custom_url}/info`, { headers: { "x-api-key": apiKey } })).json();
+      orphans.push(info.pid);
+      // Mid-build: a slow import makes the build's load check take seconds.
+      const patched = await api(`/v2/deployments/${one.id}`, { method: "PATCH", json: { source_revision_config: { local_path: copyProject(t, "echo") }, secrets: [{ name: "REPLY_PREFIX", value: "one" }, { name: "SLOW_IMPORT_MS", value: "2000" }] } });
+      const building = patched.body.latest_revision_id as string;
+      // Mid-deploy: a fixture server that takes seconds to listen.
+      const two = await create("two", [{ name: "FAKE_START_DELAY_MS", value: "2000" }]);
+      await until(one.id, building, (x) => x === "BUILDING", 30_000);
+      await until(two.id, two.latest_revision_id, (x) => x === "DEPLOYING", 30_000);
+      current.child.kill("SIGKILL");
+      await new Promise((r) => current.child.once("exit", r));
+      assert.ok(alive(info.pid), "SIGKILL leaves the agent server running (the restart must deal with it)");
+
+      current = await startChild(env);
+      // The DEPLOYED revision serves again, from a fresh process; the orphan is gone.
+      const deadline = Date.now() + 30_000;
+      let run = await runWait(one.source_config.custom_url, apiKey, "back").catch(() => ({ status: 0, body: {} }));
+      while (run.status !== 200 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200));
+        run = await runWait(one.source_config.custom_url, apiKey, "back").catch(() => ({ status: 0, body: {} }));
+      }
+      assert.equal(run.status, 200, JSON.stringify(run.body));
+      assert.equal(lastMessage(run.body), "one: back");
+      assert.ok(!alive(info.pid), "the orphaned agent server was stopped");
+      // Both interrupted revisions end in a terminal state (resumed here: DEPLOYED).
+      assert.equal(await until(one.id, building, (x) => TERMINAL.has(x), 60_000), "DEPLOYED");
+      assert.equal(await until(two.id, two.latest_revision_id, (x) => TERMINAL.has(x), 60_000), "DEPLOYED");
+      const steps = (await api(`/v2/deployments/${two.id}/revisions/${two.latest_revision_id}/transitions`)).body.map((x: { to_status: string }) => x.to_status);
+      assert.deepEqual(steps.slice(-3), ["AWAITING_DEPLOY", "DEPLOYING", "DEPLOYED"]);
+      assert.ok(steps.filter((x: string) => x === "DEPLOYING").length === 2, steps.join(","));
+      const logs = (await api(`/v2/deployments/${one.id}/revisions/${building}/build_logs`)).body.logs.map((l: { message: string }) => l.message).join("\n");
+      assert.match(logs, /stopped during BUILDING; resuming \(attempt 2\)/);
+      const live = await (await fetch(`${one.source_config.custom_url}/info`, { headers: { "x-api-key": apiKey } })).json();
+      orphans.push(live.pid);
+      assert.equal(live.revision, building);
+    });
+  });
+}

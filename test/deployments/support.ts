@@ -1,0 +1,84 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { TestContext } from "node:test";
+import { fileURLToPath } from "node:url";
+import type { RunnerCommand } from "../../src/deployments/agent-process.ts";
+import { TSX_LOADER } from "../../src/deployments/builder.ts";
+import { createDeploymentsFeature } from "../../src/deployments/feature.ts";
+import type { DeploymentsOptions } from "../../src/deployments/rollout-engine.ts";
+import { allFeatures } from "../../src/platform/features.ts";
+import type { Dialect } from "../../src/store/database.ts";
+import { startTestPlatform, type TestPlatform } from "../support/platform.ts";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const FIXTURES = path.join(here, "fixtures");
+export const FAKE_SERVER = path.join(FIXTURES, "fake-agent-server.ts");
+
+/** Starts the fixture server instead of the real agent server. */
+export const fakeRunner: RunnerCommand = (a) => ({
+  command: process.execPath,
+  args: ["--import", TSX_LOADER, FAKE_SERVER, "--project", a.projectDir, "--host", a.host, "--port", String(a.port), "--server-id", a.serverId],
+});
+
+export const FAST: DeploymentsOptions = { pollIntervalMs: 200, buildTimeoutMs: 60_000, deployTimeoutMs: 30_000, drainTimeoutMs: 10_000 };
+
+/** A whole platform whose deployments run the fixture server (or the real one with `real: true`). */
+export async function startDeploymentsPlatform(t: TestContext, opts: { dialect?: Dialect; options?: DeploymentsOptions; real?: boolean; env?: Record<string, string> } = {}): Promise<TestPlatform | null> {
+  const options = { ...FAST, ...(opts.real ? {} : { runnerCommand: fakeRunner }), ...opts.options };
+  // Only what deployments need: other features' start-up work would slow every test down.
+  const features = allFeatures().filter((f) => f.name === "identity" || f.name === "secrets");
+  features.push(createDeploymentsFeature(options));
+  return startTestPlatform(t, { dialect: opts.dialect, features, logLevel: "info", env: opts.env });
+}
+
+/** A private copy of a fixture project (tests edit theirs). */
+export function copyProject(t: TestContext, name: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `wharf-proj-${name}-`));
+  fs.cpSync(path.join(FIXTURES, "projects", name), dir, { recursive: true });
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export interface RevisionBody {
+  id: string;
+  status: string;
+  status_message: string | null;
+  source_revision_config: Record<string, unknown>;
+}
+
+const TERMINAL = new Set(["DEPLOYED", "CREATE_FAILED", "BUILD_FAILED", "DEPLOY_FAILED", "SKIPPED", "INTERRUPTED"]);
+
+/** The quick-start poll: GET the revision until it reaches a terminal status. */
+export async function pollRevision(p: TestPlatform, deploymentId: string, revisionId: string, timeoutMs = 60_000, headers: Record<string, string> = {}): Promise<RevisionBody> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await p.api(`/v2/deployments/${deploymentId}/revisions/${revisionId}`, { headers });
+    const body = (await res.json()) as RevisionBody;
+    if (res.status !== 200) throw new Error(`GET revision answered ${res.status}: ${JSON.stringify(body)}`);
+    if (TERMINAL.has(body.status)) return body;
+    if (Date.now() > deadline) throw new Error(`revision ${revisionId} still ${body.status} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function logsOf(p: TestPlatform, deploymentId: string, revisionId: string, kind: "build" | "deploy"): Promise<string> {
+  const res = await p.api(`/v2/deployments/${deploymentId}/revisions/${revisionId}/${kind}_logs?limit=1000`);
+  const body = (await res.json()) as { logs: Array<{ message: string }> };
+  return body.logs.map((l) => l.message).join("\n");
+}
+
+/** A stateless run through the deployment's stable URL. */
+export async function runWait(url: string, apiKey: string, text: string, graph = "echo"): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${url}/runs/wait`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-api-key": apiKey },
+    body: JSON.stringify({ assistant_id: graph, input: { messages: [{ role: "human", content: text }] } }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+export function lastMessage(body: Record<string, unknown>): string {
+  const msgs = body.messages as Array<{ content: string }> | undefined;
+  return String(msgs?.at(-1)?.content ?? JSON.stringify(body));
+}

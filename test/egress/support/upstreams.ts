@@ -1,0 +1,118 @@
+import fs from "node:fs";
+import http from "node:http";
+import https from "node:https";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import tls from "node:tls";
+import type { TestContext } from "node:test";
+import { WebSocketServer } from "ws";
+import { createCa, LeafMinter, type CaMaterial } from "../../../src/egress/certificates.ts";
+
+/** What an echo upstream saw: method, target, raw headers, body size. */
+export interface Echo {
+  server: string;
+  method: string;
+  url: string;
+  headers: Record<string, string | string[]>;
+  rawHeaders: string[];
+  bodyBytes: number;
+}
+
+export interface Upstreams {
+  address: string;
+  ca: CaMaterial;
+  caFile: string;
+  dir: string;
+  httpPort: number;
+  httpsPort: number;
+  /** A TLS server that is not HTTP: it answers "tls-echo:<what it read>" (raw tunnel checks). */
+  rawTlsPort: number;
+  /** A plain TCP echo server (raw TCP checks). */
+  tcpPort: number;
+  /** Every request the HTTP(S) servers received, in order. */
+  seen: Echo[];
+  leafPem: string;
+}
+
+function echoHandler(name: string, seen: Echo[]) {
+  return (req: http.IncomingMessage, res: http.ServerResponse) => {
+    let bodyBytes = 0;
+    req.on("data", (c: Buffer) => (bodyBytes += c.length));
+    req.on("end", () => {
+      const echo: Echo = { server: name, method: req.method ?? "", url: req.url ?? "", headers: req.headers as Record<string, string | string[]>, rawHeaders: req.rawHeaders, bodyBytes };
+      seen.push(echo);
+      if (req.url?.startsWith("/big")) {
+        res.writeHead(200, { "content-type": "application/octet-stream" });
+        res.end(Buffer.alloc(1 << 20, 7));
+        return;
+      }
+      const body = JSON.stringify(echo);
+      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body), "x-upstream": name });
+      res.end(body);
+    });
+  };
+}
+
+const listen = (server: net.Server, address: string) => new Promise<number>((resolve, reject) => server.once("error", reject).listen(0, address, () => resolve((server.address() as net.AddressInfo).port)));
+
+/**
+ * Loopback upstreams for proxy tests, on `address` (a 127.0.0.x the proxy is allowed to reach by
+ * operator setting), with their own test CA whose leaf covers the given names and the address.
+ */
+export async function startUpstreams(t: TestContext, names: string[] = ["api.test", "other.test", "ws.test", "raw.test", "tcp.test"], address = "127.0.0.2"): Promise<Upstreams> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-egress-up-"));
+  const ca = await createCa("Wharf test upstream CA");
+  const minter = new LeafMinter(ca);
+  // One leaf for all names: mint per name and serve by SNI.
+  const contexts = new Map<string, tls.SecureContext>();
+  for (const n of names) contexts.set(n, await minter.contextFor({ kind: "name", host: n }));
+  const ipContext = await minter.contextFor({ kind: "ipv4", host: address });
+  const leafPem = await minter.certificatePem({ kind: "name", host: names[0] });
+  const caFile = path.join(dir, "upstream-ca.pem");
+  fs.writeFileSync(caFile, ca.certPem);
+  const seen: Echo[] = [];
+  const sni = (name: string, cb: (err: Error | null, ctx?: tls.SecureContext) => void) => cb(null, contexts.get(name) ?? ipContext);
+
+  const httpServer = http.createServer(echoHandler("http", seen));
+  const httpsServer = https.createServer({ SNICallback: sni, secureContext: ipContext }, echoHandler("https", seen));
+  for (const s of [httpServer, httpsServer]) {
+    const wss = new WebSocketServer({ noServer: true });
+    s.on("upgrade", (req, socket, head) =>
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        ws.send(JSON.stringify({ headers: req.headers }));
+        ws.on("message", (m) => ws.send(`echo:${m.toString()}`));
+      }),
+    );
+  }
+  const rawTls = tls.createServer({ SNICallback: sni, secureContext: ipContext }, (s) => {
+    s.once("data", (d) => s.end(`tls-echo:${d.toString()}`));
+    s.on("error", () => {});
+  });
+  const tcp = net.createServer((s) => {
+    s.on("data", (d) => s.write(`tcp-echo:${d.toString()}`));
+    s.on("error", () => {});
+  });
+  const open = new Set<net.Socket>();
+  for (const s of [rawTls, tcp]) s.on("connection", (c: net.Socket) => (open.add(c), c.once("close", () => open.delete(c))));
+  const [httpPort, httpsPort, rawTlsPort, tcpPort] = await Promise.all([listen(httpServer, address), listen(httpsServer, address), listen(rawTls, address), listen(tcp, address)]);
+  t.after(async () => {
+    for (const s of [httpServer, httpsServer]) s.closeAllConnections();
+    for (const c of open) c.destroy();
+    await Promise.all([httpServer, httpsServer, rawTls, tcp].map((s) => new Promise((r) => s.close(r))));
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return { address, ca, caFile, dir, httpPort, httpsPort, rawTlsPort, tcpPort, seen, leafPem };
+}
+
+/**
+ * The operator `WHARF_EGRESS_HOSTS` value mapping test names to the upstreams: `name:80` and
+ * `name:443` go to the HTTP and HTTPS servers, `raw.test:8443` to the raw TLS server,
+ * `tcp.test:5432` to the TCP echo server.
+ */
+export function hostsSetting(up: Upstreams, names = ["api.test", "other.test", "ws.test"]): string {
+  const entries: string[] = [];
+  for (const n of names) entries.push(`${n}:80=${up.address}:${up.httpPort}`, `${n}:443=${up.address}:${up.httpsPort}`);
+  entries.push(`raw.test:8443=${up.address}:${up.rawTlsPort}`, `tcp.test:5432=${up.address}:${up.tcpPort}`);
+  return entries.join(",");
+}

@@ -1,0 +1,61 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const WHARF_BIN = path.join(REPO_ROOT, "bin/wharf.js");
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+    s.on("error", reject);
+  });
+}
+
+export interface WharfProcess {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+/** Runs the real CLI (`node bin/wharf.js ...`) as a child process, capturing its output. */
+export function runWharf(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): WharfProcess {
+  const child = spawn(process.execPath, [WHARF_BIN, ...args], {
+    cwd: options.cwd ?? REPO_ROOT,
+    env: { ...process.env, WHARF_LOG_LEVEL: "info", ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return { child, output: () => out, exited };
+}
+
+/** Polls `url` until it answers 200 or the deadline passes. */
+export async function waitForOk(url: string, timeoutMs = 15_000): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    try {
+      const res = await fetch(url);
+      if (res.ok) {
+        await res.arrayBuffer();
+        return performance.now() - started;
+      }
+    } catch { /* not up yet */ }
+    if (performance.now() - started > timeoutMs) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Runs a CLI command to completion; returns its exit code and output. */
+export async function wharfCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ code: number | null; out: string }> {
+  const p = runWharf(args, options);
+  const code = await p.exited;
+  return { code, out: p.output() };
+}
