@@ -32,10 +32,22 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
     migrationTableSchema = rows[0]?.s ?? undefined;
   }
   const migrator = new Migrator({ db: store.db, provider: new FolderMigrationProvider(), allowUnorderedMigrations: true, migrationTableSchema });
-  const { error, results } = await migrator.migrateToLatest();
+  let { error, results } = await migrator.migrateToLatest();
+  // Kysely's PostgreSQL introspection resolves every table of every schema by name
+  // (pg_get_serial_sequence), so another schema dropped at that moment fails our migration with
+  // invalid_schema_name although our schema is fine. Migrations run in a transaction: retry.
+  for (let attempt = 1; error && isOtherSchemaDropped(error, migrationTableSchema) && attempt <= 10; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
+    ({ error, results } = await migrator.migrateToLatest());
+  }
   if (error) {
     const failed = results?.find((r) => r.status === "Error")?.migrationName;
     throw new Error(`database migration ${failed ?? ""} failed: ${(error as Error).message ?? String(error)}`);
   }
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+}
+
+function isOtherSchemaDropped(error: unknown, ownSchema: string | undefined): boolean {
+  const e = error as { code?: string; message?: string };
+  return e?.code === "3F000" && ownSchema !== undefined && !String(e.message ?? "").includes(`"${ownSchema}"`);
 }
