@@ -41,7 +41,8 @@ export function registeredSealedColumns(): readonly SealedColumn[] {
 }
 
 /**
- * Re-seals every registered value not yet under the active key. Each row is updated only if it
+ * Re-seals every registered value not yet under the active key (every registered table exists:
+ * migrations are applied whole, whichever features run). Each row is updated only if it
  * still holds the ciphertext we read (compare-and-set), so a concurrent write is never overwritten.
  */
 export async function resealAll(db: Kysely<Database>, box: SecretBox): Promise<{ resealed: number; keyIdsInUse: Set<string> }> {
@@ -50,8 +51,6 @@ export async function resealAll(db: Kysely<Database>, box: SecretBox): Promise<{
   let resealed = 0;
   const inUse = new Set<string>([box.activeKeyId]);
   for (const col of sealedColumns) {
-    const exists = await anyDb.introspection.getTables().then((ts) => ts.some((t) => t.name === col.table));
-    if (!exists) continue;
     const rows = await anyDb.selectFrom(col.table).select([...col.keyColumns, col.keyIdColumn, col.cipherColumn]).where(col.keyIdColumn, "!=", box.activeKeyId).execute();
     for (const row of rows) {
       const plaintext = box.open({ keyId: row[col.keyIdColumn], blob: row[col.cipherColumn] }, col.aad(row));
