@@ -1,6 +1,10 @@
+import type { Kysely } from "kysely";
+import type { Database } from "../store/schema.ts";
 import type { StoredProxyConfig } from "./proxy-config.ts";
 import { egressRuntime } from "./egress-runtime.ts";
 import { SandboxEgress } from "./sandbox-egress.ts";
+import { deleteValues } from "./sealed-values.ts";
+import { asStoredConfig, sealedRefs } from "./stored-config.ts";
 
 /**
  * CONTRACT between the sandbox driver (issue 4) and the egress proxy (issue 5). The sandbox driver
@@ -42,4 +46,13 @@ export async function attachEgress(target: EgressTarget): Promise<EgressAttachme
     update: (proxyConfig) => egress.update(proxyConfig),
     detach: () => egress.detach(),
   };
+}
+
+/**
+ * A deleted sandbox's sealed credential values (its `opaque` headers and cloud keys) are removed
+ * with it: its proxy_config held the only reference, and ciphertext nobody can use is still a
+ * liability.
+ */
+export async function releaseEgressValues(db: Kysely<Database>, workspaceId: string, proxyConfig: unknown): Promise<void> {
+  await deleteValues(db, workspaceId, sealedRefs(asStoredConfig(proxyConfig)));
 }

@@ -69,9 +69,18 @@ export function createCloudAuthorizerFactory(rt: EgressRuntime, homeDir = SANDBO
     }
     const callbacks = new CallbackResolver({ fetch: proxyFetch as never, audit: sink });
     const specs = callbackSpecs(policy);
+    const google = engines.google;
     const authorizer: RequestAuthorizer = {
       name: "cloud",
       authorize: (req) => authorize(req, engines, policy, callbacks, specs, problems, audit),
+      // Static rules win here too: a header rule for the token host means the operator wants it forwarded.
+      answerLocally: google
+        ? (req) => {
+            if (policy.headerRuleFor(req.host, pathOf(req.target))) return null;
+            const local = google.localAnswer({ method: req.method, host: req.host.host, target: req.target, headers: req.headers });
+            return local && { action: "respond", ...local };
+          }
+        : undefined,
     };
     return { authorizers: [authorizer], env: engines.env, files: engines.files };
   };
@@ -229,4 +238,9 @@ export function createCheckedFetch(rt: EgressRuntime): typeof fetch {
 function pinKey(protocol: string, hostname: string, port: string): string {
   const p = protocol.replace(/:?$/, ":");
   return `${p}//${hostname.replace(/^\[|\]$/g, "").toLowerCase()}:${Number(port || (p === "https:" ? 443 : 80))}`;
+}
+
+function pathOf(target: string): string {
+  const q = target.indexOf("?");
+  return q < 0 ? target : target.slice(0, q);
 }

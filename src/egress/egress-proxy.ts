@@ -98,6 +98,12 @@ export type AuthorizeOutcome =
 export interface RequestAuthorizer {
   name: string;
   authorize(request: OutboundRequest): Promise<AuthorizeOutcome>;
+  /**
+   * Requests the engine answers itself without dialling anything (a compatibility token endpoint,
+   * an emulated metadata server). Consulted before access control and address classification:
+   * those guard what leaves the proxy, and nothing does here.
+   */
+  answerLocally?(request: Omit<OutboundRequest, "body" | "staticRule">): (AuthorizeOutcome & { action: "respond" }) | null;
 }
 
 export interface EgressProxyOptions {
@@ -478,6 +484,16 @@ export class EgressProxy {
   /** Decides, injects and forwards one request; the rules are read once, at its start. */
   private async forward(req: http.IncomingMessage, res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, path: string, query: string): Promise<void> {
     const policy = sb.policy;
+    if (!policy.isNoProxy(host)) {
+      for (const a of sb.authorizers) {
+        const local = a.answerLocally?.({ method: req.method ?? "GET", host, port, secure, target: path + query, headers: pairs(req.rawHeaders) });
+        if (!local) continue;
+        req.resume();
+        if (res.headersSent) return void res.destroy();
+        res.writeHead(local.status, { ...local.headers, "content-length": Buffer.byteLength(local.body) });
+        return void res.end(local.body);
+      }
+    }
     const verdict = policy.connectionVerdict(host, port);
     const target = await this.checkedTarget(sb, policy, host, port, verdict);
     if ("blocked" in target) {

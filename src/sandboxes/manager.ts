@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { attachEgress, type EgressAttachment } from "../egress/attach.ts";
+import { attachEgress, releaseEgressValues, type EgressAttachment } from "../egress/attach.ts";
 import type { StoredProxyConfig } from "../egress/proxy-config.ts";
 import { HttpError } from "../http/errors.ts";
 import type { PlatformContext } from "../platform/context.ts";
@@ -130,7 +130,7 @@ export class SandboxManager {
           },
         },
       );
-      const env = { ...BASE_ENV, ...((egress as EgressAttachment | null)?.env ?? {}), ...openEnv(this.ctx.box, row) };
+      const env = this.commandEnv(row, egress);
       this.live.set(row.id, { ref, egress, env, lastActivity: Date.now() });
       // Ready means an exec succeeds now: prove it.
       const probe = await this.runToCompletion(row.id, ["/bin/true"], 10);
@@ -214,12 +214,27 @@ export class SandboxManager {
     if (inflight) await Promise.race([inflight, new Promise((r) => setTimeout(r, 30_000).unref())]);
     await this.teardown(row.id, this.runtimeOf(row), true);
     await this.db.deleteFrom("sandboxes").where("id", "=", row.id).execute();
+    if (row.proxy_config) await releaseEgressValues(this.db, row.workspace_id, JSON.parse(row.proxy_config));
   }
 
-  /** Applies a new proxy_config to a ready sandbox's live egress attachment. */
-  async updateEgress(id: string, proxyConfig: StoredProxyConfig | null): Promise<void> {
-    const l = this.live.get(id);
-    if (l?.egress) await l.egress.update(proxyConfig);
+  /** Every command's environment: the base, the egress's (proxy, CA, cloud placeholders), the sandbox's own. */
+  private commandEnv(row: SandboxRow, egress: EgressAttachment | null): Record<string, string> {
+    return { ...BASE_ENV, ...(egress?.env ?? {}), ...openEnv(this.ctx.box, row) };
+  }
+
+  /**
+   * Applies a new proxy_config to a ready sandbox's live egress attachment. Commands started from
+   * now on get the new environment (a cloud rule added by PATCH brings its placeholders), and the
+   * files the new rules need are placed now: SDKs in the running sandbox work without a restart.
+   */
+  async updateEgress(row: SandboxRow, proxyConfig: StoredProxyConfig | null): Promise<void> {
+    const l = this.live.get(row.id);
+    if (!l?.egress || !this.driver) return;
+    const before = { ...l.egress.files };
+    await l.egress.update(proxyConfig);
+    l.env = this.commandEnv(row, l.egress);
+    const changed = Object.fromEntries(Object.entries(l.egress.files).filter(([file, content]) => before[file] !== content));
+    if (Object.keys(changed).length) this.driver.placeFiles(row.id, changed, this.driver.netnsPid(l.ref));
   }
 
   /** The live sandbox for a data-plane call, or NotReady (400) as the real platform answers. */
@@ -290,7 +305,7 @@ export class SandboxManager {
             await transition(this.db, row.id, ["ready"], "stopped", { runtime: null, stopped_at: nowIso(), status_message: `Stopped at platform start: the egress proxy could not be re-attached (${(err as Error).message}); start it again` });
             continue;
           }
-          const env = { ...BASE_ENV, ...egress.env, ...openEnv(this.ctx.box, row) };
+          const env = this.commandEnv(row, egress);
           this.live.set(row.id, { ref, egress, env, lastActivity: Date.now() });
           this.ctx.log.info({ sandboxId: row.id }, "sandbox re-adopted after restart");
         } else {

@@ -178,8 +178,9 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
         if (isUniqueViolation(err)) throw conflict(`A sandbox named ${body.name} already exists`);
         throw err;
       }
-      if (newProxy !== undefined) await manager.updateEgress(row.id, newProxy);
-      return c.json(presentSandbox((await getSandbox(ctx.db, row.id))!, base()));
+      const updated = (await getSandbox(ctx.db, row.id))!;
+      if (newProxy !== undefined) await manager.updateEgress(updated, newProxy);
+      return c.json(presentSandbox(updated, base()));
     },
   });
 

@@ -3,15 +3,13 @@ import crypto from "node:crypto";
 import http from "node:http";
 import net from "node:net";
 import path from "node:path";
-import tls from "node:tls";
 import { test } from "node:test";
 import { build } from "esbuild";
-import { LeafMinter } from "../../src/egress/certificates.ts";
 import { AWS_PLACEHOLDER_ACCESS_KEY_ID } from "../../src/egress/cloud/index.ts";
 import { startSandboxPlatform } from "../sandboxes/support.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import { startVerifyingS3 } from "./cloud/support/s3-verifying-server.ts";
-import { hostsSetting, startUpstreams } from "./support/upstreams.ts";
+import { hostsSetting, startTlsFront, startUpstreams } from "./support/upstreams.ts";
 
 const AWS_REAL = { accessKeyId: "AKIA" + crypto.randomBytes(8).toString("hex").toUpperCase(), secretAccessKey: crypto.randomBytes(30).toString("base64") };
 const CB_TOKEN = "cbt_" + crypto.randomBytes(16).toString("hex");
@@ -57,19 +55,9 @@ test("cloud engines from inside a real sandbox: callback, cloud_a with the AWS S
   // The S3 stand-in checks every signature with the real keys; a TLS front gives it the AWS names.
   const s3 = await startVerifyingS3(AWS_REAL);
   t.after(() => s3.close());
-  const minter = new LeafMinter(up.ca);
-  const contexts = new Map<string, tls.SecureContext>();
-  for (const n of S3_HOSTS) contexts.set(n, await minter.contextFor({ kind: "name", host: n }));
-  const front = tls.createServer({ SNICallback: (n, cb) => cb(null, contexts.get(n)), secureContext: contexts.get(S3_HOSTS[0]) }, (c) => {
-    const back = net.connect(s3.port, "127.0.0.1");
-    c.pipe(back).pipe(c);
-    c.on("error", () => back.destroy());
-    back.on("error", () => c.destroy());
-  });
-  const frontPort = await listen(front, up.address);
-  t.after(() => new Promise((r) => front.close(r)));
+  const s3Hosts = await startTlsFront(t, up, S3_HOSTS, "127.0.0.1", s3.port);
 
-  const hosts = [hostsSetting(up, ["api.test", "other.test", "fail.test"]), ...S3_HOSTS.map((h) => `${h}:443=${up.address}:${frontPort}`)].join(",");
+  const hosts = [hostsSetting(up, ["api.test", "other.test", "fail.test"]), ...s3Hosts].join(",");
   Object.assign(process.env, { WHARF_EGRESS_HOSTS: hosts, WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32,${CALLBACK_ADDRESS}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
   const p = await startSandboxPlatform(t);
   if (!p) return;

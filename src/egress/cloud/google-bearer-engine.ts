@@ -1,6 +1,7 @@
 import { auditPath, noAudit, type CloudAuditSink } from "./cloud-audit.ts";
 import { googleCompatTokenResponse } from "./google-compat-credentials.ts";
-import { isGoogleApiHost, isGoogleSignedUrl, isGoogleTokenEndpoint } from "./google-hosts.ts";
+import { isGoogleApiHost, isGoogleMetadataHost, isGoogleSignedUrl, isGoogleTokenEndpoint } from "./google-hosts.ts";
+import { handleMetadataRequest } from "./google-metadata-emulator.ts";
 import type { GoogleServiceAccount } from "./google-service-account.ts";
 import { GoogleTokenMinter, GoogleTokenUnavailable } from "./google-token-minter.ts";
 import { headerValue, replaceHeader, type HeaderPairs } from "./header-pairs.ts";
@@ -35,8 +36,16 @@ export interface GoogleBearerEngineOptions {
   now?: () => number;
 }
 
+export type LocalAnswer = { status: number; headers: Record<string, string>; body: string };
+
 export interface GoogleBearerEngine {
   handle(request: GoogleOutboundRequest): Promise<GoogleOutcome>;
+  /**
+   * The sandbox's token-endpoint calls and metadata-server requests, answered by the proxy itself;
+   * null for anything else. Nothing is dialled for these, so the proxy consults this before access
+   * control: an allow list naming only the API hosts still lets client libraries get their token.
+   */
+  localAnswer(request: GoogleOutboundRequest): LocalAnswer | null;
   readonly minter: GoogleTokenMinter;
 }
 
@@ -45,12 +54,22 @@ export function createGoogleBearerEngine(options: GoogleBearerEngineOptions): Go
   const minter = new GoogleTokenMinter({ serviceAccount: options.serviceAccount, scopes: options.scopes, fetch: options.fetch, audit, now: options.now });
   const universe = options.serviceAccount.universeDomain;
 
-  async function handle(request: GoogleOutboundRequest): Promise<GoogleOutcome> {
+  const metadataIdentity = { clientEmail: options.serviceAccount.clientEmail, projectId: options.serviceAccount.projectId, scopes: options.scopes, universeDomain: universe };
+
+  function localAnswer(request: GoogleOutboundRequest): LocalAnswer | null {
     const path = auditPath(request.target);
     if (isGoogleTokenEndpoint(request.host, request.method, path)) {
       audit({ kind: "google_compat_token", host: request.host, path });
-      return { action: "respond", ...googleCompatTokenResponse() };
+      return googleCompatTokenResponse();
     }
+    if (isGoogleMetadataHost(request.host)) return handleMetadataRequest(request.method, request.target, request.headers, metadataIdentity);
+    return null;
+  }
+
+  async function handle(request: GoogleOutboundRequest): Promise<GoogleOutcome> {
+    const local = localAnswer(request);
+    if (local) return { action: "respond", ...local };
+    const path = auditPath(request.target);
     if (!isGoogleApiHost(request.host, universe)) return { action: "pass" };
     if (isGoogleSignedUrl(request.target)) return { action: "pass" };
     let minted: { token: string; cache: "hit" | "miss" };
@@ -65,5 +84,5 @@ export function createGoogleBearerEngine(options: GoogleBearerEngineOptions): Go
     return { action: "inject", headers: replaceHeader(request.headers, "authorization", `Bearer ${minted.token}`) };
   }
 
-  return { handle, minter };
+  return { handle, localAnswer, minter };
 }

@@ -48,7 +48,7 @@ export function handleMetadataRequest(method: string, target: string, headers: H
   if (rest === "universe/universe-domain") return text(200, id.universeDomain);
   if (accountMatch) {
     const [, account, leaf = ""] = accountMatch;
-    if (account !== "default" && decodeURIComponent(account) !== id.clientEmail) return text(404, "not found\n");
+    if (account !== "default" && decodeOrNull(account) !== id.clientEmail) return text(404, "not found\n");
     if (leaf === "" && query.get("recursive") === "true") return json({ aliases: ["default"], email: id.clientEmail, scopes: id.scopes });
     if (leaf === "") return text(200, "aliases\nemail\nidentity\nscopes\ntoken\n");
     if (leaf === "email") return text(200, id.clientEmail);
@@ -59,4 +59,12 @@ export function handleMetadataRequest(method: string, target: string, headers: H
     return text(404, "not found\n");
   }
   return text(404, "not found\n");
+}
+
+function decodeOrNull(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
 }

@@ -116,3 +116,23 @@ export function hostsSetting(up: Upstreams, names = ["api.test", "other.test", "
   entries.push(`raw.test:8443=${up.address}:${up.rawTlsPort}`, `tcp.test:5432=${up.address}:${up.tcpPort}`);
   return entries.join(",");
 }
+
+/**
+ * A TLS front on the upstreams' address that presents the given names (signed by the upstream
+ * CA) and pipes each connection to a plain server on loopback: gives a stand-in (S3, a Google API)
+ * the real host names the cloud engines match on. Returns the `WHARF_EGRESS_HOSTS` entries.
+ */
+export async function startTlsFront(t: TestContext, up: Upstreams, names: string[], backAddress: string, backPort: number): Promise<string[]> {
+  const minter = new LeafMinter(up.ca);
+  const contexts = new Map<string, tls.SecureContext>();
+  for (const n of names) contexts.set(n, await minter.contextFor({ kind: "name", host: n }));
+  const front = tls.createServer({ SNICallback: (n, cb) => cb(null, contexts.get(n)), secureContext: contexts.get(names[0]) }, (c) => {
+    const back = net.connect(backPort, backAddress);
+    c.pipe(back).pipe(c);
+    c.on("error", () => back.destroy());
+    back.on("error", () => c.destroy());
+  });
+  const port = await listen(front, up.address);
+  t.after(() => new Promise((r) => front.close(r)));
+  return names.map((n) => `${n}:443=${up.address}:${port}`);
+}

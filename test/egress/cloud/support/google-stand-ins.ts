@@ -38,7 +38,7 @@ function b64urlJson(part: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(part, "base64url").toString()) as Record<string, unknown>;
 }
 
-export async function startTokenEndpoint(): Promise<TokenEndpoint> {
+export async function startTokenEndpoint(address = "127.0.0.1"): Promise<TokenEndpoint> {
   let account: TestServiceAccount | null = null;
   const state = { url: "", minted: [] as string[], scopes: [] as string[], failNext: 0, delayMs: 0, expiresIn: 3600, setAccount: (sa: TestServiceAccount) => void (account = sa), close: async () => {} };
   const server = http.createServer((req, res) => {
@@ -65,14 +65,14 @@ export async function startTokenEndpoint(): Promise<TokenEndpoint> {
       }, state.delayMs);
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`;
+  await new Promise<void>((r) => server.listen(0, address, r));
+  state.url = `http://${address}:${(server.address() as AddressInfo).port}/token`;
   state.close = () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); });
   return state;
 }
 
 /** A tiny Cloud Storage JSON API: one bucket, multipart uploads, media downloads, listing. */
-export async function startGoogleApi(isMinted: (token: string) => boolean): Promise<{ port: number; seen: Array<{ host: string; path: string; auth: string }>; close(): Promise<void> }> {
+export async function startGoogleApi(isMinted: (token: string) => boolean, address = "127.0.0.1"): Promise<{ port: number; seen: Array<{ host: string; path: string; auth: string }>; close(): Promise<void> }> {
   const objects = new Map<string, Buffer>();
   const seen: Array<{ host: string; path: string; auth: string }> = [];
   const server = http.createServer((req, res) => {
@@ -108,6 +108,6 @@ export async function startGoogleApi(isMinted: (token: string) => boolean): Prom
       return json(404, { error: { code: 404, message: `not in the stand-in: ${req.method} ${url.pathname}` } });
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  await new Promise<void>((r) => server.listen(0, address, r));
   return { port: (server.address() as AddressInfo).port, seen, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
 }
