@@ -3,6 +3,7 @@ import type { Database } from "../store/schema.ts";
 import type { StoredProxyConfig } from "./proxy-config.ts";
 import { egressRuntime } from "./egress-runtime.ts";
 import { SandboxEgress } from "./sandbox-egress.ts";
+import { closeNamespaceListeners, type NamespaceListeners } from "./netns-capture.ts";
 import { deleteValues } from "./sealed-values.ts";
 import { asStoredConfig, sealedRefs } from "./stored-config.ts";
 
@@ -17,6 +18,11 @@ export interface EgressTarget {
   /** A process whose `/proc/<pid>/ns/net` is the sandbox's network namespace (loopback only). */
   netnsPid: number;
   proxyConfig: StoredProxyConfig | null;
+  /**
+   * Listeners the sandbox driver already opened in the namespace, with the routes set
+   * (`egressCaptureSpec`); without them, attach sets both up through an in-namespace helper.
+   */
+  captured?: NamespaceListeners | null;
 }
 
 export interface EgressAttachment {
@@ -39,7 +45,13 @@ export interface EgressAttachment {
 export async function attachEgress(target: EgressTarget): Promise<EgressAttachment> {
   const rt = await egressRuntime();
   const egress = new SandboxEgress(rt, target);
-  await egress.attach();
+  try {
+    await egress.attach(target.captured ?? null);
+  } catch (err) {
+    // attach closes what it adopted; this covers a failure before it did.
+    if (target.captured) closeNamespaceListeners(target.captured);
+    throw err;
+  }
   return {
     env: egress.env,
     files: egress.files,
@@ -55,4 +67,10 @@ export async function attachEgress(target: EgressTarget): Promise<EgressAttachme
  */
 export async function releaseEgressValues(db: Kysely<Database>, workspaceId: string, proxyConfig: unknown): Promise<void> {
   await deleteValues(db, workspaceId, sealedRefs(asStoredConfig(proxyConfig)));
+}
+
+/** What a sandbox driver should capture while it creates a namespace: the ports every sandbox has, and DNS. */
+export async function egressCaptureSpec(): Promise<{ tcpPorts: number[]; dns: boolean }> {
+  const rt = await egressRuntime();
+  return { tcpPorts: [80, 443, rt.settings.proxyPort], dns: true };
 }

@@ -82,3 +82,15 @@ export function openNamespaceListeners(netnsPid: number, spec: { tcp: number[]; 
     });
   });
 }
+
+/** Closes listeners nobody adopted (a warm namespace discarded at shutdown or after a failed start). */
+export function closeNamespaceListeners(listeners: NamespaceListeners): void {
+  for (const s of listeners.tcp.values()) if (s.listening) s.close();
+  for (const u of listeners.udp) {
+    try {
+      u.close();
+    } catch {
+      /* already closed */
+    }
+  }
+}

@@ -64,16 +64,27 @@ export class SandboxEgress {
     this.stored = target.proxyConfig;
   }
 
-  async attach(): Promise<void> {
+  /**
+   * `prepared`: listeners (and routes) the sandbox driver set up while creating the namespace;
+   * only raw ports this sandbox's allow_list opens are added, through the in-namespace helper.
+   * Without them, everything is set up here.
+   */
+  async attach(prepared: NamespaceListeners | null = null): Promise<void> {
     const { sandboxId, workspaceId, netnsPid } = this.target;
     const minter = await this.rt.minterFor(workspaceId);
     const policy = await this.rt.compile(workspaceId, this.stored);
     const engines = this.rt.enginesFor({ id: sandboxId, workspaceId }, policy);
     this.handle = this.rt.proxy.addSandbox({ id: sandboxId, workspaceId, policy, minter, authorizers: engines.authorizers });
     try {
-      await routeAllToLoopback(netnsPid);
-      const ports = [80, 443, this.rt.settings.proxyPort, ...policy.rawPorts()];
-      this.listeners = await openNamespaceListeners(netnsPid, { tcp: [...new Set(ports)], dns: true });
+      const ports = [...new Set([80, 443, this.rt.settings.proxyPort, ...policy.rawPorts()])];
+      if (prepared) {
+        this.listeners = prepared;
+        const missing = ports.filter((p) => !prepared.tcp.has(p));
+        if (missing.length) for (const [port, server] of (await openNamespaceListeners(netnsPid, { tcp: missing, dns: false })).tcp) this.listeners.tcp.set(port, server);
+      } else {
+        await routeAllToLoopback(netnsPid);
+        this.listeners = await openNamespaceListeners(netnsPid, { tcp: ports, dns: true });
+      }
       if (!this.listeners.tcp.has(80) || !this.listeners.tcp.has(443) || !this.listeners.tcp.has(this.rt.settings.proxyPort)) {
         throw new Error(`cannot listen in the sandbox network: ${this.listeners.errors.join("; ")}`);
       }

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { attachEgress, releaseEgressValues, type EgressAttachment } from "../egress/attach.ts";
+import { attachEgress, egressCaptureSpec, releaseEgressValues, type EgressAttachment } from "../egress/attach.ts";
 import type { StoredProxyConfig } from "../egress/proxy-config.ts";
 import { HttpError } from "../http/errors.ts";
 import type { PlatformContext } from "../platform/context.ts";
@@ -122,10 +122,10 @@ export class SandboxManager {
       const driver = this.requireDriver();
       const proxyConfig = row.proxy_config ? (JSON.parse(row.proxy_config) as StoredProxyConfig) : null;
       ref = await driver.start(
-        { id: row.id, workspaceId: row.workspace_id, cpuMillicores: row.cpu_millicores, memBytes: Number(row.mem_bytes), fsCapacityBytes: Number(row.fs_capacity_bytes), snapshotArchive },
+        { id: row.id, workspaceId: row.workspace_id, cpuMillicores: row.cpu_millicores, memBytes: Number(row.mem_bytes), fsCapacityBytes: Number(row.fs_capacity_bytes), snapshotArchive, capture: await egressCaptureSpec() },
         {
-          onNetwork: async (netnsPid) => {
-            egress = await attachEgress({ sandboxId: row.id, workspaceId: row.workspace_id, netnsPid, proxyConfig });
+          onNetwork: async (netnsPid, captured) => {
+            egress = await attachEgress({ sandboxId: row.id, workspaceId: row.workspace_id, netnsPid, proxyConfig, captured });
             if (Object.keys(egress.files).length) driver.placeFiles(row.id, egress.files, netnsPid);
           },
         },

@@ -63,6 +63,9 @@ EOF`,
         "rm -f /usr/bin/python3 2>/dev/null; test -e /usr/bin/python3 && echo python:intact || echo python:removed",
         "unshare -r true 2>/dev/null && echo userns:allowed || echo userns:denied",
         "grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status | tr -s '\\t' ' ' | tr '\\n' ' '; echo",
+        // The launcher hands the egress listeners and its IPC channel to the platform: none may reach
+        // the sandbox's init or its child (fd 2 is the launcher's stderr, read for start-up errors).
+        "echo initsockets:$(ls -l /proc/1/fd /proc/2/fd | grep socket: | grep -vc ' 2 -> ')",
       ].join("\n"),
     );
     assert.equal(r.status, 200);
@@ -84,6 +87,7 @@ EOF`,
       "Seccomp: 2",
       "NoNewPrivs: 1",
       "CapEff: 0000000000000000",
+      "initsockets:0\n",
     ]) {
       assert.ok(out.includes(expected), `expected "${expected}" in:\n${out}`);
     }

@@ -1,3 +1,5 @@
+import type dgram from "node:dgram";
+import type net from "node:net";
 import type { Readable, Writable } from "node:stream";
 
 /**
@@ -14,14 +16,30 @@ export interface SandboxSpec {
   fsCapacityBytes: number;
   /** A snapshot archive to unpack into the sandbox's writable layer on first start. */
   snapshotArchive: string | null;
+  /**
+   * Capture for the egress proxy, set up by the driver while it creates the namespace: every
+   * destination routed to the namespace's loopback, and listeners for these TCP ports (and DNS)
+   * opened inside it, handed to `onNetwork`.
+   */
+  capture?: { tcpPorts: number[]; dns: boolean } | null;
+}
+
+/** Listening sockets opened inside a sandbox's network namespace, owned by the platform process. */
+export interface CapturedNetwork {
+  tcp: Map<number, net.Server>;
+  udp: dgram.Socket[];
+  errors: string[];
 }
 
 /** Driver-specific facts about a running sandbox, stored (as JSON) so a restarted platform can re-adopt it. */
 export type RuntimeRef = Record<string, unknown>;
 
 export interface StartHooks {
-  /** Runs once the sandbox's network namespace exists and before anything runs in it (egress attach). */
-  onNetwork?(netnsPid: number): Promise<void>;
+  /**
+   * Runs once the sandbox's network namespace exists and before anything runs in it (egress
+   * attach). `captured`: the listeners `spec.capture` asked for, now the hook's to own and close.
+   */
+  onNetwork?(netnsPid: number, captured: CapturedNetwork | null): Promise<void>;
 }
 
 export interface ExecRequest {

@@ -14,11 +14,18 @@
  * With a disk image (hard fs_capacity_bytes), it first loop-mounts the image (ext4) at DISKMNT in
  * the same private namespace; the writable layer lives inside it and the loop device goes away
  * with the namespace.
- *   perl -e HOLDER SYS CGFILES(:) IMAGE|- DISKMNT LOWER UPPER WORK MNT BPF HOSTUID -- bwrap args...
+ *
+ * CAPTURE ("-" for none, else "PORT,PORT,…" and a DNS flag "dns"/"nodns") is what the egress proxy
+ * needs in the namespace: every destination routed to loopback (`local default`), and listening
+ * sockets for those TCP ports and for DNS, opened here and handed to the platform over Node's IPC
+ * channel (fd 6, SCM_RIGHTS, Node's own NODE_HANDLE framing: the platform receives ordinary
+ * net.Server / dgram.Socket objects). Doing this in the process that already stands in the new
+ * namespace replaces an nsenter'd Node helper whose start-up was most of create → ready.
+ *   perl -e HOLDER SYS CGFILES(:) CAPTURE DNS IMAGE|- DISKMNT LOWER UPPER WORK MNT BPF HOSTUID -- bwrap args...
  */
 export const HOLDER = String.raw`$^F = 255;
 my %S = map { split /=/ } split /,/, shift @ARGV;
-my ($cg, $img, $diskmnt, $lower, $upper, $work, $mnt, $bpf, $huid, $sep, @bwrap) = @ARGV;
+my ($cg, $capture, $dns, $img, $diskmnt, $lower, $upper, $work, $mnt, $bpf, $huid, $sep, @bwrap) = @ARGV;
 sub fail { print STDERR "wharf holder: $_[0]: $!\n"; exit 120 }
 for my $f (grep { length } split /:/, $cg) { open(my $h, ">>", $f) or fail("cgroup $f"); print $h "$$\n"; close($h) or fail("cgroup $f"); }
 syscall($S{unshare}, 0x40000000 | 0x00020000) == 0 or fail("unshare");
@@ -29,6 +36,59 @@ socket(my $s, 2, 2, 0) or fail("socket");
 my $ifr = pack("a16 s x22", "lo", 0x1 | 0x8 | 0x40);
 ioctl($s, 0x8914, $ifr) or fail("loopback up");
 close($s);
+if ($capture ne "-") {
+  system("ip", "route", "replace", "local", "default", "dev", "lo", "table", "local") == 0 or fail("route to loopback");
+  # IPv6 may be disabled in the namespace: then there is nothing to capture there.
+  system("sh", "-c", "ip -6 route replace local default dev lo table local 2>/dev/null");
+  open(my $ch, "+<&=", 6) or fail("ipc channel");
+  my $pass = sub {
+    my ($fd, $json) = @_;
+    my $data = "$json\n";
+    my $iov = pack("P Q", $data, length($data));
+    my $cmsg = pack("Q i i i x4", 20, 1, 1, $fd);
+    my $msg = pack("Q L x4 P Q P Q i x4", 0, 0, $iov, 1, $cmsg, 24, 0);
+    syscall($S{sendmsg}, 6, $msg, 0) == length($data) or fail("sendmsg");
+    # One handle in flight at a time, as Node's own sender does: wait for its acknowledgement.
+    my $ack = "";
+    while (index($ack, "\n") < 0) { sysread($ch, $ack, 256, length($ack)) or fail("ipc acknowledgement"); }
+  };
+  my $report = sub { my ($port, $family, $why) = @_; $why =~ s/["\\]//g; syswrite($ch, qq({"kind":"error","port":$port,"family":"$family","message":"$why"}\n)); };
+  my @mine;
+  for my $port (split /,/, $capture) {
+    my $l;
+    if (socket($l, 10, 1, 0)) {
+      setsockopt($l, 1, 2, pack("i", 1));
+      setsockopt($l, 41, 26, pack("i", 0));
+      bind($l, pack("S n N a16 N", 10, $port, 0, "\0" x 16, 0)) or do { close($l); undef $l; };
+    } else { undef $l; }
+    if (!$l) {
+      socket($l, 2, 1, 0) or fail("socket");
+      setsockopt($l, 1, 2, pack("i", 1));
+      bind($l, pack("S n a4 x8", 2, $port, "\0" x 4)) or do { $report->($port, "tcp", "$!"); close($l); next; };
+    }
+    listen($l, 1024) or do { $report->($port, "tcp", "$!"); close($l); next; };
+    $pass->(fileno($l), qq({"cmd":"NODE_HANDLE","type":"net.Server","msg":{"kind":"tcp","port":$port}}));
+    push @mine, $l;
+  }
+  if ($dns eq "dns") {
+    if (socket(my $u4, 2, 2, 0)) {
+      if (bind($u4, pack("S n a4 x8", 2, 53, "\0" x 4))) { $pass->(fileno($u4), qq({"cmd":"NODE_HANDLE","type":"dgram.Socket","dgramType":"udp4","msg":{"kind":"udp","family":"udp4"}})); }
+      else { $report->(53, "udp4", "$!"); }
+      push @mine, $u4;
+    }
+    if (socket(my $u6, 10, 2, 0)) {
+      setsockopt($u6, 41, 26, pack("i", 1));
+      if (bind($u6, pack("S n N a16 N", 10, 53, 0, "\0" x 16, 0))) { $pass->(fileno($u6), qq({"cmd":"NODE_HANDLE","type":"dgram.Socket","dgramType":"udp6","msg":{"kind":"udp","family":"udp6"}})); }
+      push @mine, $u6;
+    }
+  }
+  syswrite($ch, qq({"kind":"done"}\n)) or fail("ipc");
+  # Our copies must go: a second reader of the DNS socket would steal queries, and nothing of the
+  # platform's channel may reach the sandbox.
+  close($_) for @mine;
+  close($ch);
+}
+delete @ENV{qw(NODE_CHANNEL_FD NODE_CHANNEL_SERIALIZATION_MODE)};
 if ($img ne "-") {
   system("mount", "-o", "loop,nosuid,nodev", $img, $diskmnt) == 0 or fail("mount disk image");
   # The overlay's work dir must start empty.

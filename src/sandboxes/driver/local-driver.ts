@@ -1,10 +1,12 @@
 import { execFile, spawn, spawnSync } from "node:child_process";
+import type dgram from "node:dgram";
 import fs from "node:fs";
+import type net from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
 import { ensureBaseImage, SANDBOX_USER } from "./base-image.ts";
 import { cgroupLayout, type CgroupLayout } from "./cgroups.ts";
-import type { ExecProcess, ExecRequest, RuntimeRef, SandboxDriver, SandboxSpec, StartHooks } from "./driver.ts";
+import type { CapturedNetwork, ExecProcess, ExecRequest, RuntimeRef, SandboxDriver, SandboxSpec, StartHooks } from "./driver.ts";
 import { checkHost, HostNotReady } from "./host-check.ts";
 import { childrenOf, isAlive, namespacePid, procRef, type ProcRef } from "./proc.ts";
 import { ENTER, HOLDER } from "./launchers.ts";
@@ -167,11 +169,35 @@ export class LocalDriver implements SandboxDriver {
     const { image, upper, work } = this.prepareFilesystem(spec);
     await this.cg.destroy(spec.id).catch(() => {});
     this.cg.create(spec.id, { memBytes: spec.memBytes, pidsMax: this.opts.pidsMax, cpuMillicores: spec.cpuMillicores });
+    const capture = spec.capture ?? null;
     const child = spawn(
       "/usr/bin/perl",
-      ["-e", HOLDER, this.sysArg, this.cg.procsFiles(spec.id).join(":"), image, DISK_POINT, this.baseDir, upper, work, MOUNT_POINT, this.bpfFile, String(this.opts.hostUid), "--", ...bwrapArgs()],
-      { detached: true, stdio: ["ignore", "ignore", "pipe", "ignore", "pipe", "pipe"], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
+      ["-e", HOLDER, this.sysArg, this.cg.procsFiles(spec.id).join(":"), capture ? capture.tcpPorts.join(",") : "-", capture?.dns ? "dns" : "nodns", image, DISK_POINT, this.baseDir, upper, work, MOUNT_POINT, this.bpfFile, String(this.opts.hostUid), "--", ...bwrapArgs()],
+      { detached: true, stdio: ["ignore", "ignore", "pipe", "ignore", "pipe", "pipe", ...(capture ? ["ipc" as const] : [])], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
     );
+    // The holder hands over the capture listeners, then says "done", before it reports the namespace.
+    const captured: CapturedNetwork & { done: boolean; handedOver: boolean } = { tcp: new Map(), udp: [], errors: [], done: !capture, handedOver: false };
+    if (capture) {
+      child.on("message", (msg: { kind: string; port?: number; family?: string; message?: string }, handle: unknown) => {
+        if (msg.kind === "tcp" && handle) captured.tcp.set(msg.port!, handle as net.Server);
+        else if (msg.kind === "udp" && handle) captured.udp.push(handle as dgram.Socket);
+        else if (msg.kind === "error") captured.errors.push(`${msg.family ?? "tcp"} port ${msg.port}: ${msg.message}`);
+        else if (msg.kind === "done") captured.done = true;
+      });
+      // The holder closes its end once done; a channel error (the holder died) shows as its exit.
+      child.on("error", () => {});
+    }
+    const dropCaptured = () => {
+      if (captured.handedOver) return;
+      for (const l of captured.tcp.values()) if (l.listening) l.close();
+      for (const u of captured.udp) {
+        try {
+          u.close();
+        } catch {
+          /* already closed */
+        }
+      }
+    };
     let stderr = "";
     child.stderr!.on("data", (d: Buffer) => {
       if (stderr.length < 4000) stderr += d.toString();
@@ -191,10 +217,12 @@ export class LocalDriver implements SandboxDriver {
     const gatePipe = (child.stdio as unknown as Array<NodeJS.WritableStream | null>)[5]!;
     let hookError: Error | null = null;
     for (;;) {
-      if (st.gate === "waiting" && infoText.startsWith("netns\n")) {
+      if (st.gate === "waiting" && infoText.startsWith("netns\n") && captured.done) {
         st.gate = "running";
         // The namespace exists and has only loopback; nothing runs in it yet.
-        void (hooks.onNetwork ? hooks.onNetwork(child.pid!) : Promise.resolve()).then(
+        captured.handedOver = Boolean(hooks.onNetwork);
+        const handOver: CapturedNetwork | null = capture ? { tcp: captured.tcp, udp: captured.udp, errors: captured.errors } : null;
+        void (hooks.onNetwork ? hooks.onNetwork(child.pid!, handOver) : Promise.resolve()).then(
           () => {
             gatePipe.end("go\n");
             st.gate = "open";
@@ -203,11 +231,13 @@ export class LocalDriver implements SandboxDriver {
         );
       }
       if (hookError) {
+        dropCaptured();
         this.killTree(spec.id, child.pid ?? 0, initPid);
         await this.cg.destroy(spec.id).catch(() => {});
         throw hookError;
       }
       if (exited !== null) {
+        dropCaptured();
         await this.cg.destroy(spec.id).catch(() => {});
         throw new Error(`sandbox init exited with ${exited}: ${stderr.trim().slice(0, 500) || "no message"}`);
       }
@@ -218,6 +248,7 @@ export class LocalDriver implements SandboxDriver {
       // bwrap's pid 1 forks the command only after the mounts, pivot_root and seccomp are in place.
       if (initPid && childrenOf(initPid).length > 0) break;
       if (Date.now() > deadline) {
+        dropCaptured();
         this.killTree(spec.id, child.pid ?? 0, initPid);
         throw new Error(`sandbox init did not come up in 30 s: ${stderr.trim().slice(0, 500)}`);
       }
