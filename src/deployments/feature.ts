@@ -2,7 +2,7 @@ import type { Feature, PlatformContext } from "../platform/context.ts";
 import { ensureExampleDeployment } from "./example-deployment.ts";
 import { mountDeploymentProxy } from "./proxy.ts";
 import { RolloutEngine, type DeploymentsOptions } from "./rollout-engine.ts";
-import { registerDeploymentRoutes } from "./routes.ts";
+import { registerDeploymentRoutes, registerLegacyLogRoutes } from "./routes.ts";
 import { storeUpload, verifyUploadToken } from "./upload-urls.ts";
 
 /**
@@ -22,6 +22,9 @@ export function createDeploymentsFeature(options: DeploymentsOptions = {}): Feat
     routes(router, ctx) {
       ensure(ctx);
       registerDeploymentRoutes(router, ctx, get);
+    },
+    v1Routes(router, ctx) {
+      registerLegacyLogRoutes(router, ctx);
     },
     rootRoutes(app, ctx) {
       ensure(ctx);

@@ -59,7 +59,13 @@ export function createHttpApp(ctx: PlatformContext, features: Feature[]): Hono<A
     c.json(registry.document({ title: "Wharf control plane", version: API_VERSION, description: "Deployments, agent connections, sandboxes and workspace secrets." })),
   );
   mountDocs(app, "/openapi.json");
-  app.all("/v1/*", (c) => c.json({ detail: "API version v1 is reserved; use /v2" }, 404));
+
+  const v1 = new Hono<AppEnv>();
+  v1.onError((err, c) => errorResponse(c, err, log));
+  v1.notFound((c) => c.json({ detail: "API version v1 is reserved; use /v2" }, 404));
+  const v1Router = new Router(v1, registry, "/v1", principalOf(ctx.authenticate));
+  for (const feature of features) feature.v1Routes?.(v1Router, ctx);
+  app.route("/v1", v1);
 
   const v2 = new Hono<AppEnv>();
   v2.onError((err, c) => errorResponse(c, err, log));

@@ -24,12 +24,14 @@ export interface PlatformContext {
 
 /**
  * A part of the platform (secrets, sandboxes, deployments, …). `routes` adds `/v2` endpoints (also
- * served under `/api/v2`); `rootRoutes` adds endpoints outside `/v2` (data planes, deployment URLs);
+ * served under `/api/v2`); `v1Routes` the few `/v1` paths real clients still call (everything else
+ * under `/v1` stays reserved); `rootRoutes` adds endpoints outside `/v2` (data planes, deployment URLs);
  * `start` runs after the server listens (background loops, reconciliation); `stop` on shutdown.
  */
 export interface Feature {
   name: string;
   routes?(router: Router, ctx: PlatformContext): void;
+  v1Routes?(router: Router, ctx: PlatformContext): void;
   rootRoutes?(app: Hono<AppEnv>, ctx: PlatformContext): void;
   start?(ctx: PlatformContext): Promise<void>;
   stop?(): Promise<void>;

@@ -76,6 +76,17 @@ describe("deployments API: bad bodies are 422 with detail, nothing half-created"
     assert.ok(!p.logs().includes("s3cret-value"), "a secret value reached the platform log");
     const db = await (await p.api(`${path}/revisions/${rev.id}/deploy_logs`)).text();
     assert.ok(!db.includes("s3cret-value"));
+    // The real platform's CLI reads logs on /v1/projects/{project_id}/… with POST: the same pages.
+    const v2Build = await (await p.api(`${path}/revisions/${rev.id}/build_logs?limit=5`)).json();
+    res = await p.api(`/v1/projects/${d.id}/revisions/${rev.id}/build_logs`, { method: "POST", json: { limit: 5, offset: null, level: "info" } });
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), v2Build);
+    res = await p.api(`/v1/projects/${d.id}/revisions/${rev.id}/deploy_logs`, { method: "POST" });
+    assert.equal(res.status, 200);
+    assert.ok(Array.isArray((await res.json()).logs));
+    await expect422(p, `/v1/projects/${d.id}/revisions/${rev.id}/build_logs`, "POST", { limit: 0 }, ["body", "limit"]);
+    assert.equal((await p.api(`/v1/projects/${d.id}/revisions/00000000-0000-7000-8000-000000000000/build_logs`, { method: "POST" })).status, 404);
+    assert.equal((await p.api(`/v1/projects/${d.id}/revisions/${rev.id}/build_logs`, { method: "POST", headers: { "x-api-key": "nope" } })).status, 401);
     res = await p.api(`${path}/revisions/${rev.id}/redeploy`, { method: "POST" });
     assert.equal(res.status, 200);
     res = await p.api(`/v2/deployments?deployment_ids=${d.id},00000000-0000-7000-8000-000000000000`, { method: "DELETE" });
