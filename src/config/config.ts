@@ -10,6 +10,8 @@ export interface WharfConfig {
   masterKey: string | null;
   logLevel: string;
   bodyLimitBytes: number;
+  /** Streamed uploads (deployment tarballs) are not held in memory; this caps their size. */
+  uploadLimitBytes: number;
   bearerTtlSeconds: number;
 }
 
@@ -26,6 +28,7 @@ const envSchema = z.object({
   WHARF_MASTER_KEY: z.string().min(1).optional(),
   WHARF_LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
   WHARF_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
+  WHARF_UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024 * 1024),
   WHARF_BEARER_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(3600),
 });
 
@@ -47,6 +50,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WharfConfig {
     masterKey: e.WHARF_MASTER_KEY ?? null,
     logLevel: e.WHARF_LOG_LEVEL,
     bodyLimitBytes: e.WHARF_BODY_LIMIT_BYTES,
+    uploadLimitBytes: e.WHARF_UPLOAD_LIMIT_BYTES,
     bearerTtlSeconds: e.WHARF_BEARER_TTL_SECONDS,
   };
 }
@@ -59,6 +63,7 @@ export const configVariables: ReadonlyArray<[name: string, meaning: string]> = [
   ["DATABASE_URL", "postgres://… to use PostgreSQL instead of the embedded SQLite file"],
   ["WHARF_MASTER_KEY", "base64 32-byte key(s), comma-separated, first one active; default: generated into $WHARF_HOME/master.key"],
   ["WHARF_LOG_LEVEL", "trace|debug|info|warn|error|fatal|silent (default info)"],
-  ["WHARF_BODY_LIMIT_BYTES", "largest accepted request body (default 10 MiB)"],
+  ["WHARF_BODY_LIMIT_BYTES", "largest accepted JSON request body (default 10 MiB)"],
+  ["WHARF_UPLOAD_LIMIT_BYTES", "largest deployment source tarball upload, streamed to disk (default 1 GiB); sandbox file uploads are bounded by the sandbox's fs_capacity_bytes"],
   ["WHARF_BEARER_TTL_SECONDS", "lifetime of issued bearer tokens (default 3600)"],
 ];

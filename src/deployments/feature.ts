@@ -3,7 +3,7 @@ import { ensureExampleDeployment } from "./example-deployment.ts";
 import { mountDeploymentProxy } from "./proxy.ts";
 import { RolloutEngine, type DeploymentsOptions } from "./rollout-engine.ts";
 import { registerDeploymentRoutes, registerLegacyLogRoutes } from "./routes.ts";
-import { storeUpload, verifyUploadToken } from "./upload-urls.ts";
+import { storeUpload, UploadTooLarge, verifyUploadToken } from "./upload-urls.ts";
 
 /**
  * Deployments: `/v2/deployments…` (control plane), `PUT /deployments-uploads/{token}` (signed
@@ -19,6 +19,7 @@ export function createDeploymentsFeature(options: DeploymentsOptions = {}): Feat
   };
   return {
     name: "deployments",
+    streamedBodies: [/^\/deployments-uploads\/[^/]+$/],
     routes(router, ctx) {
       ensure(ctx);
       registerDeploymentRoutes(router, ctx, get);
@@ -32,8 +33,13 @@ export function createDeploymentsFeature(options: DeploymentsOptions = {}): Feat
         const claim = verifyUploadToken(ctx.box, c.req.param("token"));
         if (!claim) return c.json({ detail: "Upload URL is invalid or expired; request a new one" }, 403);
         if (!c.req.raw.body) return c.json({ detail: "Empty upload" }, 400);
-        const bytes = await storeUpload(get().layout, claim, c.req.raw.body);
-        return c.json({ object_path: claim.o, size: bytes }, 200);
+        try {
+          const bytes = await storeUpload(get().layout, claim, c.req.raw.body, ctx.config.uploadLimitBytes);
+          return c.json({ object_path: claim.o, size: bytes }, 200);
+        } catch (err) {
+          if (err instanceof UploadTooLarge) return c.json({ detail: `Upload too large: ${err.message}` }, 413);
+          throw err;
+        }
       });
       mountDeploymentProxy(app, get, ctx.authenticate);
     },

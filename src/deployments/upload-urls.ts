@@ -50,12 +50,17 @@ export function verifyUploadToken(box: SecretBox, token: string): UploadClaim | 
 }
 
 /** Streams an upload body to its file (written aside, then renamed: a reader never sees half a file). */
-export async function storeUpload(layout: DeploymentsLayout, claim: UploadClaim, body: ReadableStream<Uint8Array>): Promise<number> {
+export class UploadTooLarge extends Error {}
+
+export async function storeUpload(layout: DeploymentsLayout, claim: UploadClaim, body: ReadableStream<Uint8Array>, maxBytes: number): Promise<number> {
   const file = layout.uploadFile(claim.o);
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const tmp = `${file}.${process.pid}.part`;
   let bytes = 0;
-  const counted = Readable.fromWeb(body as import("node:stream/web").ReadableStream).on("data", (c: Buffer) => (bytes += c.length));
+  const counted = Readable.fromWeb(body as import("node:stream/web").ReadableStream).on("data", (c: Buffer) => {
+    bytes += c.length;
+    if (bytes > maxBytes) counted.destroy(new UploadTooLarge(`the upload is larger than ${maxBytes} bytes (WHARF_UPLOAD_LIMIT_BYTES)`));
+  });
   try {
     await pipeline(counted, fs.createWriteStream(tmp, { mode: 0o600 }));
     fs.renameSync(tmp, file);

@@ -44,13 +44,12 @@ export function createHttpApp(ctx: PlatformContext, features: Feature[]): Hono<A
     if (c.res.status >= 500) log.error(line, "request");
     else log.debug(line, "request");
   });
-  app.use(
-    "*",
-    bodyLimit({
-      maxSize: ctx.config.bodyLimitBytes,
-      onError: (c) => c.json({ detail: `Request body too large: the limit is ${ctx.config.bodyLimitBytes} bytes` }, 413),
-    }),
-  );
+  const limitBody = bodyLimit({
+    maxSize: ctx.config.bodyLimitBytes,
+    onError: (c) => c.json({ detail: `Request body too large: the limit is ${ctx.config.bodyLimitBytes} bytes` }, 413),
+  });
+  const streamed = features.flatMap((f) => f.streamedBodies ?? []);
+  app.use("*", (c, next) => (streamed.some((re) => re.test(c.req.path)) ? next() : limitBody(c, next)));
   app.onError((err, c) => errorResponse(c, err, log));
   app.notFound((c) => c.json({ detail: `Not found: ${c.req.method} ${c.req.path}` }, 404));
 

@@ -33,6 +33,11 @@ export interface Feature {
   routes?(router: Router, ctx: PlatformContext): void;
   v1Routes?(router: Router, ctx: PlatformContext): void;
   rootRoutes?(app: Hono<AppEnv>, ctx: PlatformContext): void;
+  /**
+   * Request paths whose handlers stream the body to disk or into a sandbox and enforce their own
+   * limit (file and tarball uploads): exempt from the JSON body limit (`WHARF_BODY_LIMIT_BYTES`).
+   */
+  streamedBodies?: RegExp[];
   start?(ctx: PlatformContext): Promise<void>;
   stop?(): Promise<void>;
   /** Called with the Node HTTP server right after it listens (WebSocket upgrades). */

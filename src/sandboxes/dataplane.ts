@@ -1,4 +1,6 @@
-import type { Readable } from "node:stream";
+import { randomBytes } from "node:crypto";
+import { posix } from "node:path";
+import { Transform, type Readable } from "node:stream";
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { principalOf } from "../http/authenticate.ts";
@@ -9,6 +11,7 @@ import type { PlatformContext } from "../platform/context.ts";
 import { SANDBOX_USER } from "./driver/base-image.ts";
 import { dataplaneError, type SandboxManager } from "./manager.ts";
 import type { SandboxRow } from "./sandbox-store.ts";
+import { withMultipartFile } from "./multipart-file.ts";
 import { envVars } from "./schemas.ts";
 
 export const DATAPLANE_PREFIX = "/sandboxes/dp";
@@ -42,13 +45,20 @@ export async function dataplaneSandbox(ctx: PlatformContext, workspaceId: string
 }
 
 // Run as the sandbox user, inside the sandbox: paths and symlinks resolve in its own root.
-const UPLOAD = `p=$1; d=$(dirname -- "$p"); [ -d "$d" ] || mkdir -p -- "$d" || exit 13
+// Written beside the target and renamed into place only when the whole file arrived: a failed or
+// interrupted upload leaves the previous file as it was.
+const UPLOAD = `p=$1; t=$2; d=$(dirname -- "$p"); [ -d "$d" ] || mkdir -p -- "$d" || exit 13
 [ -d "$p" ] && { echo "$p is a directory" >&2; exit 21; }
-cat > "$p" || exit 13`;
+cat > "$t"; s=$?; [ $s -eq 0 ] || { rm -f -- "$t"; [ $s -eq 153 ] && exit 153; exit 13; }
+mv -f -- "$t" "$p" || { rm -f -- "$t"; exit 13; }`;
 const STAT = `p=$1; [ -e "$p" ] || exit 2; [ -d "$p" ] && exit 21; [ -r "$p" ] || exit 13; stat -L -c %s -- "$p"`;
 const READ = `exec tail -c +$(($2 + 1)) -- "$1" | head -c "$3"`;
 
+/** 128 + SIGXFSZ: the write went past the sandbox's `fs_capacity_bytes` (RLIMIT_FSIZE). */
+const FILE_TOO_LARGE = 128 + 25;
+
 function fileError(kind: "WriteError" | "ReadError", path: string, code: number, stderr: string): never {
+  if (code === FILE_TOO_LARGE || /file too large/i.test(stderr)) throw dataplaneError(413, kind, `${path} would exceed the sandbox's fs_capacity_bytes`);
   if (code === 2) throw dataplaneError(404, "FileNotFound", `File not found: ${path}`);
   if (code === 21) throw dataplaneError(400, kind, `${path} is a directory`);
   if (code === 13 || /permission denied/i.test(stderr)) throw dataplaneError(403, kind, `Permission denied: ${path}`);
@@ -102,18 +112,31 @@ export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manag
     const row = await sandboxOf(c);
     const path = parse(filePath, "query", c.req.query("path"));
     manager.requireLive(row);
-    let form: Record<string, unknown>;
-    try {
-      form = await c.req.parseBody();
-    } catch {
-      throw new ValidationFailed([{ loc: ["body", "file"], msg: "Expected a multipart/form-data body with a file field", type: "missing" }]);
-    }
-    const file = form.file;
-    if (!(file instanceof Blob)) throw new ValidationFailed([{ loc: ["body", "file"], msg: "Field required", type: "missing" }]);
-    const bytes = Buffer.from(await file.arrayBuffer());
-    const r = await manager.runWithInput(row, ["/bin/sh", "-c", UPLOAD, "sh", path], bytes);
+    const temp = `${posix.dirname(path)}/.${posix.basename(path)}.wharf-upload-${randomBytes(6).toString("hex")}`;
+    const { r, size, broken } = await withMultipartFile(c.req.raw, "file", async (file) => {
+      let size = 0;
+      let broken = false;
+      const counted = new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          size += chunk.length;
+          done(null, chunk);
+        },
+      });
+      file.once("error", (err) => ((broken = true), counted.destroy(err)));
+      try {
+        const r = await manager.runWithInput(row, ["/bin/sh", "-c", UPLOAD, "sh", path, temp], file.pipe(counted));
+        // Killed mid-write: its temporary file is all that is left of the attempt.
+        if (broken) await manager.runWithInput(row, ["rm", "-f", "--", temp], null).catch(() => {});
+        return { r, size, broken };
+      } finally {
+        // The command may have stopped reading (a directory, no permission): let the form finish.
+        file.unpipe(counted);
+        file.resume();
+      }
+    });
+    if (broken) throw new ValidationFailed([{ loc: ["body", "file"], msg: "The upload ended before the file was complete", type: "value_error" }]);
     if (r.code !== 0) fileError("WriteError", path, r.code, r.stderr);
-    return c.json({ path, size: bytes.length });
+    return c.json({ path, size });
   });
 
   app.get(`${DATAPLANE_PREFIX}/:id/download`, async (c) => {

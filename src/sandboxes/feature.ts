@@ -1,5 +1,5 @@
 import type { Feature, PlatformContext } from "../platform/context.ts";
-import { registerDataplane } from "./dataplane.ts";
+import { DATAPLANE_PREFIX, registerDataplane } from "./dataplane.ts";
 import { attachExecuteWebSocket } from "./dataplane-ws.ts";
 import { LocalDriver } from "./driver/local-driver.ts";
 import { SandboxManager } from "./manager.ts";
@@ -32,6 +32,7 @@ export function createSandboxesFeature(env: NodeJS.ProcessEnv = process.env): Fe
   };
   return {
     name: "sandboxes",
+    streamedBodies: [new RegExp(`^${DATAPLANE_PREFIX}/[^/]+/upload$`)],
     manager: () => manager,
     routes(router, ctx) {
       registerSandboxRoutes(router, ctx, managerFor(ctx));

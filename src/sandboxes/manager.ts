@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { Readable } from "node:stream";
 import { attachEgress, egressCaptureSpec, releaseEgressValues, type EgressAttachment } from "../egress/attach.ts";
 import type { StoredProxyConfig } from "../egress/proxy-config.ts";
 import { HttpError } from "../http/errors.ts";
@@ -259,11 +260,16 @@ export class SandboxManager {
   }
 
   /** Runs a command to completion with the bytes given as stdin (file transfers). */
-  async runWithInput(row: SandboxRow, argv: string[], input: Buffer | null, onStdout?: (b: Buffer) => void): Promise<{ code: number; stderr: string }> {
+  async runWithInput(row: SandboxRow, argv: string[], input: Buffer | Readable | null, onStdout?: (b: Buffer) => void): Promise<{ code: number; stderr: string }> {
     const l = this.requireLive(row);
     const proc = this.driver!.exec(row.id, l.ref, { argv, env: { ...l.env, WHARF_FSIZE_LIMIT: String(Number(row.fs_capacity_bytes)) }, cwd: SANDBOX_USER.home });
     proc.stdin.on("error", () => {});
-    proc.stdin.end(input ?? undefined);
+    if (input instanceof Readable) {
+      // A broken input (client gone, truncated form) kills the command before it sees end-of-file,
+      // so a partial upload is never committed as if it were whole.
+      input.once("error", () => proc.kill());
+      input.pipe(proc.stdin);
+    } else proc.stdin.end(input ?? undefined);
     let stderr = "";
     proc.stderr.on("data", (d: Buffer) => (stderr.length < 4000 ? (stderr += d.toString()) : undefined));
     if (onStdout) proc.stdout.on("data", onStdout);

@@ -129,3 +129,22 @@ describe("deployment sources", () => {
     assert.equal(lastMessage((await runWait(d.url, p.apiKey, "again")).body), "tiny: again");
   });
 });
+
+test("tarball uploads stream to disk: past WHARF_BODY_LIMIT_BYTES is fine, past WHARF_UPLOAD_LIMIT_BYTES is 413", async (t) => {
+  const p = await startDeploymentsPlatform(t, { env: { WHARF_BODY_LIMIT_BYTES: "1024", WHARF_UPLOAD_LIMIT_BYTES: "65536" } });
+  if (!p) return;
+  const put = async (bytes: number) => {
+    const { upload_url } = await (await p.api("/v2/deployments/upload-url", { method: "POST" })).json();
+    return fetch(upload_url, { method: "PUT", body: new Uint8Array(bytes) });
+  };
+  let res = await put(32 * 1024);
+  assert.equal(res.status, 200, await res.clone().text());
+  assert.equal((await res.json()).size, 32 * 1024);
+  res = await put(128 * 1024);
+  assert.equal(res.status, 413);
+  assert.match((await res.json()).detail, /WHARF_UPLOAD_LIMIT_BYTES/);
+  // The JSON API keeps its own limit.
+  res = await p.api("/v2/secrets", { method: "PUT", json: { key: "BIG", value: "x".repeat(4096) } });
+  assert.equal(res.status, 413);
+});
+

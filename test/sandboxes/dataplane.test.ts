@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import net from "node:net";
 import { describe, test } from "node:test";
 import WebSocket from "ws";
 import { startSandboxPlatform } from "./support.ts";
@@ -105,6 +107,55 @@ describe("sandbox data plane", () => {
     assert.equal(slow.body.detail.error, "CommandTimeout");
     const bad = await p.exec(box, "", {});
     assert.equal(bad.status, 422);
+  });
+
+  test("uploads stream: past the JSON body limit; past fs_capacity_bytes 413 keeps the old file; a cut-off form commits nothing", async (t) => {
+    const p = await startSandboxPlatform(t);
+    if (!p) return;
+    const box = await p.create({ name: "big-files", fs_capacity_bytes: 64 * 1024 * 1024 });
+    const upload = (path: string, data: Uint8Array) => {
+      const form = new FormData();
+      form.set("note", "a field before the file is drained");
+      form.set("file", new Blob([data]), "f.bin");
+      return fetch(`${box.dataplane_url}/upload?path=${encodeURIComponent(path)}`, { method: "POST", headers: { "x-api-key": p.apiKey }, body: form });
+    };
+    // 12 MiB: more than WHARF_BODY_LIMIT_BYTES (10 MiB), streamed into the sandbox.
+    const big = crypto.randomBytes(12 * 1024 * 1024);
+    let res = await upload("data/big.bin", big);
+    assert.equal(res.status, 200, await res.clone().text());
+    assert.deepEqual(await res.json(), { path: "data/big.bin", size: big.length });
+    let r = await p.exec(box, "sha256sum < data/big.bin | cut -d' ' -f1");
+    assert.equal(r.body.stdout.trim(), crypto.createHash("sha256").update(big).digest("hex"));
+
+    // Past fs_capacity_bytes: 413, and the file that was there stays whole.
+    res = await upload("data/big.bin", new Uint8Array(65 * 1024 * 1024));
+    assert.equal(res.status, 413, await res.clone().text());
+    assert.equal((await res.json()).detail.error, "WriteError");
+    r = await p.exec(box, "sha256sum < data/big.bin | cut -d' ' -f1; ls -A data");
+    assert.equal(r.body.stdout, `${crypto.createHash("sha256").update(big).digest("hex")}\nbig.bin\n`, "no temporary file left behind");
+
+    // A form without the file field is a 422; so is a body that is not multipart.
+    const noFile = new FormData();
+    noFile.set("other", "x");
+    res = await fetch(`${box.dataplane_url}/upload?path=x`, { method: "POST", headers: { "x-api-key": p.apiKey }, body: noFile });
+    assert.equal(res.status, 422);
+    assert.deepEqual((await res.json()).detail[0].loc, ["body", "file"]);
+    res = await fetch(`${box.dataplane_url}/upload?path=x`, { method: "POST", headers: { "x-api-key": p.apiKey, "content-type": "application/json" }, body: "{}" });
+    assert.equal(res.status, 422);
+
+    // The client goes away halfway through the file: nothing is committed, nothing is left over.
+    const url = new URL(`${box.dataplane_url}/upload?path=data/cut.bin`);
+    const boundary = "wharf-cut-boundary";
+    const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="cut.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`;
+    const socket = net.connect(Number(url.port), url.hostname);
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write(`POST ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nX-Api-Key: ${p.apiKey}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${head.length + 4 * 1024 * 1024}\r\n\r\n${head}`);
+    socket.write(Buffer.alloc(1024 * 1024, 1));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    socket.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    r = await p.exec(box, "ls -A data");
+    assert.equal(r.body.stdout, "big.bin\n", "a cut-off upload leaves neither the file nor its temporary copy");
   });
 
   test("snapshot captures files (and deletions); a new sandbox starts from it", async (t) => {
