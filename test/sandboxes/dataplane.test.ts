@@ -116,7 +116,7 @@ describe("sandbox data plane", () => {
     const upload = (path: string, data: Uint8Array) => {
       const form = new FormData();
       form.set("note", "a field before the file is drained");
-      form.set("file", new Blob([data]), "f.bin");
+      form.set("file", new Blob([data as Uint8Array<ArrayBuffer>]), "f.bin");
       return fetch(`${box.dataplane_url}/upload?path=${encodeURIComponent(path)}`, { method: "POST", headers: { "x-api-key": p.apiKey }, body: form });
     };
     // 12 MiB: more than WHARF_BODY_LIMIT_BYTES (10 MiB), streamed into the sandbox.
