@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { HttpError, ValidationFailed } from "../http/errors.ts";
 import { registerAssistantRoutes } from "./assistant-routes.ts";
 import type { AgentEnv, AgentServerContext } from "./context.ts";
+import { registerCronRoutes } from "./cron-routes.ts";
 import { AgentError } from "./errors.ts";
 import { PUBLIC_PATHS, resolveAuth } from "./request-auth.ts";
 import type { RunEngine } from "./run-engine.ts";
@@ -56,7 +57,7 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
         version: AGENT_SERVER_VERSION,
         langgraph_js_version: "1.7.3",
         context: "js",
-        flags: { assistants: true, crons: false, langsmith: false, langsmith_tracing_replicas: false },
+        flags: { assistants: true, crons: true, langsmith: false, langsmith_tracing_replicas: false },
       }),
       { headers: { ...CORS_HEADERS, "content-type": "application/json" } },
     ),
@@ -64,6 +65,7 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
 
   registerAssistantRoutes(app, ctx);
   registerRunRoutes(app, ctx, engine);
+  registerCronRoutes(app, ctx);
   registerThreadRoutes(app, ctx, engine);
   registerStoreRoutes(app, ctx);
   registerThreadStreamRoute(app, ctx, engine);

@@ -149,16 +149,6 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
     return streamResponse(c, engine, runId, `/runs/${runId}`, { withIds: true, after: last && /^-?\d+$/.test(last) ? Number(last) : -1, cancelOnDisconnect: c.req.query("cancel_on_disconnect") === "1" || c.req.query("cancel_on_disconnect") === "true", threadId });
   });
 
-  app.all("/runs/crons/*", () => {
-    throw new AgentError(501, "Crons are not supported by this server");
-  });
-  app.all("/runs/crons", () => {
-    throw new AgentError(501, "Crons are not supported by this server");
-  });
-  app.all("/threads/:thread_id/runs/crons", () => {
-    throw new AgentError(501, "Crons are not supported by this server");
-  });
-
   const visibleThread = async (c: C, threadId: string) => getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
 
   app.get("/threads/:thread_id/runs", async (c) => {

@@ -14,6 +14,7 @@ import { buildAgentApp } from "./app.ts";
 import { ensureSystemAssistants } from "./assistants.ts";
 import { openCheckpointer, type Checkpointer } from "./checkpointer.ts";
 import type { AgentEnv, AgentServerContext } from "./context.ts";
+import { CronScheduler, cronTickMs } from "./cron-scheduler.ts";
 import { CustomAuth } from "./custom-auth.ts";
 import { loadGraphs } from "./graphs.ts";
 import { applyProjectEnv, loadProject, type AgentProject } from "./project.ts";
@@ -40,14 +41,17 @@ export interface AgentServerOptions {
   leaseMs?: number;
   /** The URL the server is reachable at (for `langgraph_api_url` in run metadata). */
   apiUrl?: () => string;
+  /** How often the cron scheduler looks for due crons (default `WHARF_CRON_TICK_MS`, else 5 s). */
+  cronTickMs?: number;
 }
 
 export interface AgentServer {
   app: Hono<AgentEnv>;
   ctx: AgentServerContext;
   engine: RunEngine;
+  crons: CronScheduler;
   project: AgentProject;
-  /** Ends runs in flight (as errors), closes the checkpointer. The store stays open (the caller owns it). */
+  /** Stops the cron scheduler, ends runs in flight (as errors), closes the checkpointer. The store stays open (the caller owns it). */
   close(): Promise<void>;
 }
 
@@ -68,6 +72,7 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
   const customAuth = await CustomAuth.load(project);
   const checkpointer: Checkpointer = await openCheckpointer({ databaseUrl: options.databaseUrl, home: options.home, pgSchema: options.pgSchema });
   const serverId = options.serverId ?? defaultServerId(project);
+  const tickMs = options.cronTickMs ?? cronTickMs();
   const ctx: AgentServerContext = {
     serverId,
     db: options.store.db,
@@ -95,15 +100,19 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
     throw err;
   }
   engine.start();
+  const crons = new CronScheduler(ctx, engine, tickMs);
+  crons.start();
   const app = buildAgentApp(ctx, engine);
   let closing: Promise<void> | null = null;
   return {
     app,
     ctx,
     engine,
+    crons,
     project,
     close: () =>
       (closing ??= (async () => {
+        await crons.stop();
         await engine.stop();
         await checkpointer.close();
       })()),

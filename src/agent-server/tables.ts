@@ -73,6 +73,30 @@ export interface AgentStoreItemsTable {
   updated_at: string;
 }
 
+/** A scheduled run (`/runs/crons`): on a thread, or stateless (a new thread per firing). */
+export interface AgentCronsTable {
+  cron_id: string;
+  server_id: string;
+  assistant_id: string;
+  /** Null for a stateless cron; a thread cron is removed with its thread (foreign key). */
+  thread_id: string | null;
+  user_id: string | null;
+  schedule: string;
+  /** The run body each firing sends to the run engine (JSON). */
+  payload: string;
+  metadata: string;
+  on_run_completed: string;
+  enabled: number;
+  end_time: string | null;
+  /** When the cron fires next; moved forward by the conditional update that claims a firing. */
+  next_run_date: string | null;
+  /** The creator's auth context (user, permissions), sealed: firings run as that user. */
+  auth_key_id: string;
+  auth_sealed: string;
+  created_at: string;
+  updated_at: string;
+}
+
 declare module "../store/schema.ts" {
   interface Database {
     agent_assistants: AgentAssistantsTable;
@@ -80,5 +104,6 @@ declare module "../store/schema.ts" {
     agent_threads: AgentThreadsTable;
     agent_runs: AgentRunsTable;
     agent_store_items: AgentStoreItemsTable;
+    agent_crons: AgentCronsTable;
   }
 }
