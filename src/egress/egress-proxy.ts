@@ -1,4 +1,5 @@
 import http from "node:http";
+import http2 from "node:http2";
 import https from "node:https";
 import net from "node:net";
 import tls from "node:tls";
@@ -115,6 +116,12 @@ export interface EgressProxyOptions {
 
 export class EgressProxy {
   readonly server: http.Server;
+  /**
+   * Intercepted TLS connections whose client picks HTTP/2 (gRPC needs it) go here; every request is
+   * handled by the same `onRequest` as HTTP/1.1, through Node's compatibility request/response.
+   */
+  private readonly h2server: http2.Http2Server;
+  private readonly h2sessions = new Set<http2.Http2Session>();
   private readonly sandboxes = new Map<string, SandboxHandle>();
   private readonly resolve: Resolve;
   private readonly upstreamCa: string[];
@@ -133,6 +140,14 @@ export class EgressProxy {
     this.log = opts.log ?? null;
     this.server = http.createServer({ noDelay: true, keepAliveTimeout: 30_000, headersTimeout: 30_000, requestTimeout: 0, maxHeaderSize: 32 * 1024 });
     this.server.on("request", (req, res) => this.onRequest(req, res));
+    this.h2server = http2.createServer({ maxHeaderListPairs: 256, settings: { enablePush: false } });
+    this.h2server.on("request", (req, res) => this.onRequest(req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse));
+    this.h2server.on("session", (session: http2.Http2Session) => {
+      this.h2sessions.add(session);
+      session.once("close", () => this.h2sessions.delete(session));
+      session.on("error", () => session.destroy());
+    });
+    this.h2server.on("sessionError", () => {});
     this.server.on("connect", (req, socket, head) => this.onConnect(req, socket as net.Socket, head));
     this.server.on("upgrade", (req, socket, head) => this.onUpgrade(req, socket as net.Socket, head));
     this.server.on("clientError", (err, socket) => {
@@ -254,6 +269,7 @@ export class EgressProxy {
     for (const l of this.listeners) l.close();
     for (const id of [...this.sandboxes.keys()]) this.removeSandbox(id);
     this.server.closeAllConnections?.();
+    for (const session of this.h2sessions) session.destroy();
   }
 
   // ---------------------------------------------------------------- streams (captured or tunnelled)
@@ -298,10 +314,15 @@ export class EgressProxy {
       }
       const context = sb.minter.peek(host) ?? (await sb.minter.contextFor(host));
       socket.unshift(buf);
-      const secure = new tls.TLSSocket(socket, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] });
+      const secure = new tls.TLSSocket(socket, { isServer: true, secureContext: context, ALPNProtocols: ["h2", "http/1.1"] });
       secure.on("error", () => secure.destroy());
       (secure as WithCtx)[CTX] = { sandbox: sb, mode: "intercept", host, port, tls: true };
-      this.server.emit("connection", secure);
+      // The protocol is known once the handshake is done: HTTP/2 only for clients that ask for it.
+      secure.once("secure", () => {
+        // What tls.Server does for its own sockets; an HTTP/2 session waits for it before reading.
+        (secure as tls.TLSSocket & { secureConnecting: boolean }).secureConnecting = false;
+        (secure.alpnProtocol === "h2" ? this.h2server : this.server).emit("connection", secure);
+      });
       return;
     }
     if (!/^[A-Z]/.test(String.fromCharCode(first[0]))) {
@@ -450,7 +471,7 @@ export class EgressProxy {
       }
     }
     // Every request's Host must name the verified destination (no domain fronting).
-    const hostHeader = req.headers.host;
+    const hostHeader = req.headers.host ?? (req.httpVersionMajor === 2 ? (req.headers[":authority"] as string | undefined) : undefined);
     const verifiedKey = ctx.mode === "intercept" ? hostHeader : `${hostHeader}|${host.host}|${port}`;
     if (verifiedKey === undefined || verifiedKey !== ctx.verifiedHost) {
       const h = hostHeader === undefined ? null : parseAuthority(hostHeader, ctx.tls ? 443 : 80);
@@ -511,9 +532,11 @@ export class EgressProxy {
       this.audit(sb, { kind: "inject", decision: "injected", rule: cred.rule, host: host.host, port, method: req.method, path });
     }
     const authority = port === (secure ? 443 : 80) ? hostForUrl(host) : `${hostForUrl(host)}:${port}`;
-    const headers = upstreamHeaders(req, cred?.headers ?? null, authority);
-    const hasBody = req.headers["content-length"] !== undefined ? req.headers["content-length"] !== "0" : req.headers["transfer-encoding"] !== undefined;
-    if (sb.authorizers.length === 0 || policy.isNoProxy(host)) return this.dispatchUpstream(res, sb, host, port, secure, target, req.method ?? "GET", path, path + query, headers, hasBody ? req : null);
+    const h2 = req.httpVersionMajor === 2;
+    const headers = upstreamHeaders(req, cred?.headers ?? null, authority, h2);
+    // HTTP/2 frames bodies itself: a request has one unless its HEADERS frame ended the stream.
+    const hasBody = h2 ? !(req as unknown as { stream: http2.ServerHttp2Stream }).stream.endAfterHeaders : req.headers["content-length"] !== undefined ? req.headers["content-length"] !== "0" : req.headers["transfer-encoding"] !== undefined;
+    if (sb.authorizers.length === 0 || policy.isNoProxy(host)) return this.dispatchUpstream(res, sb, host, port, secure, h2, target, req.method ?? "GET", path, path + query, headers, hasBody ? req : null);
     // Extensions run in order, each on the previous one's result; the last word is what is sent.
     let out: OutboundRequest = { method: req.method ?? "GET", host, port, secure, target: path + query, headers: pairs(headers), body: hasBody ? req : null, staticRule: cred?.rule ?? null };
     for (const a of sb.authorizers) {
@@ -534,9 +557,9 @@ export class EgressProxy {
     const flat: string[] = [];
     for (const [n, v] of out.headers) {
       const lower = n.toLowerCase();
-      if (lower === "host" || !DROP_REQUEST.has(lower)) flat.push(n, v);
+      if (lower === "host" || !DROP_REQUEST.has(lower) || (h2 && lower === "te")) flat.push(n, v);
     }
-    this.dispatchUpstream(res, sb, host, port, secure, target, out.method, path, out.target, flat, out.body);
+    this.dispatchUpstream(res, sb, host, port, secure, h2, target, out.method, path, out.target, flat, out.body);
   }
 
   /**
@@ -544,8 +567,8 @@ export class EgressProxy {
    * no pipelining) and streams the answer back with backpressure. undici frames request bodies
    * itself (a streamed body is always chunked, whatever the method) and checks Content-Length.
    */
-  private dispatchUpstream(res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, target: Target, method: string, path: string, requestTarget: string, headers: string[], body: Readable | null): void {
-    const pool = this.poolFor(sb, secure, target, host);
+  private dispatchUpstream(res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, h2: boolean, target: Target, method: string, path: string, requestTarget: string, headers: string[], body: Readable | null): void {
+    const pool = this.poolFor(sb, secure, target, host, h2);
     const handler = new UpstreamHandler(res, (err) => {
       const code = err.code ?? err.name ?? "error";
       const verify = /CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS/.test(code) || /certificate/i.test(err.message);
@@ -556,9 +579,14 @@ export class EgressProxy {
     pool.dispatch({ method, path: requestTarget, headers, body, idempotent: false }, handler as unknown as Dispatcher.DispatchHandler);
   }
 
-  private poolFor(sb: SandboxHandle, secure: boolean, target: Target, host: CanonicalHost): Pool {
+  /**
+   * `h2`: the sandbox's client speaks HTTP/2, so upstream is offered HTTP/2 as well (gRPC needs it
+   * end to end; a server that only knows HTTP/1.1 still works). HTTP/1.1 clients keep HTTP/1.1.
+   */
+  private poolFor(sb: SandboxHandle, secure: boolean, target: Target, host: CanonicalHost, h2 = false): Pool {
     const servername = secure && host.kind === "name" ? host.host : "";
-    const key = `${secure ? "s" : "p"}|${target.address}|${target.port}|${servername}`;
+    const useH2 = h2 && secure;
+    const key = `${secure ? "s" : "p"}${useH2 ? "2" : ""}|${target.address}|${target.port}|${servername}`;
     let pool = sb.pools.get(key);
     if (!pool) {
       const origin = `${secure ? "https" : "http"}://${target.address.includes(":") ? `[${target.address}]` : target.address}:${target.port}`;
@@ -568,7 +596,8 @@ export class EgressProxy {
         keepAliveTimeout: 15_000,
         headersTimeout: 300_000,
         bodyTimeout: 300_000,
-        connect: secure ? { secureContext: this.upstreamContext, servername: servername || undefined, ALPNProtocols: ["http/1.1"], timeout: CONNECT_TIMEOUT_MS } : { timeout: CONNECT_TIMEOUT_MS },
+        allowH2: useH2,
+        connect: secure ? { secureContext: this.upstreamContext, servername: servername || undefined, ALPNProtocols: useH2 ? ["h2", "http/1.1"] : ["http/1.1"], timeout: CONNECT_TIMEOUT_MS } : { timeout: CONNECT_TIMEOUT_MS },
       });
       if (sb.pools.size > 256) {
         const [oldKey, old] = sb.pools.entries().next().value!;
@@ -700,7 +729,8 @@ class UpstreamHandler {
     const raw: string[] = new Array(rawHeaders.length);
     for (let i = 0; i < rawHeaders.length; i++) raw[i] = rawHeaders[i].toString("latin1");
     this.res.sendDate = false;
-    this.res.writeHead(statusCode, statusText, responseHeaders(raw) as unknown as http.OutgoingHttpHeaders);
+    if ("stream" in this.res) this.res.writeHead(statusCode, headerObject(responseHeaders(raw)));
+    else this.res.writeHead(statusCode, statusText, responseHeaders(raw) as unknown as http.OutgoingHttpHeaders);
     return true;
   }
 
@@ -708,8 +738,13 @@ class UpstreamHandler {
     return this.res.write(chunk);
   }
 
-  onComplete(trailers: Buffer[] | null): void {
-    if (trailers?.length) this.res.addTrailers(pairs(trailers.map((b) => b.toString("latin1"))));
+  /** Trailers arrive as raw pairs over HTTP/1.1 and as an object over HTTP/2 (gRPC's status lives there). */
+  onComplete(trailers: Buffer[] | Record<string, string | string[]> | null): void {
+    if (Array.isArray(trailers)) {
+      if (trailers.length) this.res.addTrailers(pairs(trailers.map((b) => b.toString("latin1"))));
+    } else if (trailers && Object.keys(trailers).length) {
+      this.res.addTrailers(trailers as http.OutgoingHttpHeaders);
+    }
     this.res.end();
   }
 
@@ -767,7 +802,7 @@ function pairs(raw: string[]): Array<[string, string]> {
  * is the upstream client's job (undici sends a streamed body chunked whatever the method), so
  * stripping `Transfer-Encoding` can never turn a body into a smuggled second request.
  */
-function upstreamHeaders(req: http.IncomingMessage, injected: InjectedHeader[] | null, authority: string): string[] {
+function upstreamHeaders(req: http.IncomingMessage, injected: InjectedHeader[] | null, authority: string, h2 = false): string[] {
   const raw = req.rawHeaders;
   const out: string[] = ["Host", authority];
   let connTokens: Set<string> | null = null;
@@ -777,10 +812,26 @@ function upstreamHeaders(req: http.IncomingMessage, injected: InjectedHeader[] |
   if (injected) injectedNames = new Set(injected.map((h) => h.lower));
   for (let i = 0; i < raw.length; i += 2) {
     const lower = raw[i].toLowerCase();
+    // HTTP/2 pseudo-headers are rebuilt upstream; `te: trailers` is how gRPC says it reads trailers.
+    if (h2 && (lower.charCodeAt(0) === 58 || (lower === "te" && raw[i + 1].trim().toLowerCase() === "trailers"))) {
+      if (lower === "te") out.push("te", "trailers");
+      continue;
+    }
     if (DROP_REQUEST.has(lower) || connTokens?.has(lower) || injectedNames?.has(lower)) continue;
     out.push(raw[i], raw[i + 1]);
   }
   if (injected) for (const h of injected) out.push(h.name, h.value);
+  return out;
+}
+
+/** Flat name/value pairs as an object (repeats become arrays), for HTTP/2 responses. */
+function headerObject(flat: string[]): http.OutgoingHttpHeaders {
+  const out: Record<string, string | string[]> = {};
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = flat[i].toLowerCase();
+    const prev = out[name];
+    out[name] = prev === undefined ? flat[i + 1] : Array.isArray(prev) ? [...prev, flat[i + 1]] : [prev, flat[i + 1]];
+  }
   return out;
 }
 

@@ -1,0 +1,174 @@
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import tls from "node:tls";
+import { test, type TestContext } from "node:test";
+import * as grpc from "@grpc/grpc-js";
+import { LeafMinter } from "../../src/egress/certificates.ts";
+import { startProxy, type TestProxy } from "./support/proxy.ts";
+import { hostsSetting, startUpstreams, type Upstreams } from "./support/upstreams.ts";
+
+const SECRET = "grpc-secret-" + crypto.randomBytes(8).toString("hex");
+const listen = (server: net.Server, address: string) => new Promise<number>((resolve, reject) => server.once("error", reject).listen(0, address, () => resolve((server.address() as net.AddressInfo).port)));
+
+/** An HTTP/2 upstream over TLS (the upstream CA) that echoes headers and body, then sends a trailer. */
+async function startH2Upstream(t: TestContext, up: Upstreams, name: string): Promise<number> {
+  const context = await new LeafMinter(up.ca).contextFor({ kind: "name", host: name });
+  // SNICallback, not `secureContext`: with the latter Node's HTTP/2 server fails every handshake.
+  const server = http2.createSecureServer({ SNICallback: (_name, cb) => cb(null, context), allowHTTP1: false });
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on("session", (s) => (sessions.add(s), s.once("close", () => sessions.delete(s))));
+  server.on("stream", (stream, headers) => {
+    const chunks: Buffer[] = [];
+    stream.on("data", (c: Buffer) => chunks.push(c));
+    stream.on("end", () => {
+      stream.respond({ ":status": 200, "content-type": "application/json" }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "x-checksum": String(Buffer.concat(chunks).length) }));
+      stream.end(JSON.stringify({ headers, body: Buffer.concat(chunks).toString() }));
+    });
+  });
+  const port = await listen(server, up.address);
+  // The proxy keeps its upstream HTTP/2 connection open for reuse: end it here.
+  t.after(() => new Promise((r) => (sessions.forEach((s) => s.destroy()), server.close(r))));
+  return port;
+}
+
+/** A CONNECT tunnel through the explicit proxy, then TLS trusting only the sandbox CA, then HTTP/2. */
+async function h2Through(p: TestProxy, authority: string): Promise<http2.ClientHttp2Session> {
+  const u = new URL(p.proxyUrl);
+  const socket = await new Promise<net.Socket>((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: Number(u.port), method: "CONNECT", path: authority });
+    req.once("connect", (res, s) => (res.statusCode === 200 ? resolve(s) : reject(new Error(`CONNECT ${res.statusCode}`))));
+    req.once("error", reject);
+    req.end();
+  });
+  const host = authority.split(":")[0];
+  const session = http2.connect(`https://${authority}`, {
+    createConnection: () => tls.connect({ socket, servername: host, ALPNProtocols: ["h2"], ca: p.sandboxCaPem }),
+  });
+  await new Promise<void>((resolve, reject) => session.once("connect", () => resolve()).once("error", reject));
+  return session;
+}
+
+function h2Request(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body?: string): Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = session.request(headers, { endStream: body === undefined });
+    let text = "";
+    let got: http2.IncomingHttpHeaders = {};
+    let trailers: http2.IncomingHttpHeaders = {};
+    req.on("response", (h) => (got = h));
+    req.on("trailers", (h) => (trailers = h));
+    req.setEncoding("utf8");
+    req.on("data", (d: string) => (text += d));
+    req.on("end", () => resolve({ headers: got, trailers, body: text }));
+    req.on("error", reject);
+    if (body !== undefined) {
+      // Two DATA frames: the body is streamed, not a single buffer.
+      req.write(body.slice(0, 3));
+      setTimeout(() => req.end(body.slice(3)), 20);
+    }
+  });
+}
+
+test("HTTP/2 through interception: the header rule injects, bodies stream both ways, trailers come back; HTTP/1.1-only upstreams still work", async (t) => {
+  const up = await startUpstreams(t, ["api.test", "h2.test"]);
+  const h2Port = await startH2Upstream(t, up, "h2.test");
+  const config = {
+    rules: [{ name: "h2", match_hosts: ["h2.test", "api.test"], headers: [{ name: "Authorization", type: "plaintext", value: `Bearer ${SECRET}` }] }],
+    access_control: { allow_list: ["h2.test", "api.test"] },
+  };
+  const p = await startProxy(t, up, config, { env: { WHARF_EGRESS_HOSTS: `${hostsSetting(up, ["api.test"])},h2.test:443=${up.address}:${h2Port}` } });
+
+  const session = await h2Through(p, "h2.test:443");
+  t.after(() => session.close());
+  assert.equal((session.socket as tls.TLSSocket).alpnProtocol, "h2", "the proxy speaks HTTP/2 to a client that asks for it");
+  const r = await h2Request(session, { ":method": "POST", ":path": "/v1/echo?x=1", authorization: "Bearer client-placeholder", te: "trailers", "content-type": "application/json" }, '{"hello":"h2"}');
+  assert.equal(r.headers[":status"], 200);
+  const echoed = JSON.parse(r.body) as { headers: Record<string, string>; body: string };
+  assert.equal(echoed.headers.authorization, `Bearer ${SECRET}`, "the rule's value replaced the client's");
+  assert.equal(echoed.headers[":authority"], "h2.test");
+  assert.equal(echoed.headers[":path"], "/v1/echo?x=1");
+  assert.equal(echoed.headers.te, "trailers");
+  assert.equal(echoed.body, '{"hello":"h2"}');
+  assert.equal(r.trailers["x-checksum"], "14", "response trailers reach the client");
+
+  // Several streams on one connection, concurrently.
+  const many = await Promise.all(Array.from({ length: 10 }, (_, i) => h2Request(session, { ":method": "GET", ":path": `/n/${i}` })));
+  assert.deepEqual(many.map((m) => JSON.parse(m.body).headers[":path"]), Array.from({ length: 10 }, (_, i) => `/n/${i}`));
+
+  // Domain fronting is refused on HTTP/2 as on HTTP/1.1: :authority must be the verified destination.
+  const fronted = await h2Request(session, { ":method": "GET", ":path": "/", ":authority": "api.test" });
+  assert.equal(fronted.headers[":status"], 421);
+
+  // An HTTP/2 client to an upstream that only speaks HTTP/1.1 (the echo server): still injected.
+  const s1 = await h2Through(p, "api.test:443");
+  t.after(() => s1.close());
+  const r1 = await h2Request(s1, { ":method": "GET", ":path": "/v1/h1-upstream" });
+  assert.equal(r1.headers[":status"], 200);
+  assert.equal(JSON.parse(r1.body).headers.authorization, `Bearer ${SECRET}`);
+  assert.ok(p.audit.events.some((e) => e.kind === "inject" && e.host === "h2.test"));
+  assert.ok(!JSON.stringify(p.audit.events).includes(SECRET));
+});
+
+test("gRPC (@grpc/grpc-js) through the proxy: unary and server streaming with the credential injected as metadata", async (t) => {
+  const up = await startUpstreams(t, ["grpc.test"]);
+  // The real gRPC server speaks plaintext HTTP/2 behind a TLS front that offers h2 with the upstream CA.
+  const seen: string[] = [];
+  const service: grpc.ServiceDefinition = {
+    echo: { path: "/wharf.Test/Echo", requestStream: false, responseStream: false, requestSerialize: (v: unknown) => Buffer.from(JSON.stringify(v)), requestDeserialize: (b: Buffer) => JSON.parse(b.toString()), responseSerialize: (v: unknown) => Buffer.from(JSON.stringify(v)), responseDeserialize: (b: Buffer) => JSON.parse(b.toString()) },
+    count: { path: "/wharf.Test/Count", requestStream: false, responseStream: true, requestSerialize: (v: unknown) => Buffer.from(JSON.stringify(v)), requestDeserialize: (b: Buffer) => JSON.parse(b.toString()), responseSerialize: (v: unknown) => Buffer.from(JSON.stringify(v)), responseDeserialize: (b: Buffer) => JSON.parse(b.toString()) },
+  };
+  const server = new grpc.Server();
+  server.addService(service, {
+    echo: (call: grpc.ServerUnaryCall<{ text: string }, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+      seen.push(String(call.metadata.get("authorization")[0]));
+      cb(null, { text: call.request.text, auth: call.metadata.get("authorization")[0] });
+    },
+    count: (call: grpc.ServerWritableStream<{ n: number }, unknown>) => {
+      for (let i = 0; i < call.request.n; i++) call.write({ i });
+      call.end();
+    },
+  });
+  const grpcPort = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))));
+  t.after(() => server.forceShutdown());
+  const context = await new LeafMinter(up.ca).contextFor({ kind: "name", host: "grpc.test" });
+  const open = new Set<net.Socket>();
+  const front = tls.createServer({ SNICallback: (_name, cb) => cb(null, context), ALPNProtocols: ["h2"] }, (c) => {
+    open.add(c);
+    c.once("close", () => open.delete(c));
+    const back = net.connect(grpcPort, "127.0.0.1");
+    c.pipe(back).pipe(c);
+    c.on("error", () => back.destroy());
+    back.on("error", () => c.destroy());
+  });
+  const frontPort = await listen(front, up.address);
+  t.after(() => new Promise((r) => (open.forEach((c) => c.destroy()), front.close(r))));
+
+  const config = { rules: [{ name: "grpc", match_hosts: ["grpc.test"], headers: [{ name: "Authorization", type: "plaintext", value: `Bearer ${SECRET}` }] }] };
+  const p = await startProxy(t, up, config, { env: { WHARF_EGRESS_HOSTS: `grpc.test:443=${up.address}:${frontPort}` } });
+
+  // grpc-js finds the proxy the way it would in a sandbox: from the environment.
+  const saved = process.env.grpc_proxy;
+  process.env.grpc_proxy = p.proxyUrl;
+  t.after(() => (saved === undefined ? delete process.env.grpc_proxy : (process.env.grpc_proxy = saved)));
+  const Client = grpc.makeGenericClientConstructor(service, "Test");
+  const client = new Client("grpc.test:443", grpc.credentials.createSsl(Buffer.from(p.sandboxCaPem))) as grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+  t.after(() => client.close());
+
+  const meta = new grpc.Metadata();
+  meta.set("authorization", "Bearer client-placeholder");
+  const reply = await new Promise<{ text: string; auth: string }>((resolve, reject) => client.echo({ text: "hi" }, meta, (err: Error | null, v: { text: string; auth: string }) => (err ? reject(err) : resolve(v))));
+  assert.deepEqual(reply, { text: "hi", auth: `Bearer ${SECRET}` });
+
+  const items: number[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const call = client.count({ n: 5 }) as grpc.ClientReadableStream<{ i: number }>;
+    call.on("data", (d: { i: number }) => items.push(d.i));
+    call.on("end", () => resolve());
+    call.on("error", reject);
+  });
+  assert.deepEqual(items, [0, 1, 2, 3, 4], "a server stream arrives whole, with its grpc-status trailer");
+  assert.deepEqual(seen, [`Bearer ${SECRET}`]);
+});
