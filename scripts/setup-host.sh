@@ -3,7 +3,7 @@
 # as root (CI calls it from .ci/run). The platform checks the same list at start and names the
 # missing packages when a sandbox is created on a host that did not run this.
 set -eu
-PACKAGES="bubblewrap util-linux mount iproute2 perl-base tar zstd dpkg bash coreutils python3 curl ca-certificates"
+PACKAGES="bubblewrap util-linux mount iproute2 perl-base tar zstd dpkg bash coreutils python3 curl ca-certificates mawk debianutils sensible-utils python3-pip python3-venv git less xz-utils netbase skopeo umoci"
 if [ "$(id -u)" != 0 ]; then
   echo "setup-host.sh: run as root (it installs: $PACKAGES)" >&2
   exit 1

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { carryAlternatives } from "./alternatives.ts";
 
 /**
  * The read-only userland every sandbox's overlay sits on: a real Debian tree assembled from the
@@ -12,11 +13,12 @@ import path from "node:path";
 export const BASE_PACKAGES = [
   "bash", "dash", "coreutils", "perl-base", "python3", "curl", "ca-certificates", "nodejs", "grep", "sed",
   "findutils", "tar", "gzip", "xz-utils", "bzip2", "diffutils", "procps", "util-linux", "hostname", "less",
-  "ncurses-base", "libc-bin", "git", "zstd", "unzip", "jq", "file",
+  "ncurses-base", "ncurses-bin", "libc-bin", "git", "zstd", "unzip", "jq", "file", "mawk", "debianutils", "sensible-utils",
+  "python3-pip", "python3-venv", "netbase", "openssl", "patch", "make", "wget", "openssh-client",
 ];
 /** Packages the base cannot do without; the rest are taken when installed. */
-export const REQUIRED_BASE_PACKAGES = ["bash", "coreutils", "perl-base", "python3", "curl", "ca-certificates"];
-const BUILD_VERSION = "4";
+export const REQUIRED_BASE_PACKAGES = ["bash", "coreutils", "perl-base", "python3", "curl", "ca-certificates", "mawk", "debianutils"];
+const BUILD_VERSION = "5";
 
 export const SANDBOX_USER = { uid: 1000, gid: 1000, name: "user", home: "/home/user" };
 
@@ -146,7 +148,12 @@ function writeEtc(root: string): void {
   if (fs.existsSync("/etc/ssl/openssl.cnf")) fs.copyFileSync("/etc/ssl/openssl.cnf", path.join(etc, "ssl", "openssl.cnf"));
   if (fs.existsSync("/etc/ca-certificates")) execFileSync("cp", ["-a", "/etc/ca-certificates", `${etc}/`]);
   if (fs.existsSync("/etc/ca-certificates.conf")) fs.copyFileSync("/etc/ca-certificates.conf", path.join(etc, "ca-certificates.conf"));
-  for (const d of ["alternatives", "python3", "python3.11", "perl", "bash_completion.d"]) {
+  // Public defaults that packages ship in /etc and programs read (netbase's services and protocols
+  // for getservbyname, libmagic's, inputrc, pip's and Python's site config); never the host's own data.
+  for (const f of ["services", "protocols", "rpc", "ethertypes", "inputrc", "magic", "magic.mime", "mime.types", "wgetrc"]) {
+    if (fs.existsSync(`/etc/${f}`)) execFileSync("cp", ["-a", `/etc/${f}`, `${etc}/`]);
+  }
+  for (const d of ["python3", "python3.11", "perl", "bash_completion.d"]) {
     if (fs.existsSync(`/etc/${d}`)) execFileSync("cp", ["-a", `/etc/${d}`, `${etc}/`]);
   }
   fs.writeFileSync(path.join(etc, "ld.so.conf"), "include /etc/ld.so.conf.d/*.conf\n");
@@ -182,6 +189,8 @@ export function ensureBaseImage(cacheDir: string, log?: (msg: string, extra?: ob
       fs.rmSync(list, { force: true });
     }
     writeEtc(tmp);
+    const alternatives = carryAlternatives(tmp);
+    log?.("sandbox base image: alternatives carried over", { count: alternatives.length });
     for (const d of ["home/user", "root", "tmp", "var/tmp", "run", "proc", "dev", "sys", "mnt", "opt", "srv", "usr/local/bin", "var/lib", "var/cache", "var/log"]) fs.mkdirSync(path.join(tmp, d), { recursive: true });
     fs.chmodSync(path.join(tmp, "tmp"), 0o1777);
     fs.chmodSync(path.join(tmp, "var/tmp"), 0o1777);
