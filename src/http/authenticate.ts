@@ -4,6 +4,7 @@ import type { SecretBox } from "../crypto/secret-box.ts";
 import { resolveApiKey } from "../identity/api-keys.ts";
 import { BearerError, verifyBearerToken } from "../identity/bearer-tokens.ts";
 import { isMember } from "../identity/workspaces.ts";
+import { cookieRequestRefusal, resolveSession, sessionCookieOf } from "../console/index.ts";
 import type { Database } from "../store/schema.ts";
 import { forbidden, unauthorized } from "./errors.ts";
 import type { AppEnv, Principal } from "./principal.ts";
@@ -13,10 +14,11 @@ const UUIDISH = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 /**
  * Resolves the caller from `X-Api-Key` or `Authorization: Bearer`, then the workspace: the key's
  * (or token's) own, or the one named by `X-Tenant-Id` when the caller's user is a member of it.
- * A tenant id alone never authenticates.
+ * A tenant id alone never authenticates. Without either header, the console's session cookie
+ * (`src/console/`), with its CSRF rules; `method` is the request's (unknown counts as unsafe).
  */
 export function createAuthenticator(db: Kysely<Database>, box: SecretBox) {
-  return async function authenticate(headers: Headers): Promise<Principal> {
+  return async function authenticate(headers: Headers, method?: string): Promise<Principal> {
     const apiKey = headers.get("x-api-key");
     const authorization = headers.get("authorization");
     let principal: Principal;
@@ -31,6 +33,13 @@ export function createAuthenticator(db: Kysely<Database>, box: SecretBox) {
       } catch (err) {
         throw unauthorized(err instanceof BearerError ? err.message : "invalid bearer token");
       }
+    } else if (sessionCookieOf(headers.get("cookie"))) {
+      const value = sessionCookieOf(headers.get("cookie"))!;
+      const owner = await resolveSession(db, value);
+      if (!owner) throw unauthorized("Console session expired or signed out");
+      const refusal = cookieRequestRefusal({ method, headers, sessionValue: value });
+      if (refusal) throw forbidden(refusal);
+      principal = { userId: owner.userId, workspaceId: owner.workspaceId, scheme: "session", apiKeyId: null };
     } else {
       throw unauthorized("Missing credentials: send an X-Api-Key header or Authorization: Bearer <token>");
     }
@@ -53,7 +62,7 @@ export function principalOf(authenticate: Authenticate) {
   return async (c: Context<AppEnv>): Promise<Principal> => {
     const known = c.get("principal");
     if (known) return known;
-    const principal = await authenticate(c.req.raw.headers);
+    const principal = await authenticate(c.req.raw.headers, c.req.method);
     c.set("principal", principal);
     return principal;
   };

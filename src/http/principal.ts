@@ -2,7 +2,7 @@
 export interface Principal {
   userId: string;
   workspaceId: string;
-  scheme: "api_key" | "bearer";
+  scheme: "api_key" | "bearer" | "session";
   /** Set when the caller authenticated with an API key. */
   apiKeyId: string | null;
 }

@@ -1,3 +1,4 @@
+import { createConsoleFeature } from "../console/index.ts";
 import { createConnectionsFeature } from "../connections/feature.ts";
 import { createDeploymentsFeature } from "../deployments/feature.ts";
 import { createEgressFeature } from "../egress/egress-feature.ts";
@@ -8,5 +9,5 @@ import type { Feature } from "./context.ts";
 
 /** Every part of the platform, in mount order. Each feature adds one line here. */
 export function allFeatures(): Feature[] {
-  return [identityFeature, secretsFeature, createConnectionsFeature(), createEgressFeature(), createSandboxesFeature(), createDeploymentsFeature()];
+  return [identityFeature, secretsFeature, createConnectionsFeature(), createEgressFeature(), createSandboxesFeature(), createDeploymentsFeature(), createConsoleFeature()];
 }
