@@ -4,11 +4,11 @@ import type { Authenticate } from "../http/authenticate.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Dialect } from "../store/database.ts";
 import type { Database } from "../store/schema.ts";
-import type { Checkpointer } from "./checkpointer.ts";
-import type { AuthContext, CustomAuth } from "./custom-auth.ts";
-import type { LoadedGraph } from "./graphs.ts";
-import type { AgentStore } from "./store.ts";
-import "./tables.ts";
+import type { Checkpointer } from "./storage/checkpointer.ts";
+import type { AuthContext, CustomAuth } from "./auth/custom-auth.ts";
+import type { LoadedGraph } from "./project/graphs.ts";
+import type { AgentStore } from "./storage/store.ts";
+import "./storage/tables.ts";
 
 /** Everything the agent server's parts share: its identity, storage, graphs and auth. */
 export interface AgentServerContext {

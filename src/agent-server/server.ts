@@ -10,16 +10,16 @@ import { createAuthenticator, type Authenticate } from "../http/authenticate.ts"
 import { createLogger, type Logger } from "../log/logger.ts";
 import { openStore, type Store } from "../store/database.ts";
 import { migrateToLatest } from "../store/migrate.ts";
-import { buildAgentApp } from "./app.ts";
-import { ensureSystemAssistants } from "./assistants.ts";
-import { openCheckpointer, type Checkpointer } from "./checkpointer.ts";
+import { buildAgentApp } from "./api/app.ts";
+import { ensureSystemAssistants } from "./storage/assistants.ts";
+import { openCheckpointer, type Checkpointer } from "./storage/checkpointer.ts";
 import type { AgentEnv, AgentServerContext } from "./context.ts";
-import { CronScheduler, cronTickMs } from "./cron-scheduler.ts";
-import { CustomAuth } from "./custom-auth.ts";
-import { loadGraphs } from "./graphs.ts";
-import { applyProjectEnv, loadProject, type AgentProject } from "./project.ts";
-import { RunEngine } from "./run-engine.ts";
-import { AgentStore } from "./store.ts";
+import { CronScheduler, cronTickMs } from "./crons/cron-scheduler.ts";
+import { CustomAuth } from "./auth/custom-auth.ts";
+import { loadGraphs } from "./project/graphs.ts";
+import { applyProjectEnv, loadProject, type AgentProject } from "./project/project.ts";
+import { RunEngine } from "./runs/run-engine.ts";
+import { AgentStore } from "./storage/store.ts";
 
 export interface AgentServerOptions {
   /** The project folder (with `langgraph.json`) or an already loaded project. */

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { loadConfigOrExit } from "./config-or-exit.ts";
-import { startAgentServer } from "../agent-server/server.ts";
+import { startAgentServer } from "../agent-server/index.ts";
 
 const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
 

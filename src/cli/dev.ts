@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
-import { loadProject } from "../agent-server/project.ts";
+import { loadProject } from "../agent-server/index.ts";
 
 const wharfBin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bin/wharf.js");
 const IGNORED = /(^|[\\/])(node_modules|\.git|\.wharf[^\\/]*|dist)([\\/]|$)/;

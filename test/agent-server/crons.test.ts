@@ -5,8 +5,8 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { describe, test, type TestContext } from "node:test";
 import type { Client, Cron } from "@langchain/langgraph-sdk";
-import { systemAssistantId } from "../../src/agent-server/assistants.ts";
-import { claimDueCrons } from "../../src/agent-server/crons.ts";
+import { systemAssistantId } from "../../src/agent-server/index.ts";
+import { claimDueCrons } from "../../src/agent-server/index.ts";
 import { DIALECTS, tempHome } from "../support/dialects.ts";
 import { BASIC_PROJECT, startTestAgentServer, type TestAgentServer } from "./support.ts";
 

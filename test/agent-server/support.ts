@@ -2,7 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TestContext } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
-import { startAgentServer, type RunningAgentServer } from "../../src/agent-server/server.ts";
+import { startAgentServer, type RunningAgentServer } from "../../src/agent-server/index.ts";
 import { createLogger } from "../../src/log/logger.ts";
 import { bootstrap } from "../../src/platform/bootstrap.ts";
 import type { Dialect } from "../../src/store/database.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
-import { createAgentServerFeature } from "../../src/agent-server/feature.ts";
+import { createAgentServerFeature } from "../../src/agent-server/index.ts";
 import { startTestPlatform } from "../support/platform.ts";
 
 test("the in-process agent-server feature serves the example agent at once: a stateless run answers through the SDK", async (t) => {

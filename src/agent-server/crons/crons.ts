@@ -1,14 +1,14 @@
 import { sql, type Kysely } from "kysely";
-import { registerSealedColumn } from "../secrets/rotate-master-key.ts";
-import { nowIso } from "../store/database.ts";
-import type { Database } from "../store/schema.ts";
-import type { AgentServerContext } from "./context.ts";
+import { registerSealedColumn } from "../../secrets/rotate-master-key.ts";
+import { nowIso } from "../../store/database.ts";
+import type { Database } from "../../store/schema.ts";
+import type { AgentServerContext } from "../context.ts";
 import { nextRunDate } from "./cron-schedule.ts";
-import type { AuthContext, AuthFilters } from "./custom-auth.ts";
-import { AgentError } from "./errors.ts";
-import { asJson, parseJson } from "./json-columns.ts";
-import { authConds, jsonCondsSql } from "./json-filter.ts";
-import type { AgentCronsTable } from "./tables.ts";
+import type { AuthContext, AuthFilters } from "../auth/custom-auth.ts";
+import { AgentError } from "../errors.ts";
+import { asJson, parseJson } from "../storage/json-columns.ts";
+import { authConds, jsonCondsSql } from "../storage/json-filter.ts";
+import type { AgentCronsTable } from "../storage/tables.ts";
 
 export type OnRunCompleted = "delete" | "keep";
 

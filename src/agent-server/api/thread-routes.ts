@@ -1,15 +1,15 @@
 import type { Hono } from "hono";
-import { nowIso } from "../store/database.ts";
-import type { AgentEnv, AgentServerContext } from "./context.ts";
-import { AgentError } from "./errors.ts";
-import { asJson } from "./json-columns.ts";
-import type { RunEngine } from "./run-engine.ts";
-import { INFLIGHT } from "./runs.ts";
+import { nowIso } from "../../store/database.ts";
+import type { AgentEnv, AgentServerContext } from "../context.ts";
+import { AgentError } from "../errors.ts";
+import { asJson } from "../storage/json-columns.ts";
+import type { RunEngine } from "../runs/run-engine.ts";
+import { INFLIGHT } from "../runs/runs.ts";
 import { authorize, body, json, noContent, query, uuidAt, type C } from "./route-helpers.ts";
 import { history, stateAtCheckpoint, statePatch, stateUpdate, threadCount, threadCreate, threadListQuery, threadPatch, threadSearch } from "./schemas.ts";
-import { copyCheckpoints, emptyState, graphForThread, toThreadState } from "./thread-state.ts";
-import { toJson } from "./wire.ts";
-import { countThreads, createThread, getThread, patchThread, searchThreads, type Thread } from "./threads.ts";
+import { copyCheckpoints, emptyState, graphForThread, toThreadState } from "../storage/thread-state.ts";
+import { toJson } from "../wire.ts";
+import { countThreads, createThread, getThread, patchThread, searchThreads, type Thread } from "../storage/threads.ts";
 
 /** `/threads/*`: threads, their state (through the checkpointer), history and copies. */
 export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {

@@ -9,12 +9,12 @@ import {
   resolveAssistantId,
   searchAssistants,
   setLatestVersion,
-} from "./assistants.ts";
-import type { AgentEnv, AgentServerContext } from "./context.ts";
-import { AgentError } from "./errors.ts";
+} from "../storage/assistants.ts";
+import type { AgentEnv, AgentServerContext } from "../context.ts";
+import { AgentError } from "../errors.ts";
 import { authorize, body, json, noContent, type C } from "./route-helpers.ts";
 import { assistantCount, assistantCreate, assistantLatest, assistantPatch, assistantSearch, assistantVersions } from "./schemas.ts";
-import { graphSchemas } from "./graph-schemas.ts";
+import { graphSchemas } from "../project/graph-schemas.ts";
 
 /** `/assistants/*`: the default assistant per graph plus user-made ones, with versions. */
 export function registerAssistantRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext): void {

@@ -1,9 +1,9 @@
 import { v5 as uuid5 } from "uuid";
 import { sql } from "kysely";
-import { nowIso } from "../store/database.ts";
-import type { AgentServerContext } from "./context.ts";
-import type { AuthFilters } from "./custom-auth.ts";
-import { AgentError } from "./errors.ts";
+import { nowIso } from "../../store/database.ts";
+import type { AgentServerContext } from "../context.ts";
+import type { AuthFilters } from "../auth/custom-auth.ts";
+import { AgentError } from "../errors.ts";
 import { asJson, parseJson } from "./json-columns.ts";
 import { authConds, equalityConds, jsonCondsSql } from "./json-filter.ts";
 import type { AgentAssistantsTable } from "./tables.ts";

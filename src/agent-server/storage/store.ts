@@ -1,8 +1,8 @@
 import { sql } from "kysely";
 import { BaseStore, type Item, type ListNamespacesOperation, type Operation, type OperationResults, type PutOperation, type SearchOperation } from "@langchain/langgraph";
-import { nowIso, type Dialect } from "../store/database.ts";
+import { nowIso, type Dialect } from "../../store/database.ts";
 import type { Kysely } from "kysely";
-import type { Database } from "../store/schema.ts";
+import type { Database } from "../../store/schema.ts";
 import { parseJson } from "./json-columns.ts";
 import { jsonCondsSql, type JsonCond } from "./json-filter.ts";
 import type { AgentStoreItemsTable } from "./tables.ts";

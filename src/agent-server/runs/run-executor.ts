@@ -1,10 +1,10 @@
 import { Command, Send } from "@langchain/langgraph";
 import { isBaseMessage, isBaseMessageChunk, type BaseMessage } from "@langchain/core/messages";
-import type { RunnableGraph } from "./graphs.ts";
+import type { RunnableGraph } from "../project/graphs.ts";
 import type { RunChannel } from "./run-channel.ts";
 import type { RunKwargs } from "./runs.ts";
-import type { ThreadStatus } from "./threads.ts";
-import { toPlain } from "./wire.ts";
+import type { ThreadStatus } from "../storage/threads.ts";
+import { toPlain } from "../wire.ts";
 
 export interface RunOutcome {
   status: "success" | "error" | "interrupted";

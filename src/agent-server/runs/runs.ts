@@ -1,8 +1,8 @@
 import type { Kysely } from "kysely";
-import type { Database } from "../store/schema.ts";
-import type { AgentServerContext } from "./context.ts";
-import { parseJson } from "./json-columns.ts";
-import type { AgentRunsTable } from "./tables.ts";
+import type { Database } from "../../store/schema.ts";
+import type { AgentServerContext } from "../context.ts";
+import { parseJson } from "../storage/json-columns.ts";
+import type { AgentRunsTable } from "../storage/tables.ts";
 
 export type RunStatus = "pending" | "running" | "error" | "success" | "timeout" | "interrupted";
 export type MultitaskStrategy = "reject" | "interrupt" | "rollback" | "enqueue";

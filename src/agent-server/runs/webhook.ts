@@ -1,5 +1,5 @@
-import type { Logger } from "../log/logger.ts";
-import { toJson } from "./wire.ts";
+import type { Logger } from "../../log/logger.ts";
+import { toJson } from "../wire.ts";
 
 /**
  * Tells the run's `webhook` URL that the run ended (POST of the run with its status and output).

@@ -1,10 +1,10 @@
 import type { Hono } from "hono";
 import type { Item } from "@langchain/langgraph";
-import type { AgentEnv, AgentServerContext } from "./context.ts";
-import { AgentError } from "./errors.ts";
+import type { AgentEnv, AgentServerContext } from "../context.ts";
+import { AgentError } from "../errors.ts";
 import { authorize, body, json, noContent, query } from "./route-helpers.ts";
 import { storeDelete, storeGet, storeNamespaces, storePut, storeSearch } from "./schemas.ts";
-import { checkNamespace, InvalidNamespace } from "./store.ts";
+import { checkNamespace, InvalidNamespace } from "../storage/store.ts";
 
 /** An item as the LangGraph server writes it: snake_case timestamps, `score` only from a scored search. */
 function toApiItem(item: (Item & { score?: number }) | null) {

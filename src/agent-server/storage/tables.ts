@@ -97,7 +97,7 @@ export interface AgentCronsTable {
   updated_at: string;
 }
 
-declare module "../store/schema.ts" {
+declare module "../../store/schema.ts" {
   interface Database {
     agent_assistants: AgentAssistantsTable;
     agent_assistant_versions: AgentAssistantVersionsTable;

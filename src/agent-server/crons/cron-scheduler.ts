@@ -1,9 +1,9 @@
-import type { AgentServerContext } from "./context.ts";
+import type { AgentServerContext } from "../context.ts";
 import { claimDueCrons, cronAuth } from "./crons.ts";
-import { AgentError } from "./errors.ts";
-import { parseJson } from "./json-columns.ts";
-import type { RunCreate, RunEngine } from "./run-engine.ts";
-import type { AgentCronsTable } from "./tables.ts";
+import { AgentError } from "../errors.ts";
+import { parseJson } from "../storage/json-columns.ts";
+import type { RunCreate, RunEngine } from "../runs/run-engine.ts";
+import type { AgentCronsTable } from "../storage/tables.ts";
 
 export const DEFAULT_CRON_TICK_MS = 5000;
 

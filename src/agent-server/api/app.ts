@@ -1,16 +1,16 @@
 import { Hono } from "hono";
-import { HttpError, ValidationFailed } from "../http/errors.ts";
+import { HttpError, ValidationFailed } from "../../http/errors.ts";
 import { registerAssistantRoutes } from "./assistant-routes.ts";
-import type { AgentEnv, AgentServerContext } from "./context.ts";
-import { registerCronRoutes } from "./cron-routes.ts";
-import { AgentError } from "./errors.ts";
-import { PUBLIC_PATHS, resolveAuth } from "./request-auth.ts";
-import type { RunEngine } from "./run-engine.ts";
+import type { AgentEnv, AgentServerContext } from "../context.ts";
+import { registerCronRoutes } from "../crons/cron-routes.ts";
+import { AgentError } from "../errors.ts";
+import { PUBLIC_PATHS, resolveAuth } from "../auth/request-auth.ts";
+import type { RunEngine } from "../runs/run-engine.ts";
 import { registerRunRoutes } from "./run-routes.ts";
 import { registerStoreRoutes } from "./store-routes.ts";
 import { registerThreadRoutes } from "./thread-routes.ts";
 import { registerThreadStreamRoute } from "./thread-stream.ts";
-import { CORS_HEADERS } from "./wire.ts";
+import { CORS_HEADERS } from "../wire.ts";
 
 const AGENT_SERVER_VERSION = "0.1.0";
 

@@ -1,13 +1,13 @@
 import { sql, type Kysely } from "kysely";
-import { nowIso } from "../store/database.ts";
-import type { Database } from "../store/schema.ts";
-import type { AgentServerContext } from "./context.ts";
-import type { AuthFilters } from "./custom-auth.ts";
-import { AgentError } from "./errors.ts";
+import { nowIso } from "../../store/database.ts";
+import type { Database } from "../../store/schema.ts";
+import type { AgentServerContext } from "../context.ts";
+import type { AuthFilters } from "../auth/custom-auth.ts";
+import { AgentError } from "../errors.ts";
 import { asJson, parseJson } from "./json-columns.ts";
 import { authConds, equalityConds, jsonCondsSql } from "./json-filter.ts";
 import type { AgentThreadsTable } from "./tables.ts";
-import { toJson } from "./wire.ts";
+import { toJson } from "../wire.ts";
 
 export type ThreadStatus = "idle" | "busy" | "interrupted" | "error";
 

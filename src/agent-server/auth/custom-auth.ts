@@ -1,6 +1,6 @@
 import { pathToFileURL } from "node:url";
-import { AgentError } from "./errors.ts";
-import type { AgentProject } from "./project.ts";
+import { AgentError } from "../errors.ts";
+import type { AgentProject } from "../project/project.ts";
 
 /** The user an authenticate handler returned, normalised as the LangGraph server does. */
 export interface AuthUser {

@@ -1,4 +1,4 @@
-import { toJson } from "./wire.ts";
+import { toJson } from "../wire.ts";
 
 export interface RunEvent {
   /** Position in the run's stream (the SSE `id:` of thread-run streams). */

@@ -1,6 +1,6 @@
-import type { AgentServerContext } from "./context.ts";
-import { AgentError } from "./errors.ts";
-import type { RunnableGraph } from "./graphs.ts";
+import type { AgentServerContext } from "../context.ts";
+import { AgentError } from "../errors.ts";
+import type { RunnableGraph } from "../project/graphs.ts";
 import type { Thread } from "./threads.ts";
 
 const checkpointOf = (config: { configurable?: Record<string, unknown> } | undefined | null) => {

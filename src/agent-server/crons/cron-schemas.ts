@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { scheduleError } from "./cron-schedule.ts";
-import { runConfig, runCreate } from "./schemas.ts";
+import { runConfig, runCreate } from "../api/schemas.ts";
 
 /** Request bodies of `/runs/crons*`. Unknown fields are ignored, as for the other bodies. */
 const obj = z.record(z.string(), z.unknown());

@@ -1,7 +1,7 @@
-import { HttpError } from "../http/errors.ts";
-import type { AgentServerContext } from "./context.ts";
+import { HttpError } from "../../http/errors.ts";
+import type { AgentServerContext } from "../context.ts";
 import { STUDIO_USER, type AuthContext } from "./custom-auth.ts";
-import { AgentError } from "./errors.ts";
+import { AgentError } from "../errors.ts";
 
 /** Paths answered without credentials: health and server info (as the LangGraph server does for /info). */
 export const PUBLIC_PATHS = new Set(["/ok", "/info"]);

@@ -1,12 +1,12 @@
 import type { Hono } from "hono";
-import { newId } from "../store/ids.ts";
-import { getAssistant, resolveAssistantId } from "./assistants.ts";
-import type { AgentEnv, AgentServerContext } from "./context.ts";
+import { newId } from "../../store/ids.ts";
+import { getAssistant, resolveAssistantId } from "../storage/assistants.ts";
+import type { AgentEnv, AgentServerContext } from "../context.ts";
 import { CRON_FIELDS, cronCount, cronCreate, cronPatch, cronSearch, type CronCreateBody } from "./cron-schemas.ts";
 import { countCrons, cronNotFound, deleteCron, findCronRow, insertCron, searchCrons, toCron, updateCron, type Cron } from "./crons.ts";
-import { authorize, body, json, noContent, uuidAt, type C } from "./route-helpers.ts";
-import { noAssistant } from "./run-engine.ts";
-import { getThread } from "./threads.ts";
+import { authorize, body, json, noContent, uuidAt, type C } from "../api/route-helpers.ts";
+import { noAssistant } from "../runs/run-engine.ts";
+import { getThread } from "../storage/threads.ts";
 
 type CronField = (typeof CRON_FIELDS)[number];
 

@@ -1,20 +1,20 @@
 import { sql, type Kysely, type Transaction } from "kysely";
-import { nowIso } from "../store/database.ts";
-import { newId } from "../store/ids.ts";
-import type { Database } from "../store/schema.ts";
-import { getAssistant, type Assistant } from "./assistants.ts";
-import type { AgentServerContext } from "./context.ts";
-import type { AuthContext } from "./custom-auth.ts";
-import { AgentError } from "./errors.ts";
-import { asJson, parseJson } from "./json-columns.ts";
+import { nowIso } from "../../store/database.ts";
+import { newId } from "../../store/ids.ts";
+import type { Database } from "../../store/schema.ts";
+import { getAssistant, type Assistant } from "../storage/assistants.ts";
+import type { AgentServerContext } from "../context.ts";
+import type { AuthContext } from "../auth/custom-auth.ts";
+import { AgentError } from "../errors.ts";
+import { asJson, parseJson } from "../storage/json-columns.ts";
 import { RunChannel } from "./run-channel.ts";
 import { openRunSignals, type RunSignals } from "./run-signals.ts";
 import { executeGraph, serializeError, type RunOutcome } from "./run-executor.ts";
 import { INFLIGHT, toRun, type MultitaskStrategy, type Run, type RunKwargs, type RunPrivate } from "./runs.ts";
-import type { AgentRunsTable } from "./tables.ts";
-import { findThreadRow, setThreadOutcome, threadNotFound } from "./threads.ts";
+import type { AgentRunsTable } from "../storage/tables.ts";
+import { findThreadRow, setThreadOutcome, threadNotFound } from "../storage/threads.ts";
 import { sendWebhook } from "./webhook.ts";
-import { toJson } from "./wire.ts";
+import { toJson } from "../wire.ts";
 
 /** The body of every run-creating endpoint, after validation. */
 export interface RunCreate {

@@ -1,5 +1,5 @@
 import pg from "pg";
-import type { Logger } from "../log/logger.ts";
+import type { Logger } from "../../log/logger.ts";
 
 export interface CancelSignal {
   serverId: string;

@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from "kysely";
-import type { Dialect } from "../store/database.ts";
-import type { AuthFilters } from "./custom-auth.ts";
+import type { Dialect } from "../../store/database.ts";
+import type { AuthFilters } from "../auth/custom-auth.ts";
 
 /** One condition on a JSON text column: the value at a top-level key equals, or (array) contains. */
 export interface JsonCond {

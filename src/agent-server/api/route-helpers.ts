@@ -1,9 +1,9 @@
 import type { Context } from "hono";
-import type { AgentEnv, AgentServerContext } from "./context.ts";
-import type { AuthFilters, ResourceAction } from "./custom-auth.ts";
-import { parseWith, readJson } from "./errors.ts";
+import type { AgentEnv, AgentServerContext } from "../context.ts";
+import type { AuthFilters, ResourceAction } from "../auth/custom-auth.ts";
+import { parseWith, readJson } from "../errors.ts";
 import { uuidParam } from "./schemas.ts";
-import { CORS_HEADERS, toJson } from "./wire.ts";
+import { CORS_HEADERS, toJson } from "../wire.ts";
 import type { z } from "zod";
 
 export type C = Context<AgentEnv>;

@@ -1,11 +1,11 @@
 import type { Hono } from "hono";
-import type { AgentEnv, AgentServerContext } from "./context.ts";
-import { AgentError } from "./errors.ts";
-import type { ActiveRun, RunEngine } from "./run-engine.ts";
-import type { RunEvent } from "./run-channel.ts";
+import type { AgentEnv, AgentServerContext } from "../context.ts";
+import { AgentError } from "../errors.ts";
+import type { ActiveRun, RunEngine } from "../runs/run-engine.ts";
+import type { RunEvent } from "../runs/run-channel.ts";
 import { authorize, uuidAt } from "./route-helpers.ts";
-import { getThread } from "./threads.ts";
-import { CORS_HEADERS, sseFrame } from "./wire.ts";
+import { getThread } from "../storage/threads.ts";
+import { CORS_HEADERS, sseFrame } from "../wire.ts";
 
 const encoder = new TextEncoder();
 /** A comment line without the blank line that would end an event: clients and proxies see traffic, parsers see nothing. */

@@ -1,12 +1,12 @@
 import type { Hono } from "hono";
-import type { AgentEnv, AgentServerContext } from "./context.ts";
-import { AgentError } from "./errors.ts";
-import type { ActiveRun, RunCreate, RunEngine } from "./run-engine.ts";
-import { getRunRow, INFLIGHT, listRuns, toRun } from "./runs.ts";
+import type { AgentEnv, AgentServerContext } from "../context.ts";
+import { AgentError } from "../errors.ts";
+import type { ActiveRun, RunCreate, RunEngine } from "../runs/run-engine.ts";
+import { getRunRow, INFLIGHT, listRuns, toRun } from "../runs/runs.ts";
 import { authorize, body, json, noContent, query, uuidAt, type C } from "./route-helpers.ts";
 import { cancelQuery, runBatch, runCreate, runListQuery } from "./schemas.ts";
-import { getThread } from "./threads.ts";
-import { CORS_HEADERS, sseFrame, toJson } from "./wire.ts";
+import { getThread } from "../storage/threads.ts";
+import { CORS_HEADERS, sseFrame, toJson } from "../wire.ts";
 
 const encoder = new TextEncoder();
 

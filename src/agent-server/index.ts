@@ -1,0 +1,8 @@
+// The agent server's public surface: everything outside src/agent-server imports from here.
+export { createAgentServerApp, startAgentServer, defaultServerId } from "./server.ts";
+export type { AgentServer, AgentServerOptions, RunningAgentServer, StandaloneOptions } from "./server.ts";
+export { createAgentServerFeature, EXAMPLE_PROJECT } from "./feature.ts";
+export { loadProject, applyProjectEnv, ProjectError } from "./project/project.ts";
+export type { AgentProject } from "./project/project.ts";
+export { systemAssistantId } from "./storage/assistants.ts";
+export { claimDueCrons } from "./crons/crons.ts";
