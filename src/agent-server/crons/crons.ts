@@ -1,5 +1,4 @@
 import { sql, type Kysely } from "kysely";
-import { registerSealedColumn } from "../../secrets/rotate-master-key.ts";
 import { nowIso } from "../../store/database.ts";
 import type { Database } from "../../store/schema.ts";
 import type { AgentServerContext } from "../context.ts";
@@ -33,7 +32,6 @@ export interface Cron {
 const authAad = (serverId: string, cronId: string) => `agent-cron-auth:${serverId}:${cronId}`;
 
 // The creator's user outlives any request, so a master-key rotation must re-seal it.
-registerSealedColumn({ table: "agent_crons", keyColumns: ["server_id", "cron_id"], keyIdColumn: "auth_key_id", cipherColumn: "auth_sealed", aad: (row) => authAad(String(row.server_id), String(row.cron_id)) });
 
 export const cronNotFound = (cronId: string) => new AgentError(404, `Cron with ID ${cronId} not found`);
 
