@@ -1,9 +1,6 @@
-import fs from "node:fs";
 import type { Command } from "commander";
 import { loadConfig } from "../config/config.ts";
-import { addActiveKey, loadKeyring, reloadKeyring, retainOnlyKeys } from "../crypto/keyring.ts";
-import { SecretBox } from "../crypto/secret-box.ts";
-import { resealAll } from "../secrets/rotate-master-key.ts";
+import { rotateMasterKey } from "../secrets/key-rotation.ts";
 import { openStore } from "../store/database.ts";
 import { migrateToLatest } from "../store/migrate.ts";
 import { CliError, callApi, connectionFromEnv } from "./api-client.ts";
@@ -38,24 +35,16 @@ export function registerSecrets(program: Command): void {
   });
   secrets
     .command("rotate-key")
-    .description("make a new master key active and re-encrypt every stored secret under it (runs on the server's machine, against its storage)")
-    .option("--keep-old", "keep retired keys in $WHARF_HOME/master.key")
+    .description("make a new master key active and re-encrypt every sealed value of every feature under it (runs on the server's machine, against its storage, while the server runs)")
+    .option("--keep-old", "keep retired keys in $WHARF_HOME/master.key even when no row uses them")
     .action(async (opts) => {
       const config = loadConfig();
-      if (config.masterKey) {
-        console.log("WHARF_MASTER_KEY is set: put the new key first in it (comma-separated, old keys after), restart, then run this to re-encrypt.");
-      } else {
-        loadKeyring(config.home, null);
-        const ring = addActiveKey(config.home);
-        console.log(`new active master key ${ring.activeId}`);
-      }
+      if (config.masterKey) console.log("WHARF_MASTER_KEY is set: its first key is the active one; re-encrypting under it (put a new key first and restart the server to rotate).");
       const store = await openStore({ databaseUrl: config.databaseUrl, home: config.home });
       try {
         await migrateToLatest(store);
-        const box = new SecretBox(loadKeyring(config.home, config.masterKey), () => reloadKeyring(config.home, config.masterKey));
-        const { resealed, keyIdsInUse } = await resealAll(store.db, box);
-        console.log(`re-encrypted ${resealed} value(s) under ${box.activeKeyId}`);
-        if (!config.masterKey && !opts.keepOld && fs.existsSync(config.home)) retainOnlyKeys(config.home, keyIdsInUse);
+        const result = await rotateMasterKey(store.db, { home: config.home, masterKey: config.masterKey, keepOld: Boolean(opts.keepOld), say: (l) => console.log(l) });
+        if (result.unreadable.length) process.exitCode = 1;
       } finally {
         await store.close();
       }

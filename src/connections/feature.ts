@@ -3,14 +3,9 @@ import { pruneAuthRequests, type FlowDeps } from "./auth-flow.ts";
 import { registerConnectionRoutes } from "./connection-routes.ts";
 import { registerFlowRoutes } from "./flow-routes.ts";
 import { registerProviderRoutes } from "./provider-routes.ts";
-import { registerConnectionSealedColumns } from "./sealed-columns.ts";
 import { loadConnectionSettings, type ConnectionSettings } from "./settings.ts";
 import { TokenRefresher } from "./token-refresh.ts";
 import { registerTokenRoutes } from "./token-routes.ts";
-
-// Importing this module registers the sealed columns, so `wharf secrets rotate-key` covers them
-// even when it runs without starting the platform.
-registerConnectionSealedColumns();
 
 /** A browser cannot reach 0.0.0.0 or [::]: point redirect URIs at loopback instead. */
 const browsable = (url: string) => url.replace("//0.0.0.0:", "//127.0.0.1:").replace("//[::]:", "//[::1]:");

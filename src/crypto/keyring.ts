@@ -85,11 +85,29 @@ export function loadKeyring(home: string, envValue: string | null): Keyring {
   return readKeyringFile(file);
 }
 
-/** Re-reads the key file: another process (`wharf secrets rotate-key`) may have added a key. */
+const lastRead = new Map<string, { signature: string; ring: Keyring }>();
+
+/**
+ * Re-reads the key file if it changed (another process, `wharf secrets rotate-key`, may have added
+ * a key): the same object comes back while the file's inode, size and mtime stay the same, so
+ * calling this before every seal costs one `stat`.
+ */
 export function reloadKeyring(home: string, envValue: string | null): Keyring | null {
   if (envValue) return null;
   const file = keyringPath(home);
-  return fs.existsSync(file) ? readKeyringFile(file) : null;
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw err;
+  }
+  const signature = `${st.ino}:${st.size}:${st.mtimeMs}`;
+  const cached = lastRead.get(file);
+  if (cached?.signature === signature) return cached.ring;
+  const ring = readKeyringFile(file);
+  lastRead.set(file, { signature, ring });
+  return ring;
 }
 
 /** Adds a fresh key to the file and makes it active; old keys stay for reading. */

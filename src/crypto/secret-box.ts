@@ -15,18 +15,36 @@ const TAG_BYTES = 16;
 /**
  * AES-256-GCM under the keyring's active key. The associated data binds a ciphertext to the row it
  * belongs to (workspace, purpose, name), so a sealed value copied into another row does not open.
+ *
+ * `reload` returns the key file's current keyring (cheap when unchanged: `reloadKeyring` caches by
+ * the file's stat). Sealing consults it first, so a running server seals under a key that
+ * `wharf secrets rotate-key` made active a moment ago; keys the file dropped stay in memory, so a
+ * value read just before a rotation still opens.
  */
 export class SecretBox {
+  private seen: Keyring | null = null;
+
   constructor(
     private ring: Keyring,
     private readonly reload: () => Keyring | null = () => null,
   ) {}
 
   get activeKeyId(): string {
+    this.refresh();
     return this.ring.activeId;
   }
 
+  private refresh(): void {
+    const fresh = this.reload();
+    if (!fresh || fresh === this.seen) return;
+    this.seen = fresh;
+    const keys = new Map(this.ring.keys);
+    for (const [id, key] of fresh.keys) keys.set(id, key);
+    this.ring = { activeId: fresh.activeId, keys };
+  }
+
   seal(plaintext: string, associatedData: string): Sealed {
+    this.refresh();
     const key = this.ring.keys.get(this.ring.activeId)!;
     const iv = crypto.randomBytes(IV_BYTES);
     const cipher = crypto.createCipheriv("aes-256-gcm", key, iv);
@@ -52,8 +70,7 @@ export class SecretBox {
   private keyFor(keyId: string): Buffer {
     let key = this.ring.keys.get(keyId);
     if (!key) {
-      const fresh = this.reload();
-      if (fresh) this.ring = fresh;
+      this.refresh();
       key = this.ring.keys.get(keyId);
     }
     if (!key) throw new SecretBoxError(`master key ${keyId} is not in the keyring`);

@@ -1,5 +1,4 @@
 import type { SecretBox } from "../crypto/secret-box.ts";
-import { registerRowSealedColumn } from "../secrets/rotate-master-key.ts";
 
 export interface DeploymentSecret {
   name: string;
@@ -10,8 +9,7 @@ export interface DeploymentSecret {
 export const secretsAad = (workspaceId: string, deploymentId: string) => `deployment-secrets:${workspaceId}:${deploymentId}`;
 export const apiKeyAad = (workspaceId: string, deploymentId: string) => `deployment-api-key:${workspaceId}:${deploymentId}`;
 
-registerRowSealedColumn("deployments", "secrets_key_id", "secrets_ciphertext", secretsAad);
-registerRowSealedColumn("deployments", "api_key_key_id", "api_key_ciphertext", apiKeyAad);
+// Listed for key rotation as `deployments.secrets` and `deployments.api-key` in src/secrets/sealed-columns.ts.
 
 export function sealSecrets(box: SecretBox, workspaceId: string, deploymentId: string, secrets: DeploymentSecret[]) {
   const sealed = box.seal(JSON.stringify(secrets), secretsAad(workspaceId, deploymentId));

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import { describe, test } from "node:test";
-import { addActiveKey, keyringFromEnv, keyringPath, loadKeyring } from "../../src/crypto/keyring.ts";
+import { addActiveKey, keyringFromEnv, keyringPath, loadKeyring, reloadKeyring, retainOnlyKeys } from "../../src/crypto/keyring.ts";
+import { keysToDrop } from "../../src/secrets/key-rotation.ts";
 import { SecretBox, SecretBoxError } from "../../src/crypto/secret-box.ts";
 import { tempHome } from "../support/dialects.ts";
 
@@ -32,6 +33,29 @@ describe("SecretBox", () => {
     assert.equal(fresh.seal("w", "aad").keyId, rotated.activeId);
     // The running box learns the new key from the file when it meets a value sealed under it.
     assert.equal(box.open(fresh.seal("w", "aad"), "aad"), "w");
+  });
+
+  test("a running box seals under a key another process made active, and keeps keys the file dropped", () => {
+    const home = tempHome();
+    const first = loadKeyring(home, null);
+    const box = new SecretBox(first, () => reloadKeyring(home, null));
+    const old = box.seal("v", "aad");
+    assert.equal(old.keyId, first.activeId);
+    const rotated = addActiveKey(home);
+    assert.equal(box.seal("w", "aad").keyId, rotated.activeId, "the next seal uses the new active key");
+    retainOnlyKeys(home, new Set([rotated.activeId]));
+    assert.equal(box.open(old, "aad"), "v", "a value read before the drop still opens");
+    assert.equal(reloadKeyring(home, null), reloadKeyring(home, null), "an unchanged file is not re-read");
+  });
+
+  test("keysToDrop keeps the active key and every key in use", () => {
+    const table: Array<[string[], string, string[], string[]]> = [
+      [["a", "b", "c"], "c", [], ["a", "b"]],
+      [["a", "b", "c"], "c", ["a"], ["b"]],
+      [["a"], "a", ["a"], []],
+      [["a", "b"], "b", ["a", "b"], []],
+    ];
+    for (const [known, active, inUse, want] of table) assert.deepEqual(keysToDrop(known, active, new Set(inUse)), want);
   });
 
   test("WHARF_MASTER_KEY: base64 or hex, several keys, first active; bad lengths are refused", () => {
