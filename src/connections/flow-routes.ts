@@ -18,7 +18,7 @@ export const authenticateBody = z
     force_new: z.boolean().default(false),
     token_id: z.uuid({ message: "Input should be a valid UUID" }).nullish(),
     is_default: z.boolean().default(true),
-    // Accepted for compatibility with the real platform's clients; Wharf has no shared public clients.
+    // Accepted for compatibility with LangSmith Deployment's clients; Wharf has no shared public clients.
     use_agent_builder_public_oauth: z.boolean().optional(),
   })
   .strict();

@@ -63,7 +63,7 @@ export const providerCreateBody = z
   .strict();
 export type ProviderCreateBody = z.infer<typeof providerCreateBody>;
 
-/** Every field optional; null on a required field means "unchanged", as in the real platform's PATCH. */
+/** Every field optional; null on a required field means "unchanged", as in LangSmith Deployment's PATCH. */
 export const providerPatchBody = z
   .object({
     name: common.name.nullish(),
