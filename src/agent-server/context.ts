@@ -6,7 +6,7 @@ import type { Dialect } from "../store/database.ts";
 import type { Database } from "../store/schema.ts";
 import type { Checkpointer } from "./storage/checkpointer.ts";
 import type { AuthContext, CustomAuth } from "./auth/custom-auth.ts";
-import type { LoadedGraph } from "./project/graphs.ts";
+import type { GraphFailure, LoadedGraph } from "./project/graphs.ts";
 import type { AgentStore } from "./storage/store.ts";
 import "./storage/tables.ts";
 
@@ -17,6 +17,8 @@ export interface AgentServerContext {
   db: Kysely<Database>;
   dialect: Dialect;
   graphs: Map<string, LoadedGraph>;
+  /** Graphs of the project that failed to load (logged at start, listed by `/info`). */
+  graphFailures: Map<string, GraphFailure>;
   checkpointer: Checkpointer;
   /** The LangGraph store (`/store/*`, and `config.store` / `getStore()` in graphs). */
   store: AgentStore;

@@ -6,3 +6,4 @@ export { loadProject, applyProjectEnv, ProjectError } from "./project/project.ts
 export type { AgentProject } from "./project/project.ts";
 export { systemAssistantId } from "./storage/assistants.ts";
 export { claimDueCrons } from "./crons/crons.ts";
+export { registerSdkLogger } from "./project/sdk-logger.ts";

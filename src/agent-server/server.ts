@@ -17,6 +17,7 @@ import type { AgentEnv, AgentServerContext } from "./context.ts";
 import { CronScheduler, cronTickMs } from "./crons/cron-scheduler.ts";
 import { CustomAuth } from "./auth/custom-auth.ts";
 import { loadGraphs } from "./project/graphs.ts";
+import { registerSdkLogger } from "./project/sdk-logger.ts";
 import { applyProjectEnv, loadProject, type AgentProject } from "./project/project.ts";
 import { RunEngine } from "./runs/run-engine.ts";
 import { AgentStore } from "./storage/store.ts";
@@ -68,7 +69,9 @@ export function defaultServerId(project: AgentProject): string {
 export async function createAgentServerApp(options: AgentServerOptions): Promise<AgentServer> {
   const project = typeof options.project === "string" ? loadProject(options.project) : options.project;
   applyProjectEnv(project);
-  const graphs = await loadGraphs(project);
+  registerSdkLogger(options.log);
+  const { graphs, failures } = await loadGraphs(project);
+  for (const [graphId, f] of failures) options.log.error({ graphId, module: f.module, error: f.error }, `graph "${graphId}" did not load (${f.module}): ${f.error}; the other graphs still serve`);
   const customAuth = await CustomAuth.load(project);
   const checkpointer: Checkpointer = await openCheckpointer({ databaseUrl: options.databaseUrl, home: options.home, pgSchema: options.pgSchema });
   const serverId = options.serverId ?? defaultServerId(project);
@@ -78,6 +81,7 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
     db: options.store.db,
     dialect: options.store.dialect,
     graphs,
+    graphFailures: failures,
     checkpointer,
     store: new AgentStore(options.store.db, options.store.dialect, serverId),
     customAuth,

@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import type { TestContext } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
 import { startAgentServer, type RunningAgentServer } from "../../src/agent-server/index.ts";
-import { createLogger } from "../../src/log/logger.ts";
+import { createLogger, type Logger } from "../../src/log/logger.ts";
 import { bootstrap } from "../../src/platform/bootstrap.ts";
 import type { Dialect } from "../../src/store/database.ts";
 import { storageSettings } from "../support/dialects.ts";
@@ -26,7 +26,7 @@ export interface TestAgentServer extends RunningAgentServer {
  */
 export async function startTestAgentServer(
   t: TestContext,
-  options: { dialect?: Dialect; project?: string; open?: boolean; leaseMs?: number } = {},
+  options: { dialect?: Dialect; project?: string; open?: boolean; leaseMs?: number; log?: Logger } = {},
 ): Promise<TestAgentServer | null> {
   const s = await storageSettings(t, options.dialect ?? "sqlite");
   if (!s) return null;
@@ -43,7 +43,7 @@ export async function startTestAgentServer(
       open: options.open,
       serverId: "test-server",
       leaseMs: leaseMs ?? options.leaseMs,
-      log: createLogger({ level: process.env.WHARF_TEST_LOG ?? "silent" }),
+      log: options.log ?? createLogger({ level: process.env.WHARF_TEST_LOG ?? "silent" }),
     });
     servers.push(running);
     if (apiKey === null && !options.open) apiKey = (await bootstrap(running.server.ctx.db, s.home)).apiKey ?? null;
@@ -70,4 +70,11 @@ export async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
   for await (const x of stream) out.push(x);
   return out;
+}
+
+/** A logger whose JSON lines are kept in memory (to assert on what the server logged). */
+export function memoryLogger(): { log: Logger; lines: () => Array<Record<string, unknown>> } {
+  const chunks: string[] = [];
+  const log = createLogger({ level: "debug", destination: { write: (s: string) => void chunks.push(s) } });
+  return { log, lines: () => chunks.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) };
 }

@@ -58,6 +58,7 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
         langgraph_js_version: "1.7.3",
         context: "js",
         flags: { assistants: true, crons: true, langsmith: false, langsmith_tracing_replicas: false },
+        ...(ctx.graphFailures.size ? { graph_errors: Object.fromEntries(ctx.graphFailures) } : {}),
       }),
       { headers: { ...CORS_HEADERS, "content-type": "application/json" } },
     ),

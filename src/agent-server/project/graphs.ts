@@ -1,3 +1,4 @@
+import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import type { AgentProject } from "./project.ts";
@@ -22,11 +23,20 @@ export class GraphLoadError extends Error {}
 
 const isCompiled = (v: any): v is RunnableGraph => v != null && typeof v === "object" && typeof v.stream === "function" && typeof v.getState === "function";
 const isBuilder = (v: any) => v != null && typeof v === "object" && typeof v.compile === "function" && !isCompiled(v);
+/** A compiled LangGraph `Pregel` (what `StateGraph.compile()` returns): it carries its builder. */
+const isPregel = (v: any) => isCompiled(v) && (v as { builder?: unknown }).builder != null && typeof (v as { builder?: unknown }).builder === "object";
 
-async function toCompiled(value: unknown, where: string): Promise<RunnableGraph> {
+/**
+ * A graph export → the compiled graph to run. langchain's `createAgent` (and deepagents'
+ * `createDeepAgent`) return a `ReactAgent` that looks like a compiled graph but keeps its state in
+ * private fields, so the server runs the `Pregel` it exposes as `.graph` instead, as the LangGraph
+ * server does.
+ */
+export async function toCompiled(value: unknown, where: string): Promise<RunnableGraph> {
   let v: any = await value;
   if (isBuilder(v)) v = v.compile();
-  if (!isCompiled(v) && isCompiled(v?.graph)) v = v.graph; // createAgent()-style wrappers
+  const inner = v?.graph;
+  if (inner !== v && isPregel(inner)) v = inner;
   if (!isCompiled(v)) throw new GraphLoadError(`${where} is not a LangGraph graph (expected a compiled graph, a StateGraph, or a function returning one)`);
   return v;
 }
@@ -67,28 +77,42 @@ function withCheckpointer(graph: RunnableGraph, checkpointer: BaseCheckpointSave
   return variant;
 }
 
-/** Imports every graph of the project at start; a failure names the graph, the file and why. */
-export async function loadGraphs(project: AgentProject): Promise<Map<string, LoadedGraph>> {
-  const out = new Map<string, LoadedGraph>();
+/** Why a graph did not load: its module (relative to the project) and the error. */
+export interface GraphFailure {
+  module: string;
+  error: string;
+}
+
+/** The graphs of a project that loaded, and why the others did not (by graph id). */
+export interface LoadedGraphs {
+  graphs: Map<string, LoadedGraph>;
+  failures: Map<string, GraphFailure>;
+}
+
+/** A module export → a loaded graph (a factory is kept and called per run). */
+async function fromExport(graphId: string, description: string | null, value: unknown, where: string): Promise<LoadedGraph> {
+  if (typeof value === "function" && !isCompiled(value) && !isBuilder(value)) return new LoadedGraph(graphId, description, null, value as (c: unknown) => unknown, where);
+  return new LoadedGraph(graphId, description, await toCompiled(value, where), null, where);
+}
+
+/**
+ * Imports every graph of the project at start. A graph whose module throws (or exports no graph)
+ * is reported with its file and the reason and left out: the other graphs still serve.
+ */
+export async function loadGraphs(project: AgentProject): Promise<LoadedGraphs> {
+  const graphs = new Map<string, LoadedGraph>();
+  const failures = new Map<string, GraphFailure>();
   for (const g of project.graphs) {
     const where = `graph "${g.graphId}" (${g.file}:${g.exportName})`;
-    let mod: Record<string, unknown>;
     try {
-      mod = (await import(pathToFileURL(g.file).href)) as Record<string, unknown>;
+      const mod = (await import(pathToFileURL(g.file).href)) as Record<string, unknown>;
+      const value = mod[g.exportName];
+      if (value === undefined) throw new GraphLoadError(`the module has no export "${g.exportName}" (exports: ${Object.keys(mod).join(", ") || "none"})`);
+      graphs.set(g.graphId, await fromExport(g.graphId, g.description, value, where));
     } catch (err) {
-      throw new GraphLoadError(`cannot load ${where}: ${(err as Error).message}`);
-    }
-    const value = mod[g.exportName];
-    if (value === undefined) throw new GraphLoadError(`cannot load ${where}: the module has no export "${g.exportName}" (exports: ${Object.keys(mod).join(", ") || "none"})`);
-    if (typeof value === "function" && !isCompiled(value) && !isBuilder(value)) {
-      out.set(g.graphId, new LoadedGraph(g.graphId, g.description, null, value as (c: unknown) => unknown, where));
-    } else {
-      try {
-        out.set(g.graphId, new LoadedGraph(g.graphId, g.description, await toCompiled(value, where), null, where));
-      } catch (err) {
-        throw new GraphLoadError(`cannot load ${where}: ${(err as Error).message}`);
-      }
+      const module = `./${path.relative(project.dir, g.file).split(path.sep).join("/")}:${g.exportName}`;
+      failures.set(g.graphId, { module, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
     }
   }
-  return out;
+  return { graphs, failures };
 }
