@@ -2,7 +2,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", ".wharf/**", "dist/**", "**/.wharf/**", ".scratch*/**"] },
+  { ignores: ["node_modules/**", ".wharf/**", "dist/**", "console/dist/**", "**/.wharf/**", ".scratch*/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

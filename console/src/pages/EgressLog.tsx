@@ -1,0 +1,82 @@
+import { useState } from "react";
+import { api } from "../api.ts";
+import { Empty, ErrorNote, Status, useLoad } from "../ui.tsx";
+
+interface AuditEntry {
+  id: string;
+  at: string;
+  last_at: string;
+  count: number;
+  kind: string;
+  decision: string;
+  rule: string | null;
+  host: string;
+  port: number;
+  method: string | null;
+  path: string | null;
+  status: number | null;
+  reason?: string | null;
+}
+
+const KINDS = ["", "inject", "block", "tunnel", "sign", "callback", "credential"];
+const WINDOWS: Array<[string, number]> = [["all time", 0], ["last 5 minutes", 5], ["last hour", 60], ["last 24 hours", 1440]];
+
+/** Pure: the client-side filters (host and rule substrings, time window) over the API's page. */
+export function filterAudit(entries: AuditEntry[], f: { host: string; rule: string; minutes: number }, now = Date.now()): AuditEntry[] {
+  return entries.filter(
+    (e) =>
+      (!f.host || e.host.includes(f.host.trim().toLowerCase())) &&
+      (!f.rule || (e.rule ?? "").toLowerCase().includes(f.rule.trim().toLowerCase())) &&
+      (!f.minutes || Date.parse(e.last_at) >= now - f.minutes * 60_000),
+  );
+}
+
+export function EgressLog({ sandbox }: { sandbox: string }) {
+  const [kind, setKind] = useState("");
+  const [host, setHost] = useState("");
+  const [rule, setRule] = useState("");
+  const [minutes, setMinutes] = useState(0);
+  const log = useLoad(
+    () => api<{ entries: AuditEntry[] }>(`/v2/sandboxes/boxes/${encodeURIComponent(sandbox)}/egress-log?limit=500${kind ? `&kind=${kind}` : ""}`).then((r) => r.entries),
+    [sandbox, kind],
+    3000,
+  );
+  const rows = filterAudit(log.data ?? [], { host, rule, minutes });
+  return (
+    <div className="egress">
+      <div className="row filters">
+        <label className="field"><span className="label">Kind</span>
+          <select name="kind" value={kind} onChange={(e) => setKind(e.target.value)}>
+            {KINDS.map((k) => <option key={k} value={k}>{k || "any"}</option>)}
+          </select>
+        </label>
+        <label className="field"><span className="label">Host</span><input name="host" value={host} onChange={(e) => setHost(e.target.value)} placeholder="api.example.com" /></label>
+        <label className="field"><span className="label">Rule</span><input name="rule" value={rule} onChange={(e) => setRule(e.target.value)} /></label>
+        <label className="field"><span className="label">Time</span>
+          <select name="window" value={minutes} onChange={(e) => setMinutes(Number(e.target.value))}>
+            {WINDOWS.map(([l, m]) => <option key={m} value={m}>{l}</option>)}
+          </select>
+        </label>
+      </div>
+      <ErrorNote error={log.error} />
+      {log.data && rows.length === 0 ? <Empty>No egress events match.</Empty> : null}
+      {rows.length ? (
+        <table className="list audit">
+          <thead><tr><th>When</th><th>Kind</th><th>Host</th><th className="wide">Request</th><th>Rule</th><th>×</th></tr></thead>
+          <tbody>
+            {rows.map((e) => (
+              <tr key={e.id} data-kind={e.kind}>
+                <td>{new Date(e.last_at).toLocaleTimeString()}</td>
+                <td><Status value={e.kind} /></td>
+                <td className="mono">{e.host}:{e.port}</td>
+                <td className="wide mono">{e.method ?? ""} {e.path ?? ""} {e.status ? `→ ${e.status}` : ""} {e.reason ? <span className="muted">{e.reason}</span> : null}</td>
+                <td>{e.rule ?? "—"}</td>
+                <td>{e.count}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </div>
+  );
+}

@@ -1,0 +1,99 @@
+import { useCallback, useEffect, useRef, useState, type ReactNode } from "react";
+import { ApiError } from "./api.ts";
+
+export function Page(props: { title: string; actions?: ReactNode; children: ReactNode }) {
+  return (
+    <section className="page">
+      <header className="page-head">
+        <h1>{props.title}</h1>
+        <div className="actions">{props.actions}</div>
+      </header>
+      {props.children}
+    </section>
+  );
+}
+
+const GOOD = /^(DEPLOYED|ready|completed|ACTIVE)$/;
+const BAD = /FAILED|failed|INTERRUPTED|error|block/;
+export function Status({ value }: { value: string | null | undefined }) {
+  const v = value ?? "—";
+  const tone = GOOD.test(v) ? "good" : BAD.test(v) ? "bad" : /stopped|SKIPPED|deleting/.test(v) ? "muted" : "busy";
+  return <span className={`status ${tone}`} data-status={v}>{v}</span>;
+}
+
+export function ErrorNote({ error }: { error: unknown }) {
+  if (!error) return null;
+  const msg = error instanceof Error ? error.message : String(error);
+  return <div className="error" role="alert">{msg}</div>;
+}
+
+/** Loads data, reloads on demand or on an interval; errors are shown, never thrown. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[], everyMs = 0) {
+  const [data, setData] = useState<T | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const alive = useRef(true);
+  const reload = useCallback(() => load().then((d) => alive.current && (setData(d), setError(null)), (e) => alive.current && setError(e)), deps);
+  useEffect(() => {
+    alive.current = true;
+    void reload();
+    const t = everyMs ? setInterval(() => void reload(), everyMs) : null;
+    return () => {
+      alive.current = false;
+      if (t) clearInterval(t);
+    };
+  }, [reload, everyMs]);
+  return { data, error, reload, setData };
+}
+
+/** Runs an action with a busy flag and its error kept for display. */
+export function useAction() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const run = useCallback(async <T,>(fn: () => Promise<T>): Promise<T | undefined> => {
+    setBusy(true);
+    setError(null);
+    try {
+      return await fn();
+    } catch (e) {
+      setError(e);
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { busy, error, run, setError };
+}
+
+/** The 422 messages whose `loc` starts with `prefix` (e.g. ["body","proxy_config"]). */
+export function issuesAt(error: unknown, prefix: Array<string | number>): Array<{ path: string; msg: string }> {
+  if (!(error instanceof ApiError)) return [];
+  return error.issues
+    .filter((i) => prefix.every((p, k) => i.loc[k] === p))
+    .map((i) => ({ path: i.loc.slice(prefix.length).join("."), msg: i.msg }));
+}
+
+export function Field(props: { label: string; hint?: string; error?: string | null; children: ReactNode }) {
+  return (
+    <label className={`field${props.error ? " invalid" : ""}`}>
+      <span className="label">{props.label}</span>
+      {props.children}
+      {props.hint && !props.error ? <span className="hint">{props.hint}</span> : null}
+      {props.error ? <span className="field-error" role="alert">{props.error}</span> : null}
+    </label>
+  );
+}
+
+export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : "—");
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <p className="empty">{children}</p>;
+}
+
+export function Progress({ fraction, label }: { fraction: number | null; label: string }) {
+  return (
+    <div className="progress" role="progressbar" aria-valuenow={fraction === null ? undefined : Math.round(fraction * 100)}>
+      <div className={`bar${fraction === null ? " indeterminate" : ""}`} style={fraction === null ? undefined : { width: `${Math.round(fraction * 100)}%` }} />
+      <span>{label}</span>
+    </div>
+  );
+}
