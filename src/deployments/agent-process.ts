@@ -1,14 +1,20 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
-import { WHARF_BIN } from "./layout.ts";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import type { RevisionLog } from "./revision-logs.ts";
+import type { Launched, Launcher, LaunchSpec } from "./launcher.ts";
+
+/** tsx's loader, by absolute URL, so that it resolves whatever the child's working folder is. */
+export const TSX_LOADER = import.meta.resolve("tsx");
+export const REVISION_SERVER = path.join(path.dirname(fileURLToPath(import.meta.url)), "revision-server.ts");
 
 export interface RunnerArgs {
   projectDir: string;
   configFile: string;
-  host: string;
-  port: number;
+  /** Unix socket to listen on (as the process sees it). */
+  socket: string;
+  /** The private state folder (as the process sees it): the deployment's database lives here. */
+  stateDir: string;
   /** Scopes the agent server's rows: the deployment id, so threads outlive revisions. */
   serverId: string;
 }
@@ -18,91 +24,59 @@ export type RunnerCommand = (args: RunnerArgs) => { command: string; args: strin
 
 export const defaultRunnerCommand: RunnerCommand = (a) => ({
   command: process.execPath,
-  args: [WHARF_BIN, "agent-server", "--project", a.projectDir, "--host", a.host, "--port", String(a.port), "--server-id", a.serverId],
+  args: ["--import", TSX_LOADER, REVISION_SERVER, "--project", a.projectDir, "--socket", a.socket, "--state", a.stateDir, "--server-id", a.serverId],
 });
 
-export async function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.once("error", reject);
-    s.listen(0, host, () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /**
- * One agent server process of one revision. It runs in its own process group so that stopping it
- * also stops whatever it started; its output goes to the revision's deploy log.
+ * One agent server process of one revision, confined by the launcher, reachable at a unix socket
+ * (the host's path to it is `socketPath`); its output goes to the revision's deploy log.
  */
 export class AgentProcess {
-  readonly child: ChildProcess;
   readonly exited: Promise<number | null>;
   private exitCode: number | null | undefined = undefined;
 
-  constructor(
-    runner: RunnerCommand,
-    readonly args: RunnerArgs,
-    env: NodeJS.ProcessEnv,
-    log: RevisionLog,
+  private constructor(
+    private readonly launched: Launched,
+    readonly socketPath: string,
+    readonly cgroupId: string,
   ) {
-    const { command, args: argv } = runner(args);
-    this.child = spawn(command, argv, { cwd: args.projectDir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-    this.child.stdout!.on("data", log.lineSink("info"));
-    this.child.stderr!.on("data", log.lineSink("info"));
-    this.exited = new Promise((resolve) => {
-      this.child.once("error", (err) => {
-        log.line(`cannot start the agent server: ${err.message}`, "error");
-        this.exitCode = null;
-        resolve(null);
-      });
-      this.child.once("exit", (code, signal) => {
-        this.exitCode = signal ? null : code;
-        resolve(this.exitCode);
-      });
-    });
+    this.exited = launched.exited.then((code) => (this.exitCode = code));
   }
 
+  static async start(launcher: Launcher, spec: LaunchSpec, socketPath: string, log: RevisionLog): Promise<AgentProcess> {
+    const launched = await launcher.launch(spec);
+    launched.stdout.on("data", log.lineSink("info"));
+    launched.stderr.on("data", log.lineSink("info"));
+    return new AgentProcess(launched, socketPath, spec.id);
+  }
+
+  /** What the proxy and other platform processes connect to. */
   get url(): string {
-    return `http://${this.args.host.includes(":") ? `[${this.args.host}]` : this.args.host}:${this.args.port}`;
+    return `unix:${this.socketPath}`;
   }
 
   get pid(): number | undefined {
-    return this.child.pid;
+    return this.launched.pid;
   }
 
   get running(): boolean {
     return this.exitCode === undefined;
   }
 
-  /** SIGTERM to the group, SIGKILL after `graceMs`. */
   async stop(graceMs = 5000): Promise<void> {
-    if (!this.running || !this.child.pid) return;
-    signalGroup(this.child.pid, "SIGTERM");
-    const timer = setTimeout(() => signalGroup(this.child.pid!, "SIGKILL"), graceMs);
-    await this.exited;
-    clearTimeout(timer);
-    signalGroup(this.child.pid, "SIGKILL"); // leftovers of the group
+    await this.launched.stop(graceMs);
   }
 }
 
-function signalGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      /* gone */
-    }
-  }
+/** The unix socket path in a `unix:/path` serving URL, or null for an http URL. */
+export function socketOf(url: string): string | null {
+  return url.startsWith("unix:") ? url.slice(5) : null;
 }
 
 /**
- * Kills an agent server left behind by a platform process that died (SIGKILL leaves children
- * running), but only if that pid still is our server for this id: pids are reused.
+ * Kills an unconfined agent server left behind by a platform process that died (SIGKILL leaves
+ * children running), but only if that pid still is our server for this id: pids are reused.
+ * Confined servers die with the platform (`--die-with-parent`) and their cgroup is emptied.
  */
 export function killOrphan(pid: number, serverMarker: string): boolean {
   try {
@@ -111,6 +85,14 @@ export function killOrphan(pid: number, serverMarker: string): boolean {
   } catch {
     return false;
   }
-  signalGroup(pid, "SIGKILL");
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      /* gone */
+    }
+  }
   return true;
 }

@@ -5,14 +5,20 @@ import { installDependencies } from "./dependencies.ts";
 import type { DeploymentsLayout } from "./layout.ts";
 import { readProjectConfig } from "./project-config.ts";
 import type { RevisionLog } from "./revision-logs.ts";
-import { runCommand } from "./run-command.ts";
 import { fetchSource, type SourceSpec } from "./sources.ts";
+import { TSX_LOADER } from "./agent-process.ts";
+
+export { TSX_LOADER };
 
 export class BuildError extends Error {}
 
 const LOAD_CHECK = path.join(path.dirname(fileURLToPath(import.meta.url)), "load-check-child.ts");
-/** tsx's loader, by absolute URL, so that it resolves whatever the child's working folder is. */
-export const TSX_LOADER = import.meta.resolve("tsx");
+
+/**
+ * Runs one build step (install, build command, load check) confined as the deployment: `writable`
+ * says whether the build folder may change; returns its stdout when `capture`.
+ */
+export type BuildStep = (step: { what: string; argv: string[]; cwd: string; env: Record<string, string>; writable: boolean; capture?: boolean }) => Promise<string>;
 
 export interface BuildInput {
   revisionId: string;
@@ -37,12 +43,17 @@ export interface BuildOutput {
  * Build = fetch the source, install its dependencies (shared cache), run the optional build
  * command, then import every graph in a child process. Everything goes to the revision's build log.
  */
-export async function buildRevision(input: BuildInput, ctx: { layout: DeploymentsLayout; log: RevisionLog; signal: AbortSignal; home: string }): Promise<BuildOutput> {
+export async function buildRevision(
+  input: BuildInput,
+  ctx: { layout: DeploymentsLayout; log: RevisionLog; signal: AbortSignal; home: string; workspaceId: string; step: BuildStep; afterFetch: (artifactDir: string) => void },
+): Promise<BuildOutput> {
   const { layout, log, signal } = ctx;
   const artifactDir = layout.buildDir(input.revisionId);
   const started = performance.now();
   const { commitSha } = await fetchSource(input.source, artifactDir, ctx);
   signal.throwIfAborted();
+  // From here on the build belongs to the deployment: its own steps write it as its own uid.
+  ctx.afterFetch(artifactDir);
   let config;
   try {
     config = readProjectConfig(artifactDir, input.langgraphConfigPath);
@@ -50,14 +61,14 @@ export async function buildRevision(input: BuildInput, ctx: { layout: Deployment
     throw new BuildError((err as Error).message);
   }
   log.line(`graphs in ${input.langgraphConfigPath}: ${config.graphIds.join(", ")}${config.hasCustomAuth ? " (custom auth)" : ""}`);
-  const childEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LANG: process.env.LANG, ...input.env, NODE_ENV: "production" };
-  await installDependencies(config.dir, { layout, installCommand: input.installCommand, log, signal, env: childEnv });
+  const childEnv: Record<string, string> = { ...input.env, NODE_ENV: "production" };
+  await installDependencies(config.dir, { layout, workspaceId: ctx.workspaceId, installCommand: input.installCommand, log, step: ctx.step, env: childEnv });
   if (input.buildCommand) {
     log.line(`running build command: ${input.buildCommand}`);
-    await runCommand("sh", ["-c", input.buildCommand], { cwd: config.dir, env: childEnv, log, signal, what: "build command" });
+    await ctx.step({ what: "build command", argv: ["/bin/sh", "-c", input.buildCommand], cwd: config.dir, env: childEnv, writable: true });
   }
   log.line("loading graphs");
-  const out = await runCommand(process.execPath, ["--import", TSX_LOADER, LOAD_CHECK, config.file], { cwd: config.dir, env: childEnv, log, signal, what: "loading the graphs", capture: true });
+  const out = await ctx.step({ what: "loading the graphs", argv: [process.execPath, "--import", TSX_LOADER, LOAD_CHECK, config.file], cwd: config.dir, env: childEnv, writable: false, capture: true });
   const last = out.trim().split("\n").pop() ?? "";
   let result: { graphs: Array<{ id: string; ok: boolean; error?: string }>; auth: { ok: boolean; error?: string } | null };
   try {

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { DeploymentsLayout } from "./layout.ts";
 import type { RevisionLog } from "./revision-logs.ts";
-import { runCommand } from "./run-command.ts";
+import type { BuildStep } from "./builder.ts";
 
 const LOCKFILES = ["package-lock.json", "npm-shrinkwrap.json"];
 
@@ -28,7 +28,7 @@ export function dependencyKey(projectDir: string, installCommand: string | null)
  */
 export async function installDependencies(
   projectDir: string,
-  opts: { layout: DeploymentsLayout; installCommand: string | null; log: RevisionLog; signal: AbortSignal; env: NodeJS.ProcessEnv },
+  opts: { layout: DeploymentsLayout; workspaceId: string; installCommand: string | null; log: RevisionLog; step: BuildStep; env: Record<string, string> },
 ): Promise<{ key: string | null; cached: boolean }> {
   const key = dependencyKey(projectDir, opts.installCommand);
   const target = path.join(projectDir, "node_modules");
@@ -36,7 +36,8 @@ export async function installDependencies(
     opts.log.line("no package.json: nothing to install (imports resolve to the platform's packages)");
     return { key: null, cached: false };
   }
-  const cached = path.join(opts.layout.deps, key);
+  // Per workspace: one workspace's install scripts never write what another workspace runs.
+  const cached = path.join(opts.layout.depsFor(opts.workspaceId), key);
   if (fs.existsSync(path.join(cached, ".complete"))) {
     fs.rmSync(target, { recursive: true, force: true });
     fs.symlinkSync(path.join(cached, "node_modules"), target, "dir");
@@ -47,18 +48,18 @@ export async function installDependencies(
   // result into the cache. A concurrent build of the same key may win the rename: then use its copy.
   fs.rmSync(target, { recursive: true, force: true });
   const hasLock = LOCKFILES.some((f) => fs.existsSync(path.join(projectDir, f)));
-  const env = { ...opts.env, npm_config_cache: opts.layout.npmCache, npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false" };
+  const env = { ...opts.env, npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false" };
   if (opts.installCommand) {
     opts.log.line(`running install command: ${opts.installCommand}`);
-    await runCommand("sh", ["-c", opts.installCommand], { cwd: projectDir, env, log: opts.log, signal: opts.signal, what: "install command" });
+    await opts.step({ what: "install command", argv: ["/bin/sh", "-c", opts.installCommand], cwd: projectDir, env, writable: true });
   } else {
     const args = hasLock ? ["ci", "--prefer-offline", "--no-audit", "--no-fund"] : ["install", "--prefer-offline", "--no-audit", "--no-fund", "--no-package-lock"];
     opts.log.line(`npm ${args.join(" ")}`);
-    await runCommand("npm", args, { cwd: projectDir, env, log: opts.log, signal: opts.signal, what: "npm install" });
+    await opts.step({ what: "npm install", argv: ["/usr/bin/npm", ...args], cwd: projectDir, env, writable: true });
   }
   if (!fs.existsSync(target)) fs.mkdirSync(target);
   const staging = `${cached}.${process.pid}.${Date.now()}`;
-  fs.mkdirSync(staging, { recursive: true });
+  fs.mkdirSync(staging, { recursive: true, mode: 0o755 });
   fs.renameSync(target, path.join(staging, "node_modules"));
   fs.writeFileSync(path.join(staging, ".complete"), new Date().toISOString());
   try {

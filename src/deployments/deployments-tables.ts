@@ -24,6 +24,11 @@ export interface DeploymentsTable {
   rollout_revision_id: string | null;
   rollout_owner: string | null;
   rollout_lease_until: string | null;
+  /** Host uid the deployment's confined processes run as (unique; allocated on first rollout). */
+  run_uid: number | null;
+  /** The deployment's own agent-server key (sealed): what its agent server seals with. */
+  agent_key_key_id: string | null;
+  agent_key_ciphertext: string | null;
   created_at: string;
   updated_at: string;
 }

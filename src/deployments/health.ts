@@ -1,5 +1,7 @@
 import type { AgentProcess } from "./agent-process.ts";
+import { encodePrincipal, PRINCIPAL_HEADER } from "./principal-header.ts";
 import type { RevisionLog } from "./revision-logs.ts";
+import { fetchUpstream } from "./upstream.ts";
 
 export class HealthError extends Error {}
 
@@ -12,8 +14,7 @@ export async function waitUntilUp(proc: AgentProcess, signal: AbortSignal, log: 
     signal.throwIfAborted();
     if (!proc.running) throw new HealthError(`the agent server exited (code ${await proc.exited}) before answering GET /ok`);
     try {
-      const res = await fetch(`${proc.url}/ok`, { signal: AbortSignal.timeout(2000) });
-      await res.arrayBuffer();
+      const res = await fetchUpstream(proc.url, "/ok", { signal, timeoutMs: 2000 });
       if (res.status === 200) {
         log.line(`GET /ok answered 200 after ${Math.round(performance.now() - started)} ms`);
         return;
@@ -21,51 +22,73 @@ export async function waitUntilUp(proc: AgentProcess, signal: AbortSignal, log: 
     } catch {
       /* not listening yet */
     }
-    await sleep(Math.min(25 * 2 ** Math.min(attempt, 3), 200));
+    await sleep(Math.min(10 * 2 ** Math.min(attempt, 4), 100));
   }
 }
 
+export interface ReadinessOptions {
+  workspaceId: string;
+  hasCustomAuth: boolean;
+  signal: AbortSignal;
+  log: RevisionLog;
+  timeoutMs: number;
+  /** Opt-in: a real stateless run of every graph with this input (`source_config.smoke_input`). */
+  smokeInput?: Record<string, unknown> | null;
+}
+
+/** The platform's own developer identity for readiness checks (`x-auth-scheme: langsmith`, as Studio). */
+function headersFor(workspaceId: string) {
+  return { [PRINCIPAL_HEADER]: encodePrincipal({ userId: "wharf-deployments", workspaceId, scheme: "api_key", apiKeyId: null }), "x-auth-scheme": "langsmith" };
+}
+
 /**
- * A real stateless run of every graph (`POST /runs/wait`), as a client would make it. A graph that
- * cannot answer "health" fails the deploy. A project with custom auth may refuse the platform's
- * key: that is its right, and then `/ok` plus the build's load check are the evidence.
+ * The LangGraph server's own readiness, without side effects: the server loaded every graph (it
+ * answers only after that) and the assistants API lists each graph. Nothing runs unless the
+ * deployment asks for a smoke input. A project whose custom auth refuses the developer identity
+ * is its right: then /ok plus the build's load check are the evidence.
  */
-export async function healthRuns(
-  proc: AgentProcess,
-  graphs: string[],
-  opts: { apiKey: string; hasCustomAuth: boolean; signal: AbortSignal; log: RevisionLog; timeoutMs: number },
-): Promise<void> {
+export async function checkReady(proc: AgentProcess, graphs: string[], opts: ReadinessOptions): Promise<void> {
+  const headers = headersFor(opts.workspaceId);
   for (const graph of graphs) {
     opts.signal.throwIfAborted();
-    const started = performance.now();
-    let res: Response;
-    try {
-      res = await fetch(`${proc.url}/runs/wait`, {
-        method: "POST",
-        // `x-auth-scheme: langsmith` + a platform key is the Studio (developer) access the agent
-        // server grants past a project's custom auth, unless the project disables it.
-        headers: { "content-type": "application/json", "x-api-key": opts.apiKey, "x-auth-scheme": "langsmith" },
-        body: JSON.stringify({ assistant_id: graph, input: { messages: [{ role: "human", content: "health" }] } }),
-        signal: AbortSignal.any([opts.signal, AbortSignal.timeout(opts.timeoutMs)]),
-      });
-    } catch (err) {
-      opts.signal.throwIfAborted();
-      throw new HealthError(`health run of graph ${graph} got no answer: ${(err as Error).message}`);
-    }
-    const text = await res.text();
+    const res = await call(proc, "/assistants/search", { graph_id: graph, limit: 1 }, headers, opts, `listing the assistants of graph ${graph}`);
     if ((res.status === 401 || res.status === 403) && opts.hasCustomAuth) {
-      opts.log.line(`health run of graph ${graph}: the project's custom auth answered ${res.status} to the platform's key; relying on /ok and the build's load check`, "warning");
+      opts.log.line(`graph ${graph}: the project's custom auth answered ${res.status} to the developer identity; relying on /ok and the build's load check`, "warning");
       continue;
     }
-    if (res.status !== 200) throw new HealthError(`health run of graph ${graph} answered ${res.status}: ${text.slice(0, 500)}`);
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      throw new HealthError(`health run of graph ${graph} answered 200 with a body that is not JSON: ${text.slice(0, 200)}`);
-    }
-    const error = (body as { __error__?: { error?: string; message?: string } } | null)?.__error__;
-    if (error) throw new HealthError(`health run of graph ${graph} failed: ${error.error ?? "Error"}: ${error.message ?? ""}`);
-    opts.log.line(`health run of graph ${graph} succeeded in ${Math.round(performance.now() - started)} ms`);
+    if (res.status !== 200) throw new HealthError(`POST /assistants/search for graph ${graph} answered ${res.status}: ${res.text.slice(0, 500)}`);
+    const list = parse(res.text);
+    if (!Array.isArray(list) || list.length === 0) throw new HealthError(`graph ${graph} has no assistant: the agent server did not load it`);
+    opts.log.line(`graph ${graph} is loaded (assistant ${(list[0] as { assistant_id?: string }).assistant_id ?? "?"})`);
+  }
+  if (opts.smokeInput) await smokeRuns(proc, graphs, opts, headers);
+}
+
+async function smokeRuns(proc: AgentProcess, graphs: string[], opts: ReadinessOptions, headers: Record<string, string>): Promise<void> {
+  for (const graph of graphs) {
+    const started = performance.now();
+    const res = await call(proc, "/runs/wait", { assistant_id: graph, input: opts.smokeInput }, headers, opts, `smoke run of graph ${graph}`);
+    if ((res.status === 401 || res.status === 403) && opts.hasCustomAuth) continue;
+    if (res.status !== 200) throw new HealthError(`smoke run of graph ${graph} answered ${res.status}: ${res.text.slice(0, 500)}`);
+    const error = (parse(res.text) as { __error__?: { error?: string; message?: string } } | null)?.__error__;
+    if (error) throw new HealthError(`smoke run of graph ${graph} failed: ${error.error ?? "Error"}: ${error.message ?? ""}`);
+    opts.log.line(`smoke run of graph ${graph} succeeded in ${Math.round(performance.now() - started)} ms`);
+  }
+}
+
+async function call(proc: AgentProcess, path: string, json: unknown, headers: Record<string, string>, opts: ReadinessOptions, what: string) {
+  try {
+    return await fetchUpstream(proc.url, path, { method: "POST", headers, json, signal: opts.signal, timeoutMs: opts.timeoutMs });
+  } catch (err) {
+    opts.signal.throwIfAborted();
+    throw new HealthError(`${what} got no answer: ${(err as Error).message}`);
+  }
+}
+
+function parse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
   }
 }

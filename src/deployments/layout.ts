@@ -11,7 +11,9 @@ export const WHARF_NODE_MODULES = path.join(WHARF_ROOT, "node_modules");
  * Where the deployments feature keeps its files under `$WHARF_HOME/deployments`:
  * `uploads/<workspace>/<id>.tar.gz` (source tarballs), `builds/<revision>/` (one checked-out and
  * installed project per revision, reused by redeploys), `deps/<hash>/node_modules` (installed
- * dependencies shared by every build with the same package.json + lockfile), `npm-cache/`.
+ * dependencies shared by a workspace's builds with the same package.json + lockfile, under
+ * `deps/<workspace>/`), `npm-cache/<workspace>/`, `state/<deployment>/` (the deployment's private
+ * state folder: its own database), `scratch/` (the confinement launcher's).
  */
 export class DeploymentsLayout {
   readonly root: string;
@@ -30,6 +32,21 @@ export class DeploymentsLayout {
   get npmCache() {
     return path.join(this.root, "npm-cache");
   }
+  /** Installed dependencies of one workspace's builds (install scripts are that workspace's code). */
+  depsFor(workspaceId: string) {
+    return path.join(this.deps, workspaceId);
+  }
+  npmCacheFor(workspaceId: string) {
+    return path.join(this.npmCache, workspaceId);
+  }
+  /** A deployment's private state folder (its database, its files): kept across revisions. */
+  stateDir(deploymentId: string) {
+    return path.join(this.root, "state", deploymentId);
+  }
+  /** Scratch folders of the confinement launcher (never shown inside). */
+  get scratch() {
+    return path.join(this.root, "scratch");
+  }
   buildDir(revisionId: string) {
     return path.join(this.builds, revisionId);
   }
@@ -44,7 +61,7 @@ export class DeploymentsLayout {
    * very copy Wharf's agent server uses, without a package.json in the project.
    */
   prepare(): void {
-    for (const dir of [this.uploads, this.builds, this.deps, this.npmCache]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    for (const dir of [this.uploads, this.builds, this.deps, this.npmCache, path.join(this.root, "state"), this.scratch]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     // Projects without a package.json are ES modules (top-level await, `import`), as in `langgraph dev`.
     const marker = path.join(this.builds, "package.json");
     if (!fs.existsSync(marker)) fs.writeFileSync(marker, JSON.stringify({ private: true, type: "module" }) + "\n");

@@ -7,14 +7,14 @@ import type { Authenticate } from "../http/authenticate.ts";
 import { HttpError } from "../http/errors.ts";
 import type { RolloutEngine, Route, RouteAccess } from "./rollout-engine.ts";
 import { UUIDISH } from "./schemas.ts";
+import { encodePrincipal, PRINCIPAL_HEADER } from "./principal-header.ts";
+import { sendUpstream } from "./upstream.ts";
 
 /** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host"]);
 
 /** Answered by the agent server without credentials. */
 const PUBLIC_PATHS = new Set(["/ok", "/info"]);
-
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256, keepAliveMsecs: 1000 });
 
 function problem(status: number, detail: string): Response {
   return new Response(JSON.stringify({ detail }), { status, headers: { "content-type": "application/json", ...(status === 503 ? { "retry-after": "1" } : {}) } });
@@ -23,17 +23,6 @@ function problem(status: number, detail: string): Response {
 interface Upstream {
   res: http.IncomingMessage;
   done: () => void;
-}
-
-function send(url: URL, method: string, headers: http.OutgoingHttpHeaders, body: Buffer | null, signal: AbortSignal): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers, agent, signal }, resolve);
-    req.once("error", (err: NodeJS.ErrnoException & { reusedSocket?: boolean }) => {
-      (err as { reusedSocket?: boolean }).reusedSocket = req.reusedSocket;
-      reject(err);
-    });
-    req.end(body ?? undefined);
-  });
 }
 
 /** Whether resending is safe: the upstream never saw the request (refused, or a stale keep-alive socket). */
@@ -55,11 +44,19 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
    * keys of the deployment's own workspace (another workspace's key reads as "not found", as on the
    * control plane). With custom auth the project's handler decides, as on the real platform.
    */
-  const admit = async (c: Context<AppEnv>, id: string, route: RouteAccess, rest: string): Promise<Response | null> => {
-    if (route.customAuth || PUBLIC_PATHS.has(rest)) return null;
+  const admit = async (c: Context<AppEnv>, id: string, route: RouteAccess, rest: string): Promise<Response | string | null> => {
+    if (PUBLIC_PATHS.has(rest)) return null;
+    const headers = c.req.raw.headers;
+    if (route.customAuth) {
+      // The project's handler decides; a developer (Studio) request with a platform credential of
+      // the deployment's workspace is passed on as that caller.
+      if (headers.get("x-auth-scheme") !== "langsmith" || !(headers.get("x-api-key") || headers.get("authorization"))) return null;
+      const principal = await authenticate(headers).catch(() => null);
+      return principal && principal.workspaceId === route.workspaceId ? encodePrincipal(principal) : null;
+    }
     try {
-      const principal = await authenticate(c.req.raw.headers);
-      return principal.workspaceId === route.workspaceId ? null : problem(404, `Deployment ID ${id} not found.`);
+      const principal = await authenticate(headers);
+      return principal.workspaceId === route.workspaceId ? encodePrincipal(principal) : problem(404, `Deployment ID ${id} not found.`);
     } catch (err) {
       if (err instanceof HttpError) return new Response(JSON.stringify({ detail: err.detail }), { status: err.status, headers: { "content-type": "application/json", ...err.headers } });
       throw err;
@@ -76,7 +73,7 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
     const body = method === "GET" || method === "HEAD" ? null : Buffer.from(await c.req.arrayBuffer());
     const headers: http.OutgoingHttpHeaders = {};
     c.req.raw.headers.forEach((v, k) => {
-      if (!HOP_BY_HOP.has(k)) headers[k] = v;
+      if (!HOP_BY_HOP.has(k) && k !== PRINCIPAL_HEADER) headers[k] = v;
     });
     headers["x-forwarded-host"] = incoming.host;
     headers["x-forwarded-proto"] = incoming.protocol.replace(":", "");
@@ -89,8 +86,9 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
       const route: Route = await engine().route(id, attempt > 0);
       if (route.kind === "none") return problem(route.status, route.detail);
       if (attempt === 0) {
-        const refused = await admit(c, id, route, rest);
-        if (refused) return refused;
+        const admitted = await admit(c, id, route, rest);
+        if (admitted instanceof Response) return admitted;
+        if (admitted) headers[PRINCIPAL_HEADER] = admitted;
       }
       const live: LiveRevision | null = route.kind === "live" ? route.live : null;
       const base = route.kind === "live" ? route.live.url : route.url;
@@ -103,7 +101,7 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
         }
       };
       try {
-        const res = await send(new URL(rest + incoming.search, base), method, headers, body, c.req.raw.signal);
+        const res = await sendUpstream(base, rest + incoming.search, { method, headers, body, signal: c.req.raw.signal });
         upstream = { res, done };
       } catch (err) {
         done();

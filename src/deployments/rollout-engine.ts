@@ -1,16 +1,18 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { sql, type Kysely } from "kysely";
+import type { Kysely } from "kysely";
 import type { PlatformContext } from "../platform/context.ts";
 import { nowIso } from "../store/database.ts";
 import { newId } from "../store/ids.ts";
 import type { Database } from "../store/schema.ts";
-import { AgentProcess, defaultRunnerCommand, freePort, killOrphan, type RunnerCommand } from "./agent-process.ts";
+import { defaultRunnerCommand, killOrphan, type RunnerCommand } from "./agent-process.ts";
 import { buildRevision, buildStillThere } from "./builder.ts";
-import { openApiKey, openSecrets } from "./deployment-secrets.ts";
+import { openSecrets } from "./deployment-secrets.ts";
 import type { DeploymentRevisionsTable } from "./deployments-tables.ts";
-import { healthRuns, waitUntilUp } from "./health.ts";
+import { checkReady, waitUntilUp } from "./health.ts";
+import { Launcher } from "./launcher.ts";
+import { RevisionRuntime } from "./revision-runtime.ts";
 import { DeploymentsLayout } from "./layout.ts";
 import { LiveRevision } from "./live-revision.ts";
 import { RevisionLog } from "./revision-logs.ts";
@@ -29,8 +31,13 @@ export interface DeploymentsOptions {
   pollIntervalMs?: number;
   /** Lease of a rollout or a served revision; another process takes over once it expires. Default 30 s. */
   leaseMs?: number;
-  /** Host the agent servers listen on. Default 127.0.0.1. */
-  agentHost?: string;
+  /**
+   * Run builds and agent servers confined (own uid, namespaces, cgroups; see confinement.ts).
+   * Default: on wherever the host can (root with bubblewrap); `WHARF_DEPLOYMENT_ISOLATION=off` disables it.
+   */
+  isolation?: boolean;
+  /** Host folders shown read-only to agent servers besides Wharf's runtime (tests: their fixture server). */
+  runnerBinds?: string[];
 }
 
 type Resolved = Required<DeploymentsOptions>;
@@ -73,7 +80,7 @@ export class RolloutEngine {
   private ticking: Promise<void> | null = null;
   private tickAgain = false;
   private stopped = false;
-  private databaseUrl: string | null = null;
+  readonly runtime: RevisionRuntime;
   private readonly tasks = new Set<Promise<unknown>>();
 
   constructor(
@@ -87,18 +94,21 @@ export class RolloutEngine {
       deployTimeoutMs: options.deployTimeoutMs ?? 3 * 60_000,
       drainTimeoutMs: options.drainTimeoutMs ?? 60_000,
       pollIntervalMs: options.pollIntervalMs ?? 1000,
-      leaseMs: options.leaseMs ?? 30_000,
-      agentHost: options.agentHost ?? "127.0.0.1",
+      leaseMs: options.leaseMs ?? 5_000,
+      isolation: options.isolation ?? defaultIsolation(),
+      runnerBinds: options.runnerBinds ?? [],
     };
     this.layout = new DeploymentsLayout(ctx.config.home);
     this.nodeId = readNodeId(this.layout);
+    const baseCacheDir = process.env.WHARF_SANDBOX_BASE_CACHE || path.join(ctx.config.home, "sandboxes", "images");
+    this.runtime = new RevisionRuntime(ctx, this.layout, new Launcher({ isolation: this.opts.isolation, scratchRoot: this.layout.scratch, baseCacheDir }), this.opts.runnerCommand, this.opts.runnerBinds);
   }
 
   // ---------------------------------------------------------------- lifecycle
 
   async start(): Promise<void> {
     this.layout.prepare();
-    this.databaseUrl = await agentDatabaseUrl(this.ctx);
+    if (!this.opts.isolation) this.ctx.log.warn("deployments run WITHOUT isolation (not root, no bubblewrap, or WHARF_DEPLOYMENT_ISOLATION=off): deployed code runs as the platform's user");
     await this.reconcileOwnWork();
     this.timer = setInterval(() => this.kick(), this.opts.pollIntervalMs);
     this.timer.unref();
@@ -196,6 +206,7 @@ export class RolloutEngine {
   private async reconcileOwnWork(): Promise<void> {
     const mine = await this.db.selectFrom("deployment_revisions").selectAll().where("owner", "=", this.nodeId).execute();
     for (const rev of mine) {
+      await this.runtime.killLeftover(rev.id);
       if (rev.status === "DEPLOYED") {
         if (rev.pid && killOrphan(rev.pid, rev.deployment_id)) this.ctx.log.warn({ revision: rev.id, pid: rev.pid }, "killed an agent server left by the previous platform process");
         await this.db.updateTable("deployment_revisions").set({ pid: null, serving_url: null, lease_until: null }).where("id", "=", rev.id).execute();
@@ -366,7 +377,7 @@ export class RolloutEngine {
         await transition(this.db, rev.id, ["QUEUED"], "AWAITING_BUILD", { owner: me, reason: `claimed by ${me}` });
         status = "AWAITING_BUILD";
       }
-      let project = { projectDir: rev.project_dir, configFile: null as string | null, graphs: rev.graphs ? (JSON.parse(rev.graphs) as string[]) : [], hasCustomAuth: false };
+      let project = { artifactDir: rev.artifact_dir, projectDir: rev.project_dir, configFile: null as string | null, graphs: rev.graphs ? (JSON.parse(rev.graphs) as string[]) : [], hasCustomAuth: false };
       if (status === "AWAITING_BUILD") {
         const reused = rev.reuse_build_of ? await this.reusableBuild(rev.reuse_build_of) : null;
         if (reused) {
@@ -376,10 +387,10 @@ export class RolloutEngine {
             reason: `reusing the build of ${rev.reuse_build_of}`,
             set: { artifact_dir: reused.artifact_dir, project_dir: reused.project_dir, graphs: reused.graphs, repo_commit_sha: reused.repo_commit_sha },
           });
-          project = { ...project, projectDir: reused.project_dir, graphs: JSON.parse(reused.graphs ?? "[]") as string[] };
+          project = { ...project, artifactDir: reused.artifact_dir, projectDir: reused.project_dir, graphs: JSON.parse(reused.graphs ?? "[]") as string[] };
         } else {
           if (rev.reuse_build_of) buildLog.line(`the build of revision ${rev.reuse_build_of} is gone: building again`, "warning");
-          const built = await this.buildPhase(rev, entry, buildLog, Object.fromEntries(secrets.map((s) => [s.name, s.value])));
+          const built = await this.buildPhase(rev, deployment, entry, buildLog, Object.fromEntries(secrets.map((s) => [s.name, s.value])));
           if (!built) return;
           project = { ...project, ...built };
         }
@@ -389,7 +400,7 @@ export class RolloutEngine {
       const configPath = JSON.parse(rev.source_revision_config).langgraph_config_path as string;
       project.configFile ??= path.join(rev.artifact_dir ?? this.layout.buildDir(rev.id), configPath);
       if (project.projectDir) project.hasCustomAuth = hasCustomAuth(path.join(project.projectDir, path.basename(configPath)));
-      await this.deployPhase(rev, deployment, entry, deployLog, secrets, project as { projectDir: string; configFile: string; graphs: string[]; hasCustomAuth: boolean });
+      await this.deployPhase(rev, deployment, entry, deployLog, secrets, project as { artifactDir: string | null; projectDir: string; configFile: string; graphs: string[]; hasCustomAuth: boolean });
     } catch (err) {
       if (err instanceof LostRevision) {
         buildLog.line(`stopped working on this revision: ${err.message}`, "warning");
@@ -416,7 +427,7 @@ export class RolloutEngine {
     return { signal: entry.controller.signal, clear: () => clearTimeout(t) };
   }
 
-  private async buildPhase(rev: Revision, entry: { controller: AbortController; reason: AbortReason | null }, log: RevisionLog, env: Record<string, string>) {
+  private async buildPhase(rev: Revision, deployment: Database["deployments"], entry: { controller: AbortController; reason: AbortReason | null }, log: RevisionLog, env: Record<string, string>) {
     const me = this.nodeId;
     const deadline = new Date(Date.now() + this.opts.buildTimeoutMs).toISOString();
     await transition(this.db, rev.id, ["AWAITING_BUILD"], "BUILDING", { owner: me, reason: "build started", set: { phase_deadline: deadline } });
@@ -424,6 +435,7 @@ export class RolloutEngine {
     const src = JSON.parse(rev.source_revision_config) as Record<string, string | null>;
     const bc = JSON.parse(rev.build_config) as Record<string, string | null>;
     try {
+      const ident = await this.runtime.identity(deployment);
       const out = await buildRevision(
         {
           revisionId: rev.id,
@@ -433,14 +445,22 @@ export class RolloutEngine {
           buildCommand: bc.build_command ?? null,
           env,
         },
-        { layout: this.layout, log, signal: phase.signal, home: this.ctx.config.home },
+        {
+          layout: this.layout,
+          log,
+          signal: phase.signal,
+          home: this.ctx.config.home,
+          workspaceId: deployment.workspace_id,
+          step: this.runtime.buildStep(deployment, rev.id, ident, log, phase.signal),
+          afterFetch: (dir) => this.runtime.adoptBuild(dir, ident.uid),
+        },
       );
       await transition(this.db, rev.id, ["BUILDING"], "AWAITING_DEPLOY", {
         owner: me,
         reason: "build succeeded",
         set: { artifact_dir: out.artifactDir, project_dir: out.projectDir, graphs: JSON.stringify(out.graphs), repo_commit_sha: out.commitSha },
       });
-      return { projectDir: out.projectDir, configFile: out.configFile, graphs: out.graphs, hasCustomAuth: out.hasCustomAuth };
+      return { artifactDir: out.artifactDir, projectDir: out.projectDir, configFile: out.configFile, graphs: out.graphs, hasCustomAuth: out.hasCustomAuth };
     } catch (err) {
       if (err instanceof LostRevision) throw err;
       await this.failPhase(rev, "BUILDING", "BUILD_FAILED", entry.reason, err as Error, log, this.opts.buildTimeoutMs);
@@ -473,40 +493,16 @@ export class RolloutEngine {
     await transition(this.db, rev.id, [from], failed, { owner: me, reason: message, set: { ...base, status_message: message } });
   }
 
-  private agentEnv(deployment: { id: string; workspace_id: string }, revisionId: string, secrets: Array<{ name: string; value: string }>, port: number): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = {};
-    for (const k of ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "NODE_EXTRA_CA_CERTS"]) if (process.env[k]) env[k] = process.env[k];
-    for (const s of secrets) env[s.name] = s.value;
-    Object.assign(env, {
-      NODE_ENV: "production",
-      PORT: String(port),
-      WHARF_HOME: this.ctx.config.home,
-      WHARF_LOG_LEVEL: this.ctx.config.logLevel === "debug" || this.ctx.config.logLevel === "trace" ? "info" : this.ctx.config.logLevel,
-      WHARF_DEPLOYMENT_ID: deployment.id,
-      WHARF_REVISION_ID: revisionId,
-      WHARF_WORKSPACE_ID: deployment.workspace_id,
-    });
-    if (this.databaseUrl) env.DATABASE_URL = this.databaseUrl;
-    if (this.ctx.config.masterKey) env.WHARF_MASTER_KEY = this.ctx.config.masterKey;
-    return env;
-  }
-
-  /** Starts an agent server for a built revision and resolves once `/ok` answers. */
+  /** Starts an agent server for a built revision (confined); `/ok` is awaited by the caller. */
   private async startProcess(
-    deployment: { id: string; workspace_id: string },
+    deployment: Database["deployments"],
     revisionId: string,
-    project: { projectDir: string; configFile: string },
+    project: { artifactDir: string; projectDir: string; configFile: string },
     secrets: Array<{ name: string; value: string }>,
     log: RevisionLog,
   ): Promise<LiveRevision> {
-    const port = await freePort(this.opts.agentHost);
-    const proc = new AgentProcess(
-      this.opts.runnerCommand,
-      { projectDir: project.projectDir, configFile: project.configFile, host: this.opts.agentHost, port, serverId: deployment.id },
-      this.agentEnv(deployment, revisionId, secrets, port),
-      log,
-    );
-    log.line(`started the agent server (pid ${proc.pid}) on ${proc.url}`);
+    const proc = await this.runtime.startServer(deployment, revisionId, project, secrets, log);
+    log.line(`started the agent server (pid ${proc.pid}${this.opts.isolation ? ", confined" : ""}) on ${proc.url}`);
     return new LiveRevision(deployment.id, revisionId, proc, log);
   }
 
@@ -516,7 +512,7 @@ export class RolloutEngine {
     entry: { controller: AbortController; reason: AbortReason | null },
     log: RevisionLog,
     secrets: Array<{ name: string; value: string }>,
-    project: { projectDir: string; configFile: string; graphs: string[]; hasCustomAuth: boolean },
+    project: { artifactDir: string | null; projectDir: string; configFile: string; graphs: string[]; hasCustomAuth: boolean },
   ): Promise<void> {
     const me = this.nodeId;
     const deadline = new Date(Date.now() + this.opts.deployTimeoutMs).toISOString();
@@ -524,11 +520,17 @@ export class RolloutEngine {
     const phase = this.phaseSignal(entry, this.opts.deployTimeoutMs);
     let live: LiveRevision | null = null;
     try {
-      live = await this.startProcess(deployment, rev.id, project, secrets, log);
+      live = await this.startProcess(deployment, rev.id, { ...project, artifactDir: project.artifactDir ?? this.layout.buildDir(rev.id) }, secrets, log);
       await this.db.updateTable("deployment_revisions").set({ pid: live.proc.pid ?? null }).where("id", "=", rev.id).execute();
       await waitUntilUp(live.proc, phase.signal, log);
-      const apiKey = openApiKey(this.ctx.box, deployment);
-      await healthRuns(live.proc, project.graphs, { apiKey, hasCustomAuth: project.hasCustomAuth, signal: phase.signal, log, timeoutMs: Math.min(60_000, this.opts.deployTimeoutMs) });
+      await checkReady(live.proc, project.graphs, {
+        workspaceId: deployment.workspace_id,
+        hasCustomAuth: project.hasCustomAuth,
+        signal: phase.signal,
+        log,
+        timeoutMs: Math.min(60_000, this.opts.deployTimeoutMs),
+        smokeInput: smokeInputOf(deployment),
+      });
       phase.clear();
       await this.switchTo(rev, live);
       live = null;
@@ -586,6 +588,7 @@ export class RolloutEngine {
       const drained = await old.drained(Math.max(0, this.opts.drainTimeoutMs - (Date.now() - started)));
       old.log.line(drained ? `${why}: drained, stopping` : `${why}: ${old.inflight} request(s) still running after the drain timeout, stopping anyway`, drained ? "info" : "warning");
       await old.proc.stop(5000);
+      this.runtime.removeSocket(revisionId);
       if (this.live.get(revisionId) === old) this.live.delete(revisionId);
       await old.log.flush();
       await this.db.updateTable("deployment_revisions").set({ pid: null, serving_url: null, owner: null, lease_until: null }).where("id", "=", revisionId).where("owner", "=", this.nodeId).execute();
@@ -657,7 +660,7 @@ export class RolloutEngine {
         log.line("serving again after a platform restart");
       }
       const configPath = JSON.parse(rev.source_revision_config).langgraph_config_path as string;
-      const live = await this.startProcess(deployment, rev.id, { projectDir: rev.project_dir, configFile: path.join(rev.project_dir, path.basename(configPath)) }, secrets, log);
+      const live = await this.startProcess(deployment, rev.id, { artifactDir: rev.artifact_dir ?? this.layout.buildDir(rev.id), projectDir: rev.project_dir, configFile: path.join(rev.project_dir, path.basename(configPath)) }, secrets, log);
       if (previous) {
         live.restarts = previous.restarts + 1;
         live.nextRestartAt = Date.now() + Math.min(30_000, 500 * 2 ** Math.min(live.restarts, 6));
@@ -732,6 +735,12 @@ export class RolloutEngine {
     await Promise.allSettled(lives.map((l) => l.proc.stop(3000)));
     for (const l of lives) this.live.delete(l.revisionId);
     this.routes.delete(deploymentId);
+    for (const id of revisionIds) {
+      await this.runtime.killLeftover(id);
+      this.runtime.removeSocket(id);
+    }
+    // The deployment's own database and files go with it.
+    this.runtime.removeState(deploymentId);
   }
 
   /** Removes a build folder that no revision references any more. */
@@ -766,17 +775,19 @@ function readNodeId(layout: DeploymentsLayout): string {
   return id;
 }
 
-/**
- * The DATABASE_URL agent servers get: the platform's own, with the PostgreSQL schema in use (tests
- * and multi-tenant installs use one other than public) carried in the URL's `options`.
- */
-async function agentDatabaseUrl(ctx: PlatformContext): Promise<string | null> {
-  const url = ctx.config.databaseUrl;
-  if (!url || ctx.store.dialect !== "postgres") return url;
-  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(ctx.db);
-  const schema = rows[0]?.schema;
-  if (!schema || schema === "public") return url;
-  const u = new URL(url);
-  u.searchParams.set("options", `-c search_path=${schema}`);
-  return u.toString();
+/** Isolation is on wherever the host can confine (root, bubblewrap), unless turned off explicitly. */
+function defaultIsolation(): boolean {
+  if (process.env.WHARF_DEPLOYMENT_ISOLATION === "off") return false;
+  if (process.getuid?.() !== 0) return false;
+  return fs.existsSync("/usr/bin/bwrap") || fs.existsSync("/bin/bwrap");
+}
+
+/** The opt-in smoke input (`source_config.smoke_input`): a real run of every graph before DEPLOYED. */
+function smokeInputOf(deployment: Database["deployments"]): Record<string, unknown> | null {
+  try {
+    const v = (JSON.parse(deployment.source_config) as { smoke_input?: unknown }).smoke_input;
+    return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
 }

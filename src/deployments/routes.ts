@@ -160,6 +160,9 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
               rollout_revision_id: null,
               rollout_owner: null,
               rollout_lease_until: null,
+              run_uid: null,
+              agent_key_key_id: null,
+              agent_key_ciphertext: null,
               created_at: now,
               updated_at: now,
             })

@@ -18,14 +18,14 @@ export const FAKE_SERVER = path.join(FIXTURES, "fake-agent-server.ts");
 /** Starts the fixture server instead of the real agent server. */
 export const fakeRunner: RunnerCommand = (a) => ({
   command: process.execPath,
-  args: ["--import", TSX_LOADER, FAKE_SERVER, "--project", a.projectDir, "--host", a.host, "--port", String(a.port), "--server-id", a.serverId],
+  args: ["--import", TSX_LOADER, FAKE_SERVER, "--project", a.projectDir, "--socket", a.socket, "--server-id", a.serverId],
 });
 
 export const FAST: DeploymentsOptions = { pollIntervalMs: 200, buildTimeoutMs: 60_000, deployTimeoutMs: 30_000, drainTimeoutMs: 10_000 };
 
 /** A whole platform whose deployments run the fixture server (or the real one with `real: true`). */
 export async function startDeploymentsPlatform(t: TestContext, opts: { dialect?: Dialect; options?: DeploymentsOptions; real?: boolean; env?: Record<string, string> } = {}): Promise<TestPlatform | null> {
-  const options = { ...FAST, ...(opts.real ? {} : { runnerCommand: fakeRunner }), ...opts.options };
+  const options = { ...FAST, ...(opts.real ? {} : { runnerCommand: fakeRunner, runnerBinds: [path.join(FIXTURES, "fake-agent-server.ts")] }), ...opts.options };
   // Only what deployments need: other features' start-up work would slow every test down.
   const features = allFeatures().filter((f) => f.name === "identity" || f.name === "secrets");
   features.push(createDeploymentsFeature(options));

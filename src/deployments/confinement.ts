@@ -1,0 +1,118 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Limits } from "../sandboxes/driver/cgroups.ts";
+import { WHARF_NODE_MODULES, WHARF_ROOT, type DeploymentsLayout } from "./layout.ts";
+
+/**
+ * What a deployment's confined processes see and may use. Decisions only (pure functions over
+ * paths and the deployment's settings), so the mount plan is tested without root; the launcher
+ * turns a plan into a running confinement.
+ */
+
+export interface Bind {
+  src: string;
+  dest?: string;
+  rw?: boolean;
+}
+
+export interface MountPlan {
+  binds: Bind[];
+  symlinks: Array<{ link: string; target: string }>;
+}
+
+/** First host uid of deployments (sandboxes use 200000); each deployment gets its own above it. */
+export const DEPLOYMENT_UID_BASE = 300_000;
+export const DEPLOYMENT_UID_SPAN = 1_000_000;
+
+/** Where inside the confinement the private state folder and the socket folder appear. */
+export const STATE_INSIDE = "/state";
+export const SOCKET_DIR_INSIDE = "/run/agent";
+export const SOCKET_NAME = "agent.sock";
+
+/**
+ * Unix socket folders of running revisions. Kept short on purpose: a socket path has at most 107
+ * bytes, and `$WHARF_HOME` may be long.
+ */
+export function socketRoot(): string {
+  return process.getuid?.() === 0 ? "/run/wharf-deployments" : path.join(os.tmpdir(), "wharf-deployments");
+}
+
+/** Wharf's runtime, read-only: sources, dependencies, the entry point (same paths as on the host). */
+export function runtimeBinds(): Bind[] {
+  const binds: Bind[] = [];
+  for (const p of ["src", "node_modules", "bin", "package.json", "tsconfig.json"]) {
+    const full = path.join(WHARF_ROOT, p);
+    if (fs.existsSync(full)) binds.push({ src: full });
+  }
+  return binds;
+}
+
+/**
+ * The links above every build and dependency set (`builds/node_modules` → Wharf's packages, the
+ * `type: module` marker), recreated inside because their folders are not shown.
+ */
+function resolutionLinks(layout: DeploymentsLayout): MountPlan {
+  return {
+    binds: [{ src: path.join(layout.builds, "package.json") }],
+    symlinks: [
+      { link: path.join(layout.builds, "node_modules"), target: WHARF_NODE_MODULES },
+      { link: path.join(layout.deps, "node_modules"), target: WHARF_NODE_MODULES },
+    ],
+  };
+}
+
+/** The installed dependencies a project links to (a folder of the shared cache), if any. */
+export function linkedDependencies(projectDir: string, layout: DeploymentsLayout): string | null {
+  try {
+    const target = fs.readlinkSync(path.join(projectDir, "node_modules"));
+    const dir = path.dirname(path.resolve(projectDir, target));
+    return dir.startsWith(layout.deps + path.sep) ? dir : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A revision's agent server: the build read-only, its dependencies read-only, state and socket writable. */
+export function servePlan(input: { layout: DeploymentsLayout; artifactDir: string; projectDir: string; stateDir: string; socketDir: string }): MountPlan {
+  const links = resolutionLinks(input.layout);
+  const binds: Bind[] = [...runtimeBinds(), ...links.binds, { src: input.artifactDir }];
+  const deps = linkedDependencies(input.projectDir, input.layout);
+  if (deps) binds.push({ src: deps });
+  binds.push({ src: input.stateDir, dest: STATE_INSIDE, rw: true }, { src: input.socketDir, dest: SOCKET_DIR_INSIDE, rw: true });
+  return { binds, symlinks: links.symlinks };
+}
+
+/**
+ * A build step (install, build command, load check): the build writable while it is being made
+ * (install and build commands) or read-only (the load check), the workspace's npm cache writable.
+ */
+export function buildPlan(input: { layout: DeploymentsLayout; artifactDir: string; projectDir: string; npmCache: string | null; writable: boolean }): MountPlan {
+  const links = resolutionLinks(input.layout);
+  const binds: Bind[] = [...runtimeBinds(), ...links.binds, { src: input.artifactDir, rw: input.writable }];
+  const deps = linkedDependencies(input.projectDir, input.layout);
+  if (deps) binds.push({ src: deps });
+  if (input.npmCache) binds.push({ src: input.npmCache, dest: "/npm-cache", rw: true });
+  return { binds, symlinks: links.symlinks };
+}
+
+const MIB = 1024 * 1024;
+
+/**
+ * Cgroup limits from the deployment's `resource_spec` (the real platform's fields): the limit
+ * fields when given, else twice the request (its documented default), else 1 GiB and 2 CPUs.
+ */
+export function limitsFor(resourceSpec: Record<string, unknown> | null | undefined, pidsMax = 512): Limits {
+  const num = (k: string) => {
+    const v = resourceSpec?.[k];
+    return typeof v === "number" && Number.isFinite(v) && v > 0 ? v : null;
+  };
+  const memMb = num("memory_limit_mb") ?? (num("memory_mb") !== null ? num("memory_mb")! * 2 : 1024);
+  const cpus = num("cpu_limit") ?? (num("cpu") !== null ? num("cpu")! * 2 : 2);
+  return { memBytes: Math.max(256, Math.round(memMb)) * MIB, cpuMillicores: Math.max(100, Math.round(cpus * 1000)), pidsMax };
+}
+
+/** Build steps get at least 2 GiB: npm is hungrier than the server it installs for. */
+export function buildLimits(serve: Limits): Limits {
+  return { ...serve, memBytes: Math.max(serve.memBytes, 2048 * MIB), pidsMax: Math.max(serve.pidsMax, 1024) };
+}

@@ -1,0 +1,72 @@
+/**
+ * The program a deployment revision runs inside its confinement (never imported by the platform):
+ * the agent server of the revision's build, with its own database (a SQLite file in the private
+ * state folder, or the deployment's own PostgreSQL schema and role), its own key (WHARF_MASTER_KEY
+ * here is the deployment's agent key, never the platform's), listening on a unix socket in the
+ * state folder, the only way in. The platform's `/deployments/{id}` proxy authenticates callers
+ * and passes who they are in `x-wharf-principal` (it drops any copy a client sent).
+ *   node --import tsx revision-server.ts --project DIR --socket PATH --state DIR --server-id ID
+ */
+import fs from "node:fs";
+import type { Server } from "node:http";
+import { parseArgs } from "node:util";
+import { createAdaptorServer } from "@hono/node-server";
+import { createAgentServerApp } from "../agent-server/index.ts";
+import { loadKeyring } from "../crypto/keyring.ts";
+import { SecretBox } from "../crypto/secret-box.ts";
+import { unauthorized } from "../http/errors.ts";
+import type { Principal } from "../http/principal.ts";
+import { createLogger } from "../log/logger.ts";
+import { openStore } from "../store/database.ts";
+import { migrateToLatest } from "../store/migrate.ts";
+import { decodePrincipal, PRINCIPAL_HEADER } from "./principal-header.ts";
+
+const { values } = parseArgs({ options: { project: { type: "string" }, socket: { type: "string" }, state: { type: "string" }, "server-id": { type: "string" } } });
+const { project, socket, state } = values as { project: string; socket: string; state: string };
+const serverId = values["server-id"]!;
+const log = createLogger({ level: process.env.WHARF_LOG_LEVEL ?? "info" });
+const agentKey = process.env.WHARF_MASTER_KEY;
+if (!agentKey) throw new Error("WHARF_MASTER_KEY (the deployment's agent key) is not set");
+// The deployment's own database: its PostgreSQL schema through its own role, else a file here.
+const databaseUrl = process.env.WHARF_AGENT_DATABASE_URL ?? null;
+delete process.env.WHARF_AGENT_DATABASE_URL;
+
+const store = await openStore({ databaseUrl, home: state, pgSchema: process.env.WHARF_AGENT_DATABASE_SCHEMA });
+await migrateToLatest(store);
+const box = new SecretBox(loadKeyring(state, agentKey), () => null);
+
+/** The proxy already checked the caller; here we only read what it says. */
+const authenticate = async (headers: Headers): Promise<Principal> => {
+  const p = decodePrincipal(headers.get(PRINCIPAL_HEADER));
+  if (!p) throw unauthorized("Missing credentials: send an X-Api-Key header or Authorization: Bearer <token>");
+  return p;
+};
+
+const agent = await createAgentServerApp({ project, store, box, authenticate, log, serverId, home: state, databaseUrl, pgSchema: process.env.WHARF_AGENT_DATABASE_SCHEMA });
+// Assistants follow the revision: those of graphs this build no longer has stop being listed
+// (their threads stay readable; a graph that comes back gets its system assistant again).
+const graphIds = [...agent.ctx.graphs.keys()];
+if (graphIds.length) await store.db.deleteFrom("agent_assistants").where("server_id", "=", serverId).where("graph_id", "not in", graphIds).execute();
+fs.rmSync(socket, { force: true });
+const server = createAdaptorServer({ fetch: agent.app.fetch }) as Server;
+await new Promise<void>((resolve, reject) => {
+  server.once("error", reject);
+  server.listen(socket, () => resolve());
+});
+fs.chmodSync(socket, 0o600);
+console.log(`agent server ready on ${socket} (graphs: ${[...agent.ctx.graphs.keys()].join(", ")})`);
+
+let stopping = false;
+const shutdown = () => {
+  if (stopping) process.exit(130);
+  stopping = true;
+  server.close();
+  server.closeIdleConnections();
+  void agent
+    .close()
+    .then(() => store.close())
+    .then(() => process.exit(0), () => process.exit(1));
+  setTimeout(() => process.exit(0), 4000).unref();
+};
+process.on("SIGTERM", shutdown);
+process.on("SIGINT", shutdown);

@@ -1,0 +1,238 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import type dgram from "node:dgram";
+import fs from "node:fs";
+import type net from "node:net";
+import path from "node:path";
+import { PassThrough, type Readable } from "node:stream";
+import { ensureBaseImage } from "./base-image.ts";
+import { cgroupLayout, type Limits } from "./cgroups.ts";
+import type { CapturedNetwork } from "./driver.ts";
+import { checkHost } from "./host-check.ts";
+import { HOLDER } from "./launchers.ts";
+import { archSyscalls, buildSeccompFilter } from "./seccomp.ts";
+
+/**
+ * A long-running (or run-to-completion) program confined with the sandbox driver's building blocks:
+ * the same root holder (cgroups joined before it can fork, its own network and mount namespaces
+ * with loopback only, optional egress capture listeners handed to the platform, a gate while the
+ * platform attaches the network), then bubblewrap as an unprivileged host uid with new user, pid,
+ * ipc, uts and cgroup namespaces, the seccomp filter, a cleared environment and `--die-with-parent`
+ * (a platform killed with SIGKILL takes its services with it: no orphans).
+ *
+ * The filesystem is built from nothing (bubblewrap's own empty root): the sandbox base image's
+ * `/usr` and curated `/etc` read-only, a private `/tmp`, and exactly the binds the caller lists.
+ * The root is remounted read-only at the end, so the only writable places are `/tmp` and the
+ * binds marked `rw`.
+ */
+export interface ConfinedSpec {
+  /** Names the cgroup (`wharf/<id>`); unique among running confined programs and sandboxes. */
+  id: string;
+  /** Host uid and gid the program runs as (uid 1000 inside). */
+  hostUid: number;
+  limits: Limits;
+  /** Host paths shown at the same path inside (or at `dest`), read-only unless `rw`. */
+  binds: Array<{ src: string; dest?: string; rw?: boolean }>;
+  /** Symbolic links created inside: `link` → `target`. */
+  symlinks?: Array<{ link: string; target: string }>;
+  env: Record<string, string>;
+  cwd: string;
+  argv: string[];
+  /** Host folder of the platform's own (never shown inside) for the holder's scratch mounts. */
+  scratchDir: string;
+  /** Sandbox base image cache (shared with sandboxes). */
+  baseCacheDir: string;
+  /** Listeners to open inside the network namespace and hand to the platform (egress, platform API). */
+  capture?: { tcpPorts: number[]; dns: boolean } | null;
+  /** Called once the network namespace exists, before anything runs in it. */
+  onNetwork?: (netnsPid: number, captured: CapturedNetwork | null) => Promise<void>;
+  hostname?: string;
+}
+
+export interface ConfinedProcess {
+  child: ChildProcess;
+  stdout: Readable;
+  stderr: Readable;
+  /** Exit code of the program (null when killed by a signal or it never started). */
+  exited: Promise<number | null>;
+  /** SIGTERM to the program, then everything in its cgroup is killed after `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+let prepared: { baseDir: string; bpfFile: string; sysArg: string } | null = null;
+
+/** Checks the host once and readies the base image and the seccomp program. */
+export function prepareConfinement(baseCacheDir: string, scratchRoot: string): { baseDir: string; bpfFile: string; sysArg: string } {
+  if (prepared && fs.existsSync(prepared.bpfFile) && fs.existsSync(prepared.baseDir)) return prepared;
+  checkHost();
+  const sys = archSyscalls();
+  if (!sys) throw new Error(`confinement supports x86_64 and arm64, not ${process.arch}`);
+  const base = ensureBaseImage(baseCacheDir);
+  fs.mkdirSync(scratchRoot, { recursive: true, mode: 0o700 });
+  const bpfFile = path.join(scratchRoot, "seccomp.bpf");
+  // bwrap needs a program; without a table for this architecture, "allow all".
+  fs.writeFileSync(bpfFile, buildSeccompFilter() ?? Buffer.from([0x06, 0, 0, 0, 0x00, 0x00, 0xff, 0x7f]), { mode: 0o644 });
+  fs.mkdirSync(SERVICE_MOUNT, { recursive: true, mode: 0o755 });
+  prepared = { baseDir: base.dir, bpfFile, sysArg: Object.entries(sys).map(([k, v]) => `${k}=${v}`).join(",") };
+  return prepared;
+}
+
+/** Where the holder stages the bind sources, inside its own mount namespace only. */
+const SERVICE_MOUNT = "/run/wharf-service-root";
+
+const OVERLAY_MOUNT = `syscall($S{mount}, $ovl, $mnt, $fstype, 2 | 4, $opts) == 0 or fail("mount overlay");`;
+/**
+ * The sandbox holder with its one filesystem step replaced: instead of an overlay, a tmpfs at MNT
+ * with every bind source mounted on `MNT/<n>` by root (LOWER names a NUL-separated list of
+ * `n, source, d|f`). bubblewrap, which runs as the unprivileged uid, then binds those: it could not
+ * traverse the platform's private folders (0700, root) to the sources themselves.
+ */
+const STAGE_BINDS = String.raw`my ($tmpfs, $tmode) = ("tmpfs", "mode=0755");
+syscall($S{mount}, $none, $mnt, $tmpfs, 2 | 4, $tmode) == 0 or fail("mount staging tmpfs");
+open(my $lf, "<", $lower) or fail("bind list");
+my @bl = do { local $/; split /\0/, <$lf> };
+close($lf);
+while (@bl) {
+  my ($bi, $bsrc, $bkind) = splice(@bl, 0, 3);
+  my $bt = "$mnt/$bi";
+  if ($bkind eq "f") { open(my $bx, ">", $bt) or fail("bind target $bt"); close($bx); } else { mkdir($bt, 0755) or fail("bind target $bt"); }
+  syscall($S{mount}, $bsrc, $bt, 0, 4096 | 16384, 0) == 0 or fail("bind $bsrc");
+}`;
+
+let serviceHolder: string | null = null;
+function holderProgram(): string {
+  if (serviceHolder) return serviceHolder;
+  if (!HOLDER.includes(OVERLAY_MOUNT)) throw new Error("the sandbox holder changed: its overlay mount step is not where confined services expect it");
+  serviceHolder = HOLDER.replace(OVERLAY_MOUNT, STAGE_BINDS);
+  return serviceHolder;
+}
+
+/** Every bind of a spec, the base image's `/usr` and `/etc` first (all staged by the holder). */
+function stagedBinds(spec: Pick<ConfinedSpec, "binds">, baseDir: string): ConfinedSpec["binds"] {
+  return [{ src: path.join(baseDir, "usr"), dest: "/usr" }, { src: path.join(baseDir, "etc"), dest: "/etc" }, ...spec.binds];
+}
+
+/** bubblewrap's arguments for a spec: pure, so the mount plan is testable without root. */
+export function serviceBwrapArgs(spec: Pick<ConfinedSpec, "binds" | "symlinks" | "env" | "cwd" | "argv" | "hostname">, baseDir: string): string[] {
+  const binds = stagedBinds(spec, baseDir);
+  const a = [
+    "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", "--disable-userns", "--die-with-parent", "--new-session",
+    "--uid", "1000", "--gid", "1000", "--hostname", spec.hostname ?? "service",
+    "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin", "--symlink", "usr/lib", "/lib",
+    "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/home", "--dir", "/run",
+  ];
+  if (fs.existsSync(path.join(baseDir, "usr/lib64"))) a.push("--symlink", "usr/lib64", "/lib64");
+  // Sources as the holder staged them (see STAGE_BINDS).
+  binds.forEach((b, i) => a.push(b.rw ? "--bind" : "--ro-bind", `${SERVICE_MOUNT}/${i}`, b.dest ?? b.src));
+  for (const s of spec.symlinks ?? []) a.push("--symlink", s.target, s.link);
+  a.push("--remount-ro", "/", "--chdir", spec.cwd, "--seccomp", "3", "--info-fd", "4", "--clearenv");
+  for (const [k, v] of Object.entries(spec.env)) a.push("--setenv", k, v);
+  a.push("--", ...spec.argv);
+  return a;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Kills everything in a confined program's cgroup and removes it (idempotent). */
+export async function killConfined(id: string): Promise<void> {
+  await cgroupLayout().destroy(id);
+}
+
+/** Process ids in a confined program's cgroup (empty when it is not running). */
+export function confinedPids(id: string): number[] {
+  return cgroupLayout().pids(id);
+}
+
+/** Starts the program; resolves once it runs inside its namespaces (not once it is ready). */
+export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess> {
+  const { baseDir, bpfFile, sysArg } = prepareConfinement(spec.baseCacheDir, path.dirname(spec.scratchDir));
+  const cg = cgroupLayout();
+  await cg.destroy(spec.id).catch(() => {});
+  cg.create(spec.id, spec.limits);
+  fs.rmSync(spec.scratchDir, { recursive: true, force: true });
+  fs.mkdirSync(spec.scratchDir, { recursive: true, mode: 0o700 });
+  const bindList = path.join(spec.scratchDir, "binds");
+  fs.writeFileSync(bindList, stagedBinds(spec, baseDir).map((b, i) => [String(i), b.src, fs.statSync(b.src).isDirectory() ? "d" : "f"].join("\0")).join("\0"), { mode: 0o600 });
+  const capture = spec.capture ?? null;
+  const child = spawn(
+    "/usr/bin/perl",
+    ["-e", holderProgram(), sysArg, cg.procsFiles(spec.id).join(":"), capture ? capture.tcpPorts.join(",") : "-", capture?.dns ? "dns" : "nodns", "-", "/nonexistent", bindList, "-", "-", SERVICE_MOUNT, bpfFile, String(spec.hostUid), "--", ...serviceBwrapArgs(spec, baseDir)],
+    { stdio: ["ignore", "pipe", "pipe", "ignore", "pipe", "pipe", ...(capture ? ["ipc" as const] : [])], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
+  );
+  const captured: CapturedNetwork & { done: boolean } = { tcp: new Map(), udp: [], errors: [], done: !capture };
+  if (capture) {
+    child.on("message", (msg: { kind: string; port?: number; family?: string; message?: string }, handle: unknown) => {
+      if (msg.kind === "tcp" && handle) captured.tcp.set(msg.port!, handle as net.Server);
+      else if (msg.kind === "udp" && handle) captured.udp.push(handle as dgram.Socket);
+      else if (msg.kind === "error") captured.errors.push(`${msg.family ?? "tcp"} port ${msg.port}: ${msg.message}`);
+      else if (msg.kind === "done") captured.done = true;
+    });
+    // The holder closes its end once done; a channel error (the holder died) shows as its exit.
+    child.on("error", () => {});
+  }
+  let exitCode: number | null | undefined;
+  const exited = new Promise<number | null>((resolve) => {
+    child.once("error", () => resolve((exitCode = null)));
+    child.once("exit", (code, signal) => resolve((exitCode = signal ? null : code)));
+  });
+  let early = "";
+  const collect = (d: Buffer) => {
+    if (early.length < 4000) early += d.toString();
+  };
+  // Everything bubblewrap says (its own set-up errors come after it reports the child's pid) is
+  // kept for whoever reads stderr later.
+  const stderr = new PassThrough();
+  child.stderr!.on("data", (d: Buffer) => {
+    collect(d);
+    stderr.write(d);
+  });
+  child.stderr!.on("end", () => stderr.end());
+  const info = child.stdio[4] as Readable;
+  let infoText = "";
+  info.on("data", (d: Buffer) => (infoText += d.toString()));
+  const gate = (child.stdio as unknown as Array<NodeJS.WritableStream | null>)[5]!;
+  const fail = async (why: string): Promise<never> => {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      /* already gone */
+    }
+    await cg.destroy(spec.id).catch(() => {});
+    fs.rmSync(spec.scratchDir, { recursive: true, force: true });
+    throw new Error(`${why}: ${early.trim().slice(0, 800) || "no message"}`);
+  };
+  const deadline = Date.now() + 30_000;
+  while (!(infoText.startsWith("netns\n") && captured.done)) {
+    if (exitCode !== undefined) return fail(`the confinement did not start (exit ${exitCode})`);
+    if (Date.now() > deadline) return fail("the confinement did not start in 30 s");
+    await sleep(2);
+  }
+  try {
+    await spec.onNetwork?.(child.pid!, capture ? { tcp: captured.tcp, udp: captured.udp, errors: captured.errors } : null);
+  } catch (err) {
+    for (const l of captured.tcp.values()) if (l.listening) l.close();
+    return fail(`attaching the network failed: ${(err as Error).message}`);
+  }
+  gate.end("go\n");
+  while (!/"child-pid"/.test(infoText)) {
+    if (exitCode !== undefined) return fail(`the confined program did not start (exit ${exitCode})`);
+    if (Date.now() > deadline) return fail("the confined program did not start in 30 s");
+    await sleep(2);
+  }
+  const stop = async (graceMs = 5000) => {
+    if (exitCode === undefined) {
+      // bubblewrap does not forward signals: TERM the program itself (every process but bwrap's).
+      for (const pid of cg.pids(spec.id)) {
+        try {
+          if (fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "bwrap") process.kill(pid, "SIGTERM");
+        } catch {
+          /* exited meanwhile */
+        }
+      }
+      await Promise.race([exited, sleep(graceMs)]);
+    }
+    await cg.destroy(spec.id).catch(() => {});
+    await exited;
+    fs.rmSync(spec.scratchDir, { recursive: true, force: true });
+  };
+  return { child, stdout: child.stdout!, stderr, exited, stop };
+}
