@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { readSetting } from "../config/index.ts";
 import { bootstrapKeyPath } from "../platform/bootstrap.ts";
 
 export class CliError extends Error {}
@@ -12,15 +13,15 @@ export interface Connection {
 }
 
 export function connectionFromEnv(opts: { url?: string; apiKey?: string; tenant?: string } = {}): Connection {
-  const host = process.env.WHARF_HOST || "127.0.0.1";
-  const port = process.env.WHARF_PORT || "8123";
-  const baseUrl = (opts.url || process.env.WHARF_URL || `http://${host.includes(":") ? `[${host}]` : host}:${port}`).replace(/\/+$/, "");
-  let apiKey = opts.apiKey || process.env.WHARF_API_KEY || null;
+  const host = readSetting("WHARF_HOST");
+  const port = readSetting("WHARF_PORT");
+  const baseUrl = (opts.url || readSetting("WHARF_URL") || `http://${host.includes(":") ? `[${host}]` : host}:${port}`).replace(/\/+$/, "");
+  let apiKey = opts.apiKey || readSetting("WHARF_API_KEY") || null;
   if (!apiKey) {
-    const file = bootstrapKeyPath(path.resolve(process.env.WHARF_HOME || ".wharf"));
+    const file = bootstrapKeyPath(path.resolve(readSetting("WHARF_HOME")));
     if (fs.existsSync(file)) apiKey = fs.readFileSync(file, "utf8").trim();
   }
-  return { baseUrl, apiKey, tenantId: opts.tenant || process.env.WHARF_TENANT_ID || null };
+  return { baseUrl, apiKey, tenantId: opts.tenant || readSetting("WHARF_TENANT_ID") || null };
 }
 
 /** Calls the control plane and returns parsed JSON; turns error bodies into readable CliErrors. */

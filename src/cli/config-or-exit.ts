@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig, type WharfConfig } from "../config/config.ts";
+import { ConfigError, loadConfig, type WharfConfig } from "../config/index.ts";
 
 /** The configuration, or exit 2 with every bad variable named (commands that start servers). */
 export function loadConfigOrExit(): WharfConfig {

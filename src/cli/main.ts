@@ -1,4 +1,5 @@
 import { Command, CommanderError } from "commander";
+import { ConfigError, SettingsError } from "../config/index.ts";
 import { CliError } from "./api-client.ts";
 
 type Register = (program: Command) => void;
@@ -41,6 +42,10 @@ export async function main(argv: string[]): Promise<void> {
     if (err instanceof CliError) {
       console.error(`wharf: ${err.message}`);
       process.exit(1);
+    }
+    if (err instanceof SettingsError || err instanceof ConfigError) {
+      console.error(`wharf: ${err.message}`);
+      process.exit(2);
     }
     throw err;
   }

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadConfig } from "../config/config.ts";
+import { loadConfig } from "../config/index.ts";
 import { rotateMasterKey } from "../secrets/key-rotation.ts";
 import { openStore } from "../store/database.ts";
 import { migrateToLatest } from "../store/migrate.ts";

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { configVariables } from "../config/config.ts";
+import { settingsHelp } from "../config/index.ts";
 import { loadConfigOrExit } from "./config-or-exit.ts";
 import { startPlatform } from "../platform/start-platform.ts";
 
@@ -7,7 +7,7 @@ export function registerUp(program: Command): void {
   program
     .command("up")
     .description("run the whole platform in one process (control plane on WHARF_HOST:WHARF_PORT)")
-    .addHelpText("after", "\nEnvironment:\n" + configVariables.map(([n, m]) => `  ${n.padEnd(26)} ${m}`).join("\n"))
+    .addHelpText("after", "\n" + settingsHelp())
     .action(async () => {
       const started = performance.now();
       const config = loadConfigOrExit();

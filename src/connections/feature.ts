@@ -23,7 +23,7 @@ export function createConnectionsFeature(overrides: Partial<ConnectionSettings> 
 
   const depsFor = (ctx: PlatformContext): FlowDeps => {
     if (deps) return deps;
-    const settings = { ...loadConnectionSettings(), ...overrides };
+    const settings = { ...loadConnectionSettings(ctx.config.settings), ...overrides };
     deps = {
       db: ctx.db,
       box: ctx.box,

@@ -1,4 +1,5 @@
 import { interrupt } from "@langchain/langgraph";
+import { readSetting } from "../config/index.ts";
 
 /**
  * The runtime side of agent connections, for graph code: a node asks for a fresh access token of
@@ -58,15 +59,16 @@ const str = (v: unknown) => (typeof v === "string" && v ? v : undefined);
 function resolve(req: AccessTokenRequest) {
   const configurable = req.config?.configurable ?? {};
   const metadata = req.config?.metadata ?? {};
-  const platformUrl = (req.platformUrl ?? process.env.WHARF_URL ?? "http://127.0.0.1:8123").replace(/\/+$/, "");
-  const apiKey = req.apiKey ?? process.env.WHARF_API_KEY;
+  const platformUrl = (req.platformUrl ?? readSetting("WHARF_URL") ?? "http://127.0.0.1:8123").replace(/\/+$/, "");
+  const apiKey = req.apiKey ?? readSetting("WHARF_API_KEY");
+  const tenantId = req.tenantId ?? readSetting("WHARF_TENANT_ID");
   if (!apiKey) throw new ConnectionError("no Wharf API key: set WHARF_API_KEY for the agent, or pass apiKey");
   return {
     platformUrl,
     headers: {
       "x-api-key": apiKey,
       "content-type": "application/json",
-      ...(req.tenantId ?? process.env.WHARF_TENANT_ID ? { "x-tenant-id": (req.tenantId ?? process.env.WHARF_TENANT_ID)! } : {}),
+      ...(tenantId ? { "x-tenant-id": tenantId } : {}),
     },
     agentId: req.agentId ?? str(configurable.assistant_id) ?? str(metadata.assistant_id),
     userId: req.userId ?? str(configurable.langgraph_auth_user_id),

@@ -29,7 +29,8 @@ export async function startTestPlatform(
   const s = await storageSettings(t, options.dialect ?? "sqlite");
   if (!s) return null;
   const config: WharfConfig = {
-    ...loadConfig({ WHARF_HOME: s.home, WHARF_PORT: "0", ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}), ...options.env }),
+    // No example deployment and an ephemeral in-process agent-server port: a test asks for what it needs.
+    ...loadConfig({ WHARF_HOME: s.home, WHARF_PORT: "0", WHARF_EXAMPLE_PROJECT: "off", WHARF_AGENT_PORT: "0", ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}), ...options.env }),
   };
   let captured = "";
   const destination = new Writable({

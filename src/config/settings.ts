@@ -1,0 +1,124 @@
+import { z } from "zod";
+
+/**
+ * Every setting Wharf reads, declared once: its variable, type, default, meaning and the part that
+ * uses it. `loadSettings` validates them all at start (a bad value stops start-up naming the
+ * variable); `wharf up --help` and the README's configuration table are generated from this list
+ * (`test/config/settings.test.ts` checks they agree). To add a setting, add one entry below and run
+ * `node bin/run-ts.js scripts/settings-table.ts --write` to refresh the README.
+ */
+
+export type SettingPart = "control plane" | "storage" | "encryption" | "logging" | "connections" | "egress" | "sandboxes" | "deployments" | "agent server" | "CLI and graph clients" | "install";
+
+export interface SettingDeclaration<S extends z.ZodTypeAny = z.ZodTypeAny> {
+  part: SettingPart;
+  /** Shown in the help and the table. */
+  type: string;
+  /** The value used when the variable is unset or empty, as the operator would write it. */
+  default?: string;
+  /** How the default reads when it is not a literal value (for example "`$WHARF_HOME/…`"). */
+  defaultText?: string;
+  description: string;
+  /** Parses the raw string (or undefined when unset without a default). */
+  schema: S;
+}
+
+const int = (min: number, max: number = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
+const flag = () => z.enum(["0", "1", "true", "false"]).transform((v) => v === "1" || v === "true");
+const text = () => z.string().min(1);
+const list = () => z.string().transform((v) => v.split(",").map((s) => s.trim()).filter(Boolean));
+const decl = <S extends z.ZodTypeAny>(d: SettingDeclaration<S>) => d;
+
+export const SETTINGS = {
+  WHARF_HOST: decl({ part: "control plane", type: "address", default: "127.0.0.1", description: "address the control plane listens on", schema: text() }),
+  WHARF_PORT: decl({ part: "control plane", type: "port", default: "8123", description: "port of the control plane (0: any free port)", schema: int(0, 65535) }),
+  WHARF_PUBLIC_URL: decl({ part: "control plane", type: "URL", defaultText: "the listening address", description: "URL browsers and sandboxes reach the control plane at (OAuth redirect URIs, data-plane URLs)", schema: z.string().url().transform((v) => v.replace(/\/+$/, "")).optional() }),
+  WHARF_BODY_LIMIT_BYTES: decl({ part: "control plane", type: "bytes", default: String(10 * 1024 * 1024), description: "largest JSON request body accepted (413 beyond)", schema: int(1024) }),
+  WHARF_UPLOAD_LIMIT_BYTES: decl({ part: "control plane", type: "bytes", default: String(1024 * 1024 * 1024), description: "largest deployment tarball upload, streamed to disk (sandbox file uploads are bounded by the sandbox's fs_capacity_bytes)", schema: int(1024) }),
+  WHARF_BEARER_TTL_SECONDS: decl({ part: "control plane", type: "seconds", default: "3600", description: "lifetime of bearer tokens from POST /v2/tokens", schema: int(60, 30 * 24 * 3600) }),
+
+  WHARF_HOME: decl({ part: "storage", type: "path", default: ".wharf", description: "state folder: SQLite file, master key, bootstrap key, sandboxes, builds", schema: text() }),
+  DATABASE_URL: decl({
+    part: "storage",
+    type: "URL",
+    defaultText: "SQLite in `$WHARF_HOME/wharf.db`",
+    description: "`postgres://…` to use PostgreSQL (`?options=-c%20search_path%3Dname` selects a schema); `sqlite:/path/file.db` for another SQLite file",
+    schema: z
+      .string()
+      .refine((v) => /^postgres(ql)?:\/\//.test(v) || v.startsWith("sqlite:"), { message: "must start with postgres://, postgresql:// or sqlite:" })
+      .optional(),
+  }),
+
+  WHARF_MASTER_KEY: decl({ part: "encryption", type: "keys", defaultText: "generated into `$WHARF_HOME/master.key` (0600)", description: "base64 or hex 32-byte keys, comma-separated, the first one active, that seal secrets at rest", schema: text().optional() }),
+
+  WHARF_LOG_LEVEL: decl({ part: "logging", type: "level", default: "info", description: "`trace`, `debug`, `info`, `warn`, `error`, `fatal` or `silent`", schema: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]) }),
+
+  WHARF_OAUTH_STATE_TTL_SECONDS: decl({ part: "connections", type: "seconds", default: "600", description: "lifetime of a started connect flow", schema: int(30, 3600) }),
+  WHARF_OAUTH_REFRESH_SKEW_SECONDS: decl({ part: "connections", type: "seconds", default: "120", description: "tokens this close to expiry are refreshed before they are handed out", schema: int(0, 3600) }),
+  WHARF_OAUTH_SWEEP_INTERVAL_SECONDS: decl({ part: "connections", type: "seconds", default: "60", description: "period of the background refresh sweep (0 disables it)", schema: int(0, 86_400) }),
+  WHARF_OAUTH_SWEEP_WINDOW_SECONDS: decl({ part: "connections", type: "seconds", default: "600", description: "the sweep refreshes tokens expiring within this window", schema: int(0, 86_400) }),
+  WHARF_OAUTH_REFRESH_LEASE_SECONDS: decl({ part: "connections", type: "seconds", default: "30", description: "longest one process holds a token's refresh lease", schema: int(2, 600) }),
+  WHARF_OAUTH_PROVIDER_TIMEOUT_SECONDS: decl({ part: "connections", type: "seconds", default: "10", description: "timeout of each call to an OAuth provider", schema: int(1, 120) }),
+
+  WHARF_EGRESS_HOSTS: decl({ part: "egress", type: "list", default: "", description: "static resolution for the egress proxy: comma-separated `name=address` or `name:port=address:port`", schema: z.string() }),
+  WHARF_EGRESS_ALLOW_INTERNAL: decl({ part: "egress", type: "CIDR list", default: "", description: "comma-separated CIDRs of internal addresses sandboxes may reach (never through proxy_config)", schema: list() }),
+  WHARF_EGRESS_UPSTREAM_CA_FILE: decl({ part: "egress", type: "path", defaultText: "none", description: "PEM file of extra roots trusted for upstream TLS (the system roots always are)", schema: text().optional() }),
+  WHARF_EGRESS_SYSTEM_DNS: decl({ part: "egress", type: "0/1", default: "1", description: "1 resolves names with the system resolver; 0 resolves only `WHARF_EGRESS_HOSTS`", schema: flag() }),
+  WHARF_EGRESS_PROXY_PORT: decl({ part: "egress", type: "port", default: "3128", description: "port of the explicit proxy on 127.0.0.1 inside each sandbox", schema: int(1, 65535) }),
+
+  WHARF_SANDBOX_DRIVER: decl({ part: "sandboxes", type: "enum", default: "local", description: "`local` (Linux namespaces) or `none` (sandbox calls answer 503)", schema: z.enum(["local", "none"]) }),
+  WHARF_SANDBOX_DISK: decl({ part: "sandboxes", type: "enum", default: "dir", description: "`dir`, or `image`: an ext4 image per sandbox with a hard `fs_capacity_bytes`", schema: z.enum(["dir", "image"]) }),
+  WHARF_SANDBOX_BASE_CACHE: decl({ part: "sandboxes", type: "path", defaultText: "`$WHARF_HOME/sandboxes/images`", description: "cache of the base image assembled from host packages", schema: text().optional() }),
+  WHARF_SANDBOX_HOST_UID: decl({ part: "sandboxes", type: "uid", default: "200000", description: "unprivileged host uid sandbox processes run as", schema: int(1000, 2 ** 31 - 2) }),
+  WHARF_SANDBOX_PIDS_MAX: decl({ part: "sandboxes", type: "integer", default: "1024", description: "process limit per sandbox", schema: int(16) }),
+  WHARF_SANDBOX_TTL_SECOND_MS: decl({ part: "sandboxes", type: "ms", default: "1000", description: "length of one second of sandbox TTLs (tests shorten it)", schema: int(1) }),
+  WHARF_SANDBOX_TICK_MS: decl({ part: "sandboxes", type: "ms", default: "5000", description: "period of the lifecycle loop (idle stop, deadlines, deletion)", schema: int(10) }),
+  WHARF_SANDBOX_PROVISION_DEADLINE_MS: decl({ part: "sandboxes", type: "ms", default: "120000", description: "a sandbox still provisioning after this fails", schema: int(100) }),
+  WHARF_SANDBOX_KEEP_RUNNING: decl({ part: "sandboxes", type: "0/1", default: "0", description: "keep sandboxes running across a graceful restart (live restore)", schema: flag() }),
+  WHARF_SANDBOX_MAX_OUTPUT_BYTES: decl({ part: "sandboxes", type: "bytes", default: String(64 << 20), description: "output kept per command stream for re-attaching clients", schema: int(1024) }),
+
+  WHARF_EXAMPLE_PROJECT: decl({ part: "deployments", type: "path", defaultText: "`examples/chat-agent`", description: "the project `wharf up` deploys as the deployment `example`, or `off`", schema: text().optional() }),
+
+  WHARF_CRON_TICK_MS: decl({ part: "agent server", type: "ms", default: "5000", description: "how often an agent server looks for due crons", schema: int(10, 3_600_000) }),
+  WHARF_AGENT_PROJECT: decl({ part: "agent server", type: "path", defaultText: "`examples/chat-agent`", description: "project the in-process agent server serves (`createAgentServerFeature`), or `off`", schema: text().optional() }),
+  WHARF_AGENT_PORT: decl({ part: "agent server", type: "port", default: "8124", description: "port of the in-process agent server (0: any free port)", schema: int(0, 65535) }),
+  WHARF_AGENT_SERVER_ID: decl({ part: "agent server", type: "string", defaultText: "`example:<project folder>`", description: "server id of the in-process agent server (scopes its threads and runs)", schema: text().optional() }),
+  WHARF_PRINT_AGENT_URL: decl({ part: "agent server", type: "0/1", default: "0", description: "print the in-process agent server's URL and a sample call even without a terminal", schema: flag() }),
+
+  WHARF_URL: decl({ part: "CLI and graph clients", type: "URL", defaultText: "`http://$WHARF_HOST:$WHARF_PORT`", description: "control plane the `wharf` commands and `getAccessToken` call", schema: z.string().url().optional() }),
+  WHARF_API_KEY: decl({ part: "CLI and graph clients", type: "secret", defaultText: "`$WHARF_HOME/bootstrap-key`", description: "API key the `wharf` commands and `getAccessToken` send", schema: text().optional() }),
+  WHARF_TENANT_ID: decl({ part: "CLI and graph clients", type: "id", defaultText: "the key's workspace", description: "workspace the `wharf` commands act on (`X-Tenant-Id`)", schema: text().optional() }),
+
+  WHARF_SKIP_HOST_SETUP: decl({ part: "install", type: "0/1", default: "0", description: "1 keeps `npm install` from running `scripts/setup-host.sh` as root", schema: flag() }),
+} as const;
+
+export type SettingName = keyof typeof SETTINGS;
+export type Settings = { [K in SettingName]: z.output<(typeof SETTINGS)[K]["schema"]> };
+
+export class SettingsError extends Error {}
+
+/** Parses every declared setting from `env`; throws naming every bad variable at once. */
+export function loadSettings(env: Record<string, string | undefined>): Settings {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [name, d] of Object.entries(SETTINGS) as Array<[SettingName, SettingDeclaration]>) {
+    const raw = env[name] === "" || env[name] === undefined ? d.default : env[name];
+    const parsed = d.schema.safeParse(raw);
+    if (parsed.success) out[name] = parsed.data;
+    else problems.push(`  ${name}: ${parsed.error.issues.map((i) => i.message).join("; ")}`);
+  }
+  if (problems.length) throw new SettingsError(`invalid configuration:\n${problems.join("\n")}`);
+  return out as Settings;
+}
+
+/**
+ * One declared setting, for code that runs outside a platform (the CLI, graph code calling
+ * `getAccessToken`): the same parsing and default as at start, and the same error naming it.
+ */
+export function readSetting<K extends SettingName>(name: K, env: Record<string, string | undefined> = process.env): Settings[K] {
+  const d: SettingDeclaration = SETTINGS[name];
+  const raw = env[name] === "" || env[name] === undefined ? d.default : env[name];
+  const parsed = d.schema.safeParse(raw);
+  if (!parsed.success) throw new SettingsError(`invalid configuration: ${name}: ${parsed.error.issues.map((i) => i.message).join("; ")}`);
+  return parsed.data as Settings[K];
+}

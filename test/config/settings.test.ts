@@ -1,0 +1,59 @@
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { ConfigError, loadConfig, readSetting, SETTINGS, SettingsError, withSettingsTable } from "../../src/config/index.ts";
+import { REPO_ROOT, wharfCli } from "../support/process.ts";
+
+describe("one configuration", () => {
+  test("the README's table is the one generated from the declarations", () => {
+    const readme = fs.readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
+    assert.equal(withSettingsTable(readme), readme, "run: node bin/run-ts.js scripts/settings-table.ts --write");
+  });
+
+  test("wharf up --help lists every declared setting with its default", async () => {
+    const { code, out } = await wharfCli(["up", "--help"]);
+    assert.equal(code, 0, out);
+    for (const [name, d] of Object.entries(SETTINGS)) {
+      const line = out.split("\n").find((l) => l.trim().startsWith(name + " "));
+      assert.ok(line, `${name} is in the help`);
+      if (d.default) assert.ok(line.includes(`default ${d.default}`), `${name}'s default is in the help: ${line}`);
+    }
+  });
+
+  test("defaults parse; bad values stop start-up naming every variable", () => {
+    const c = loadConfig({});
+    assert.equal(c.port, 8123);
+    assert.equal(c.settings.WHARF_SANDBOX_KEEP_RUNNING, false);
+    assert.deepEqual(c.settings.WHARF_EGRESS_ALLOW_INTERNAL, []);
+    assert.equal(c.settings.WHARF_OAUTH_SWEEP_INTERVAL_SECONDS, 60);
+    const bad: Record<string, string> = { WHARF_PORT: "70000", WHARF_LOG_LEVEL: "loud", DATABASE_URL: "mysql://x", WHARF_SANDBOX_DRIVER: "docker", WHARF_OAUTH_STATE_TTL_SECONDS: "5", WHARF_EGRESS_SYSTEM_DNS: "maybe" };
+    assert.throws(() => loadConfig(bad), (err: Error) => {
+      assert.ok(err instanceof ConfigError);
+      for (const name of Object.keys(bad)) assert.match(err.message, new RegExp(`\\b${name}:`));
+      return true;
+    });
+    assert.equal(loadConfig({ WHARF_PORT: "" }).port, 8123, "an empty variable is unset");
+    assert.throws(() => readSetting("WHARF_URL", { WHARF_URL: "not a url" }), SettingsError);
+  });
+
+  test("every declaration has a description, a type and a part", () => {
+    for (const [name, d] of Object.entries(SETTINGS)) {
+      assert.match(name, /^(WHARF_[A-Z0-9_]+|DATABASE_URL)$/);
+      assert.ok(d.description.length > 10 && d.type && d.part, name);
+      assert.ok(d.default !== undefined || d.defaultText, `${name} says what happens when unset`);
+    }
+  });
+
+  test("the foundation's code reads no process.env outside src/config", () => {
+    const folders = ["config", "crypto", "secrets", "store", "platform", "identity", "log", "http", "connections"].map((f) => path.join(REPO_ROOT, "src", f));
+    const cli = ["main.ts", "up.ts", "keys.ts", "secrets.ts", "auth.ts", "api-client.ts", "output.ts", "config-or-exit.ts"].map((f) => path.join(REPO_ROOT, "src/cli", f));
+    const files = [...folders.flatMap((d) => (fs.readdirSync(d, { recursive: true }) as string[]).filter((f) => f.endsWith(".ts")).map((f) => path.join(d, f))), ...cli];
+    const offenders = files
+      .filter((f) => !f.includes(`${path.sep}src${path.sep}config${path.sep}`))
+      .flatMap((f) => fs.readFileSync(f, "utf8").split("\n").map((l, i) => [f, i + 1, l] as const))
+      .filter(([, , l]) => /process\.env\b/.test(l) && !/^\s*(\*|\/\/)/.test(l))
+      .map(([f, n, l]) => `${path.relative(REPO_ROOT, f)}:${n}: ${l.trim()}`);
+    assert.deepEqual(offenders, []);
+  });
+});
