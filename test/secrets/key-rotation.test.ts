@@ -3,6 +3,7 @@ import fs from "node:fs";
 import { describe, test } from "node:test";
 import { keyringPath } from "../../src/crypto/keyring.ts";
 import { openApiKey, openSecrets, sealSecrets, apiKeyAad } from "../../src/deployments/deployment-secrets.ts";
+import { agentKeyAad } from "../../src/deployments/revision-runtime.ts";
 import { workspaceCa } from "../../src/egress/index.ts";
 import { openValues, sealValue } from "../../src/egress/index.ts";
 import { openEnv, sealEnv, getSandbox } from "../../src/sandboxes/sandbox-store.ts";
@@ -57,9 +58,10 @@ async function plantDeploymentAndSandbox(p: TestPlatform) {
   const now = nowIso();
   const deploymentId = newId();
   const key = p.ctx.box.seal("deployment-api-key-value", apiKeyAad(ws, deploymentId));
+  const agentKey = p.ctx.box.seal("deployment-agent-key-value", agentKeyAad(ws, deploymentId));
   await (p.ctx.db as any)
     .insertInto("deployments")
-    .values({ id: deploymentId, workspace_id: ws, name: "rot", source: "internal_source", source_config: "{}", source_revision_config: "{}", ...sealSecrets(p.ctx.box, ws, deploymentId, [{ name: "DEP", value: "deployment-secret-value" }]), api_key_id: "k", api_key_key_id: key.keyId, api_key_ciphertext: key.blob, status: "READY", created_at: now, updated_at: now })
+    .values({ id: deploymentId, workspace_id: ws, name: "rot", source: "internal_source", source_config: "{}", source_revision_config: "{}", ...sealSecrets(p.ctx.box, ws, deploymentId, [{ name: "DEP", value: "deployment-secret-value" }]), api_key_id: "k", api_key_key_id: key.keyId, api_key_ciphertext: key.blob, agent_key_key_id: agentKey.keyId, agent_key_ciphertext: agentKey.blob, status: "READY", created_at: now, updated_at: now })
     .execute();
   const sandboxId = newId();
   await (p.ctx.db as any)
@@ -70,6 +72,7 @@ async function plantDeploymentAndSandbox(p: TestPlatform) {
     const d = await (p.ctx.db as any).selectFrom("deployments").selectAll().where("id", "=", deploymentId).executeTakeFirstOrThrow();
     assert.deepEqual(openSecrets(p.ctx.box, d), [{ name: "DEP", value: "deployment-secret-value" }]);
     assert.equal(openApiKey(p.ctx.box, d), "deployment-api-key-value");
+    assert.equal(p.ctx.box.open({ keyId: d.agent_key_key_id, blob: d.agent_key_ciphertext }, agentKeyAad(ws, deploymentId)), "deployment-agent-key-value");
     assert.deepEqual(openEnv(p.ctx.box, (await getSandbox(p.ctx.db, sandboxId))!), { SANDBOX_ENV: "sandbox-env-value" });
   };
 }

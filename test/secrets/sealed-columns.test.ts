@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { accessTokenAad, authorizeUrlAad, clientSecretAad, pkceVerifierAad, refreshTokenAad } from "../../src/connections/sealed-columns.ts";
 import { apiKeyAad, secretsAad } from "../../src/deployments/deployment-secrets.ts";
+import { agentKeyAad } from "../../src/deployments/revision-runtime.ts";
 import { envAad } from "../../src/sandboxes/sandbox-store.ts";
 import { aadOf, SEALED_LOCATIONS } from "../../src/secrets/sealed-columns.ts";
 import { secretAad } from "../../src/secrets/secret-store.ts";
@@ -43,6 +44,7 @@ describe("sealed-column registry against the features' associated data", () => {
     ["connections.authorize-url", authorizeUrlAad],
     ["deployments.secrets", secretsAad],
     ["deployments.api-key", apiKeyAad],
+    ["deployments.agent-key", agentKeyAad],
     ["sandboxes.env", envAad],
   ];
   for (const [name, feature] of cases) {
