@@ -6,6 +6,8 @@ import type { Dialect } from "../store/database.ts";
 import type { Database } from "../store/schema.ts";
 import type { Checkpointer } from "./storage/checkpointer.ts";
 import type { AuthContext, CustomAuth } from "./auth/custom-auth.ts";
+import type { UserApp } from "./project/http-app.ts";
+import type { ProjectHttp } from "./project/project.ts";
 import type { GraphFailure, LoadedGraph } from "./project/graphs.ts";
 import type { AgentStore } from "./storage/store.ts";
 import "./storage/tables.ts";
@@ -30,6 +32,10 @@ export interface AgentServerContext {
   /** `wharf dev`: no credentials required (loopback only). */
   open: boolean;
   log: Logger;
+  /** `langgraph.json` `http`: disabled route groups and CORS. */
+  http: ProjectHttp;
+  /** The project's own routes (`http.app`), mounted before the API. */
+  userApp: UserApp | null;
 }
 
 export interface AgentEnv {

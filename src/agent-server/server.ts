@@ -18,6 +18,10 @@ import { CronScheduler, cronTickMs } from "./crons/cron-scheduler.ts";
 import { CustomAuth } from "./auth/custom-auth.ts";
 import { loadGraphs } from "./project/graphs.ts";
 import { registerSdkLogger } from "./project/sdk-logger.ts";
+import { loadHttpApp } from "./project/http-app.ts";
+import { graphConfigFromEnv } from "./project/graph-config.ts";
+import { loadEmbed } from "./storage/store-index.ts";
+import { TtlSweeper } from "./storage/ttl-sweeper.ts";
 import { applyProjectEnv, loadProject, type AgentProject } from "./project/project.ts";
 import { RunEngine } from "./runs/run-engine.ts";
 import { AgentStore } from "./storage/store.ts";
@@ -51,6 +55,8 @@ export interface AgentServer {
   ctx: AgentServerContext;
   engine: RunEngine;
   crons: CronScheduler;
+  /** `store.ttl` / `checkpointer.ttl` sweeps (timers; callable directly). */
+  sweeper: TtlSweeper;
   project: AgentProject;
   /** Stops the cron scheduler, ends runs in flight (as errors), closes the checkpointer. The store stays open (the caller owns it). */
   close(): Promise<void>;
@@ -72,7 +78,11 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
   registerSdkLogger(options.log);
   const { graphs, failures } = await loadGraphs(project);
   for (const [graphId, f] of failures) options.log.error({ graphId, module: f.module, error: f.error }, `graph "${graphId}" did not load (${f.module}): ${f.error}; the other graphs still serve`);
+  for (const w of project.warnings) options.log.warn({ configFile: project.configFile }, `langgraph.json: ${w}`);
   const customAuth = await CustomAuth.load(project);
+  const userApp = await loadHttpApp(project);
+  const index = project.store.index ? { dims: project.store.index.dims, fields: project.store.index.fields, embed: await loadEmbed(project.store.index.embed) } : null;
+  const graphConfig = graphConfigFromEnv(process.env.LANGGRAPH_CONFIG);
   const checkpointer: Checkpointer = await openCheckpointer({ databaseUrl: options.databaseUrl, home: options.home, pgSchema: options.pgSchema });
   const serverId = options.serverId ?? defaultServerId(project);
   const tickMs = options.cronTickMs ?? cronTickMs();
@@ -83,15 +93,17 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
     graphs,
     graphFailures: failures,
     checkpointer,
-    store: new AgentStore(options.store.db, options.store.dialect, serverId),
+    store: new AgentStore(options.store.db, options.store.dialect, serverId, { index, ttl: project.store.ttl }),
     customAuth,
     box: options.box,
     authenticate: options.authenticate,
     open: options.open ?? false,
     log: options.log,
+    http: project.http,
+    userApp,
   };
   try {
-    await ensureSystemAssistants(ctx);
+    await ensureSystemAssistants(ctx, graphConfig);
   } catch (err) {
     await checkpointer.close();
     throw err;
@@ -106,6 +118,8 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
   engine.start();
   const crons = new CronScheduler(ctx, engine, tickMs);
   crons.start();
+  const sweeper = new TtlSweeper(ctx, { storeMinutes: project.store.ttl?.sweepMinutes ?? null, threads: project.checkpointerTtl ? { ttlMinutes: project.checkpointerTtl.defaultTtlMinutes, sweepMinutes: project.checkpointerTtl.sweepMinutes } : null });
+  sweeper.start();
   const app = buildAgentApp(ctx, engine);
   let closing: Promise<void> | null = null;
   return {
@@ -113,10 +127,12 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
     ctx,
     engine,
     crons,
+    sweeper,
     project,
     close: () =>
       (closing ??= (async () => {
         await crons.stop();
+        await sweeper.stop();
         await engine.stop();
         await checkpointer.close();
       })()),

@@ -11,6 +11,7 @@ import { registerStoreRoutes } from "./store-routes.ts";
 import { registerThreadRoutes } from "./thread-routes.ts";
 import { registerThreadStreamRoute } from "./thread-stream.ts";
 import { CORS_HEADERS } from "../wire.ts";
+import { corsHeaders } from "./cors.ts";
 
 const AGENT_SERVER_VERSION = "0.1.0";
 
@@ -34,22 +35,37 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
   });
   app.notFound((c) => textError(404, `Not found: ${c.req.method} ${c.req.path}`));
 
+  const cors = ctx.http.cors;
   app.use("*", async (c, next) => {
+    const origin = c.req.header("origin") ?? null;
     if (c.req.method === "OPTIONS") {
-      return new Response(null, {
-        status: 204,
-        headers: {
-          ...CORS_HEADERS,
-          "access-control-allow-methods": "GET,POST,PUT,PATCH,DELETE,OPTIONS",
-          "access-control-allow-headers": c.req.header("access-control-request-headers") ?? "*",
-          "access-control-max-age": "600",
-        },
-      });
+      return new Response(null, { status: 204, headers: corsHeaders(cors, { origin, preflight: true, requestHeaders: c.req.header("access-control-request-headers") ?? null }) });
     }
     c.set("auth", PUBLIC_PATHS.has(c.req.path) ? null : await resolveAuth(ctx, c.req.raw));
     await next();
+    // Responses carry the default CORS headers; a project's `http.cors` replaces them.
+    if (cors) {
+      for (const h of ["access-control-allow-origin", "access-control-expose-headers"]) c.res.headers.delete(h);
+      for (const [k, v] of Object.entries(corsHeaders(cors, { origin, preflight: false, requestHeaders: null }))) c.res.headers.set(k, v);
+    }
   });
 
+  // The project's own routes (`http.app`) come first, behind the same authentication, as on the
+  // LangGraph server; what they do not match falls through to the API.
+  if (ctx.userApp) app.route("/", ctx.userApp as unknown as Hono);
+
+  const off = ctx.http.disable;
+  if (!off.meta) registerMetaRoutes(app, ctx);
+  if (!off.assistants) registerAssistantRoutes(app, ctx);
+  if (!off.runs) registerRunRoutes(app, ctx, engine);
+  if (!off.runs) registerCronRoutes(app, ctx);
+  if (!off.threads) registerThreadRoutes(app, ctx, engine);
+  if (!off.store) registerStoreRoutes(app, ctx);
+  if (!off.threads) registerThreadStreamRoute(app, ctx, engine);
+  return app;
+}
+
+function registerMetaRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   app.get("/ok", () => new Response('{"ok":true}', { headers: { ...CORS_HEADERS, "content-type": "application/json" } }));
   app.get("/info", () =>
     new Response(
@@ -64,11 +80,4 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
     ),
   );
 
-  registerAssistantRoutes(app, ctx);
-  registerRunRoutes(app, ctx, engine);
-  registerCronRoutes(app, ctx);
-  registerThreadRoutes(app, ctx, engine);
-  registerStoreRoutes(app, ctx);
-  registerThreadStreamRoute(app, ctx, engine);
-  return app;
 }

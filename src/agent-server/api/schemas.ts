@@ -143,9 +143,9 @@ export const storePut = z.looseObject({
   namespace,
   key: z.string().min(1),
   value: obj,
-  // Accepted for compatibility; this store has no search index and no TTLs.
+  // `index`: false or the fields to embed (with `store.index`); `ttl`: minutes (null: never expires).
   index: nullish(z.union([z.literal(false), z.array(z.string())])),
-  ttl: nullish(z.number()),
+  ttl: nullish(z.number().positive()),
 });
 export const storeDelete = z.looseObject({ namespace: nullish(namespace), key: z.string().min(1) });
 export const storeGet = z.looseObject({ namespace: z.string().default(""), key: z.string().min(1), refresh_ttl: z.string().optional() });

@@ -34,7 +34,9 @@ export function registerStoreRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext
     const b = await body(c, storePut);
     const value = { namespace: namespaceOf(b.namespace), key: b.key, value: b.value, index: b.index ?? null, ttl: b.ttl ?? null };
     await authorize(ctx, c, "store:put", value);
-    await ctx.store.put(namespaceOf(value.namespace, { reservedRoot: true }), value.key, value.value);
+    // An absent `ttl` takes the project's `store.ttl.default_ttl`; an explicit null never expires.
+    const ttl = b.ttl === undefined ? undefined : value.ttl;
+    await ctx.store.putItem(namespaceOf(value.namespace, { reservedRoot: true }), value.key, value.value, value.index, ttl);
     return noContent();
   });
 
@@ -42,7 +44,7 @@ export function registerStoreRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext
     const q = query(c, storeGet);
     const value = { namespace: namespaceOf(q.namespace === "" ? [] : q.namespace.split(".")), key: q.key, refresh_ttl: q.refresh_ttl === undefined ? null : q.refresh_ttl === "true" };
     await authorize(ctx, c, "store:get", value);
-    return json(toApiItem(await ctx.store.get(namespaceOf(value.namespace), value.key)));
+    return json(toApiItem(await ctx.store.getItem(namespaceOf(value.namespace), value.key, value.refresh_ttl)));
   });
 
   app.delete("/store/items", async (c) => {
@@ -65,7 +67,7 @@ export function registerStoreRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext
     };
     const filters = await authorize(ctx, c, "store:search", value);
     const filter = filters ? (value.filter ? { $and: [value.filter, filters] } : filters) : (value.filter ?? undefined);
-    const items = await ctx.store.search(namespaceOf(value.namespace, { allowEmpty: true }), { filter, limit: value.limit, offset: value.offset });
+    const items = await ctx.store.search(namespaceOf(value.namespace, { allowEmpty: true }), { filter, limit: value.limit, offset: value.offset, query: value.query ?? undefined });
     return json({ items: items.map(toApiItem) });
   });
 

@@ -10,6 +10,36 @@ export interface AgentProject {
   env: Record<string, string>;
   auth: { file: string; exportName: string; disableStudioAuth: boolean } | null;
   dependencies: string[];
+  http: ProjectHttp;
+  store: ProjectStore;
+  /** `checkpointer.ttl`: threads not updated for `defaultTtlMinutes` are deleted by a sweep. */
+  checkpointerTtl: { defaultTtlMinutes: number; sweepMinutes: number } | null;
+  /** Keys of `langgraph.json` this server does not use, each with why (logged as warnings). */
+  warnings: string[];
+}
+
+export interface ProjectHttp {
+  /** `http.app`: the project's own Hono app, mounted before the API routes. */
+  app: { file: string; exportName: string } | null;
+  disable: { assistants: boolean; threads: boolean; runs: boolean; store: boolean; meta: boolean };
+  cors: CorsConfig | null;
+}
+
+export interface CorsConfig {
+  allow_origins?: string[];
+  allow_origin_regex?: string;
+  allow_methods?: string[];
+  allow_headers?: string[];
+  allow_credentials?: boolean;
+  expose_headers?: string[];
+  max_age?: number;
+}
+
+export interface ProjectStore {
+  /** `store.index`: semantic search with the project's `embed` function over `fields` of each value. */
+  index: { dims: number; embed: { file: string; exportName: string }; fields: string[] } | null;
+  /** `store.ttl` (minutes): items expire; reads refresh the expiry when `refreshOnRead`. */
+  ttl: { defaultTtlMinutes: number | null; refreshOnRead: boolean; sweepMinutes: number } | null;
 }
 
 export class ProjectError extends Error {}
@@ -23,8 +53,67 @@ const configSchema = z
     dependencies: z.array(z.string()).optional(),
     auth: z.object({ path: z.string().min(1).optional(), disable_studio_auth: z.boolean().optional() }).passthrough().optional(),
     node_version: z.union([z.string(), z.number()]).optional(),
+    http: z
+      .object({
+        app: z.string().min(1).optional(),
+        disable_assistants: z.boolean().optional(),
+        disable_threads: z.boolean().optional(),
+        disable_runs: z.boolean().optional(),
+        disable_store: z.boolean().optional(),
+        disable_meta: z.boolean().optional(),
+        cors: z
+          .object({
+            allow_origins: z.array(z.string()).optional(),
+            allow_origin_regex: z.string().optional(),
+            allow_methods: z.array(z.string()).optional(),
+            allow_headers: z.array(z.string()).optional(),
+            allow_credentials: z.boolean().optional(),
+            expose_headers: z.array(z.string()).optional(),
+            max_age: z.number().int().min(0).optional(),
+          })
+          .passthrough()
+          .optional(),
+      })
+      .passthrough()
+      .optional(),
+    store: z
+      .object({
+        index: z.object({ dims: z.number().int().positive(), embed: z.string().min(1), fields: z.array(z.string()).optional() }).passthrough().optional(),
+        ttl: z.object({ default_ttl: z.number().positive().nullish(), refresh_on_read: z.boolean().optional(), sweep_interval_minutes: z.number().positive().nullish() }).passthrough().optional(),
+      })
+      .passthrough()
+      .optional(),
+    checkpointer: z
+      .object({ ttl: z.object({ strategy: z.literal("delete").optional(), default_ttl: z.number().positive(), sweep_interval_minutes: z.number().positive().nullish() }).passthrough().optional() })
+      .passthrough()
+      .optional(),
   })
   .passthrough();
+
+/** Keys the LangGraph CLI reads to build a container image: meaningless to this server, noted once. */
+const IMAGE_KEYS = new Set(["python_version", "pip_config_file", "pip_installer", "dockerfile_lines", "image_distro", "base_image", "keep_pkg_tools", "_INTERNAL_docker_tag", "api_version"]);
+const KNOWN_KEYS = new Set(["$schema", "graphs", "env", "dependencies", "auth", "node_version", "http", "store", "checkpointer"]);
+const KNOWN_HTTP = new Set(["app", "disable_assistants", "disable_threads", "disable_runs", "disable_store", "disable_meta", "cors"]);
+
+/** Every key of `langgraph.json` this server ignores, named, with why (pure: table-tested). */
+export function ignoredKeys(raw: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  for (const k of Object.keys(raw)) {
+    if (KNOWN_KEYS.has(k)) continue;
+    if (IMAGE_KEYS.has(k)) out.push(`"${k}" is for container image builds and is not used by this server`);
+    else if (k === "ui" || k === "ui_config") out.push(`"${k}" (generative UI components) is not served by this server`);
+    else out.push(`unknown key "${k}" is ignored`);
+  }
+  const http = raw.http && typeof raw.http === "object" ? (raw.http as Record<string, unknown>) : {};
+  for (const k of Object.keys(http)) if (!KNOWN_HTTP.has(k)) out.push(`"http.${k}" is not supported by this server and is ignored`);
+  for (const section of ["store", "checkpointer", "auth"] as const) {
+    const v = raw[section];
+    if (!v || typeof v !== "object") continue;
+    const known = section === "store" ? ["index", "ttl"] : section === "checkpointer" ? ["ttl"] : ["path", "disable_studio_auth"];
+    for (const k of Object.keys(v)) if (!known.includes(k)) out.push(`"${section}.${k}" is not supported by this server and is ignored`);
+  }
+  return out;
+}
 
 /** `./src/agent.ts:graph` → file and export name (`default` when omitted). */
 export function splitRef(dir: string, ref: string): { file: string; exportName: string } {
@@ -93,7 +182,31 @@ export function loadProject(dirOrFile: string): AgentProject {
   for (const d of dependencies) {
     if (!fs.existsSync(d)) throw new ProjectError(`dependency ${d} named in ${configFile} does not exist`);
   }
-  return { dir, configFile, graphs, env, auth, dependencies };
+  const ref = (where: string, r: string) => {
+    const out = splitRef(dir, r);
+    if (!fs.existsSync(out.file)) throw new ProjectError(`${where} in ${configFile}: file not found: ${out.file}`);
+    return out;
+  };
+  const h = cfg.http ?? {};
+  const http: ProjectHttp = {
+    app: h.app ? ref("http.app", h.app) : null,
+    disable: { assistants: !!h.disable_assistants, threads: !!h.disable_threads, runs: !!h.disable_runs, store: !!h.disable_store, meta: !!h.disable_meta },
+    cors: h.cors ?? null,
+  };
+  const idx = cfg.store?.index;
+  const ttl = cfg.store?.ttl;
+  const warnings = ignoredKeys(raw as Record<string, unknown>);
+  // A path ("./embed.ts:embed") is the project's function; "openai:text-embedding-3-small" names a
+  // provider model that needs its SDK and network access.
+  const embedIsPath = !!idx && (idx.embed.startsWith(".") || path.isAbsolute(idx.embed));
+  if (idx && !embedIsPath) warnings.push(`"store.index.embed" = "${idx.embed}" names a provider model; give a module path ("./src/embed.ts:embed") instead: semantic search is off`);
+  const store: ProjectStore = {
+    index: idx && embedIsPath ? { dims: idx.dims, embed: ref("store.index.embed", idx.embed), fields: idx.fields?.length ? idx.fields : ["$"] } : null,
+    ttl: ttl ? { defaultTtlMinutes: ttl.default_ttl ?? null, refreshOnRead: ttl.refresh_on_read ?? true, sweepMinutes: ttl.sweep_interval_minutes ?? 60 } : null,
+  };
+  const cttl = cfg.checkpointer?.ttl;
+  const checkpointerTtl = cttl ? { defaultTtlMinutes: cttl.default_ttl, sweepMinutes: cttl.sweep_interval_minutes ?? 60 } : null;
+  return { dir, configFile, graphs, env, auth, dependencies, http, store, checkpointerTtl, warnings };
 }
 
 /** Puts the project's env into process.env without overriding what the operator already set. */

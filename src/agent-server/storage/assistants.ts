@@ -3,6 +3,7 @@ import { sql } from "kysely";
 import { nowIso } from "../../store/database.ts";
 import type { AgentServerContext } from "../context.ts";
 import type { AuthFilters } from "../auth/custom-auth.ts";
+import type { GraphConfigs } from "../project/graph-config.ts";
 import { AgentError } from "../errors.ts";
 import { asJson, parseJson } from "./json-columns.ts";
 import { authConds, equalityConds, jsonCondsSql } from "./json-filter.ts";
@@ -50,7 +51,7 @@ export function resolveAssistantId(ctx: AgentServerContext, idOrGraph: string): 
 }
 
 /** One default assistant per graph, created once (several processes may race: insert-or-ignore). */
-export async function ensureSystemAssistants(ctx: AgentServerContext): Promise<void> {
+export async function ensureSystemAssistants(ctx: AgentServerContext, defaults: GraphConfigs = {}): Promise<void> {
   const now = nowIso();
   for (const [graphId, g] of ctx.graphs) {
     const row = {
@@ -59,8 +60,8 @@ export async function ensureSystemAssistants(ctx: AgentServerContext): Promise<v
       graph_id: graphId,
       name: graphId,
       description: g.description,
-      config: "{}",
-      context: "{}",
+      config: asJson(defaults[graphId]?.config ?? {}),
+      context: asJson(defaults[graphId]?.context ?? {}),
       metadata: asJson({ created_by: "system" }),
       version: 1,
       created_at: now,

@@ -71,6 +71,18 @@ export interface AgentStoreItemsTable {
   value: string;
   created_at: string;
   updated_at: string;
+  /** `store.ttl`: expiry (ISO), null = never; the item's TTL in minutes, to refresh on read. */
+  expires_at: string | null;
+  ttl_minutes: number | null;
+}
+
+/** `store.index`: one embedding (JSON number array) per indexed field of an item. */
+export interface AgentStoreVectorsTable {
+  server_id: string;
+  namespace: string;
+  key: string;
+  field: string;
+  embedding: string;
 }
 
 /** A scheduled run (`/runs/crons`): on a thread, or stateless (a new thread per firing). */
@@ -104,6 +116,7 @@ declare module "../../store/schema.ts" {
     agent_threads: AgentThreadsTable;
     agent_runs: AgentRunsTable;
     agent_store_items: AgentStoreItemsTable;
+    agent_store_vectors: AgentStoreVectorsTable;
     agent_crons: AgentCronsTable;
   }
 }

@@ -1,0 +1,62 @@
+import type { AgentServerContext } from "../context.ts";
+
+export interface SweepPlan {
+  /** `store.ttl.sweep_interval_minutes` (null: the store has no TTL). */
+  storeMinutes: number | null;
+  /** `checkpointer.ttl`: threads idle longer than `ttlMinutes` are deleted every `sweepMinutes`. */
+  threads: { ttlMinutes: number; sweepMinutes: number } | null;
+}
+
+/**
+ * The TTL sweeps of `langgraph.json`: expired store items, and threads (with their runs and
+ * checkpoints) not updated within `checkpointer.ttl.default_ttl`, as the LangGraph server's
+ * `delete` strategy does. A busy thread is never swept; a failing sweep is logged and retried.
+ */
+export class TtlSweeper {
+  private timers: NodeJS.Timeout[] = [];
+  private running: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly ctx: AgentServerContext,
+    private readonly plan: SweepPlan,
+  ) {}
+
+  start(): void {
+    const every = (minutes: number, fn: () => Promise<unknown>) => {
+      const t = setInterval(() => void (this.running = fn().catch((err) => this.ctx.log.warn({ err }, "TTL sweep failed; retried at the next interval"))), minutes * 60_000);
+      t.unref();
+      this.timers.push(t);
+    };
+    if (this.plan.storeMinutes) every(this.plan.storeMinutes, () => this.ctx.store.sweepExpired());
+    if (this.plan.threads) every(this.plan.threads.sweepMinutes, () => this.sweepThreads());
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    await this.running;
+  }
+
+  /** Deletes idle threads older than the TTL; returns how many. */
+  async sweepThreads(now = Date.now()): Promise<number> {
+    if (!this.plan.threads) return 0;
+    const ctx = this.ctx;
+    const cutoff = new Date(now - this.plan.threads.ttlMinutes * 60_000).toISOString();
+    const rows = await ctx.db.selectFrom("agent_threads").select("thread_id").where("server_id", "=", ctx.serverId).where("status", "!=", "busy").where("updated_at", "<", cutoff).limit(500).execute();
+    let n = 0;
+    for (const { thread_id } of rows) {
+      const deleted = await ctx.db.transaction().execute(async (trx) => {
+        const inflight = await trx.selectFrom("agent_runs").select("run_id").where("thread_id", "=", thread_id).where("status", "in", ["pending", "running"]).executeTakeFirst();
+        if (inflight) return false;
+        await trx.deleteFrom("agent_runs").where("thread_id", "=", thread_id).where("server_id", "=", ctx.serverId).execute();
+        const r = await trx.deleteFrom("agent_threads").where("thread_id", "=", thread_id).where("server_id", "=", ctx.serverId).where("updated_at", "<", cutoff).executeTakeFirst();
+        return Number(r.numDeletedRows) > 0;
+      });
+      if (!deleted) continue;
+      await ctx.checkpointer.saver.deleteThread(thread_id);
+      n++;
+    }
+    if (n) ctx.log.info({ threads: n }, "checkpointer.ttl: deleted idle threads");
+    return n;
+  }
+}
