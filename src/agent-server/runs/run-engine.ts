@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Transaction } from "kysely";
 import { nowIso } from "../../store/database.ts";
 import { newId } from "../../store/ids.ts";
+import { isDeadLocalWorker, newWorkerId } from "./worker-identity.ts";
 import type { Database } from "../../store/schema.ts";
 import { getAssistant, type Assistant } from "../storage/assistants.ts";
 import type { AgentServerContext } from "../context.ts";
@@ -92,7 +93,7 @@ function mergeConfig(assistant: Assistant, requested: RunKwargs["config"] | null
  * a lease (renewed by one timer for all runs) lets any process end runs whose process died.
  */
 export class RunEngine {
-  readonly workerId = newId();
+  readonly workerId = newWorkerId();
   private readonly active = new Map<string, ActiveRun>();
   private readonly privates = new Map<string, RunPrivate>();
   private readonly startWaiters = new Map<string, Array<(a: ActiveRun | null) => void>>();
@@ -527,6 +528,16 @@ export class RunEngine {
       .where("lease_until", "<", now)
       .execute();
     for (const r of expired) await this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error");
+    // Runs of a process of this machine that died (kill -9) end now, not when their lease expires.
+    const others = await ctx.db
+      .selectFrom("agent_runs")
+      .select(["run_id", "thread_id", "temporary", "worker_id"])
+      .where("server_id", "=", ctx.serverId)
+      .where("status", "=", "running")
+      .where("worker_id", "!=", this.workerId)
+      .where("lease_until", ">=", now)
+      .execute();
+    for (const r of others) if (r.worker_id && isDeadLocalWorker(r.worker_id)) await this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id);
     // Queued runs whose thread has nothing running (their creator died before handing them on).
     const orphans = await ctx.db
       .selectFrom("agent_runs as r")
@@ -550,11 +561,15 @@ export class RunEngine {
     }
   }
 
-  /** Ends a run nobody executes any more (its lease expired, or this process is stopping). */
-  private async endOrphan(runId: string, threadId: string, temporary: boolean, status: "error"): Promise<void> {
+  /**
+   * Ends a run nobody executes any more: its lease expired, or (`deadWorker`) the process that
+   * held it is known to be gone.
+   */
+  private async endOrphan(runId: string, threadId: string, temporary: boolean, status: "error", deadWorker?: string): Promise<void> {
     const ctx = this.ctx;
+    const orphaned = (q: any) => (deadWorker ? q.where("worker_id", "=", deadWorker) : q.where("lease_until", "<", nowIso()));
     if (temporary) {
-      await ctx.db.deleteFrom("agent_runs").where("run_id", "=", runId).where("status", "=", "running").execute();
+      await orphaned(ctx.db.deleteFrom("agent_runs").where("run_id", "=", runId).where("status", "=", "running")).execute();
       return;
     }
     const next = await ctx.db.transaction().execute(async (trx) => {
@@ -564,10 +579,11 @@ export class RunEngine {
         .set({ status, updated_at: nowIso(), worker_id: null, lease_until: null })
         .where("run_id", "=", runId)
         .where("status", "=", "running")
-        .where("lease_until", "<", nowIso())
+        .$call(orphaned)
         .executeTakeFirst();
       if (Number(r.numUpdatedRows) !== 1) return null;
-      ctx.log.warn({ runId, threadId }, "run ended as error: the process running it is gone");
+      const reason = deadWorker ? "the process running it died (found at start-up or by housekeeping)" : "the process running it stopped renewing its lease";
+      ctx.log.warn({ runId, threadId, reason }, `run ended as error: ${reason}`);
       const claimed = this.stopping ? null : await this.claimNext(trx, threadId);
       if (!claimed) await setThreadOutcome(trx, threadId, { status: "error" });
       return claimed;
