@@ -28,6 +28,28 @@ export interface StartOptions {
   pgSchema?: string;
 }
 
+/**
+ * Runs every feature's `start` concurrently; logs how long each took; the first failure is rethrown.
+ * Starts are called in list order, so a feature's synchronous set-up (egress registering the control
+ * plane as a forbidden destination) is done before a later feature's first `await`.
+ */
+async function startFeatures(features: Feature[], ctx: PlatformContext, log: Logger): Promise<void> {
+  const results = await Promise.allSettled(
+    features.map(async (f) => {
+      if (!f.start) return;
+      const began = performance.now();
+      await f.start(ctx);
+      log.debug({ feature: f.name, ms: Math.round(performance.now() - began) }, "feature started");
+    }),
+  );
+  const failed = results.findIndex((r) => r.status === "rejected");
+  if (failed >= 0) {
+    const reason = (results[failed] as PromiseRejectedResult).reason as Error;
+    log.error({ err: reason, feature: features[failed].name }, "feature failed to start");
+    throw reason;
+  }
+}
+
 /** Opens storage, applies migrations, bootstraps identity and serves the control plane. */
 export async function startPlatform(config: WharfConfig, options: StartOptions = {}): Promise<RunningPlatform> {
   const log = options.log ?? createLogger({ level: config.logLevel });
@@ -67,7 +89,17 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
   baseUrl = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
   for (const f of features) f.onServer?.(server as http.Server, ctx);
 
-  for (const f of features) await f.start?.(ctx);
+  // The control plane already answers (`/ok` included) while the features recover what a previous
+  // process left (sandboxes to re-adopt, rollouts to resume, runs to settle): they start side by
+  // side, so one slow recovery does not hold the others back.
+  try {
+    await startFeatures(features, ctx, log);
+  } catch (err) {
+    server.close();
+    for (const f of [...features].reverse()) await f.stop?.().catch((e) => log.error({ err: e, feature: f.name }, "feature stop after a failed start failed"));
+    await store.close();
+    throw err;
+  }
 
   let stopping: Promise<void> | null = null;
   const stop = () =>
