@@ -1,13 +1,18 @@
 // Stateless /runs/wait and /runs/stream on a trivial graph (one node echoing the last message):
 // Wharf on SQLite and on PostgreSQL against the LangGraph JS dev server (`langgraphjs dev`), measured
-// in the same run on the same machine. Each server is its own process; this process is the client.
+// in the same run on the same machine, plus the same graph invoked in this process (the floor a
+// server adds its overhead to). Each server is its own process; this process is the client.
 //   node bin/run-ts.js bench/agent-server-runs.ts [--quick]
-import { spawn, type ChildProcess } from "node:child_process";
+// The reference (`@langchain/langgraph-cli`) is not a dependency of the project: it is installed on
+// first use into $WHARF_BENCH_CACHE (default ~/.cache/wharf-bench/langgraph-cli) with npm.
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { graph as echoGraph } from "../examples/echo-agent/src/echo.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const quick = process.argv.includes("--quick");
@@ -105,13 +110,44 @@ function wharfServer(port: number, env: Record<string, string>): ChildProcess {
   return child;
 }
 
-/** The reference: `langgraphjs dev` on a copy of the same project (it writes .langgraph_api/ there). */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+    s.on("error", reject);
+  });
+}
+
+/** The versions the reference figures were taken with (shared/reference: langgraph-cli 2.0.0, langgraph 1.7.3). */
+const REFERENCE_PACKAGES = ["@langchain/langgraph-cli@2.0.0", "@langchain/langgraph@1.7.3", "@langchain/core@^1.1.0"];
+
+/** The reference CLI's folder, installed there on first use (outside the project: `npm ci` stays clean). */
+function referenceInstall(): string {
+  const dir = process.env.WHARF_BENCH_CACHE || path.join(os.homedir(), ".cache/wharf-bench/langgraph-cli");
+  const bin = path.join(dir, "node_modules/.bin/langgraphjs");
+  if (fs.existsSync(bin)) return dir;
+  fs.mkdirSync(dir, { recursive: true });
+  if (!fs.existsSync(path.join(dir, "package.json"))) fs.writeFileSync(path.join(dir, "package.json"), '{"name":"wharf-bench-reference","private":true,"type":"module"}\n');
+  console.error(`installing the reference server (${REFERENCE_PACKAGES.join(" ")}) into ${dir} …`);
+  execFileSync("npm", ["install", "--prefix", dir, "--no-fund", "--no-audit", "--loglevel=error", ...REFERENCE_PACKAGES], { stdio: ["ignore", "ignore", "inherit"] });
+  if (!fs.existsSync(bin)) throw new Error(`npm install did not produce ${bin}`);
+  return dir;
+}
+
+/**
+ * The reference: `langgraphjs dev` on a copy of the same project (it writes .langgraph_api/ there),
+ * resolving packages from the reference's own folder so graph and server share one LangGraph.
+ */
 function referenceServer(port: number): ChildProcess {
+  const install = referenceInstall();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-ref-"));
   fs.cpSync(path.join(root, "examples/echo-agent"), dir, { recursive: true });
   fs.writeFileSync(path.join(dir, "package.json"), '{"type":"module"}');
-  fs.symlinkSync(path.join(root, "node_modules"), path.join(dir, "node_modules"));
-  const child = spawn(path.join(root, "node_modules/.bin/langgraphjs"), ["dev", "--port", String(port), "--host", "127.0.0.1", "--no-browser", "--config", path.join(dir, "langgraph.json")], {
+  fs.symlinkSync(path.join(install, "node_modules"), path.join(dir, "node_modules"));
+  const child = spawn(path.join(install, "node_modules/.bin/langgraphjs"), ["dev", "--port", String(port), "--host", "127.0.0.1", "--no-browser", "--config", path.join(dir, "langgraph.json")], {
     cwd: dir,
     env: { ...process.env, LANGSMITH_TRACING: "false", LANGCHAIN_TRACING_V2: "false" },
     stdio: ["ignore", "ignore", "ignore"],
@@ -137,11 +173,26 @@ const rows: Array<[string, Figures | string]> = [];
 const seq = quick ? 100 : 300;
 const secs = quick ? 3 : 5;
 
+/** The same graph invoked in this process: p50 of `graph.invoke` (what a run costs without a server). */
+async function inProcessP50(n: number): Promise<number> {
+  const input = { messages: [{ role: "human", content: "hi" }] };
+  for (let i = 0; i < 50; i++) await echoGraph.invoke(input);
+  const lat: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await echoGraph.invoke(input);
+    lat.push(performance.now() - t0);
+  }
+  return pct(lat.sort((a, b) => a - b), 50);
+}
+const floor = await inProcessP50(seq);
+
 const home = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-"));
 {
-  const child = wharfServer(2301, { WHARF_HOME: home, DATABASE_URL: "" });
-  await waitReady("http://127.0.0.1:2301", child, 30_000);
-  rows.push(["wharf (SQLite)", await measure("http://127.0.0.1:2301", seq, secs)]);
+  const port = await freePort();
+  const child = wharfServer(port, { WHARF_HOME: home, DATABASE_URL: "" });
+  await waitReady(`http://127.0.0.1:${port}`, child, 30_000);
+  rows.push(["wharf (SQLite)", await measure(`http://127.0.0.1:${port}`, seq, secs)]);
   child.kill("SIGTERM");
 }
 
@@ -152,9 +203,10 @@ try {
   await admin.query(`CREATE DATABASE ${dbName}`);
   const url = new URL(PG_URL);
   url.pathname = `/${dbName}`;
-  const child = wharfServer(2302, { WHARF_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-pg-")), DATABASE_URL: url.toString() });
-  await waitReady("http://127.0.0.1:2302", child, 30_000);
-  rows.push(["wharf (PostgreSQL)", await measure("http://127.0.0.1:2302", seq, secs)]);
+  const port = await freePort();
+  const child = wharfServer(port, { WHARF_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-pg-")), DATABASE_URL: url.toString() });
+  await waitReady(`http://127.0.0.1:${port}`, child, 30_000);
+  rows.push(["wharf (PostgreSQL)", await measure(`http://127.0.0.1:${port}`, seq, secs)]);
   child.kill("SIGTERM");
   await new Promise((r) => setTimeout(r, 1000));
 } catch (err) {
@@ -163,9 +215,10 @@ try {
 }
 
 try {
-  const child = referenceServer(2303);
-  await waitReady("http://127.0.0.1:2303", child, 90_000);
-  rows.push(["langgraphjs dev (reference)", await measure("http://127.0.0.1:2303", quick ? 20 : 40, secs)]);
+  const port = await freePort();
+  const child = referenceServer(port);
+  await waitReady(`http://127.0.0.1:${port}`, child, 90_000);
+  rows.push(["langgraphjs dev (reference)", await measure(`http://127.0.0.1:${port}`, quick ? 20 : 40, secs)]);
 } catch (err) {
   rows.push(["langgraphjs dev (reference)", `not measured: ${(err as Error).message}`]);
 }
@@ -178,8 +231,9 @@ if (admin) {
 
 const ref = rows.find(([n]) => n.startsWith("langgraphjs"))?.[1];
 console.log(`\nstateless runs on a one-node echo graph (${os.cpus().length} cores, Node ${process.version}; client and servers on this machine)\n`);
-console.log("server                       | wait p50 ms | wait p99 ms | req/s @16 | first update p50 ms | stream end p50 ms | p50 vs ref | req/s vs ref");
-console.log("-----------------------------|-------------|-------------|-----------|---------------------|-------------------|------------|-------------");
+console.log(`in-process graph.invoke p50: ${fmt(floor)} ms (run overhead = wait p50 − this)\n`);
+console.log("server                       | wait p50 ms | wait p99 ms | req/s @16 | first update p50 ms | stream end p50 ms | overhead ms | p50 vs ref | req/s vs ref");
+console.log("-----------------------------|-------------|-------------|-----------|---------------------|-------------------|-------------|------------|-------------");
 for (const [name, f] of rows) {
   if (typeof f === "string") {
     console.log(`${name.padEnd(28)} | ${f}`);
@@ -187,7 +241,7 @@ for (const [name, f] of rows) {
   }
   const ratios = ref && typeof ref !== "string" ? [`${fmt(ref.p50 / f.p50)}x faster`, `${fmt(f.rps16 / ref.rps16)}x`] : ["-", "-"];
   console.log(
-    `${name.padEnd(28)} | ${fmt(f.p50).padStart(11)} | ${fmt(f.p99).padStart(11)} | ${fmt(f.rps16).padStart(9)} | ${fmt(f.firstUpdateP50).padStart(19)} | ${fmt(f.streamEndP50).padStart(17)} | ${ratios[0].padStart(10)} | ${ratios[1].padStart(11)}`,
+    `${name.padEnd(28)} | ${fmt(f.p50).padStart(11)} | ${fmt(f.p99).padStart(11)} | ${fmt(f.rps16).padStart(9)} | ${fmt(f.firstUpdateP50).padStart(19)} | ${fmt(f.streamEndP50).padStart(17)} | ${fmt(f.p50 - floor).padStart(11)} | ${ratios[0].padStart(10)} | ${ratios[1].padStart(11)}`,
   );
 }
 process.exit(0);
