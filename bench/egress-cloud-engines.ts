@@ -12,10 +12,10 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { PassThrough, Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { createAwsSigningEngine } from "../src/egress/cloud/aws-signing-engine.ts";
-import { CallbackResolver } from "../src/egress/cloud/callback-resolver.ts";
-import { pairsFromRawHeaders, replaceHeader, type HeaderPairs } from "../src/egress/cloud/header-pairs.ts";
-import { AWS_PLACEHOLDER_ACCESS_KEY_ID } from "../src/egress/cloud/placeholder-credentials.ts";
+import { createAwsSigningEngine } from "../src/egress/credentials/cloud/aws-signing-engine.ts";
+import { CallbackResolver } from "../src/egress/credentials/cloud/callback-resolver.ts";
+import { pairsFromRawHeaders, replaceHeader, type HeaderPairs } from "../src/egress/credentials/cloud/header-pairs.ts";
+import { AWS_PLACEHOLDER_ACCESS_KEY_ID } from "../src/egress/credentials/cloud/placeholder-credentials.ts";
 
 const REQUESTS = Number(process.argv[2] ?? 5000);
 const GIB = Number(process.argv[3] ?? 1);

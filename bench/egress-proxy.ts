@@ -44,11 +44,11 @@ async function roleUpstream(): Promise<void> {
 
 async function roleOurs(): Promise<void> {
   const [hosts, caFile, sandboxes] = [process.argv[3], process.argv[4], Number(process.argv[5] ?? 1)];
-  const { EgressProxy } = await import("../src/egress/egress-proxy.ts");
+  const { EgressProxy } = await import("../src/egress/proxy/egress-proxy.ts");
   const { loadEgressSettings } = await import("../src/egress/egress-settings.ts");
-  const { createCa, LeafMinter } = await import("../src/egress/certificates.ts");
-  const { SandboxPolicy } = await import("../src/egress/policy.ts");
-  const { toStoredConfig, proxyConfigSchema } = await import("../src/egress/proxy-config.ts");
+  const { createCa, LeafMinter } = await import("../src/egress/proxy/certificates.ts");
+  const { SandboxPolicy } = await import("../src/egress/policy/policy.ts");
+  const { toStoredConfig, proxyConfigSchema } = await import("../src/egress/config/proxy-config.ts");
   const settings = loadEgressSettings({ WHARF_EGRESS_HOSTS: hosts, WHARF_EGRESS_ALLOW_INTERNAL: `${UP_ADDR}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
   const audited = { n: 0 };
   const proxy = new EgressProxy({ settings, audit: { record: () => void audited.n++ } });
@@ -279,7 +279,7 @@ async function startMitm(dir: string, upHttps: number): Promise<{ child: ChildPr
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-egress-"));
-  const { createCa, LeafMinter } = await import("../src/egress/certificates.ts");
+  const { createCa, LeafMinter } = await import("../src/egress/proxy/certificates.ts");
   const upCa = await createCa("bench upstream CA");
   const upMinter = new LeafMinter(upCa);
   fs.writeFileSync(path.join(dir, "up-ca.pem"), upCa.certPem);

@@ -1,11 +1,11 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../store/schema.ts";
-import type { StoredProxyConfig } from "./proxy-config.ts";
+import type { StoredProxyConfig } from "./config/proxy-config.ts";
 import { egressRuntime } from "./egress-runtime.ts";
-import { SandboxEgress } from "./sandbox-egress.ts";
-import { closeNamespaceListeners, type NamespaceListeners } from "./netns-capture.ts";
-import { deleteValues } from "./sealed-values.ts";
-import { asStoredConfig, sealedRefs } from "./stored-config.ts";
+import { SandboxEgress } from "./capture/sandbox-egress.ts";
+import { closeNamespaceListeners, type NamespaceListeners } from "./capture/netns-capture.ts";
+import { deleteValues } from "./credentials/sealed-values.ts";
+import { asStoredConfig, sealedRefs } from "./config/stored-config.ts";
 
 /**
  * CONTRACT between the sandbox driver (issue 4) and the egress proxy (issue 5). The sandbox driver

@@ -2,8 +2,8 @@ import type { Kysely } from "kysely";
 import { z } from "zod";
 import { notFound } from "../http/errors.ts";
 import type { Feature } from "../platform/context.ts";
-import { listAudit } from "./audit-log.ts";
-import { installCloudAuthorizers } from "./cloud-authorizer.ts";
+import { listAudit } from "./audit/audit-log.ts";
+import { installCloudAuthorizers } from "./credentials/cloud-authorizer.ts";
 import { EgressRuntime, setEgressRuntime } from "./egress-runtime.ts";
 
 const entry = z.object({

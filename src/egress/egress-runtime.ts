@@ -3,15 +3,15 @@ import type { SecretBox } from "../crypto/secret-box.ts";
 import type { Logger } from "../log/logger.ts";
 import { readSecretValues } from "../secrets/secret-store.ts";
 import type { Database } from "../store/schema.ts";
-import { DbAuditLog, type AuditEvent } from "./audit-log.ts";
-import { workspaceCa } from "./ca-store.ts";
-import { LeafMinter } from "./certificates.ts";
-import { EgressProxy, type RequestAuthorizer } from "./egress-proxy.ts";
+import { DbAuditLog, type AuditEvent } from "./audit/audit-log.ts";
+import { workspaceCa } from "./proxy/ca-store.ts";
+import { LeafMinter } from "./proxy/certificates.ts";
+import { EgressProxy, type RequestAuthorizer } from "./proxy/egress-proxy.ts";
 import { loadEgressSettings, type EgressSettings } from "./egress-settings.ts";
-import { secretRefs } from "./header-values.ts";
-import { SandboxPolicy } from "./policy.ts";
-import { openValues } from "./sealed-values.ts";
-import { asStoredConfig, sealedRefs, type StoredConfigV1 } from "./stored-config.ts";
+import { secretRefs } from "./credentials/header-values.ts";
+import { SandboxPolicy } from "./policy/policy.ts";
+import { openValues } from "./credentials/sealed-values.ts";
+import { asStoredConfig, sealedRefs, type StoredConfigV1 } from "./config/stored-config.ts";
 
 /**
  * Builds a sandbox's credential engines (issue 6: cloud signing, tokens, callbacks) from its live

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import { z } from "zod";
-import { parseAuthority, type CanonicalHost } from "./canonical-host.ts";
-import { CidrSet } from "./address-class.ts";
+import { parseAuthority, type CanonicalHost } from "./policy/canonical-host.ts";
+import { CidrSet } from "./policy/address-class.ts";
 
 /**
  * Operator settings of the egress proxy (environment variables, read when the platform starts).

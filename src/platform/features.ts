@@ -1,7 +1,7 @@
 import { createConsoleFeature } from "../console/index.ts";
 import { createConnectionsFeature } from "../connections/feature.ts";
 import { createDeploymentsFeature } from "../deployments/feature.ts";
-import { createEgressFeature } from "../egress/egress-feature.ts";
+import { createEgressFeature } from "../egress/index.ts";
 import { identityFeature } from "../identity/routes.ts";
 import { createSandboxesFeature } from "../sandboxes/feature.ts";
 import { secretsFeature } from "../secrets/routes.ts";

@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { attachEgress, egressCaptureSpec, releaseEgressValues, type EgressAttachment } from "../egress/attach.ts";
-import type { StoredProxyConfig } from "../egress/proxy-config.ts";
+import { attachEgress, egressCaptureSpec, releaseEgressValues, type EgressAttachment } from "../egress/index.ts";
+import type { StoredProxyConfig } from "../egress/index.ts";
 import { HttpError } from "../http/errors.ts";
 import type { PlatformContext } from "../platform/context.ts";
 import { nowIso } from "../store/database.ts";

@@ -1,4 +1,4 @@
-import { presentProxyConfig, type StoredProxyConfig } from "../egress/proxy-config.ts";
+import { presentProxyConfig, type StoredProxyConfig } from "../egress/index.ts";
 import type { SandboxRow, SnapshotRow } from "./sandbox-store.ts";
 
 /** The sandbox record as the real platform's SandboxResponse. */

@@ -1,6 +1,6 @@
 import crypto from "node:crypto";
 import { z } from "zod";
-import { prepareProxyConfig, type StoredProxyConfig } from "../egress/proxy-config.ts";
+import { prepareProxyConfig, type StoredProxyConfig } from "../egress/index.ts";
 import { badRequest, conflict, HttpError, invalidAt, notFound } from "../http/errors.ts";
 import type { Router } from "../http/route.ts";
 import type { PlatformContext } from "../platform/context.ts";

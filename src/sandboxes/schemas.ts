@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { proxyConfigSchema } from "../egress/proxy-config.ts";
+import { proxyConfigSchema } from "../egress/index.ts";
 
 export const SANDBOX_STATUSES = ["provisioning", "ready", "stopped", "failed", "deleting"] as const;
 export type SandboxStatus = (typeof SANDBOX_STATUSES)[number];

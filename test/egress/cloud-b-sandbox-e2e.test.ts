@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
 import { build } from "esbuild";
-import { GOOGLE_COMPAT_ACCESS_TOKEN } from "../../src/egress/cloud/google-compat-credentials.ts";
+import { GOOGLE_COMPAT_ACCESS_TOKEN } from "../../src/egress/credentials/cloud/google-compat-credentials.ts";
 import { startSandboxPlatform } from "../sandboxes/support.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import { makeServiceAccount, startGoogleApi, startTokenEndpoint } from "./cloud/support/google-stand-ins.ts";

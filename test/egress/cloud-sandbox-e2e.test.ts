@@ -5,7 +5,7 @@ import net from "node:net";
 import path from "node:path";
 import { test } from "node:test";
 import { build } from "esbuild";
-import { AWS_PLACEHOLDER_ACCESS_KEY_ID } from "../../src/egress/cloud/index.ts";
+import { AWS_PLACEHOLDER_ACCESS_KEY_ID } from "../../src/egress/credentials/cloud/index.ts";
 import { startSandboxPlatform } from "../sandboxes/support.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import { startVerifyingS3 } from "./cloud/support/s3-verifying-server.ts";

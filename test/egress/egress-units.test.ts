@@ -3,12 +3,12 @@ import crypto from "node:crypto";
 import { describe, test } from "node:test";
 import tls from "node:tls";
 import net from "node:net";
-import { classifyAddress } from "../../src/egress/address-class.ts";
-import { canonicalHost, parseAuthority } from "../../src/egress/canonical-host.ts";
-import { parseClientHello } from "../../src/egress/client-hello.ts";
-import { compileHostGlob } from "../../src/egress/host-glob.ts";
-import { normalisePath, pathMatches, compilePathPattern } from "../../src/egress/path-patterns.ts";
-import { CidrSet } from "../../src/egress/address-class.ts";
+import { classifyAddress } from "../../src/egress/policy/address-class.ts";
+import { canonicalHost, parseAuthority } from "../../src/egress/policy/canonical-host.ts";
+import { parseClientHello } from "../../src/egress/proxy/client-hello.ts";
+import { compileHostGlob } from "../../src/egress/policy/host-glob.ts";
+import { normalisePath, pathMatches, compilePathPattern } from "../../src/egress/policy/path-patterns.ts";
+import { CidrSet } from "../../src/egress/policy/address-class.ts";
 import { policyFrom } from "./support/proxy.ts";
 
 const name = (host: string) => ({ kind: "name" as const, host });
@@ -236,7 +236,7 @@ describe("ClientHello parsing", () => {
 
 describe("leaf certificates", () => {
   test("bounded cache under many attacker-chosen names; one mint for concurrent first requests", async () => {
-    const { createCa, LeafMinter } = await import("../../src/egress/certificates.ts");
+    const { createCa, LeafMinter } = await import("../../src/egress/proxy/certificates.ts");
     const m = new LeafMinter(await createCa("unit CA"), 50);
     await Promise.all(Array.from({ length: 40 }, () => m.contextFor({ kind: "name", host: "same.example.com" })));
     assert.equal(m.minted, 1, "single-flight");

@@ -6,7 +6,7 @@ import { keyringFromEnv } from "../../src/crypto/keyring.ts";
 import { SecretBox } from "../../src/crypto/secret-box.ts";
 import { ValidationFailed } from "../../src/http/errors.ts";
 import { toValidationIssues } from "../../src/http/validation.ts";
-import { prepareProxyConfig, presentProxyConfig, proxyConfigSchema } from "../../src/egress/proxy-config.ts";
+import { prepareProxyConfig, presentProxyConfig, proxyConfigSchema } from "../../src/egress/config/proxy-config.ts";
 import { upsertSecrets } from "../../src/secrets/secret-store.ts";
 import { bootstrap } from "../../src/platform/bootstrap.ts";
 import { openTestStore } from "../support/dialects.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Readable } from "node:stream";
 import { describe, test } from "node:test";
-import type { OutboundRequest, RequestAuthorizer } from "../../src/egress/egress-proxy.ts";
+import type { OutboundRequest, RequestAuthorizer } from "../../src/egress/proxy/egress-proxy.ts";
 import { curl, parseCurl, startProxy } from "./support/proxy.ts";
 import { startUpstreams } from "./support/upstreams.ts";
 

@@ -6,7 +6,7 @@ import net from "node:net";
 import tls from "node:tls";
 import { test, type TestContext } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import { LeafMinter } from "../../src/egress/certificates.ts";
+import { LeafMinter } from "../../src/egress/proxy/certificates.ts";
 import { startProxy, type TestProxy } from "./support/proxy.ts";
 import { hostsSetting, startUpstreams, type Upstreams } from "./support/upstreams.ts";
 

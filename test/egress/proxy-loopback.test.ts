@@ -351,10 +351,10 @@ describe("egress proxy on loopback: access control and raw TCP", () => {
 
   test("the proxy dials the address it checked (pinned across a DNS rebinding)", async (t) => {
     const up = await startUpstreams(t);
-    const { EgressProxy } = await import("../../src/egress/egress-proxy.ts");
+    const { EgressProxy } = await import("../../src/egress/proxy/egress-proxy.ts");
     const { loadEgressSettings } = await import("../../src/egress/egress-settings.ts");
-    const { LeafMinter, createCa } = await import("../../src/egress/certificates.ts");
-    const { MemoryAudit } = await import("../../src/egress/audit-log.ts");
+    const { LeafMinter, createCa } = await import("../../src/egress/proxy/certificates.ts");
+    const { MemoryAudit } = await import("../../src/egress/audit/audit-log.ts");
     const { policyFrom } = await import("./support/proxy.ts");
     let calls = 0;
     const answers = [[`${up.address}`], ["127.0.0.3"]];

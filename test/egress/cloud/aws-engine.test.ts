@@ -2,11 +2,11 @@
 import assert from "node:assert/strict";
 import { Readable } from "node:stream";
 import { test } from "node:test";
-import { awsRefusalResponse } from "../../../src/egress/cloud/aws-refusal.ts";
-import { createAwsSigningEngine, type AwsOutboundRequest } from "../../../src/egress/cloud/aws-signing-engine.ts";
-import { isAwsHost } from "../../../src/egress/cloud/aws-hosts.ts";
-import type { CloudAuditEvent } from "../../../src/egress/cloud/cloud-audit.ts";
-import { AWS_PLACEHOLDER_ACCESS_KEY_ID, awsCompatEnv, awsCompatFiles } from "../../../src/egress/cloud/placeholder-credentials.ts";
+import { awsRefusalResponse } from "../../../src/egress/credentials/cloud/aws-refusal.ts";
+import { createAwsSigningEngine, type AwsOutboundRequest } from "../../../src/egress/credentials/cloud/aws-signing-engine.ts";
+import { isAwsHost } from "../../../src/egress/credentials/cloud/aws-hosts.ts";
+import type { CloudAuditEvent } from "../../../src/egress/credentials/cloud/cloud-audit.ts";
+import { AWS_PLACEHOLDER_ACCESS_KEY_ID, awsCompatEnv, awsCompatFiles } from "../../../src/egress/credentials/cloud/placeholder-credentials.ts";
 
 const REAL = { accessKeyId: "AKIAREALREALREALREAL", secretAccessKey: "real-secret-real-secret-real-secret-0000" };
 const JUNK = "0".repeat(64);

@@ -3,8 +3,8 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
-import { CallbackResolutionError, CallbackResolver, type CallbackSpec } from "../../../src/egress/cloud/callback-resolver.ts";
-import type { CloudAuditEvent } from "../../../src/egress/cloud/cloud-audit.ts";
+import { CallbackResolutionError, CallbackResolver, type CallbackSpec } from "../../../src/egress/credentials/cloud/callback-resolver.ts";
+import type { CloudAuditEvent } from "../../../src/egress/credentials/cloud/cloud-audit.ts";
 
 interface Seen {
   path: string;

@@ -1,7 +1,7 @@
 /** What a sandbox gets from its cloud rules: engines only for enabled rules, compatibility values only. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { createCloudEngines } from "../../../src/egress/cloud/cloud-engines.ts";
+import { createCloudEngines } from "../../../src/egress/credentials/cloud/cloud-engines.ts";
 import { makeServiceAccount } from "./support/google-stand-ins.ts";
 
 const AWS_REAL = { accessKeyId: "AKIAREALREALREALREAL", secretAccessKey: "Zr3al/secret+value/that-must-stay-outside" };

@@ -1,13 +1,13 @@
 /** The Google token minter with google-auth-library against a local token endpoint that checks the assertion. */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import type { CloudAuditEvent } from "../../../src/egress/cloud/cloud-audit.ts";
-import { createGoogleBearerEngine } from "../../../src/egress/cloud/google-bearer-engine.ts";
-import { GOOGLE_COMPAT_ACCESS_TOKEN, googleCompatEnv, googleCompatFiles } from "../../../src/egress/cloud/google-compat-credentials.ts";
-import { isGoogleApiHost, isGoogleSignedUrl } from "../../../src/egress/cloud/google-hosts.ts";
-import { handleMetadataRequest } from "../../../src/egress/cloud/google-metadata-emulator.ts";
-import { parseServiceAccountJson } from "../../../src/egress/cloud/google-service-account.ts";
-import { GoogleTokenMinter, GoogleTokenUnavailable } from "../../../src/egress/cloud/google-token-minter.ts";
+import type { CloudAuditEvent } from "../../../src/egress/credentials/cloud/cloud-audit.ts";
+import { createGoogleBearerEngine } from "../../../src/egress/credentials/cloud/google-bearer-engine.ts";
+import { GOOGLE_COMPAT_ACCESS_TOKEN, googleCompatEnv, googleCompatFiles } from "../../../src/egress/credentials/cloud/google-compat-credentials.ts";
+import { isGoogleApiHost, isGoogleSignedUrl } from "../../../src/egress/credentials/cloud/google-hosts.ts";
+import { handleMetadataRequest } from "../../../src/egress/credentials/cloud/google-metadata-emulator.ts";
+import { parseServiceAccountJson } from "../../../src/egress/credentials/cloud/google-service-account.ts";
+import { GoogleTokenMinter, GoogleTokenUnavailable } from "../../../src/egress/credentials/cloud/google-token-minter.ts";
 import { makeServiceAccount, startTokenEndpoint, type TestServiceAccount, type TokenEndpoint } from "./support/google-stand-ins.ts";
 
 const SCOPES = ["https://www.googleapis.com/auth/devstorage.read_write", "https://www.googleapis.com/auth/pubsub"];

@@ -7,11 +7,11 @@
 import assert from "node:assert/strict";
 import { Readable } from "node:stream";
 import { test } from "node:test";
-import { createAwsSigningEngine } from "../../../src/egress/cloud/aws-signing-engine.ts";
-import { AWS_PLACEHOLDER_ACCESS_KEY_ID } from "../../../src/egress/cloud/placeholder-credentials.ts";
-import { parseSigV4 } from "../../../src/egress/cloud/sigv4-parse.ts";
-import { resignSigV4 } from "../../../src/egress/cloud/sigv4-resign.ts";
-import type { HeaderPairs } from "../../../src/egress/cloud/header-pairs.ts";
+import { createAwsSigningEngine } from "../../../src/egress/credentials/cloud/aws-signing-engine.ts";
+import { AWS_PLACEHOLDER_ACCESS_KEY_ID } from "../../../src/egress/credentials/cloud/placeholder-credentials.ts";
+import { parseSigV4 } from "../../../src/egress/credentials/cloud/sigv4-parse.ts";
+import { resignSigV4 } from "../../../src/egress/credentials/cloud/sigv4-resign.ts";
+import type { HeaderPairs } from "../../../src/egress/credentials/cloud/header-pairs.ts";
 
 const SUITE_CREDS = { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY" };
 const DATE = "20150830T123600Z";

@@ -3,12 +3,12 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import type { TestContext } from "node:test";
-import { MemoryAudit } from "../../../src/egress/audit-log.ts";
-import { createCa, LeafMinter } from "../../../src/egress/certificates.ts";
-import { EgressProxy, type RequestAuthorizer } from "../../../src/egress/egress-proxy.ts";
+import { MemoryAudit } from "../../../src/egress/audit/audit-log.ts";
+import { createCa, LeafMinter } from "../../../src/egress/proxy/certificates.ts";
+import { EgressProxy, type RequestAuthorizer } from "../../../src/egress/proxy/egress-proxy.ts";
 import { loadEgressSettings } from "../../../src/egress/egress-settings.ts";
-import { SandboxPolicy } from "../../../src/egress/policy.ts";
-import { proxyConfigSchema, toStoredConfig } from "../../../src/egress/proxy-config.ts";
+import { SandboxPolicy } from "../../../src/egress/policy/policy.ts";
+import { proxyConfigSchema, toStoredConfig } from "../../../src/egress/config/proxy-config.ts";
 import { hostsSetting, type Upstreams } from "./upstreams.ts";
 
 /**

@@ -7,7 +7,7 @@ import path from "node:path";
 import tls from "node:tls";
 import type { TestContext } from "node:test";
 import { WebSocketServer } from "ws";
-import { createCa, LeafMinter, type CaMaterial } from "../../../src/egress/certificates.ts";
+import { createCa, LeafMinter, type CaMaterial } from "../../../src/egress/proxy/certificates.ts";
 
 /** What an echo upstream saw: method, target, raw headers, body size. */
 export interface Echo {

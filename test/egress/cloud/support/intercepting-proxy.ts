@@ -6,8 +6,8 @@
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import tls from "node:tls";
-import type { GoogleBearerEngine } from "../../../../src/egress/cloud/google-bearer-engine.ts";
-import { pairsFromRawHeaders } from "../../../../src/egress/cloud/header-pairs.ts";
+import type { GoogleBearerEngine } from "../../../../src/egress/credentials/cloud/google-bearer-engine.ts";
+import { pairsFromRawHeaders } from "../../../../src/egress/credentials/cloud/header-pairs.ts";
 
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authorization", "transfer-encoding", "te", "trailer", "upgrade"]);
 

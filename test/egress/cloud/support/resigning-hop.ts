@@ -9,9 +9,9 @@ import http from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import tls from "node:tls";
-import { awsRefusalResponse } from "../../../../src/egress/cloud/aws-refusal.ts";
-import type { AwsSigningEngine } from "../../../../src/egress/cloud/aws-signing-engine.ts";
-import { pairsFromRawHeaders, type HeaderPairs } from "../../../../src/egress/cloud/header-pairs.ts";
+import { awsRefusalResponse } from "../../../../src/egress/credentials/cloud/aws-refusal.ts";
+import type { AwsSigningEngine } from "../../../../src/egress/credentials/cloud/aws-signing-engine.ts";
+import { pairsFromRawHeaders, type HeaderPairs } from "../../../../src/egress/credentials/cloud/header-pairs.ts";
 
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "expect"]);
 

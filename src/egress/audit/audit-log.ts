@@ -1,9 +1,9 @@
 import type { Kysely } from "kysely";
-import type { Logger } from "../log/logger.ts";
-import { nowIso } from "../store/database.ts";
-import { newId } from "../store/ids.ts";
-import type { Database } from "../store/schema.ts";
-import type { EgressAuditLogTable } from "./egress-tables.ts";
+import type { Logger } from "../../log/logger.ts";
+import { nowIso } from "../../store/database.ts";
+import { newId } from "../../store/ids.ts";
+import type { Database } from "../../store/schema.ts";
+import type { EgressAuditLogTable } from "../egress-tables.ts";
 
 /**
  * One audited egress decision: an injection, a signing, a callback, a raw tunnel or a block. Never

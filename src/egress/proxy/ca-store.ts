@@ -1,14 +1,13 @@
 import type { Kysely } from "kysely";
-import type { SecretBox } from "../crypto/secret-box.ts";
-import { registerSealedColumn } from "../secrets/rotate-master-key.ts";
-import { nowIso } from "../store/database.ts";
-import type { Database } from "../store/schema.ts";
+import type { SecretBox } from "../../crypto/secret-box.ts";
+import { nowIso } from "../../store/database.ts";
+import type { Database } from "../../store/schema.ts";
 import { CA_RENEW_BEFORE_DAYS, createCa, type CaMaterial } from "./certificates.ts";
-import "./egress-tables.ts";
+import "../egress-tables.ts";
 
 const aad = (workspaceId: string) => `egress-ca:${workspaceId}`;
 
-registerSealedColumn({ table: "egress_cas", keyColumns: ["workspace_id"], keyIdColumn: "key_id", cipherColumn: "key_ciphertext", aad: (row) => aad(String(row.workspace_id)) });
+// Listed for key rotation as `egress.ca-key` in src/secrets/sealed-columns.ts.
 
 /**
  * The workspace's interception CA: created on first use, renewed when it nears its end. The key is

@@ -1,15 +1,14 @@
 import type { Kysely } from "kysely";
-import type { SecretBox } from "../crypto/secret-box.ts";
-import { registerRowSealedColumn } from "../secrets/rotate-master-key.ts";
-import { nowIso } from "../store/database.ts";
-import { newId } from "../store/ids.ts";
-import type { Database } from "../store/schema.ts";
-import "./egress-tables.ts";
+import type { SecretBox } from "../../crypto/secret-box.ts";
+import { nowIso } from "../../store/database.ts";
+import { newId } from "../../store/ids.ts";
+import type { Database } from "../../store/schema.ts";
+import "../egress-tables.ts";
 
 /** Associated data binding a sealed proxy_config value to its row and workspace. */
 const aad = (workspaceId: string, id: string) => `egress-value:${workspaceId}:${id}`;
 
-registerRowSealedColumn("egress_sealed_values", "key_id", "ciphertext", aad);
+// Listed for key rotation as `egress.opaque-value` in src/secrets/sealed-columns.ts.
 
 interface Deps {
   db: Kysely<Database>;

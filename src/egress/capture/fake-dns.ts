@@ -1,6 +1,6 @@
 import type dgram from "node:dgram";
 import dnsPacket from "dns-packet";
-import { canonicalHost } from "./canonical-host.ts";
+import { canonicalHost } from "../policy/canonical-host.ts";
 
 /**
  * The sandbox's DNS stub. Every name gets its own synthetic address from 198.18.0.0/15 (a range

@@ -1,14 +1,14 @@
 import { z } from "zod";
-import { ValidationFailed, type ValidationIssue } from "../http/errors.ts";
-import { toValidationIssues } from "../http/validation.ts";
-import { listSecrets, readSecretValues } from "../secrets/secret-store.ts";
-import { parseAccessPattern } from "./access-patterns.ts";
-import { compileHostGlob } from "./host-glob.ts";
-import { compilePathPattern } from "./path-patterns.ts";
-import { headerValueProblem, secretRefs, SECRET_REF_SYNTAX } from "./header-values.ts";
-import { sealValue } from "./sealed-values.ts";
+import { ValidationFailed, type ValidationIssue } from "../../http/errors.ts";
+import { toValidationIssues } from "../../http/validation.ts";
+import { listSecrets, readSecretValues } from "../../secrets/secret-store.ts";
+import { parseAccessPattern } from "../policy/access-patterns.ts";
+import { compileHostGlob } from "../policy/host-glob.ts";
+import { compilePathPattern } from "../policy/path-patterns.ts";
+import { headerValueProblem, secretRefs, SECRET_REF_SYNTAX } from "../credentials/header-values.ts";
+import { sealValue } from "../credentials/sealed-values.ts";
 import type { StoredConfigV1, StoredHeader, StoredRule, StoredSecret } from "./stored-config.ts";
-import "./egress-tables.ts";
+import "../egress-tables.ts";
 
 /**
  * CONTRACT between sandboxes (issue 4) and the egress proxy (issues 5, 6).
@@ -212,8 +212,8 @@ export type ProxyConfigInput = z.infer<typeof proxyConfigSchema>;
 export type StoredProxyConfig = Record<string, unknown>;
 
 export interface ProxyConfigDeps {
-  db: import("kysely").Kysely<import("../store/schema.ts").Database>;
-  box: import("../crypto/secret-box.ts").SecretBox;
+  db: import("kysely").Kysely<import("../../store/schema.ts").Database>;
+  box: import("../../crypto/secret-box.ts").SecretBox;
 }
 
 const LOC = ["body", "proxy_config"] as const;

@@ -1,6 +1,6 @@
 import dns from "node:dns";
-import type { CanonicalHost } from "./canonical-host.ts";
-import type { EgressSettings } from "./egress-settings.ts";
+import type { CanonicalHost } from "../policy/canonical-host.ts";
+import type { EgressSettings } from "../egress-settings.ts";
 
 export interface Target {
   address: string;

@@ -1,7 +1,7 @@
 import tls from "node:tls";
 import { Agent, buildConnector, fetch as undiciFetch } from "undici";
-import type { AuditEvent } from "./audit-log.ts";
-import { canonicalHost } from "./canonical-host.ts";
+import type { AuditEvent } from "../audit/audit-log.ts";
+import { canonicalHost } from "../policy/canonical-host.ts";
 import {
   awsRefusalResponse,
   CallbackResolutionError,
@@ -14,10 +14,10 @@ import {
   isAwsHost,
   isGoogleApiHost,
 } from "./cloud/index.ts";
-import type { AuthorizeOutcome, OutboundRequest, RequestAuthorizer } from "./egress-proxy.ts";
-import type { AuthorizerFactory, EgressRuntime } from "./egress-runtime.ts";
-import { SandboxPolicy, type AddressCheckOptions } from "./policy.ts";
-import type { Resolve, Target } from "./resolver.ts";
+import type { AuthorizeOutcome, OutboundRequest, RequestAuthorizer } from "../proxy/egress-proxy.ts";
+import type { AuthorizerFactory, EgressRuntime } from "../egress-runtime.ts";
+import { SandboxPolicy, type AddressCheckOptions } from "../policy/policy.ts";
+import type { Resolve, Target } from "../proxy/resolver.ts";
 
 /**
  * The adapter between the egress proxy (issue 5) and the cloud credential engines (issue 6):

@@ -1,10 +1,10 @@
 import { isWebPort, parseAccessPattern, patternMatchesAddress, patternMatchesAddressPort, patternMatchesHost, type AccessPattern } from "./access-patterns.ts";
 import { classifyAddress, type CidrSet } from "./address-class.ts";
 import type { CanonicalHost } from "./canonical-host.ts";
-import { SECRET_REF_SYNTAX, headerValueProblem } from "./header-values.ts";
+import { SECRET_REF_SYNTAX, headerValueProblem } from "../credentials/header-values.ts";
 import { anyGlobMatches, compileHostGlob, type HostGlob } from "./host-glob.ts";
 import { compilePathPattern, pathMatches, type PathPattern } from "./path-patterns.ts";
-import type { StoredCallback, StoredCloudARule, StoredCloudBRule, StoredConfigV1, StoredHeader, StoredSecret } from "./stored-config.ts";
+import type { StoredCallback, StoredCloudARule, StoredCloudBRule, StoredConfigV1, StoredHeader, StoredSecret } from "../config/stored-config.ts";
 
 /** Values a stored config refers to: workspace secrets by key, sealed values by id. */
 export interface ResolvedValues {

@@ -1,14 +1,14 @@
 import fs from "node:fs";
 import type net from "node:net";
 import tls from "node:tls";
-import { classifyAddress } from "./address-class.ts";
-import { canonicalHost } from "./canonical-host.ts";
-import type { SandboxHandle } from "./egress-proxy.ts";
-import type { EgressRuntime } from "./egress-runtime.ts";
+import { classifyAddress } from "../policy/address-class.ts";
+import { canonicalHost } from "../policy/canonical-host.ts";
+import type { SandboxHandle } from "../proxy/egress-proxy.ts";
+import type { EgressRuntime } from "../egress-runtime.ts";
 import { FakeDns, isFakeAddress } from "./fake-dns.ts";
 import { openNamespaceListeners, routeAllToLoopback, type NamespaceListeners } from "./netns-capture.ts";
-import type { SandboxPolicy } from "./policy.ts";
-import { deleteValues } from "./sealed-values.ts";
+import type { SandboxPolicy } from "../policy/policy.ts";
+import { deleteValues } from "../credentials/sealed-values.ts";
 
 /** Where the sandbox finds the CA: alone (Node appends it) and inside the system bundle (everyone else). */
 export const SANDBOX_CA_FILE = "/usr/local/share/ca-certificates/wharf-egress-ca.crt";

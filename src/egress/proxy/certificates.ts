@@ -2,7 +2,7 @@ import "reflect-metadata";
 import crypto from "node:crypto";
 import tls from "node:tls";
 import * as x509 from "@peculiar/x509";
-import type { CanonicalHost } from "./canonical-host.ts";
+import type { CanonicalHost } from "../policy/canonical-host.ts";
 
 x509.cryptoProvider.set(crypto.webcrypto as unknown as Crypto);
 

@@ -5,15 +5,15 @@ import net from "node:net";
 import tls from "node:tls";
 import { Pool, type Dispatcher } from "undici";
 import type { Readable } from "node:stream";
-import type { Logger } from "../log/logger.ts";
-import { isWebPort } from "./access-patterns.ts";
-import type { AuditEvent, AuditSink } from "./audit-log.ts";
-import { canonicalHost, hostForUrl, parseAuthority, type CanonicalHost } from "./canonical-host.ts";
+import type { Logger } from "../../log/logger.ts";
+import { isWebPort } from "../policy/access-patterns.ts";
+import type { AuditEvent, AuditSink } from "../audit/audit-log.ts";
+import { canonicalHost, hostForUrl, parseAuthority, type CanonicalHost } from "../policy/canonical-host.ts";
 import type { LeafMinter } from "./certificates.ts";
 import { looksLikeTls, parseClientHello } from "./client-hello.ts";
-import type { EgressSettings } from "./egress-settings.ts";
-import { normalisePath } from "./path-patterns.ts";
-import type { ConnectionVerdict, InjectedHeader, SandboxPolicy } from "./policy.ts";
+import type { EgressSettings } from "../egress-settings.ts";
+import { normalisePath } from "../policy/path-patterns.ts";
+import type { ConnectionVerdict, InjectedHeader, SandboxPolicy } from "../policy/policy.ts";
 import { createResolver, type Resolve, type Target } from "./resolver.ts";
 
 /**
