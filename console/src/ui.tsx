@@ -13,7 +13,7 @@ export function Page(props: { title: string; actions?: ReactNode; children: Reac
   );
 }
 
-const GOOD = /^(DEPLOYED|ready|completed|ACTIVE)$/;
+const GOOD = /^(DEPLOYED|READY|ready|completed|ACTIVE|idle|success|inject)$/;
 const BAD = /FAILED|failed|INTERRUPTED|error|block/;
 export function Status({ value }: { value: string | null | undefined }) {
   const v = value ?? "—";

@@ -99,7 +99,7 @@ function RevisionPanel({ deploymentId, rev }: { deploymentId: string; rev: Revis
   const interrupt = () => void api(`${base}/interrupt`, { method: "POST", json: {} }).catch(() => undefined);
   return (
     <div className="pane grow">
-      <h2>Revision <span className="mono">{rev.id.slice(-8)}</span> <Status value={rev.status} /></h2>
+      <h2>Revision <span className="mono">{rev.id.slice(-8)}</span> <span data-testid="revision-status"><Status value={rev.status} /></span></h2>
       {rev.status_message ? <div className="error">{rev.status_message}</div> : null}
       {live ? (
         <div className="row center">

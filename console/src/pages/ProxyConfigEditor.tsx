@@ -153,6 +153,8 @@ function RuleForm(props: { rule: Rule; at: (path: string) => string | null; onCh
   const headers = r.headers ?? [];
   const setHeader = (j: number, h: HeaderValue) => props.onChange({ ...r, headers: headers.map((x, k) => (k === j ? h : x)) });
   const err = (p: string) => (at(p) ? <span className="field-error">{at(p)}</span> : null);
+  // Only problems of the list itself (e.g. empty): its items' problems show at their inputs.
+  const listError = at("headers")?.split("; ").filter((m) => !/^\d+\./.test(m)).join("; ");
   return (
     <fieldset className="rule card inset" data-rule={r.name}>
       <div className="row">
@@ -203,7 +205,7 @@ function RuleForm(props: { rule: Rule; at: (path: string) => string | null; onCh
           <button type="button" className="small" aria-label="Remove header" onClick={() => props.onChange({ ...r, headers: headers.filter((_, k) => k !== j) })}>✕</button>
         </div>
       ))}
-      {err("headers")}
+      {listError ? <span className="field-error">{listError}</span> : null}
       <div className="row">
         <button type="button" className="small" onClick={() => props.onChange({ ...r, headers: [...headers, { name: "", type: "plaintext", value: "" }] })}>Add header</button>
         <button type="button" className="small danger" onClick={props.onRemove}>Remove rule</button>

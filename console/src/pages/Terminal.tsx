@@ -17,7 +17,7 @@ export default function Terminal({ dataplane }: { dataplane: string }) {
   const host = useRef<HTMLDivElement>(null);
   const [state, setState] = useState("connecting");
   useEffect(() => {
-    const term = new XTerm({ convertEol: true, cursorBlink: true, fontSize: 14, fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace", theme: { background: "#0f172a" } });
+    const term = new XTerm({ convertEol: true, cursorBlink: true, fontSize: 14, fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace", theme: { background: "#0f172a", foreground: "#e2e8f0" } });
     const fit = new FitAddon();
     term.loadAddon(fit);
     term.open(host.current!);
@@ -41,6 +41,8 @@ export default function Terminal({ dataplane }: { dataplane: string }) {
           setState(mode === "pty" ? "pty" : "pipes (no pty)");
         }
         data = data.replace(PTY_MARK, "");
+        // bash's complaints about having no tty say nothing useful on pipes.
+        if (mode === "pipe") data = data.replace(/^bash: (cannot set terminal process group.*|no job control in this shell)\r?\n/gm, "");
         term.write(data);
       } else if (m.type === "exit") {
         term.write(`\r\n[process exited with code ${m.exit_code}]\r\n`);
@@ -56,7 +58,8 @@ export default function Terminal({ dataplane }: { dataplane: string }) {
       // Pipes: echo locally and send whole lines.
       for (const ch of data) {
         if (ch === "\r") {
-          term.write("\r\n");
+          // An interactive bash on pipes echoes each line it reads: remove ours first.
+          if (line) term.write(`\x1b[${line.length}D\x1b[K`);
           send({ type: "input", data: line + "\n" });
           line = "";
         } else if (ch === "\x7f") {

@@ -1,0 +1,206 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import type { Page } from "playwright-core";
+import { hostsSetting, startUpstreams } from "../egress/support/upstreams.ts";
+import { startSandboxPlatform } from "../sandboxes/support.ts";
+import { ensureConsoleBuilt, launchBrowser, screenshotDir, shoot } from "./support/browser.ts";
+
+const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures", "stream-agent");
+const ANSWER = "Six times seven is 42, streamed token by token.";
+
+async function terminalText(page: Page): Promise<string> {
+  return page.locator(".xterm-rows").innerText();
+}
+
+/**
+ * The whole console in headless Chromium against a real platform (sandboxes, egress proxy,
+ * deployments with the real agent server): every step goes through the page, as a person would.
+ */
+test("the console in a browser: sign in, deploy, chat, terminal, files, egress, sign out", { timeout: 240_000 }, async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  ensureConsoleBuilt();
+  const up = await startUpstreams(t);
+  Object.assign(process.env, { WHARF_EGRESS_HOSTS: hostsSetting(up), WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
+  const p = await startSandboxPlatform(t);
+  if (!p) return;
+  console.log(`screenshots: ${screenshotDir()}`);
+
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => m.type() === "error" && !/status of (40[134]|422)/.test(m.text()) && problems.push(`console: ${m.text()}`));
+
+  await t.test("sign in", async () => {
+    await page.goto(p.url + "/");
+    assert.match(page.url(), /\/console\/$/);
+    await page.locator("input[name=credential]").waitFor();
+    await shoot(page, "01-sign-in");
+    await page.fill("input[name=credential]", "wharf_not-a-key");
+    await page.click("button[type=submit]");
+    await page.locator(".error").waitFor();
+    await page.fill("input[name=credential]", p.apiKey);
+    await page.click("button[type=submit]");
+    await page.getByRole("heading", { name: "Deployments" }).waitFor();
+    const cookie = (await context.cookies()).find((c) => c.name === "wharf_session")!;
+    assert.equal(cookie.httpOnly, true);
+    assert.equal(cookie.sameSite, "Strict");
+    assert.equal(await page.evaluate(() => document.cookie), "", "scripts cannot read the session");
+  });
+
+  await t.test("workspace switcher", async () => {
+    const res = await p.api("/v2/workspaces", { method: "POST", json: { name: "second-team" } });
+    assert.equal(res.status, 201);
+    await page.reload();
+    await page.locator("select[aria-label=Workspace] option", { hasText: "second-team" }).waitFor({ state: "attached" });
+    await page.selectOption("select[aria-label=Workspace]", { label: "second-team" });
+    await page.getByText("No deployments yet").waitFor();
+    await page.selectOption("select[aria-label=Workspace]", { index: 0 });
+  });
+
+  let deploymentId = "";
+  await t.test("deploy a project from a tarball and wait for DEPLOYED", async () => {
+    const tgz = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "wharf-console-")), "agent.tgz");
+    execFileSync("tar", ["czf", tgz, "-C", FIXTURE, "."]);
+    await page.getByRole("button", { name: "New deployment" }).click();
+    await page.fill("form[aria-label='New deployment'] input[name=name]", "console-demo");
+    await page.setInputFiles("input[name=tarball]", tgz);
+    await page.getByRole("button", { name: "Deploy", exact: true }).click();
+    await page.waitForURL(/#\/deployments\/[0-9a-f-]{36}$/);
+    deploymentId = page.url().split("/").pop()!;
+    await page.locator("[data-testid=revision-status] [data-status]").waitFor();
+    await shoot(page, "03-deployment-progress");
+    await page.locator("[data-testid=revision-status] [data-status=DEPLOYED]").waitFor({ timeout: 120_000 });
+    await page.locator("[data-testid=build-logs] .log").first().waitFor();
+    await page.locator(".timeline [data-status=DEPLOYED]").waitFor();
+    await shoot(page, "04-deployment-detail");
+    await page.goto(`${p.url}/console/#/deployments`);
+    await page.locator("table.list [data-status=READY]").waitFor();
+    await shoot(page, "02-deployments");
+  });
+
+  await t.test("chat in the playground: tokens stream in", async () => {
+    await page.goto(`${p.url}/console/#/playground/${deploymentId}`);
+    await page.locator("input[name=message]").waitFor();
+    await page.evaluate(() => {
+      const seen: string[] = ((window as unknown as { seen: string[] }).seen = []);
+      const root = document.querySelector("[data-testid=messages]")!;
+      new MutationObserver(() => {
+        const bubbles = root.querySelectorAll(".msg.ai .bubble");
+        const last = bubbles[bubbles.length - 1]?.textContent ?? "";
+        if (last && seen[seen.length - 1] !== last) seen.push(last);
+      }).observe(root, { subtree: true, childList: true, characterData: true });
+    });
+    await page.fill("input[name=message]", "What is six times seven?");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.locator(".msg.ai .bubble", { hasText: ANSWER }).waitFor({ timeout: 30_000 });
+    const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
+    const partial = seen.filter((s) => s !== ANSWER && ANSWER.startsWith(s));
+    assert.ok(partial.length >= 3, `the answer arrived in pieces: ${JSON.stringify(seen.slice(0, 5))}`);
+    await page.locator(".threads li").first().waitFor();
+    await shoot(page, "05-playground");
+  });
+
+  await t.test("create a sandbox whose proxy_config injects a header; terminal runs python3", async () => {
+    await page.goto(`${p.url}/console/#/sandboxes`);
+    await page.getByRole("button", { name: "New sandbox" }).click();
+    await page.fill("form[aria-label='New sandbox'] input[name=name]", "console-e2e");
+    await page.click("details.proxy-details summary");
+    await page.getByRole("button", { name: "Add header rule" }).click();
+    await page.fill("input[name=rule_name]", "demo");
+    await page.fill("input[name=match_hosts]", "api.test");
+    await page.fill("input[name=header_name]", "X-Wharf-Demo");
+    await page.fill("input[name=header_value]", "from-the-console");
+    await shoot(page, "06-sandbox-create");
+    await page.getByRole("button", { name: "Create sandbox" }).click();
+    await page.waitForURL(/#\/sandboxes\/console-e2e$/, { timeout: 60_000 });
+    await page.locator("[data-testid=terminal-state]", { hasText: /pty|pipes/ }).waitFor({ timeout: 20_000 });
+    const mode = await page.locator("[data-testid=terminal-state]").innerText();
+    console.log(`terminal transport: ${mode}`);
+    await page.click("[data-testid=terminal]");
+    await page.keyboard.type('python3 -c "print(6*7)"\n');
+    await page.waitForFunction(() => /^42\s*$/m.test(document.querySelector(".xterm-rows")?.textContent ?? "") || /(^|\n)42(\n|$)/.test((document.querySelector(".xterm-rows") as HTMLElement)?.innerText ?? ""), null, { timeout: 20_000 });
+    await page.keyboard.type("curl -s http://api.test/v1/from-console\n");
+    await page.waitForFunction(() => ((document.querySelector(".xterm-rows") as HTMLElement)?.innerText ?? "").includes("from-the-console"), null, { timeout: 20_000 });
+    assert.match(await terminalText(page), /x-wharf-demo/i);
+    await shoot(page, "07-sandbox-terminal");
+  });
+
+  await t.test("the injection shows in the egress audit log, with filters", async () => {
+    await page.goto(`${p.url}/console/#/sandboxes/console-e2e/egress`);
+    await page.locator("tr[data-kind=inject]", { hasText: "api.test" }).waitFor({ timeout: 15_000 });
+    await page.selectOption("select[name=kind]", "block");
+    await page.getByText("No egress events match").waitFor();
+    await page.selectOption("select[name=kind]", "inject");
+    await page.fill("input[name=rule]", "demo");
+    await page.locator("tr[data-kind=inject]").first().waitFor();
+    await page.fill("input[name=host]", "nowhere.example");
+    await page.getByText("No egress events match").waitFor();
+    await page.fill("input[name=host]", "api.test");
+    await page.locator("tr[data-kind=inject]").first().waitFor();
+    await shoot(page, "08-egress-log");
+  });
+
+  await t.test("upload and download a file", async () => {
+    await page.goto(`${p.url}/console/#/sandboxes/console-e2e/files`);
+    const content = `hello from the console ${Date.now()}\n`;
+    await page.setInputFiles("input[name=upload]", { name: "hello.txt", mimeType: "text/plain", buffer: Buffer.from(content) });
+    const row = page.locator("tr[data-file='hello.txt']");
+    await row.waitFor({ timeout: 15_000 });
+    const [download] = await Promise.all([page.waitForEvent("download"), row.getByRole("button", { name: "Download" }).click()]);
+    assert.equal(download.suggestedFilename(), "hello.txt");
+    assert.equal(fs.readFileSync((await download.path())!, "utf8"), content);
+    await shoot(page, "09-sandbox-files");
+  });
+
+  await t.test("a bad proxy_config shows the API's error at the field", async () => {
+    await page.goto(`${p.url}/console/#/sandboxes/console-e2e/proxy`);
+    await page.locator("input[name=header_name]").waitFor();
+    await page.fill("input[name=header_name]", "Bad Header");
+    await page.fill("input[name=header_value]", "x");
+    await page.getByRole("button", { name: "Apply" }).click();
+    const fieldError = page.locator("label.field.invalid:has(input[name=header_name]) .field-error");
+    await fieldError.waitFor({ timeout: 10_000 });
+    console.log(`field error: ${await fieldError.innerText()}`);
+    await shoot(page, "10-proxy-config-error");
+  });
+
+  await t.test("the other pages render", async () => {
+    await page.goto(`${p.url}/console/#/sandboxes`);
+    await page.locator("table.list [data-status=ready]").waitFor();
+    await shoot(page, "11-sandboxes");
+    await page.goto(`${p.url}/console/#/sandboxes/console-e2e/snapshots`);
+    await page.locator("input[name=snapshot_name]").waitFor();
+    await shoot(page, "12-snapshots");
+    await page.goto(`${p.url}/console/#/connections`);
+    await page.getByRole("heading", { name: "OAuth providers" }).waitFor();
+    await shoot(page, "13-connections");
+    await page.goto(`${p.url}/console/#/settings`);
+    await page.fill("input[name=secret_key]", "CONSOLE_SECRET");
+    await page.fill("input[name=secret_value]", "s3cr3t-value-never-shown");
+    await page.getByRole("button", { name: "Set or replace" }).click();
+    await page.locator("td", { hasText: "CONSOLE_SECRET" }).waitFor();
+    await page.fill("input[name=key_name]", "from-console");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const key = await page.locator("[data-testid=new-key]").innerText();
+    assert.match(key, /^wharf_/);
+    assert.ok(!(await page.content()).includes("s3cr3t-value-never-shown"), "a secret value is never shown");
+    await shoot(page, "14-settings");
+  });
+
+  await t.test("sign out: the session no longer works", async () => {
+    const cookie = (await context.cookies()).find((c) => c.name === "wharf_session")!;
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.locator("input[name=credential]").waitFor();
+    const res = await fetch(`${p.url}/v2/me`, { headers: { cookie: `wharf_session=${cookie.value}` } });
+    assert.equal(res.status, 401);
+  });
+
+  assert.deepEqual(problems, [], "no script errors in the page");
+});
