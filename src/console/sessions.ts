@@ -72,3 +72,15 @@ export async function closeSession(db: Kysely<Database>, value: string): Promise
   // Expired rows are useless; drop them while we are here rather than running a sweeper.
   await db.deleteFrom("console_sessions").where("expires_at", "<=", nowIso()).execute();
 }
+
+/**
+ * A Cookie header without the console's session, for requests forwarded to code the platform does
+ * not trust (a deployment's agent server): null when nothing else is left.
+ */
+export function withoutSessionCookie(cookieHeader: string): string | null {
+  const rest = cookieHeader
+    .split(";")
+    .map((p) => p.trim())
+    .filter((p) => p && p.slice(0, p.indexOf("=")).trim() !== SESSION_COOKIE);
+  return rest.length ? rest.join("; ") : null;
+}

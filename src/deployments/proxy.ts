@@ -5,6 +5,7 @@ import type { AppEnv } from "../http/principal.ts";
 import type { LiveRevision } from "./live-revision.ts";
 import type { Authenticate } from "../http/authenticate.ts";
 import { HttpError } from "../http/errors.ts";
+import { withoutSessionCookie } from "../console/index.ts";
 import type { RolloutEngine, Route, RouteAccess } from "./rollout-engine.ts";
 import { UUIDISH } from "./schemas.ts";
 import { encodePrincipal, PRINCIPAL_HEADER } from "./principal-header.ts";
@@ -73,7 +74,14 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
     const body = method === "GET" || method === "HEAD" ? null : Buffer.from(await c.req.arrayBuffer());
     const headers: http.OutgoingHttpHeaders = {};
     c.req.raw.headers.forEach((v, k) => {
-      if (!HOP_BY_HOP.has(k) && k !== PRINCIPAL_HEADER) headers[k] = v;
+      if (HOP_BY_HOP.has(k) || k === PRINCIPAL_HEADER) return;
+      // The console's session cookie is the platform's credential: the agent server never sees it.
+      if (k === "cookie") {
+        const rest = withoutSessionCookie(v);
+        if (rest) headers[k] = rest;
+        return;
+      }
+      headers[k] = v;
     });
     headers["x-forwarded-host"] = incoming.host;
     headers["x-forwarded-proto"] = incoming.protocol.replace(":", "");

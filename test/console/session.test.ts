@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { cookieRequestRefusal, csrfTokenFor } from "../../src/console/index.ts";
+import { cookieRequestRefusal, csrfTokenFor, sessionCookieOf, withoutSessionCookie } from "../../src/console/index.ts";
 import { startTestPlatform } from "../support/platform.ts";
 
 const V = "a".repeat(43);
@@ -27,6 +27,15 @@ test("cookie request rules (CSRF, Origin, WebSocket)", () => {
   for (const [name, method, headers, ok] of table) {
     assert.equal(cookieRequestRefusal({ method, headers: h(headers), sessionValue: V }) === null, ok, name);
   }
+});
+
+test("the session cookie is read strictly and never forwarded to agent servers", () => {
+  assert.equal(sessionCookieOf(`a=1; wharf_session=${V}; b=2`), V);
+  assert.equal(sessionCookieOf("wharf_session=short"), null);
+  assert.equal(sessionCookieOf(null), null);
+  assert.equal(withoutSessionCookie(`a=1; wharf_session=${V}; b=2`), "a=1; b=2");
+  assert.equal(withoutSessionCookie(`wharf_session=${V}`), null);
+  assert.equal(withoutSessionCookie("theme=dark"), "theme=dark");
 });
 
 test("sign in with a key or a token, CSRF on writes, sign out ends the session", async (t) => {

@@ -56,7 +56,7 @@ export function Connections() {
           </tbody>
         </table>
       ) : null}
-      <div className="split">
+      <div className="split even">
         <ConnectFlow providers={providers.data ?? []} />
         <AgentConnections />
       </div>

@@ -90,8 +90,8 @@ function CreateSandbox() {
   return (
     <form className="card form" onSubmit={submit} aria-label="New sandbox">
       <div className="row">
-        <Field label="Name" hint="Optional; generated when empty" error={bodyIssue("name")}>
-          <input name="name" value={name} onChange={(e) => setName(e.target.value)} />
+        <Field label="Name" error={bodyIssue("name")}>
+          <input name="name" placeholder="generated when empty" value={name} onChange={(e) => setName(e.target.value)} />
         </Field>
         <Field label="Start from" error={bodyIssue("snapshot_id")}>
           <select name="snapshot" value={snapshot} onChange={(e) => setSnapshot(e.target.value)}>

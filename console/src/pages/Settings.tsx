@@ -106,12 +106,12 @@ function ApiKeys() {
       <ErrorNote error={list.error ?? act.error} />
       {list.data?.length ? (
         <table className="list">
-          <thead><tr><th>Name</th><th>Prefix</th><th className="wide">Last used</th><th>State</th><th></th></tr></thead>
+          <thead><tr><th>Name</th><th className="wide">Prefix</th><th className="wide">Last used</th><th>State</th><th></th></tr></thead>
           <tbody>
             {list.data.map((k) => (
               <tr key={k.id} className={k.revoked_at ? "revoked" : ""}>
                 <td>{k.name}</td>
-                <td className="mono">{k.prefix}…</td>
+                <td className="mono wide">{k.prefix}…</td>
                 <td className="wide">{when(k.last_used_at)}</td>
                 <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : "active"}</td>
                 <td>{k.revoked_at ? null : <button className="small danger" onClick={() => revoke(k)}>Revoke</button>}</td>
