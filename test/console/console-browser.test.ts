@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import crypto from "node:crypto";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -6,6 +7,7 @@ import path from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
+import { startMockAuthServer } from "../connections/support/mock-oauth.ts";
 import { hostsSetting, startUpstreams } from "../egress/support/upstreams.ts";
 import { startSandboxPlatform } from "../sandboxes/support.ts";
 import { ensureConsoleBuilt, launchBrowser, screenshotDir, shoot } from "./support/browser.ts";
@@ -107,6 +109,25 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     await shoot(page, "05-playground");
   });
 
+  await t.test("playground: a tool call with its result, an interrupt answered, the thread reopened", async () => {
+    await page.selectOption("select[name=assistant]", { label: "tools" });
+    await page.fill("input[name=message]", "Multiply six by seven");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.locator("[data-testid=tool-result]", { hasText: "42" }).waitFor({ timeout: 30_000 });
+    await page.locator(".interrupt", { hasText: "Send the result?" }).waitFor({ timeout: 30_000 });
+    await shoot(page, "05b-playground-interrupt");
+    await page.getByRole("button", { name: "Approve" }).click();
+    await page.locator(".msg.ai .bubble", { hasText: "Confirmed (true): the result is 42." }).waitFor({ timeout: 30_000 });
+    const threadUrl = page.url();
+    assert.match(threadUrl, /#\/playground\/[0-9a-f-]{36}\/[0-9a-f-]{36}$/);
+    await page.goto(`${p.url}/console/#/playground/${deploymentId}`);
+    await page.goto(threadUrl);
+    await page.reload();
+    await page.selectOption("select[name=assistant]", { label: "tools" });
+    await page.locator(".msg.human .bubble", { hasText: "Multiply six by seven" }).waitFor({ timeout: 15_000 });
+    await page.locator(".msg.ai .bubble", { hasText: "Confirmed (true)" }).waitFor();
+  });
+
   await t.test("create a sandbox whose proxy_config injects a header; terminal runs python3", async () => {
     await page.goto(`${p.url}/console/#/sandboxes`);
     await page.getByRole("button", { name: "New sandbox" }).click();
@@ -192,6 +213,40 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     assert.match(key, /^wharf_/);
     assert.ok(!(await page.content()).includes("s3cr3t-value-never-shown"), "a secret value is never shown");
     await shoot(page, "14-settings");
+  });
+
+  await t.test("connections: add a provider, connect an account, list the agent's connections", async (t2) => {
+    const mock = await startMockAuthServer(t2);
+    const agent = crypto.randomUUID();
+    await page.goto(`${p.url}/console/#/connections`);
+    await page.getByRole("button", { name: "Add OAuth provider" }).click();
+    const form = page.locator("form[aria-label='Add provider']");
+    await form.locator("input[name=provider_id]").fill("mock");
+    await form.locator("input[name=client_id]").fill("mock-client");
+    await form.locator("input[name=client_secret]").fill("mock-client-secret");
+    await form.locator("input[name=auth_url]").fill(`${mock.url}/authorize`);
+    await form.locator("input[name=token_url]").fill(`${mock.url}/token`);
+    await form.getByRole("button", { name: "Add provider" }).click();
+    await page.locator("td", { hasText: "/v2/auth/callback/mock" }).waitFor();
+    const connect = page.locator("form[aria-label='Connect an account']");
+    await connect.locator("input[name=agent]").fill(agent);
+    await connect.locator("input[name=scopes]").fill("repo");
+    await connect.getByRole("button", { name: "Start" }).click();
+    const link = connect.getByRole("link", { name: /consent page/ });
+    await link.waitFor();
+    // The person finishes at the provider in another tab; the page's long poll sees it complete.
+    const [consent] = await Promise.all([context.waitForEvent("page"), link.click()]);
+    await consent.waitForLoadState();
+    await connect.locator("[data-status=completed]").waitFor({ timeout: 20_000 });
+    await consent.close();
+    const list = page.locator("form[aria-label='Agent connections']");
+    await list.locator("input[name=agent]").fill(agent);
+    await list.getByRole("button", { name: "Show" }).click();
+    await list.locator("li", { hasText: "mock" }).waitFor();
+    await list.locator("input[name=agent]").fill("not-a-uuid");
+    await list.getByRole("button", { name: "Show" }).click();
+    await list.locator(".field-error").waitFor();
+    await shoot(page, "13b-connections-connected");
   });
 
   await t.test("sign out: the session no longer works", async () => {

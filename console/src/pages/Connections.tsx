@@ -121,8 +121,8 @@ function ConnectFlow({ providers }: { providers: Provider[] }) {
           {providers.map((p) => <option key={p.provider_id} value={p.provider_id}>{p.provider_id}</option>)}
         </select>
       </Field>
-      <Field label="Agent (assistant id)" hint="Optional: attach the account to this agent"><input value={agent} onChange={(e) => setAgent(e.target.value)} /></Field>
-      <Field label="Scopes"><input value={scopes} onChange={(e) => setScopes(e.target.value)} placeholder="repo read:user" /></Field>
+      <Field label="Agent (assistant id)" hint="Optional: attach the account to this agent"><input name="agent" value={agent} onChange={(e) => setAgent(e.target.value)} /></Field>
+      <Field label="Scopes"><input name="scopes" value={scopes} onChange={(e) => setScopes(e.target.value)} placeholder="repo read:user" /></Field>
       <button className="primary" type="submit" disabled={act.busy || providers.length === 0}>{act.busy ? "Waiting for the provider…" : "Start"}</button>
       {flow?.url && flow.status === "pending" ? <p><a href={flow.url} target="_blank" rel="noreferrer">Open the provider's consent page ↗</a></p> : null}
       {flow ? <p>Status: <Status value={flow.status} /></p> : null}
@@ -143,7 +143,7 @@ function AgentConnections() {
   return (
     <form className="pane card form" onSubmit={load} aria-label="Agent connections">
       <h2>An agent's connections</h2>
-      <Field label="Agent (assistant id)" error={issue}><input value={agent} onChange={(e) => setAgent(e.target.value)} /></Field>
+      <Field label="Agent (assistant id)" error={issue}><input name="agent" value={agent} onChange={(e) => setAgent(e.target.value)} /></Field>
       <button type="submit" disabled={act.busy || !agent.trim()}>Show</button>
       {!issue ? <ErrorNote error={act.error} /> : null}
       {rows?.length === 0 ? <Empty>No connections for this agent.</Empty> : null}

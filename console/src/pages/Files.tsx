@@ -93,7 +93,7 @@ export function Files({ dataplane }: { dataplane: string }) {
           ) : null}
           {list.data?.map((e) => (
             <tr key={e.name} data-file={e.name}>
-              <td>{e.kind === "d" ? <button className="link" onClick={() => setDir(join(dir, e.name))}>📁 {e.name}/</button> : <span>{e.name}</span>}</td>
+              <td>{e.kind === "d" ? <button className="link" onClick={() => setDir(join(dir, e.name))}><span className="folder" aria-hidden="true" />{e.name}/</button> : <span>{e.name}</span>}</td>
               <td>{e.kind === "d" ? "" : human(e.size)}</td>
               <td className="wide">{new Date(e.mtime * 1000).toLocaleString()}</td>
               <td>{e.kind === "f" ? <button className="small" onClick={() => download(e.name)}>Download</button> : null}</td>

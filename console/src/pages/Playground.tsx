@@ -125,6 +125,9 @@ function Chat(props: { apiUrl: string; headers: Record<string, string>; assistan
     threadId,
     defaultHeaders: { ...props.headers, "x-wharf-csrf": sessionHeaders()["x-wharf-csrf"] },
     messagesKey: "messages",
+    onFinish: () => {
+      if (threadId) props.onThread(threadId);
+    },
     onThreadId: (id) => {
       setThreadId(id);
       props.onThread(id);
@@ -151,7 +154,7 @@ function Chat(props: { apiUrl: string; headers: Record<string, string>; assistan
               {text(m.content) ? <div className="bubble">{text(m.content)}</div> : null}
               {m.tool_calls?.map((tc) => (
                 <details key={tc.id ?? tc.name} className="tool-call" open>
-                  <summary>🔧 {tc.name}</summary>
+                  <summary>Tool call: <strong>{tc.name}</strong></summary>
                   <pre>{JSON.stringify(tc.args, null, 2)}</pre>
                   {results.get(tc.id) ? <div className="tool-result" data-testid="tool-result">→ {text(results.get(tc.id)!.content)}</div> : <div className="muted">running…</div>}
                 </details>
