@@ -29,6 +29,17 @@ export const DEPLOYMENT_UID_SPAN = 1_000_000;
 export const STATE_INSIDE = "/state";
 export const SOCKET_DIR_INSIDE = "/run/agent";
 export const SOCKET_NAME = "agent.sock";
+/**
+ * Where `$WHARF_HOME/deployments` appears inside (only the parts a plan binds): the platform's
+ * home path itself never exists inside. Relative structure is kept, so relative links still resolve.
+ */
+export const DEPLOYMENTS_INSIDE = "/deployment";
+
+/** A host path under `$WHARF_HOME/deployments` as a confined process sees it (other paths unchanged). */
+export function insidePath(layout: DeploymentsLayout, hostPath: string): string {
+  if (hostPath === layout.root) return DEPLOYMENTS_INSIDE;
+  return hostPath.startsWith(layout.root + path.sep) ? DEPLOYMENTS_INSIDE + hostPath.slice(layout.root.length) : hostPath;
+}
 
 /**
  * Unix socket folders of running revisions. Kept short on purpose: a socket path has at most 107
@@ -54,13 +65,16 @@ export function runtimeBinds(): Bind[] {
  */
 function resolutionLinks(layout: DeploymentsLayout): MountPlan {
   return {
-    binds: [{ src: path.join(layout.builds, "package.json") }],
+    binds: [{ src: path.join(layout.builds, "package.json"), dest: insidePath(layout, path.join(layout.builds, "package.json")) }],
     symlinks: [
-      { link: path.join(layout.builds, "node_modules"), target: WHARF_NODE_MODULES },
-      { link: path.join(layout.deps, "node_modules"), target: WHARF_NODE_MODULES },
+      { link: insidePath(layout, path.join(layout.builds, "node_modules")), target: WHARF_NODE_MODULES },
+      { link: insidePath(layout, path.join(layout.deps, "node_modules")), target: WHARF_NODE_MODULES },
     ],
   };
 }
+
+/** A bind of a folder under the deployments root at its inside path. */
+const under = (layout: DeploymentsLayout, src: string, rw = false): Bind => ({ src, dest: insidePath(layout, src), rw });
 
 /** The installed dependencies a project links to (a folder of the shared cache), if any. */
 export function linkedDependencies(projectDir: string, layout: DeploymentsLayout): string | null {
@@ -76,11 +90,20 @@ export function linkedDependencies(projectDir: string, layout: DeploymentsLayout
 /** A revision's agent server: the build read-only, its dependencies read-only, state and socket writable. */
 export function servePlan(input: { layout: DeploymentsLayout; artifactDir: string; projectDir: string; stateDir: string; socketDir: string }): MountPlan {
   const links = resolutionLinks(input.layout);
-  const binds: Bind[] = [...runtimeBinds(), ...links.binds, { src: input.artifactDir }];
+  const binds: Bind[] = [...runtimeBinds(), ...links.binds, under(input.layout, input.artifactDir)];
   const deps = linkedDependencies(input.projectDir, input.layout);
-  if (deps) binds.push({ src: deps });
+  if (deps) binds.push(under(input.layout, deps));
   binds.push({ src: input.stateDir, dest: STATE_INSIDE, rw: true }, { src: input.socketDir, dest: SOCKET_DIR_INSIDE, rw: true });
   return { binds, symlinks: links.symlinks };
+}
+
+/**
+ * The host's npm, read-only, when it is newer than the one the base image's nodejs package ships
+ * (`npm install -g npm` replaces files dpkg does not list). Public code, no secrets.
+ */
+function npmBinds(): Bind[] {
+  const npm = "/usr/lib/node_modules/npm";
+  return fs.existsSync(npm) ? [{ src: npm }] : [];
 }
 
 /**
@@ -89,9 +112,9 @@ export function servePlan(input: { layout: DeploymentsLayout; artifactDir: strin
  */
 export function buildPlan(input: { layout: DeploymentsLayout; artifactDir: string; projectDir: string; npmCache: string | null; writable: boolean }): MountPlan {
   const links = resolutionLinks(input.layout);
-  const binds: Bind[] = [...runtimeBinds(), ...links.binds, { src: input.artifactDir, rw: input.writable }];
+  const binds: Bind[] = [...runtimeBinds(), ...npmBinds(), ...links.binds, under(input.layout, input.artifactDir, input.writable)];
   const deps = linkedDependencies(input.projectDir, input.layout);
-  if (deps) binds.push({ src: deps });
+  if (deps) binds.push(under(input.layout, deps));
   if (input.npmCache) binds.push({ src: input.npmCache, dest: "/npm-cache", rw: true });
   return { binds, symlinks: links.symlinks };
 }

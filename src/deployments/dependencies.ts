@@ -40,7 +40,8 @@ export async function installDependencies(
   const cached = path.join(opts.layout.depsFor(opts.workspaceId), key);
   if (fs.existsSync(path.join(cached, ".complete"))) {
     fs.rmSync(target, { recursive: true, force: true });
-    fs.symlinkSync(path.join(cached, "node_modules"), target, "dir");
+    // Relative: the same link resolves on the host and inside the confinement (other root).
+    fs.symlinkSync(path.relative(projectDir, path.join(cached, "node_modules")), target, "dir");
     opts.log.line(`dependencies ${key} are cached: reusing them`);
     return { key, cached: true };
   }
@@ -58,6 +59,7 @@ export async function installDependencies(
     await opts.step({ what: "npm install", argv: ["/usr/bin/npm", ...args], cwd: projectDir, env, writable: true });
   }
   if (!fs.existsSync(target)) fs.mkdirSync(target);
+  materializeLocalLinks(target, projectDir);
   const staging = `${cached}.${process.pid}.${Date.now()}`;
   fs.mkdirSync(staging, { recursive: true, mode: 0o755 });
   fs.renameSync(target, path.join(staging, "node_modules"));
@@ -68,7 +70,33 @@ export async function installDependencies(
     fs.rmSync(staging, { recursive: true, force: true });
     if (!fs.existsSync(path.join(cached, ".complete"))) throw new Error(`dependency cache ${cached} is in an unexpected state`);
   }
-  fs.symlinkSync(path.join(cached, "node_modules"), target, "dir");
+  fs.symlinkSync(path.relative(projectDir, path.join(cached, "node_modules")), target, "dir");
   opts.log.line(`dependencies installed and cached as ${key}`);
   return { key, cached: false };
+}
+
+/**
+ * npm links `file:` dependencies (`node_modules/x -> ../vendor/x`); once the tree moves into the
+ * shared cache such a link points nowhere. Links into the project become copies; links outside it
+ * stay broken on purpose (a build sees nothing of the platform's machine beyond itself).
+ */
+function materializeLocalLinks(nodeModules: string, projectDir: string): void {
+  const entries = fs.readdirSync(nodeModules, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() && e.name.startsWith("@") ? fs.readdirSync(path.join(nodeModules, e.name), { withFileTypes: true }).map((s) => path.join(e.name, s.name)) : [e.name],
+  );
+  for (const name of entries) {
+    const link = path.join(nodeModules, name);
+    if (!fs.lstatSync(link).isSymbolicLink()) continue;
+    let real: string;
+    try {
+      real = fs.realpathSync(link);
+    } catch {
+      continue; // dangling already
+    }
+    if (!real.startsWith(projectDir + path.sep) || real.startsWith(nodeModules + path.sep)) continue;
+    fs.rmSync(link);
+    // Root copies a tree the project's own code wrote: never follow a link inside it (a link to
+    // /etc/shadow must stay a link, which resolves to nothing inside the confinement).
+    fs.cpSync(real, link, { recursive: true, dereference: false, verbatimSymlinks: true });
+  }
 }

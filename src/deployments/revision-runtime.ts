@@ -6,7 +6,7 @@ import type { PlatformContext } from "../platform/context.ts";
 import type { Database } from "../store/schema.ts";
 import { AgentProcess, type RunnerCommand } from "./agent-process.ts";
 import type { BuildStep } from "./builder.ts";
-import { buildLimits, buildPlan, type MountPlan, DEPLOYMENT_UID_BASE, limitsFor, servePlan, SOCKET_DIR_INSIDE, SOCKET_NAME, socketRoot, STATE_INSIDE } from "./confinement.ts";
+import { buildLimits, buildPlan, insidePath, type MountPlan, DEPLOYMENT_UID_BASE, limitsFor, servePlan, SOCKET_DIR_INSIDE, SOCKET_NAME, socketRoot, STATE_INSIDE } from "./confinement.ts";
 import type { DeploymentsLayout } from "./layout.ts";
 import { ownFolder, type Launcher } from "./launcher.ts";
 import type { RevisionLog } from "./revision-logs.ts";
@@ -65,6 +65,11 @@ export class RevisionRuntime {
     return { uid, agentKey };
   }
 
+  /** A host path as the confined process sees it (unchanged without isolation). */
+  private inside(p: string): string {
+    return this.isolated ? insidePath(this.layout, p) : p;
+  }
+
   /** Hands a freshly fetched build to the deployment's uid (its own steps write it from now on). */
   adoptBuild(artifactDir: string, uid: number): void {
     if (!this.isolated) return;
@@ -91,9 +96,9 @@ export class RevisionRuntime {
         uid: ident.uid,
         limits,
         plan: buildPlan({ layout: this.layout, artifactDir, projectDir: step.cwd, npmCache, writable: step.writable }),
-        argv: step.argv,
+        argv: step.argv.map((a) => this.inside(a)),
         env,
-        cwd: step.cwd,
+        cwd: this.inside(step.cwd),
       });
       let captured = "";
       launched.stdout.on("data", step.capture ? (d: Buffer) => (captured += d.toString()) : log.lineSink("info"));
@@ -128,7 +133,7 @@ export class RevisionRuntime {
     fs.mkdirSync(socketRoot(), { recursive: true, mode: 0o711 });
     ownFolder(socketDir, ident.uid, this.isolated);
     const inside = { state: this.isolated ? STATE_INSIDE : stateDir, socket: path.join(this.isolated ? SOCKET_DIR_INSIDE : socketDir, SOCKET_NAME) };
-    const { command, args } = this.runner({ projectDir: project.projectDir, configFile: project.configFile, socket: inside.socket, stateDir: inside.state, serverId: deployment.id });
+    const { command, args } = this.runner({ projectDir: this.inside(project.projectDir), configFile: this.inside(project.configFile), socket: inside.socket, stateDir: inside.state, serverId: deployment.id });
     const env = this.agentEnv(deployment, revisionId, secrets, ident, inside.state);
     return AgentProcess.start(
       this.launcher,
@@ -139,7 +144,7 @@ export class RevisionRuntime {
         plan: withExtraBinds(servePlan({ layout: this.layout, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, socketDir }), this.runnerBinds),
         argv: [command, ...args],
         env,
-        cwd: project.projectDir,
+        cwd: this.inside(project.projectDir),
       },
       path.join(socketDir, SOCKET_NAME),
       log,

@@ -34,6 +34,8 @@ export const sourceConfigSchema = z.object({
   listener_config: z.record(z.string(), z.unknown()).nullish(),
   install_command: z.string().max(2000).nullish(),
   build_command: z.string().max(2000).nullish(),
+  /** Wharf extension: a real stateless run of every graph with this `input` before DEPLOYED (opt-in). */
+  smoke_input: z.record(z.string(), z.unknown()).nullish(),
 });
 export type SourceConfig = z.infer<typeof sourceConfigSchema>;
 

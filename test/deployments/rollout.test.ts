@@ -113,7 +113,7 @@ describe("deployment rollouts", () => {
     assert.ok(firstAt < 600 && total - firstAt > 500, `first chunk after ${Math.round(firstAt)} ms, end after ${Math.round(total)} ms`);
   });
 
-  test("a broken project ends BUILD_FAILED with a useful log while the old revision keeps serving; a failing health run ends DEPLOY_FAILED", async (t) => {
+  test("a broken project ends BUILD_FAILED with a useful log while the old revision keeps serving; a graph failing on arbitrary input deploys; a failing opt-in smoke run ends DEPLOY_FAILED", async (t) => {
     const p = (await startDeploymentsPlatform(t))!;
     const d = await createDeployed(p, "broken", copyProject(t, "echo"), [{ name: "REPLY_PREFIX", value: "good" }]);
     const broken = copyProject(t, "broken");
@@ -127,15 +127,22 @@ describe("deployment rollouts", () => {
     assert.equal(dep.active_revision_id, d.revisionId);
     assert.equal(dep.latest_revision_id, next);
 
-    // Back to the good source, with a graph that refuses the health run's input.
+    // A graph that fails on arbitrary input still deploys: readiness runs nothing.
     const good = copyProject(t, "echo");
-    next = await patch(p, d.id, { source_revision_config: { local_path: good }, secrets: [{ name: "REPLY_PREFIX", value: null }, { name: "FAIL_ON", value: "health" }] });
+    next = await patch(p, d.id, { source_revision_config: { local_path: good }, secrets: [{ name: "REPLY_PREFIX", value: "picky" }, { name: "FAIL_ON", value: "health" }] });
+    rev = await pollRevision(p, d.id, next);
+    assert.equal(rev.status, "DEPLOYED", rev.status_message ?? "");
+    assert.doesNotMatch(await logsOf(p, d.id, next, "deploy"), /smoke run/);
+    assert.equal(lastMessage((await runWait(d.url, p.apiKey, "fine")).body), "picky: fine");
+
+    // With an opt-in smoke input that the graph refuses, the revision fails and the old one serves.
+    next = await patch(p, d.id, { source_config: { smoke_input: { messages: [{ role: "human", content: "health" }] } }, secrets: [{ name: "REPLY_PREFIX", value: "smoked" }, { name: "FAIL_ON", value: "health" }] });
     rev = await pollRevision(p, d.id, next);
     assert.equal(rev.status, "DEPLOY_FAILED");
-    assert.match(rev.status_message!, /health run of graph echo failed: .*refuses to answer "health"/);
-    assert.equal(lastMessage((await runWait(d.url, p.apiKey, "still")).body), "good: still");
+    assert.match(rev.status_message!, /smoke run of graph echo failed: .*refuses to answer "health"/);
+    assert.equal(lastMessage((await runWait(d.url, p.apiKey, "still")).body), "picky: still");
     dep = await (await p.api(`/v2/deployments/${d.id}`)).json();
-    assert.equal(dep.active_revision_id, d.revisionId);
+    assert.notEqual(dep.active_revision_id, next);
   });
 
   test("rollback: redeploy an earlier revision's build without rebuilding", async (t) => {

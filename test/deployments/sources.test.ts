@@ -94,16 +94,17 @@ describe("deployment sources", () => {
 
   test("npm: a package.json with a local file: dependency installs once, the next revision reuses the cache", async (t) => {
     const root = tempDir(t, "npm");
-    const tiny = path.join(root, "tiny-prefix");
-    fs.mkdirSync(tiny);
-    fs.writeFileSync(path.join(tiny, "package.json"), JSON.stringify({ name: "tiny-prefix", version: "1.0.0", type: "module", main: "index.js" }));
-    fs.writeFileSync(path.join(tiny, "index.js"), 'export const prefix = "tiny";\n');
     const project = path.join(root, "project");
     fs.cpSync(ECHO_AGENT, project, { recursive: true });
+    // Inside the project: a build sees nothing of the platform's machine beyond itself.
+    const tiny = path.join(project, "vendor", "tiny-prefix");
+    fs.mkdirSync(tiny, { recursive: true });
+    fs.writeFileSync(path.join(tiny, "package.json"), JSON.stringify({ name: "tiny-prefix", version: "1.0.0", type: "module", main: "index.js" }));
+    fs.writeFileSync(path.join(tiny, "index.js"), 'export const prefix = "tiny";\n');
     // The graph answers through the dependency, so a broken link fails the build's graph load.
     const graphFile = path.join(project, "src/echo.ts");
     fs.writeFileSync(graphFile, `import { prefix } from "tiny-prefix";\n${fs.readFileSync(graphFile, "utf8").replace("`echo: ", "`${prefix}: ")}`);
-    fs.writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "project", private: true, type: "module", dependencies: { "tiny-prefix": `file:${tiny}` } }, null, 2));
+    fs.writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "project", private: true, type: "module", dependencies: { "tiny-prefix": "file:./vendor/tiny-prefix" } }, null, 2));
 
     const p = (await startDeploymentsPlatform(t))!;
     const d = await create(p, "with-deps", {}, { local_path: project });
@@ -112,7 +113,8 @@ describe("deployment sources", () => {
     assert.match(firstLog, /^npm install /m);
     const installed = /dependencies installed and cached as ([0-9a-f]+)/.exec(firstLog);
     assert.ok(installed, firstLog);
-    const cacheDir = path.join(p.home, "deployments", "deps", installed[1]);
+    const depsRoot = path.join(p.home, "deployments", "deps", p.bootstrap.workspaceId);
+    const cacheDir = path.join(depsRoot, installed[1]);
     const marker = path.join(cacheDir, ".complete");
     const before = fs.statSync(marker).mtimeMs;
     assert.equal(lastMessage((await runWait(d.url, p.apiKey, "hi")).body), "tiny: hi");
@@ -125,7 +127,7 @@ describe("deployment sources", () => {
     assert.match(secondLog, new RegExp(`dependencies ${installed[1]} are cached: reusing them`));
     assert.doesNotMatch(secondLog, /^npm (install|ci) /m);
     assert.equal(fs.statSync(marker).mtimeMs, before);
-    assert.deepEqual(fs.readdirSync(path.join(p.home, "deployments", "deps")).filter((n) => n !== "node_modules"), [installed[1]]);
+    assert.deepEqual(fs.readdirSync(depsRoot), [installed[1]]);
     assert.equal(lastMessage((await runWait(d.url, p.apiKey, "again")).body), "tiny: again");
   });
 });

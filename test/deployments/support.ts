@@ -21,11 +21,28 @@ export const fakeRunner: RunnerCommand = (a) => ({
   args: ["--import", TSX_LOADER, FAKE_SERVER, "--project", a.projectDir, "--socket", a.socket, "--server-id", a.serverId],
 });
 
+/** Options that run the fixture server (shown read-only to its confinement). */
+export const FAKE_RUNNER: DeploymentsOptions = { runnerCommand: fakeRunner, runnerBinds: [FAKE_SERVER] };
+
+/** Host pids whose command line has `marker` as one argument (a deployment id: its servers). */
+export function processesWithArg(marker: string): number[] {
+  const pids: number[] = [];
+  for (const name of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").includes(marker)) pids.push(Number(name));
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return pids;
+}
+
 export const FAST: DeploymentsOptions = { pollIntervalMs: 200, buildTimeoutMs: 60_000, deployTimeoutMs: 30_000, drainTimeoutMs: 10_000 };
 
 /** A whole platform whose deployments run the fixture server (or the real one with `real: true`). */
 export async function startDeploymentsPlatform(t: TestContext, opts: { dialect?: Dialect; options?: DeploymentsOptions; real?: boolean; env?: Record<string, string> } = {}): Promise<TestPlatform | null> {
-  const options = { ...FAST, ...(opts.real ? {} : { runnerCommand: fakeRunner, runnerBinds: [path.join(FIXTURES, "fake-agent-server.ts")] }), ...opts.options };
+  const options = { ...FAST, ...(opts.real ? {} : FAKE_RUNNER), ...opts.options };
   // Only what deployments need: other features' start-up work would slow every test down.
   const features = allFeatures().filter((f) => f.name === "identity" || f.name === "secrets");
   features.push(createDeploymentsFeature(options));

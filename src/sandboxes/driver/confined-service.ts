@@ -16,8 +16,9 @@ import { archSyscalls, buildSeccompFilter } from "./seccomp.ts";
  * the same root holder (cgroups joined before it can fork, its own network and mount namespaces
  * with loopback only, optional egress capture listeners handed to the platform, a gate while the
  * platform attaches the network), then bubblewrap as an unprivileged host uid with new user, pid,
- * ipc, uts and cgroup namespaces, the seccomp filter, a cleared environment and `--die-with-parent`
- * (a platform killed with SIGKILL takes its services with it: no orphans).
+ * ipc, uts and cgroup namespaces, the seccomp filter, a cleared environment and `--die-with-parent`;
+ * a watchdog forked by the holder (root, in the cgroup) empties the cgroup once the platform's end of
+ * its stdin pipe closes, so a platform killed with SIGKILL takes its services with it: no orphans.
  *
  * The filesystem is built from nothing (bubblewrap's own empty root): the sandbox base image's
  * `/usr` and curated `/etc` read-only, a private `/tmp`, and exactly the binds the caller lists.
@@ -86,7 +87,27 @@ const OVERLAY_MOUNT = `syscall($S{mount}, $ovl, $mnt, $fstype, 2 | 4, $opts) == 
  * `n, source, d|f`). bubblewrap, which runs as the unprivileged uid, then binds those: it could not
  * traverse the platform's private folders (0700, root) to the sources themselves.
  */
-const STAGE_BINDS = String.raw`my ($tmpfs, $tmode) = ("tmpfs", "mode=0755");
+const STAGE_BINDS = String.raw`my $wd = fork();
+defined($wd) or fail("fork watchdog");
+if ($wd == 0) {
+  # The watchdog (root, already in the cgroups): stdin is a pipe whose write end only the platform
+  # holds. EOF means the platform process is gone (even by SIGKILL): kill everything in the cgroups.
+  open(STDOUT, ">", "/dev/null"); open(STDERR, ">", "/dev/null");
+  for my $fd (4, 5, 6) { open(my $x, "<&=", $fd) and close($x); }
+  while (1) { my $n = sysread(STDIN, my $buf, 64); last if defined($n) && $n == 0; last if !defined($n) && $! != 4; }
+  for my $round (1 .. 100) {
+    my $left = 0;
+    for my $f (grep { length } split /:/, $cg) {
+      open(my $h, "<", $f) or next;
+      while (my $p = <$h>) { chomp $p; next if $p == $$ || !$p; kill 9, $p; $left++; }
+      close($h);
+    }
+    last unless $left;
+    select(undef, undef, undef, 0.02);
+  }
+  exit 0;
+}
+my ($tmpfs, $tmode) = ("tmpfs", "mode=0755");
 syscall($S{mount}, $none, $mnt, $tmpfs, 2 | 4, $tmode) == 0 or fail("mount staging tmpfs");
 open(my $lf, "<", $lower) or fail("bind list");
 my @bl = do { local $/; split /\0/, <$lf> };
@@ -156,7 +177,7 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
   const child = spawn(
     "/usr/bin/perl",
     ["-e", holderProgram(), sysArg, cg.procsFiles(spec.id).join(":"), capture ? capture.tcpPorts.join(",") : "-", capture?.dns ? "dns" : "nodns", "-", "/nonexistent", bindList, "-", "-", SERVICE_MOUNT, bpfFile, String(spec.hostUid), "--", ...serviceBwrapArgs(spec, baseDir)],
-    { stdio: ["ignore", "pipe", "pipe", "ignore", "pipe", "pipe", ...(capture ? ["ipc" as const] : [])], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
+    { stdio: ["pipe", "pipe", "pipe", "ignore", "pipe", "pipe", ...(capture ? ["ipc" as const] : [])], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
   );
   const captured: CapturedNetwork & { done: boolean } = { tcp: new Map(), udp: [], errors: [], done: !capture };
   if (capture) {
