@@ -136,14 +136,13 @@ function PatchDeployment({ d, onDone }: { d: Deployment; onDone: (revisionId: st
       const fields = await sourceFields(source, configPath, d.id, setProgress);
       const body: Record<string, unknown> = { secrets: parseSecrets(secrets) };
       if (fields.source_revision_config) body.source_revision_config = fields.source_revision_config;
-      if (source.kind === "git") body.source_config = fields.source_config;
       const updated = await api<Deployment>(`/v2/deployments/${d.id}`, { method: "PATCH", json: body });
       onDone(updated.latest_revision_id ?? "");
     });
   };
   return (
     <form className="card form" onSubmit={submit} aria-label="Update deployment">
-      <SourcePicker value={source} onChange={setSource} allowNone />
+      <SourcePicker value={source} onChange={setSource} allowNone lockedRepo={d.source_config.repo_url} />
       {source.kind !== "none" ? (
         <Field label="Config path">
           <input value={configPath} onChange={(e) => setConfigPath(e.target.value)} />

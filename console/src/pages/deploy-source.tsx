@@ -5,14 +5,18 @@ import { Field, Progress } from "../ui.tsx";
 export type SourceChoice = { kind: "tarball"; file: File | null } | { kind: "git"; url: string; ref: string } | { kind: "none" };
 
 /** Tarball upload or git URL, shared by create and PATCH. */
-export function SourcePicker(props: { value: SourceChoice; onChange: (v: SourceChoice) => void; allowNone?: boolean; errors?: Record<string, string> }) {
+export function SourcePicker(props: { value: SourceChoice; onChange: (v: SourceChoice) => void; allowNone?: boolean; errors?: Record<string, string>; lockedRepo?: string }) {
   const v = props.value;
+  // A deployment keeps its repository (as on the real platform); only the ref changes.
+  const locked = props.lockedRepo;
   return (
     <div className="source">
       <div className="segmented" role="radiogroup" aria-label="Source">
         {props.allowNone ? <button type="button" className={v.kind === "none" ? "on" : ""} onClick={() => props.onChange({ kind: "none" })}>Keep source</button> : null}
-        <button type="button" className={v.kind === "tarball" ? "on" : ""} onClick={() => props.onChange({ kind: "tarball", file: null })}>Upload .tar.gz</button>
-        <button type="button" className={v.kind === "git" ? "on" : ""} onClick={() => props.onChange({ kind: "git", url: "", ref: "main" })}>Git URL</button>
+        {locked ? null : <button type="button" className={v.kind === "tarball" ? "on" : ""} onClick={() => props.onChange({ kind: "tarball", file: null })}>Upload .tar.gz</button>}
+        {props.allowNone && !locked ? null : (
+          <button type="button" className={v.kind === "git" ? "on" : ""} onClick={() => props.onChange({ kind: "git", url: locked ?? "", ref: "main" })}>{locked ? "New git ref" : "Git URL"}</button>
+        )}
       </div>
       {v.kind === "tarball" ? (
         <Field label="Project tarball" hint="A .tar.gz of a folder with langgraph.json" error={props.errors?.tarball}>
@@ -22,7 +26,7 @@ export function SourcePicker(props: { value: SourceChoice; onChange: (v: SourceC
       {v.kind === "git" ? (
         <div className="row">
           <Field label="Repository URL" error={props.errors?.repo_url}>
-            <input name="repo_url" placeholder="https://github.com/org/agent.git" value={v.url} onChange={(e) => props.onChange({ ...v, url: e.target.value })} />
+            <input name="repo_url" placeholder="https://github.com/org/agent.git" value={v.url} readOnly={!!locked} onChange={(e) => props.onChange({ ...v, url: e.target.value })} />
           </Field>
           <Field label="Branch, tag or commit" error={props.errors?.repo_ref}>
             <input name="repo_ref" value={v.ref} onChange={(e) => props.onChange({ ...v, ref: e.target.value })} />
