@@ -2,7 +2,7 @@ import type { Hono } from "hono";
 import type { AgentEnv, AgentServerContext } from "../context.ts";
 import { AgentError } from "../errors.ts";
 import type { ActiveRun, RunCreate, RunEngine } from "../runs/run-engine.ts";
-import { getRunRow, INFLIGHT, listRuns, toRun } from "../runs/runs.ts";
+import { getRunRow, INFLIGHT, listRuns, toRun, type Run } from "../runs/runs.ts";
 import { authorize, body, json, noContent, query, uuidAt, type C } from "./route-helpers.ts";
 import { cancelQuery, runBatch, runCreate, runListQuery } from "./schemas.ts";
 import { getThread } from "../storage/threads.ts";
@@ -20,7 +20,7 @@ function streamResponse(
   engine: RunEngine,
   runId: string,
   location: string,
-  opts: { withIds: boolean; after: number; cancelOnDisconnect: boolean; threadId: string },
+  opts: { withIds: boolean; after: number; cancelOnDisconnect: boolean; threadId: string; replay?: boolean },
 ): Response {
   const stop = new AbortController();
   const onClientGone = () => {
@@ -32,7 +32,9 @@ function streamResponse(
   const stream = new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (!iterator) {
-        const active = await engine.whenStarted(runId, stop.signal);
+        // An ended run replays its kept events only when the client names where it stopped
+        // (`Last-Event-ID`, -1 for the start), as the LangGraph server does for resumable runs.
+        const active = (await engine.whenStarted(runId, stop.signal)) ?? (opts.replay ? engine.endedChannel(runId) : undefined);
         if (!active) {
           controller.close();
           return;
@@ -96,6 +98,19 @@ async function waitResponse(c: C, engine: RunEngine, runId: string, location: st
 }
 const SLOW = Symbol("slow");
 
+/** A background run as its creation answers it: `pending`, as the LangGraph server's queue reports it. */
+const asCreated = (run: Run): Run => ({ ...run, status: "pending" });
+
+/** `Last-Event-ID` as an event number (`-1`: from the start; `<run_id>:<n>` as thread streams write it); null when absent. */
+function lastEventId(c: C): number | null {
+  const raw = c.req.header("last-event-id")?.trim();
+  if (!raw) return null;
+  const m = /(?:^|:)(-?\d+)$/.exec(raw);
+  return m ? Number(m[1]) : null;
+}
+
+const cancelOnDisconnect = (c: C) => ["1", "true"].includes(c.req.query("cancel_on_disconnect") ?? "");
+
 /** `/runs/*` and `/threads/{id}/runs/*`: stateless and thread runs, streams, waits, joins, cancels. */
 export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
   const create = async (c: C, threadId: string | null) => {
@@ -129,13 +144,13 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
 
   app.post("/runs", async (c) => {
     const { run, location } = await create(c, null);
-    return json(run, 200, { "content-location": location });
+    return json(asCreated(run), 200, { "content-location": location });
   });
 
   app.post("/runs/batch", async (c) => {
     const items = await body(c, runBatch);
     const out = [];
-    for (const b of items) out.push((await engine.create(null, b as RunCreate, c.get("auth"), c.req.raw.headers)).run);
+    for (const b of items) out.push(asCreated((await engine.create(null, b as RunCreate, c.get("auth"), c.req.raw.headers)).run));
     return json(out);
   });
 
@@ -145,8 +160,8 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
     const row = active ? null : await getRunRow(ctx.db, ctx, runId);
     if (!active && !row) throw new AgentError(404, "Run not found");
     const threadId = active?.run.thread_id ?? row!.thread_id;
-    const last = c.req.header("last-event-id");
-    return streamResponse(c, engine, runId, `/runs/${runId}`, { withIds: true, after: last && /^-?\d+$/.test(last) ? Number(last) : -1, cancelOnDisconnect: c.req.query("cancel_on_disconnect") === "1" || c.req.query("cancel_on_disconnect") === "true", threadId });
+    const last = lastEventId(c);
+    return streamResponse(c, engine, runId, `/runs/${runId}`, { withIds: true, after: last ?? -1, replay: last !== null, cancelOnDisconnect: cancelOnDisconnect(c), threadId });
   });
 
   const visibleThread = async (c: C, threadId: string) => getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
@@ -160,7 +175,7 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
 
   app.post("/threads/:thread_id/runs", async (c) => {
     const { run, location } = await create(c, uuidAt(c, "thread_id"));
-    return json(run, 200, { "content-location": location });
+    return json(asCreated(run), 200, { "content-location": location });
   });
 
   app.post("/threads/:thread_id/runs/stream", async (c) => {
@@ -200,19 +215,15 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
 
   app.get("/threads/:thread_id/runs/:run_id/stream", async (c) => {
     const { threadId, runId } = await runOf(c);
-    const last = c.req.header("last-event-id");
-    return streamResponse(c, engine, runId, `/threads/${threadId}/runs/${runId}`, {
-      withIds: true,
-      after: last && /^-?\d+$/.test(last) ? Number(last) : -1,
-      cancelOnDisconnect: c.req.query("cancel_on_disconnect") === "1" || c.req.query("cancel_on_disconnect") === "true",
-      threadId,
-    });
+    const last = lastEventId(c);
+    return streamResponse(c, engine, runId, `/threads/${threadId}/runs/${runId}`, { withIds: true, after: last ?? -1, replay: last !== null, cancelOnDisconnect: cancelOnDisconnect(c), threadId });
   });
 
   app.post("/threads/:thread_id/runs/:run_id/cancel", async (c) => {
     const { threadId, runId, row } = await runOf(c);
     const q = query(c, cancelQuery);
-    if (!INFLIGHT.includes(row.status as never)) throw new AgentError(409, `Run is already ${row.status}`);
+    // Cancelling a run that already ended is not an error (the LangGraph server answers it too).
+    if (!INFLIGHT.includes(row.status as never)) return noContent(q.wait === "1" || q.wait === "true" ? 204 : 202);
     await engine.cancel(threadId, [runId], q.action);
     const wait = q.wait === "1" || q.wait === "true";
     if (wait) await engine.get(runId)?.done;

@@ -79,10 +79,16 @@ export const assistantPatch = z.looseObject({
 export const assistantVersions = z.looseObject({ metadata: nullish(obj), limit, offset });
 export const assistantLatest = z.looseObject({ version: z.number().int().min(1) });
 
+const superstep = z.looseObject({
+  updates: z.array(z.looseObject({ values: z.unknown().optional(), command: nullish(obj), as_node: z.string().min(1) })).min(1),
+});
+
 export const threadCreate = z.looseObject({
   thread_id: nullish(z.string().uuid()),
   metadata: nullish(obj),
   if_exists: nullish(z.enum(["raise", "do_nothing"])),
+  // Checkpoints to write at creation (`threads.create({supersteps})`), one superstep each.
+  supersteps: nullish(z.array(superstep).min(1)),
 });
 
 export const threadPatch = z.looseObject({ metadata: nullish(obj) });

@@ -1,4 +1,7 @@
 import type { Hono } from "hono";
+import { BaseLangGraphError } from "@langchain/langgraph";
+import type { RunnableGraph } from "../project/graphs.ts";
+import { toCommand } from "../runs/run-executor.ts";
 import { nowIso } from "../../store/database.ts";
 import type { AgentEnv, AgentServerContext } from "../context.ts";
 import { AgentError } from "../errors.ts";
@@ -12,6 +15,16 @@ import { toJson } from "../wire.ts";
 import { countThreads, createThread, getThread, patchThread, searchThreads, type Thread } from "../storage/threads.ts";
 
 /** `/threads/*`: threads, their state (through the checkpointer), history and copies. */
+/** LangGraph's own errors about an update (unknown node, ambiguous update, bad values) are the caller's: a 400. */
+async function asBadInput<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof BaseLangGraphError || (err as Error)?.name === "InvalidUpdateError") throw new AgentError(400, `${(err as Error).name}: ${(err as Error).message}`);
+    throw err;
+  }
+}
+
 export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
   const readable = async (c: C, threadId: string): Promise<Thread> => getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
 
@@ -19,8 +32,30 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     const b = await body(c, threadCreate, {});
     const value = { ...b, metadata: { ...(b.metadata ?? {}) } };
     const filters = await authorize(ctx, c, "threads:create", value);
-    return json(await createThread(ctx, value, filters));
+    const thread = await createThread(ctx, value, filters);
+    if (!b.supersteps) return json(thread);
+    // Supersteps are written through the thread's graph, as `bulkUpdateState` (one checkpoint each).
+    const graph = await graphForThread(ctx, thread);
+    if (!graph) throw new AgentError(422, "supersteps need the thread's graph: pass graph_id in its metadata (threads.create({graphId}))");
+    await asBadInput(() =>
+      graph.bulkUpdateState!(
+        { configurable: { thread_id: thread.thread_id } },
+        b.supersteps!.map((s) => ({ updates: s.updates.map((u) => ({ values: u.command ? toCommand(u.command as never) : u.values, asNode: u.as_node })) })),
+      ),
+    );
+    await recordState(thread.thread_id, graph);
+    return json(await getThread(ctx, thread.thread_id, undefined));
   });
+
+  /** The thread row's copy of its latest state (what GET /threads and search return). */
+  const recordState = async (threadId: string, graph: RunnableGraph) => {
+    const state = await graph.getState({ configurable: { thread_id: threadId } });
+    await ctx.db
+      .updateTable("agent_threads")
+      .set({ state_values: toJson(state.values ?? {}, false), updated_at: nowIso(), status: (state.next?.length ?? 0) > 0 ? "interrupted" : "idle" })
+      .where("thread_id", "=", threadId)
+      .execute();
+  };
 
   const search = async (c: C, q: Parameters<typeof searchThreads>[1]) => {
     const filters = await authorize(ctx, c, "threads:search", q);
@@ -101,17 +136,10 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     if (thread.status === "busy") throw new AgentError(409, "Thread is busy with a run; update its state when the run has ended");
     const graph = await graphForThread(ctx, thread);
     if (!graph) throw new AgentError(400, "Thread has no graph_id in its metadata; create it with a graph id or run it once");
-    const config = await graph.updateState(
-      { configurable: { ...(b.checkpoint ?? {}), ...(b.checkpoint_id ? { checkpoint_id: b.checkpoint_id } : {}), thread_id: threadId } },
-      b.values,
-      b.as_node ?? undefined,
+    const config = await asBadInput(() =>
+      graph.updateState({ configurable: { ...(b.checkpoint ?? {}), ...(b.checkpoint_id ? { checkpoint_id: b.checkpoint_id } : {}), thread_id: threadId } }, b.values, b.as_node ?? undefined),
     );
-    const state = await graph.getState({ configurable: { thread_id: threadId } });
-    await ctx.db
-      .updateTable("agent_threads")
-      .set({ state_values: toJson(state.values ?? {}, false), updated_at: nowIso(), status: (state.next?.length ?? 0) > 0 ? "interrupted" : "idle" })
-      .where("thread_id", "=", threadId)
-      .execute();
+    await recordState(threadId, graph);
     return json({ checkpoint: config.configurable });
   });
 

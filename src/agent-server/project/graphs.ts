@@ -10,6 +10,7 @@ export type RunnableGraph = {
   getState(config: Record<string, unknown>, options?: Record<string, unknown>): Promise<any>;
   getStateHistory(config: Record<string, unknown>, options?: Record<string, unknown>): AsyncIterable<any>;
   updateState(config: Record<string, unknown>, values: unknown, asNode?: string): Promise<any>;
+  bulkUpdateState?(config: Record<string, unknown>, supersteps: Array<{ updates: Array<{ values?: unknown; asNode?: string }> }>): Promise<any>;
   getGraphAsync(config: Record<string, unknown>): Promise<{ toJSON(): unknown }>;
   getSubgraphsAsync?(namespace?: string, recurse?: boolean): AsyncIterable<[string, RunnableGraph]>;
   checkpointer?: unknown;

@@ -56,13 +56,23 @@ export class RunChannel {
   /** Events after `after` (an event id; -1 for all), as they come, until the run ends or `signal` aborts. */
   async *follow(after: number, signal?: AbortSignal): AsyncGenerator<RunEvent> {
     let next = after + 1;
-    while (true) {
-      while (next < this.events.length) yield this.events[next++];
-      if (this.closed || signal?.aborted) return;
-      await new Promise<void>((resolve) => {
-        this.waiters.push(resolve);
-        signal?.addEventListener("abort", () => resolve(), { once: true });
-      });
+    // One abort listener for the whole follow (not one per awaited event: long runs would pile
+    // them up past Node's MaxListeners warning).
+    let wakeMe: (() => void) | null = null;
+    const onAbort = () => wakeMe?.();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      while (true) {
+        while (next < this.events.length) yield this.events[next++];
+        if (this.closed || signal?.aborted) return;
+        await new Promise<void>((resolve) => {
+          wakeMe = resolve;
+          this.waiters.push(resolve);
+        });
+        wakeMe = null;
+      }
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
     }
   }
 }

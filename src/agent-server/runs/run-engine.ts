@@ -92,6 +92,11 @@ function mergeConfig(assistant: Assistant, requested: RunKwargs["config"] | null
  * pending run, a per-thread lock (PostgreSQL `FOR UPDATE`) serialises the multitask decision, and
  * a lease (renewed by one timer for all runs) lets any process end runs whose process died.
  */
+/** How long an ended run's events stay replayable: resumable runs (`stream_resumable`) longer. */
+const RESUMABLE_KEEP_MS = 10 * 60_000;
+const ENDED_KEEP_MS = 60_000;
+const ENDED_MAX = 500;
+
 export class RunEngine {
   readonly workerId = newWorkerId();
   private readonly active = new Map<string, ActiveRun>();
@@ -112,6 +117,21 @@ export class RunEngine {
     private readonly ctx: AgentServerContext,
     private readonly options: { leaseMs: number; apiUrl?: () => string; databaseUrl?: string | null } = { leaseMs: 30_000 },
   ) {}
+
+  /** Ended runs' channels, kept a while so their events can be replayed (`Last-Event-ID`). */
+  private readonly ended = new Map<string, { active: ActiveRun; until: number }>();
+
+  private retainEnded(active: ActiveRun, keepMs: number): void {
+    const now = Date.now();
+    for (const [id, e] of this.ended) if (e.until < now || this.ended.size >= ENDED_MAX) this.ended.delete(id);
+    this.ended.set(active.run.run_id, { active, until: now + keepMs });
+  }
+
+  /** An ended run's channel (its full event stream), if still kept. */
+  endedChannel(runId: string): ActiveRun | undefined {
+    const e = this.ended.get(runId);
+    return e && e.until >= Date.now() ? e.active : undefined;
+  }
 
   get(runId: string): ActiveRun | undefined {
     return this.active.get(runId);
@@ -169,7 +189,8 @@ export class RunEngine {
       temporary,
       subgraphs: body.stream_subgraphs ?? false,
       resumable: body.stream_resumable ?? false,
-      on_disconnect: body.on_disconnect ?? "cancel",
+      // The LangGraph server's default: a client that leaves does not stop the run.
+      on_disconnect: body.on_disconnect ?? "continue",
       durability: body.durability ?? null,
     };
     // The auth handler sees (and may change) the run; metadata it adds lands on the run and thread.
@@ -189,6 +210,10 @@ export class RunEngine {
     const metadata = value.metadata ?? {};
     const priv: RunPrivate = { configurable: privateConfigurable(auth, headers) };
     const now = nowIso();
+    // `after_seconds`: the run waits `pending` until then; as on the LangGraph server its
+    // `created_at` is the time it may start, which is also what orders and gates its claim.
+    const delayMs = Math.round((body.after_seconds ?? 0) * 1000);
+    const startAt = delayMs > 0 ? new Date(Date.now() + delayMs).toISOString() : now;
     const row: AgentRunsTable = {
       run_id: runId,
       server_id: ctx.serverId,
@@ -201,10 +226,17 @@ export class RunEngine {
       temporary: temporary ? 1 : 0,
       worker_id: this.workerId,
       lease_until: this.leaseUntil(),
-      created_at: now,
+      created_at: startAt,
       updated_at: now,
     };
+    const queued = (r: AgentRunsTable): AgentRunsTable => ({ ...r, status: "pending", worker_id: null, lease_until: null, kwargs: toJson({ ...kwargs, sealed_private: this.seal(runId, priv) }, false) });
 
+    if (temporary && delayMs > 0) {
+      await ctx.db.insertInto("agent_runs").values(queued(row)).execute();
+      this.privates.set(runId, priv);
+      this.startLater(row.thread_id, delayMs);
+      return { run: toRun(queued(row)), active: null };
+    }
     if (temporary) {
       // Stateless: no thread row, no checkpoints; the run row lives while the run does.
       await ctx.db.insertInto("agent_runs").values(row).execute();
@@ -233,8 +265,8 @@ export class RunEngine {
           .onConflict((oc) => oc.column("thread_id").doNothing())
           .executeTakeFirst();
         if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) throw new AgentError(409, `Thread with ID ${row.thread_id} already exists`);
-        await trx.insertInto("agent_runs").values(row).execute();
-        return { inflight: [] as string[], startNow: true };
+        await trx.insertInto("agent_runs").values(delayMs > 0 ? queued(row) : row).execute();
+        return { inflight: [] as string[], startNow: delayMs === 0 };
       }
       const inflightRows = await trx
         .selectFrom("agent_runs")
@@ -246,10 +278,8 @@ export class RunEngine {
       if (inflight.length && multitask === "reject") {
         throw new AgentError(409, "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.");
       }
-      const startNow = inflight.length === 0;
-      const stored: AgentRunsTable = startNow
-        ? row
-        : { ...row, status: "pending", worker_id: null, lease_until: null, kwargs: toJson({ ...kwargs, sealed_private: this.seal(runId, priv) }, false) };
+      const startNow = inflight.length === 0 && delayMs === 0;
+      const stored: AgentRunsTable = startNow ? row : queued(row);
       await trx.insertInto("agent_runs").values(stored).execute();
       await trx
         .updateTable("agent_threads")
@@ -263,6 +293,7 @@ export class RunEngine {
     if (startNow) return { run, active: this.launch(run, kwargs, priv, assistant) };
     this.privates.set(runId, priv);
     if (multitask === "interrupt" || multitask === "rollback") await this.cancel(row.thread_id, inflight, multitask);
+    if (delayMs > 0) this.startLater(row.thread_id, delayMs);
     return { run, active: null };
   }
 
@@ -284,13 +315,16 @@ export class RunEngine {
       const row = await this.ctx.db.selectFrom("agent_runs").select(["status"]).where("run_id", "=", runId).executeTakeFirst();
       if (!row || row.status !== "pending") return this.active.get(runId) ?? null;
       if (signal?.aborted) return null;
+      let onAbort: (() => void) | null = null;
       const started = await new Promise<ActiveRun | null | "recheck">((resolve) => {
         const list = this.startWaiters.get(runId) ?? [];
         list.push(resolve);
         this.startWaiters.set(runId, list);
         setTimeout(() => resolve("recheck"), 1000).unref();
-        signal?.addEventListener("abort", () => resolve(null), { once: true });
+        onAbort = () => resolve(null);
+        signal?.addEventListener("abort", onAbort, { once: true });
       });
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
       if (started !== "recheck") return started;
     }
   }
@@ -372,6 +406,10 @@ export class RunEngine {
         metadata: {
           ...assistant.metadata,
           ...run.metadata,
+          // Also written into each checkpoint's metadata (history filters by run).
+          run_id: run.run_id,
+          graph_id: assistant.graph_id,
+          assistant_id: assistant.assistant_id,
           run_attempt: 1,
           langgraph_version: LANGGRAPH_VERSION,
           langgraph_plan: "developer",
@@ -405,6 +443,7 @@ export class RunEngine {
     }
     channel.close();
     this.active.delete(run.run_id);
+    this.retainEnded(active, kwargs.resumable ? RESUMABLE_KEEP_MS : ENDED_KEEP_MS);
     if (kwargs.webhook) void sendWebhook(ctx.log, kwargs.webhook, { ...run, status: outcome.status, values: outcome.values, error: outcome.error, run_started_at: startedAt.toISOString(), run_ended_at: nowIso() });
     return outcome;
   }
@@ -440,7 +479,7 @@ export class RunEngine {
 
   /** Claims the oldest queued run of a thread (caller holds the thread lock). */
   private async claimNext(trx: Kysely<Database>, threadId: string): Promise<AgentRunsTable | null> {
-    let q = trx.selectFrom("agent_runs").selectAll().where("thread_id", "=", threadId).where("status", "=", "pending").orderBy("created_at").orderBy("run_id").limit(1);
+    let q = trx.selectFrom("agent_runs").selectAll().where("thread_id", "=", threadId).where("status", "=", "pending").where("created_at", "<=", nowIso()).orderBy("created_at").orderBy("run_id").limit(1);
     if (this.ctx.dialect === "postgres") q = q.forUpdate().skipLocked();
     const next = await q.executeTakeFirst();
     if (!next) return null;
@@ -453,6 +492,23 @@ export class RunEngine {
     if (Number(claimed.numUpdatedRows) !== 1) return null;
     await trx.updateTable("agent_threads").set({ status: "busy", updated_at: nowIso() }).where("thread_id", "=", threadId).execute();
     return { ...next, status: "running" };
+  }
+
+  /** Starts a delayed (`after_seconds`) run when due; housekeeping does it if this process is gone by then. */
+  private startLater(threadId: string, delayMs: number): void {
+    const t = setTimeout(() => {
+      if (this.stopping) return;
+      void this.ctx.db
+        .transaction()
+        .execute(async (trx) => {
+          await this.lockThread(trx, threadId);
+          const running = await trx.selectFrom("agent_runs").select("run_id").where("thread_id", "=", threadId).where("status", "=", "running").executeTakeFirst();
+          return running ? null : this.claimNext(trx, threadId);
+        })
+        .then((next) => next && this.startClaimed(next))
+        .catch((err) => this.ctx.log.warn({ err, threadId }, "cannot start a delayed run; housekeeping retries"));
+    }, delayMs + 5);
+    t.unref();
   }
 
   private startClaimed(row: AgentRunsTable): void {
@@ -544,6 +600,7 @@ export class RunEngine {
       .select(["r.thread_id"])
       .where("r.server_id", "=", ctx.serverId)
       .where("r.status", "=", "pending")
+      .where("r.created_at", "<=", now)
       .where(({ not, exists, selectFrom }) =>
         not(exists(selectFrom("agent_runs as o").select(sql`1`.as("one")).whereRef("o.thread_id", "=", "r.thread_id").where("o.status", "=", "running"))),
       )

@@ -5,6 +5,7 @@ import type { RunChannel } from "./run-channel.ts";
 import type { RunKwargs } from "./runs.ts";
 import type { ThreadStatus } from "../storage/threads.ts";
 import { toPlain } from "../wire.ts";
+import { serverChunk } from "./debug-events.ts";
 
 export interface RunOutcome {
   status: "success" | "error" | "interrupted";
@@ -90,25 +91,28 @@ export async function executeGraph(
       }
       return;
     }
+    // The mode's own event first, then (legacy `messages`) the completed messages of a values
+    // chunk, in the LangGraph server's order.
+    if (userModes.includes(mode)) channel.push(name(mode), serverChunk(mode, data));
     if (mode === "values" && wantLegacy && (subgraphs || topLevel)) {
       const msgs = data && typeof data === "object" && "messages" in data ? (data as { messages: unknown }).messages : undefined;
       const fresh = (Array.isArray(msgs) ? msgs : msgs ? [msgs] : []).filter((m) => isBaseMessage(m) && m.id && !seenIds.has(m.id)) as BaseMessage[];
       for (const m of fresh) seenIds.add(m.id!);
       if (fresh.length) channel.push("messages/complete", fresh);
     }
-    if (userModes.includes(mode)) channel.push(name(mode), data);
   };
 
   try {
     if (userModes.includes("events")) {
       const runId = runConfig.runId;
       for await (const ev of graph.streamEvents(input, { ...options, version: "v2" })) {
+        if (ev.tags?.includes("langsmith:hidden")) continue;
         if (ev.event === "on_chain_stream" && (subgraphs || ev.run_id === runId)) {
+          // The graph's own stream chunks become their modes' events, not `events` (as there).
           const chunk = ev.data.chunk as unknown[];
           const [ns, mode, data] = (subgraphs ? chunk : [null, ...chunk]) as [string[] | null, string, unknown];
           emit(mode, ns, data);
-        }
-        if (!ev.tags?.includes("langsmith:hidden")) channel.push("events", ev);
+        } else channel.push("events", ev);
       }
     } else {
       for await (const chunk of await graph.stream(input, options)) {

@@ -79,7 +79,7 @@ export async function getAssistant(ctx: AgentServerContext, assistantId: string,
   let q = ctx.db.selectFrom("agent_assistants").selectAll().where("server_id", "=", ctx.serverId).where("assistant_id", "=", id);
   for (const cond of jsonCondsSql(ctx.dialect, "metadata", authConds(filters))) q = q.where(cond);
   const row = await q.executeTakeFirst();
-  if (!row) throw missing ? missing() : new AgentError(404, `Assistant "${assistantId}" not found`);
+  if (!row) throw missing ? missing() : new AgentError(404, "Assistant not found");
   if (!ctx.graphs.has(row.graph_id) && missing) throw missing();
   return toAssistant(row);
 }
@@ -99,7 +99,8 @@ const SORTABLE = new Set(["assistant_id", "graph_id", "name", "created_at", "upd
 function searchQuery(ctx: AgentServerContext, query: AssistantQuery, filters: AuthFilters) {
   let q = ctx.db.selectFrom("agent_assistants").where("server_id", "=", ctx.serverId);
   if (query.graph_id) q = q.where("graph_id", "=", query.graph_id);
-  if (query.name) q = q.where("name", "=", query.name);
+  // Case-insensitive substring, as the LangGraph server's `ILIKE '%name%'` (LIKE wildcards escaped).
+  if (query.name) q = q.where(sql<boolean>`lower(name) like ${`%${query.name.toLowerCase().replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`} escape '\\'`);
   for (const cond of jsonCondsSql(ctx.dialect, "metadata", [...equalityConds(query.metadata), ...authConds(filters)])) q = q.where(cond);
   return q;
 }

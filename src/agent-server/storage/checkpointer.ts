@@ -14,6 +14,34 @@ export interface Checkpointer {
   close(): Promise<void>;
 }
 
+/** Run-config metadata keys that are LangGraph's per-task bookkeeping, not the run's. */
+const NOT_RUN_METADATA = new Set([
+  "thread_id",
+  "checkpoint_id",
+  "checkpoint_ns",
+  "checkpoint_map",
+  "langgraph_step",
+  "langgraph_node",
+  "langgraph_triggers",
+  "langgraph_path",
+  "langgraph_checkpoint_ns",
+]);
+
+/**
+ * Checkpoint metadata as the LangGraph server writes it: the run's config metadata (`run_id`,
+ * `graph_id`, `assistant_id`, the run's own metadata, …) under what LangGraph records (`source`,
+ * `step`, `parents`), so history can be filtered by run.
+ */
+function withRunMetadata<S extends BaseCheckpointSaver>(saver: S): S {
+  const put = saver.put.bind(saver);
+  saver.put = (config, checkpoint, metadata, newVersions) => {
+    const extra: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries((config.metadata ?? {}) as Record<string, unknown>)) if (!k.startsWith("__") && !NOT_RUN_METADATA.has(k) && v !== undefined) extra[k] = v;
+    return put(config, checkpoint, { ...extra, ...metadata } as typeof metadata, newVersions);
+  };
+  return saver;
+}
+
 /**
  * Graph checkpoints through the official LangGraph checkpointers: PostgreSQL when the platform
  * database is PostgreSQL (same server, optional schema), otherwise a SQLite file under the home
@@ -24,7 +52,7 @@ export async function openCheckpointer(options: { databaseUrl: string | null; ho
   if (url && /^postgres(ql)?:\/\//.test(url)) {
     const pool = new pg.Pool({ connectionString: url, max: 10 });
     pool.on("error", () => {});
-    const saver = new PostgresSaver(pool, undefined, options.pgSchema ? { schema: options.pgSchema } : undefined);
+    const saver = withRunMetadata(new PostgresSaver(pool, undefined, options.pgSchema ? { schema: options.pgSchema } : undefined));
     await saver.setup();
     const schema = options.pgSchema ? `"${options.pgSchema.replace(/"/g, "")}".` : "";
     return {
@@ -45,7 +73,7 @@ export async function openCheckpointer(options: { databaseUrl: string | null; ho
   db.pragma("synchronous = NORMAL");
   db.pragma("busy_timeout = 5000");
   fs.chmodSync(file, 0o600);
-  const saver = new SqliteSaver(db);
+  const saver = withRunMetadata(new SqliteSaver(db));
   await saver.getTuple({ configurable: { thread_id: "" } }); // creates its tables before any delete
   return {
     saver,
