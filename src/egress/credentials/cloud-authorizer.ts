@@ -16,8 +16,8 @@ import {
 } from "./cloud/index.ts";
 import type { AuthorizeOutcome, OutboundRequest, RequestAuthorizer } from "../proxy/egress-proxy.ts";
 import type { AuthorizerFactory, EgressRuntime } from "../egress-runtime.ts";
-import { SandboxPolicy, type AddressCheckOptions } from "../policy/policy.ts";
-import type { Resolve, Target } from "../proxy/resolver.ts";
+import { SandboxPolicy } from "../policy/policy.ts";
+import type { Target } from "../proxy/resolver.ts";
 
 /**
  * The adapter between the egress proxy (issue 5) and the cloud credential engines (issue 6):
@@ -194,10 +194,9 @@ export class DestinationBlocked extends Error {
 }
 
 export function createCheckedFetch(rt: EgressRuntime): typeof fetch {
-  const proxy = rt.proxy as unknown as { resolve?: Resolve; addressOpts?: () => AddressCheckOptions };
-  if (typeof proxy.resolve !== "function" || typeof proxy.addressOpts !== "function") throw new Error("egress proxy has no resolver/address check to reuse");
-  const resolve = proxy.resolve.bind(rt.proxy);
-  const addressOpts = proxy.addressOpts.bind(rt.proxy);
+  const checker = rt.proxy.targets;
+  const resolve = checker.resolve;
+  const addressOpts = () => checker.addressOpts();
   const anywhere = SandboxPolicy.empty();
   const pins = new Map<string, Target>();
   const connector = buildConnector({ ca: [...tls.rootCertificates, ...rt.settings.upstreamCaPem], timeout: 10_000 });

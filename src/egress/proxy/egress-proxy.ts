@@ -1,10 +1,14 @@
 import http from "node:http";
 import http2 from "node:http2";
-import https from "node:https";
 import net from "node:net";
 import tls from "node:tls";
 import { Pool, type Dispatcher } from "undici";
 import type { Readable } from "node:stream";
+import { DROP_REQUEST, pairs, upstreamHeaders } from "./header-filter.ts";
+import { readAtLeast, track } from "./socket-helpers.ts";
+import { CTX, type AuthorizeOutcome, type OutboundRequest, type RawTunnel, type RequestAuthorizer, type SandboxHandle, type WithCtx } from "./types.ts";
+import { UpstreamHandler } from "./upstream-handler.ts";
+import { handleUpgrade } from "./upgrade.ts";
 import type { Logger } from "../../log/logger.ts";
 import { isWebPort } from "../policy/access-patterns.ts";
 import type { AuditEvent, AuditSink } from "../audit/audit-log.ts";
@@ -15,97 +19,12 @@ import type { EgressSettings } from "../egress-settings.ts";
 import { normalisePath } from "../policy/path-patterns.ts";
 import type { ConnectionVerdict, InjectedHeader, SandboxPolicy } from "../policy/policy.ts";
 import { createResolver, type Resolve, type Target } from "./resolver.ts";
-
-/**
- * A sandbox as the proxy knows it: identity, live rules, its CA's leaf minter, its own upstream
- * pools (never shared between sandboxes: no request of one can ride on another's connection).
- */
-export interface SandboxHandle {
-  id: string;
-  workspaceId: string;
-  policy: SandboxPolicy;
-  minter: LeafMinter;
-  /** Raw (un-intercepted) tunnels, re-checked and closed when the rules change. */
-  tunnels: Set<RawTunnel>;
-  /** Upstream connection pools (undici), per checked address, port and TLS name. */
-  pools: Map<string, Pool>;
-  /** Every client connection of this sandbox, destroyed when it is removed. */
-  sockets: Set<net.Socket>;
-  /** Credential engines beyond static header rules (cloud signing, tokens, callbacks), in order. */
-  authorizers: RequestAuthorizer[];
-  /** Resolved and checked upstream targets, per policy generation. */
-  targets: Map<string, { at: number; policy: SandboxPolicy; target: Target | { blocked: string } }>;
-}
-
-interface RawTunnel {
-  host: CanonicalHost;
-  port: number;
-  address: string;
-  client: net.Socket;
-  upstream: net.Socket;
-}
-
-/** What the proxy knows about a client connection, attached to the socket it accepted. */
-interface ConnContext {
-  sandbox: SandboxHandle;
-  /** `explicit`: speaks the HTTP proxy protocol (CONNECT, absolute-form). `intercept`: destination known. */
-  mode: "explicit" | "intercept";
-  host?: CanonicalHost;
-  port?: number;
-  tls: boolean;
-  /** The last Host header verified on this connection for `host:port` (keep-alive fast path). */
-  verifiedHost?: string;
-  /** The last absolute-form authority parsed on this explicit connection. */
-  lastAuthority?: { text: string; parsed: { host: CanonicalHost; port: number } };
-}
-
-const CTX = Symbol("wharf-egress-context");
-type WithCtx = { [CTX]?: ConnContext };
-
-/** Request headers never forwarded: hop-by-hop, proxy-only, and those the proxy sets itself. */
-const DROP_REQUEST = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer", "transfer-encoding", "upgrade", "host", "expect", "http2-settings"]);
-const DROP_RESPONSE = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "transfer-encoding", "upgrade", "trailer"]);
+import { TargetChecker } from "./target-checker.ts";
 
 const PEEK_TIMEOUT_MS = 10_000;
-const TARGET_CACHE_MS = 30_000;
 const CONNECT_TIMEOUT_MS = 10_000;
 
-/**
- * A request on its way upstream, as extensions (issue 6: SigV4 re-signing, Google bearer tokens,
- * callbacks) see it: after access control, Host verification and static header rules. Headers are
- * ordered raw pairs (signing needs exact values and repeats); `target` is the normalised path plus
- * query exactly as it will be sent.
- */
-export interface OutboundRequest {
-  method: string;
-  host: CanonicalHost;
-  port: number;
-  secure: boolean;
-  target: string;
-  headers: Array<[string, string]>;
-  body: Readable | null;
-  /** Name of the static header rule that matched (callbacks are skipped when one did). */
-  staticRule: string | null;
-}
-
-export type AuthorizeOutcome =
-  | { action: "pass" }
-  /** Forward with these headers and body (replacing the request's). */
-  | { action: "forward"; headers: Array<[string, string]>; body: Readable | null }
-  /** Answer the sandbox with this; nothing goes upstream. */
-  | { action: "respond"; status: number; headers: Record<string, string>; body: string };
-
-/** One credential engine of a sandbox; run in order for every intercepted request. */
-export interface RequestAuthorizer {
-  name: string;
-  authorize(request: OutboundRequest): Promise<AuthorizeOutcome>;
-  /**
-   * Requests the engine answers itself without dialling anything (a compatibility token endpoint,
-   * an emulated metadata server). Consulted before access control and address classification:
-   * those guard what leaves the proxy, and nothing does here.
-   */
-  answerLocally?(request: Omit<OutboundRequest, "body" | "staticRule">): (AuthorizeOutcome & { action: "respond" }) | null;
-}
+export type { AuthorizeOutcome, OutboundRequest, RequestAuthorizer, SandboxHandle } from "./types.ts";
 
 export interface EgressProxyOptions {
   settings: EgressSettings;
@@ -123,18 +42,17 @@ export class EgressProxy {
   private readonly h2server: http2.Http2Server;
   private readonly h2sessions = new Set<http2.Http2Session>();
   private readonly sandboxes = new Map<string, SandboxHandle>();
-  private readonly resolve: Resolve;
+  /** The proxy's resolver and address check, shared with the engines' own outbound calls. */
+  readonly targets: TargetChecker;
   private readonly upstreamCa: string[];
   /** One context for every upstream TLS connection: building one from ~150 roots costs milliseconds. */
-  private readonly upstreamContext: tls.SecureContext;
-  /** `address|port` pairs the proxy listens on itself (never dialled: self-connection). */
-  private readonly selfEndpoints = new Set<string>();
+  readonly upstreamContext: tls.SecureContext;
   private readonly listeners = new Set<net.Server>();
   private readonly log: Logger | null;
   stats = { requests: 0, injected: 0, blocked: 0, tunnels: 0 };
 
   constructor(private readonly opts: EgressProxyOptions) {
-    this.resolve = opts.resolve ?? createResolver(opts.settings);
+    this.targets = new TargetChecker(opts.resolve ?? createResolver(opts.settings), opts.settings.allowInternal);
     this.upstreamCa = [...tls.rootCertificates, ...opts.settings.upstreamCaPem];
     this.upstreamContext = tls.createSecureContext({ ca: this.upstreamCa, minVersion: "TLSv1.2" });
     this.log = opts.log ?? null;
@@ -149,7 +67,7 @@ export class EgressProxy {
     });
     this.h2server.on("sessionError", () => {});
     this.server.on("connect", (req, socket, head) => this.onConnect(req, socket as net.Socket, head));
-    this.server.on("upgrade", (req, socket, head) => this.onUpgrade(req, socket as net.Socket, head));
+    this.server.on("upgrade", (req, socket, head) => handleUpgrade(this, req, socket as net.Socket, head));
     this.server.on("clientError", (err, socket) => {
       const ctx = (socket as WithCtx)[CTX];
       if (ctx) this.audit(ctx.sandbox, { kind: "block", decision: "blocked", host: ctx.host?.host ?? "", port: ctx.port ?? 0, reason: `malformed HTTP from the sandbox (${(err as NodeJS.ErrnoException).code ?? "parse error"})` });
@@ -189,7 +107,7 @@ export class EgressProxy {
     sb.targets.clear();
     for (const t of sb.tunnels) {
       const v = policy.connectionVerdict(t.host, t.port);
-      const problem = v.kind === "deny" ? v.reason : !v.raw ? "no longer a raw destination" : policy.addressVerdict(v, t.address, t.port, this.addressOpts());
+      const problem = v.kind === "deny" ? v.reason : !v.raw ? "no longer a raw destination" : policy.addressVerdict(v, t.address, t.port, this.targets.addressOpts());
       if (problem) {
         this.audit(sb, { kind: "block", decision: "blocked", host: t.host.host, port: t.port, reason: `tunnel closed by a rule change: ${problem}` });
         t.client.destroy();
@@ -253,7 +171,7 @@ export class EgressProxy {
 
   /** Marks an endpoint as the proxy's own (never dialled). */
   addSelfEndpoint(address: string, port: number): void {
-    this.selfEndpoints.add(`${address}|${port}`);
+    this.targets.addSelfEndpoint(address, port);
   }
 
   private async listen(host: string, port: number, onConn: (s: net.Socket) => void): Promise<net.Server> {
@@ -342,7 +260,7 @@ export class EgressProxy {
   }
 
   private async rawTunnel(client: net.Socket, sb: SandboxHandle, host: CanonicalHost, port: number, verdict: ConnectionVerdict, connectReply: "pending" | null): Promise<void> {
-    const target = await this.checkedTarget(sb, sb.policy, host, port, verdict);
+    const target = await this.targets.check(sb, sb.policy, host, port, verdict);
     if ("blocked" in target) {
       this.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason: target.blocked });
       if (connectReply) client.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nX-Wharf-Egress: blocked\r\nConnection: close\r\n\r\negress blocked: ${target.blocked}\n`);
@@ -379,50 +297,6 @@ export class EgressProxy {
   }
 
   // ---------------------------------------------------------------- upstream targets
-
-  private addressOpts() {
-    return {
-      allowInternal: this.opts.settings.allowInternal,
-      isSelf: (address: string, port: number) => this.selfEndpoints.has(`${address}|${port}`) || this.selfEndpoints.has(`0.0.0.0|${port}`) || this.selfEndpoints.has(`::|${port}`),
-    };
-  }
-
-  /**
-   * Resolves the destination once, classifies every answer and returns the address to dial (the
-   * one that was checked), or why none may be dialled. Cached per policy for a short while: the
-   * cached answer is the pin that keeps a name from rebinding between check and dial.
-   */
-  private async checkedTarget(sb: SandboxHandle, policy: SandboxPolicy, host: CanonicalHost, port: number, verdict: ConnectionVerdict): Promise<Target | { blocked: string }> {
-    const key = `${host.kind}:${host.host}:${port}`;
-    const hit = sb.targets.get(key);
-    if (hit && hit.policy === policy && Date.now() - hit.at < TARGET_CACHE_MS) return hit.target;
-    let result: Target | { blocked: string };
-    if (verdict.kind === "deny") result = { blocked: verdict.reason };
-    else {
-      let targets: Target[];
-      try {
-        targets = await this.resolve(host, port);
-      } catch (err) {
-        // Not cached: a resolution failure may be transient.
-        return { blocked: `cannot resolve ${host.host} (${(err as NodeJS.ErrnoException).code ?? "error"})` };
-      }
-      const opts = this.addressOpts();
-      let firstProblem = "no address";
-      result = { blocked: firstProblem };
-      for (const t of targets) {
-        const problem = policy.addressVerdict(verdict, t.address, port, opts);
-        if (!problem) {
-          result = t;
-          break;
-        }
-        if (firstProblem === "no address") firstProblem = host.kind === "name" ? `${host.host} resolves to ${t.address}: ${problem}` : `${t.address}: ${problem}`;
-        result = { blocked: firstProblem };
-      }
-    }
-    if (sb.targets.size > 4096) sb.targets.clear();
-    sb.targets.set(key, { at: Date.now(), policy, target: result });
-    return result;
-  }
 
   // ---------------------------------------------------------------- HTTP requests
 
@@ -516,7 +390,7 @@ export class EgressProxy {
       }
     }
     const verdict = policy.connectionVerdict(host, port);
-    const target = await this.checkedTarget(sb, policy, host, port, verdict);
+    const target = await this.targets.check(sb, policy, host, port, verdict);
     if ("blocked" in target) {
       this.stats.blocked++;
       this.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, path, reason: target.blocked });
@@ -610,7 +484,7 @@ export class EgressProxy {
   }
 
   /** The headers to inject for this request (first matching header rule), or an unavailable credential. */
-  protected credentialsFor(_sb: SandboxHandle, policy: SandboxPolicy, host: CanonicalHost, path: string): { rule: string; headers: InjectedHeader[] | null; error: string | null } | null {
+  credentialsFor(_sb: SandboxHandle, policy: SandboxPolicy, host: CanonicalHost, path: string): { rule: string; headers: InjectedHeader[] | null; error: string | null } | null {
     if (policy.isNoProxy(host)) return null;
     const rule = policy.headerRuleFor(host, path);
     if (!rule) return null;
@@ -618,69 +492,10 @@ export class EgressProxy {
     return { rule: rule.name, headers: rule.headers, error: null };
   }
 
-  // ---------------------------------------------------------------- WebSocket and other upgrades
-
-  private onUpgrade(req: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
-    const ctx = (socket as WithCtx)[CTX];
-    const fail = (status: number, text: string): void => void socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${text}\n`);
-    if (!ctx || ctx.mode !== "intercept") return fail(400, "egress: upgrades go through CONNECT or a captured connection");
-    const sb = ctx.sandbox;
-    const host = ctx.host!;
-    const port = ctx.port!;
-    const h = req.headers.host === undefined ? null : parseAuthority(req.headers.host, ctx.tls ? 443 : 80);
-    if (!h || h.host.host !== host.host || h.port !== port) {
-      this.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, reason: "Host does not match the destination" });
-      return fail(421, "egress: Host does not match the destination");
-    }
-    const url = req.url ?? "/";
-    const q = url.indexOf("?");
-    const path = normalisePath(q < 0 ? url : url.slice(0, q));
-    if (path === null) return fail(400, "egress: malformed request path");
-    const query = q < 0 ? "" : url.slice(q);
-    void (async () => {
-      const policy = sb.policy;
-      const target = await this.checkedTarget(sb, policy, host, port, policy.connectionVerdict(host, port));
-      if ("blocked" in target) {
-        this.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, path, reason: target.blocked });
-        return fail(403, `egress blocked: ${target.blocked}`);
-      }
-      const cred = this.credentialsFor(sb, policy, host, path);
-      if (cred?.error) return fail(502, `egress: credential for rule ${cred.rule} is unavailable`);
-      if (cred?.headers) this.audit(sb, { kind: "inject", decision: "injected", rule: cred.rule, host: host.host, port, method: req.method, path, reason: "upgrade" });
-      const authority = port === (ctx.tls ? 443 : 80) ? hostForUrl(host) : `${hostForUrl(host)}:${port}`;
-      const headers = upstreamHeaders(req, cred?.headers ?? null, authority);
-      headers.push("Connection", "Upgrade", "Upgrade", String(req.headers.upgrade ?? ""));
-      const options: https.RequestOptions = { host: target.address, port: target.port, method: req.method, path: path + query, headers: headers as unknown as http.OutgoingHttpHeaders, setHost: false, agent: false };
-      if (ctx.tls) Object.assign(options, { secureContext: this.upstreamContext, servername: host.kind === "name" ? host.host : undefined, minVersion: "TLSv1.2" });
-      const up = (ctx.tls ? https : http).request(options);
-      up.on("upgrade", (upRes, upSocket, upHead) => {
-        let text = `HTTP/1.1 ${upRes.statusCode} ${upRes.statusMessage}\r\n`;
-        for (let i = 0; i < upRes.rawHeaders.length; i += 2) text += `${upRes.rawHeaders[i]}: ${upRes.rawHeaders[i + 1]}\r\n`;
-        socket.write(text + "\r\n");
-        if (upHead.length) socket.write(upHead);
-        if (head.length) upSocket.write(head);
-        upSocket.pipe(socket);
-        socket.pipe(upSocket);
-        upSocket.on("error", () => socket.destroy());
-        socket.on("error", () => upSocket.destroy());
-        upSocket.on("close", () => socket.destroy());
-        socket.on("close", () => upSocket.destroy());
-      });
-      up.on("response", (upRes) => {
-        let text = `HTTP/1.1 ${upRes.statusCode} ${upRes.statusMessage}\r\n`;
-        const rh = responseHeaders(upRes.rawHeaders);
-        for (let i = 0; i < rh.length; i += 2) text += `${rh[i]}: ${rh[i + 1]}\r\n`;
-        socket.write(text + "Connection: close\r\n\r\n");
-        upRes.pipe(socket);
-      });
-      up.on("error", (err: NodeJS.ErrnoException) => fail(502, `egress: upstream connection failed (${err.code ?? "error"})`));
-      up.end();
-    })().catch((err) => this.fail(socket, err));
-  }
-
   // ---------------------------------------------------------------- helpers
 
-  private audit(sb: SandboxHandle, e: Omit<AuditEvent, "sandboxId" | "workspaceId">): void {
+  /** Records an event for the sandbox (the proxy/ paths share it); never throws. */
+  audit(sb: SandboxHandle, e: Omit<AuditEvent, "sandboxId" | "workspaceId">): void {
     try {
       const event = e as AuditEvent;
       event.sandboxId = sb.id;
@@ -691,160 +506,9 @@ export class EgressProxy {
     }
   }
 
-  private fail(socket: net.Socket, err: unknown): void {
+  fail(socket: net.Socket, err: unknown): void {
     this.log?.warn({ err }, "egress connection failed");
     socket.destroy();
   }
 }
 
-/**
- * Streams one upstream answer into the client's response (undici's dispatch handler), with
- * backpressure: when the client is slow, undici is paused until the response drains. A class, not
- * closures: this runs for every request.
- */
-class UpstreamHandler {
-  private abortFn: ((err?: Error) => void) | null = null;
-  private resumeFn: (() => void) | null = null;
-
-  constructor(
-    private readonly res: http.ServerResponse,
-    private readonly onFailure: (err: Error & { code?: string }) => void,
-  ) {
-    res.on("close", this.onClose);
-    res.on("drain", this.onDrain);
-  }
-
-  private readonly onClose = () => {
-    if (!this.res.writableFinished) this.abortFn?.(new Error("client went away"));
-  };
-
-  private readonly onDrain = () => this.resumeFn?.();
-
-  onConnect(abort: (err?: Error) => void): void {
-    this.abortFn = abort;
-  }
-
-  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
-    this.resumeFn = resume;
-    const raw: string[] = new Array(rawHeaders.length);
-    for (let i = 0; i < rawHeaders.length; i++) raw[i] = rawHeaders[i].toString("latin1");
-    this.res.sendDate = false;
-    if ("stream" in this.res) this.res.writeHead(statusCode, headerObject(responseHeaders(raw)));
-    else this.res.writeHead(statusCode, statusText, responseHeaders(raw) as unknown as http.OutgoingHttpHeaders);
-    return true;
-  }
-
-  onData(chunk: Buffer): boolean {
-    return this.res.write(chunk);
-  }
-
-  /** Trailers arrive as raw pairs over HTTP/1.1 and as an object over HTTP/2 (gRPC's status lives there). */
-  onComplete(trailers: Buffer[] | Record<string, string | string[]> | null): void {
-    if (Array.isArray(trailers)) {
-      if (trailers.length) this.res.addTrailers(pairs(trailers.map((b) => b.toString("latin1"))));
-    } else if (trailers && Object.keys(trailers).length) {
-      this.res.addTrailers(trailers as http.OutgoingHttpHeaders);
-    }
-    this.res.end();
-  }
-
-  onError(err: Error & { code?: string }): void {
-    this.onFailure(err);
-  }
-}
-
-function track(sb: SandboxHandle, socket: net.Socket): void {
-  sb.sockets.add(socket);
-  socket.once("close", () => sb.sockets.delete(socket));
-}
-
-/** Reads from a paused socket until at least `n` bytes are buffered; null on end/timeout. */
-function readAtLeast(socket: net.Socket, n: number, timeoutMs: number): Promise<Buffer | null> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const finish = (value: Buffer | null) => {
-      clearTimeout(timer);
-      socket.off("readable", onReadable);
-      socket.off("end", onEnd);
-      socket.off("close", onEnd);
-      socket.off("error", onEnd);
-      resolve(value);
-    };
-    const onReadable = () => {
-      let chunk: Buffer | null;
-      while ((chunk = socket.read() as Buffer | null) !== null) {
-        chunks.push(chunk);
-        size += chunk.length;
-      }
-      if (size >= n) finish(Buffer.concat(chunks));
-    };
-    const onEnd = () => finish(size >= n ? Buffer.concat(chunks) : null);
-    const timer = setTimeout(() => finish(null), timeoutMs);
-    socket.on("readable", onReadable);
-    socket.once("end", onEnd);
-    socket.once("close", onEnd);
-    socket.once("error", onEnd);
-    onReadable();
-  });
-}
-
-function pairs(raw: string[]): Array<[string, string]> {
-  const out: Array<[string, string]> = [];
-  for (let i = 0; i < raw.length; i += 2) out.push([raw[i], raw[i + 1]]);
-  return out;
-}
-
-/**
- * The headers sent upstream: the client's, minus hop-by-hop ones, minus those named in its
- * `Connection` header, minus every client copy of an injected header (the injected value replaces
- * it), then `Host` set to the verified destination and the injected headers appended. Body framing
- * is the upstream client's job (undici sends a streamed body chunked whatever the method), so
- * stripping `Transfer-Encoding` can never turn a body into a smuggled second request.
- */
-function upstreamHeaders(req: http.IncomingMessage, injected: InjectedHeader[] | null, authority: string, h2 = false): string[] {
-  const raw = req.rawHeaders;
-  const out: string[] = ["Host", authority];
-  let connTokens: Set<string> | null = null;
-  const conn = req.headers.connection;
-  if (conn) connTokens = new Set(conn.toLowerCase().split(",").map((s) => s.trim()));
-  let injectedNames: Set<string> | null = null;
-  if (injected) injectedNames = new Set(injected.map((h) => h.lower));
-  for (let i = 0; i < raw.length; i += 2) {
-    const lower = raw[i].toLowerCase();
-    // HTTP/2 pseudo-headers are rebuilt upstream; `te: trailers` is how gRPC says it reads trailers.
-    if (h2 && (lower.charCodeAt(0) === 58 || (lower === "te" && raw[i + 1].trim().toLowerCase() === "trailers"))) {
-      if (lower === "te") out.push("te", "trailers");
-      continue;
-    }
-    if (DROP_REQUEST.has(lower) || connTokens?.has(lower) || injectedNames?.has(lower)) continue;
-    out.push(raw[i], raw[i + 1]);
-  }
-  if (injected) for (const h of injected) out.push(h.name, h.value);
-  return out;
-}
-
-/** Flat name/value pairs as an object (repeats become arrays), for HTTP/2 responses. */
-function headerObject(flat: string[]): http.OutgoingHttpHeaders {
-  const out: Record<string, string | string[]> = {};
-  for (let i = 0; i < flat.length; i += 2) {
-    const name = flat[i].toLowerCase();
-    const prev = out[name];
-    out[name] = prev === undefined ? flat[i + 1] : Array.isArray(prev) ? [...prev, flat[i + 1]] : [prev, flat[i + 1]];
-  }
-  return out;
-}
-
-function responseHeaders(raw: string[]): string[] {
-  const out: string[] = [];
-  let connTokens: Set<string> | null = null;
-  for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i].length === 10 && raw[i].toLowerCase() === "connection") connTokens = new Set(raw[i + 1].toLowerCase().split(",").map((s) => s.trim()));
-  }
-  for (let i = 0; i < raw.length; i += 2) {
-    const lower = raw[i].toLowerCase();
-    if (DROP_RESPONSE.has(lower) || connTokens?.has(lower)) continue;
-    out.push(raw[i], raw[i + 1]);
-  }
-  return out;
-}

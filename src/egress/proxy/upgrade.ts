@@ -1,0 +1,70 @@
+import http from "node:http";
+import https from "node:https";
+import type net from "node:net";
+import { hostForUrl, parseAuthority } from "../policy/canonical-host.ts";
+import { normalisePath } from "../policy/path-patterns.ts";
+import type { EgressProxy } from "./egress-proxy.ts";
+import { responseHeaders, upstreamHeaders } from "./header-filter.ts";
+import { CTX, type WithCtx } from "./types.ts";
+
+/**
+ * WebSocket upgrades on an intercepted connection: the same Host verification, access decision,
+ * address check and header injection as a request; then bytes are spliced both ways.
+ */
+export function handleUpgrade(proxy: EgressProxy, req: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
+  const ctx = (socket as WithCtx)[CTX];
+  const fail = (status: number, text: string): void => void socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${text}\n`);
+  if (!ctx || ctx.mode !== "intercept") return fail(400, "egress: upgrades go through CONNECT or a captured connection");
+  const sb = ctx.sandbox;
+  const host = ctx.host!;
+  const port = ctx.port!;
+  const h = req.headers.host === undefined ? null : parseAuthority(req.headers.host, ctx.tls ? 443 : 80);
+  if (!h || h.host.host !== host.host || h.port !== port) {
+    proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, reason: "Host does not match the destination" });
+    return fail(421, "egress: Host does not match the destination");
+  }
+  const url = req.url ?? "/";
+  const q = url.indexOf("?");
+  const path = normalisePath(q < 0 ? url : url.slice(0, q));
+  if (path === null) return fail(400, "egress: malformed request path");
+  const query = q < 0 ? "" : url.slice(q);
+  void (async () => {
+    const policy = sb.policy;
+    const target = await proxy.targets.check(sb, policy, host, port, policy.connectionVerdict(host, port));
+    if ("blocked" in target) {
+      proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, path, reason: target.blocked });
+      return fail(403, `egress blocked: ${target.blocked}`);
+    }
+    const cred = proxy.credentialsFor(sb, policy, host, path);
+    if (cred?.error) return fail(502, `egress: credential for rule ${cred.rule} is unavailable`);
+    if (cred?.headers) proxy.audit(sb, { kind: "inject", decision: "injected", rule: cred.rule, host: host.host, port, method: req.method, path, reason: "upgrade" });
+    const authority = port === (ctx.tls ? 443 : 80) ? hostForUrl(host) : `${hostForUrl(host)}:${port}`;
+    const headers = upstreamHeaders(req, cred?.headers ?? null, authority);
+    headers.push("Connection", "Upgrade", "Upgrade", String(req.headers.upgrade ?? ""));
+    const options: https.RequestOptions = { host: target.address, port: target.port, method: req.method, path: path + query, headers: headers as unknown as http.OutgoingHttpHeaders, setHost: false, agent: false };
+    if (ctx.tls) Object.assign(options, { secureContext: proxy.upstreamContext, servername: host.kind === "name" ? host.host : undefined, minVersion: "TLSv1.2" });
+    const up = (ctx.tls ? https : http).request(options);
+    up.on("upgrade", (upRes, upSocket, upHead) => {
+      let text = `HTTP/1.1 ${upRes.statusCode} ${upRes.statusMessage}\r\n`;
+      for (let i = 0; i < upRes.rawHeaders.length; i += 2) text += `${upRes.rawHeaders[i]}: ${upRes.rawHeaders[i + 1]}\r\n`;
+      socket.write(text + "\r\n");
+      if (upHead.length) socket.write(upHead);
+      if (head.length) upSocket.write(head);
+      upSocket.pipe(socket);
+      socket.pipe(upSocket);
+      upSocket.on("error", () => socket.destroy());
+      socket.on("error", () => upSocket.destroy());
+      upSocket.on("close", () => socket.destroy());
+      socket.on("close", () => upSocket.destroy());
+    });
+    up.on("response", (upRes) => {
+      let text = `HTTP/1.1 ${upRes.statusCode} ${upRes.statusMessage}\r\n`;
+      const rh = responseHeaders(upRes.rawHeaders);
+      for (let i = 0; i < rh.length; i += 2) text += `${rh[i]}: ${rh[i + 1]}\r\n`;
+      socket.write(text + "Connection: close\r\n\r\n");
+      upRes.pipe(socket);
+    });
+    up.on("error", (err: NodeJS.ErrnoException) => fail(502, `egress: upstream connection failed (${err.code ?? "error"})`));
+    up.end();
+  })().catch((err) => proxy.fail(socket, err));
+}
