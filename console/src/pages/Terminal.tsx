@@ -30,7 +30,8 @@ export default function Terminal({ dataplane }: { dataplane: string }) {
     const send = (m: unknown) => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify(m));
     ws.onopen = () => {
       setState("connected");
-      send({ type: "execute", command: SHELL, pty: true, timeout_seconds: 0, idle_timeout_seconds: 1800, kill_on_disconnect: true, ttl_seconds: 60 });
+      // cols/rows: the terminal's size for the pty (ignored by a data plane that does not know them).
+      send({ type: "execute", command: SHELL, pty: true, cols: term.cols, rows: term.rows, timeout_seconds: 0, idle_timeout_seconds: 1800, kill_on_disconnect: true, ttl_seconds: 60 });
     };
     ws.onmessage = (ev) => {
       const m = JSON.parse(String(ev.data)) as { type: string; data?: string; exit_code?: number; error?: string };
