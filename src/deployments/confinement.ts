@@ -19,6 +19,19 @@ export interface Bind {
 export interface MountPlan {
   binds: Bind[];
   symlinks: Array<{ link: string; target: string }>;
+  /** Host folders shown writable through a throwaway overlay layer (never written themselves). */
+  overlays?: Array<{ lower: string; dest: string }>;
+}
+
+/**
+ * tsx's compile cache of the platform's own process (Wharf's sources already compiled), shown to
+ * the confined process as its own cache through a throwaway overlay: agent servers start without
+ * recompiling the runtime, and nothing they write reaches the platform's copy.
+ */
+export function compileCacheOverlay(): Array<{ lower: string; dest: string }> {
+  const lower = path.join(os.tmpdir(), `tsx-${process.getuid?.() ?? 0}`);
+  if (!fs.existsSync(lower) || /[,:=]/.test(lower)) return [];
+  return [{ lower, dest: "/tmp/tsx-1000" }];
 }
 
 /** First host uid of deployments (sandboxes use 200000); each deployment gets its own above it. */
@@ -94,7 +107,7 @@ export function servePlan(input: { layout: DeploymentsLayout; artifactDir: strin
   const deps = linkedDependencies(input.projectDir, input.layout);
   if (deps) binds.push(under(input.layout, deps));
   binds.push({ src: input.stateDir, dest: STATE_INSIDE, rw: true }, { src: input.socketDir, dest: SOCKET_DIR_INSIDE, rw: true });
-  return { binds, symlinks: links.symlinks };
+  return { binds, symlinks: links.symlinks, overlays: compileCacheOverlay() };
 }
 
 /**
@@ -116,7 +129,7 @@ export function buildPlan(input: { layout: DeploymentsLayout; artifactDir: strin
   const deps = linkedDependencies(input.projectDir, input.layout);
   if (deps) binds.push(under(input.layout, deps));
   if (input.npmCache) binds.push({ src: input.npmCache, dest: "/npm-cache", rw: true });
-  return { binds, symlinks: links.symlinks };
+  return { binds, symlinks: links.symlinks, overlays: compileCacheOverlay() };
 }
 
 const MIB = 1024 * 1024;

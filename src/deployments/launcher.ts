@@ -50,6 +50,7 @@ export class Launcher {
       limits: spec.limits,
       binds: spec.plan.binds,
       symlinks: spec.plan.symlinks,
+      overlays: spec.plan.overlays,
       env: spec.env,
       cwd: spec.cwd,
       argv: spec.argv,

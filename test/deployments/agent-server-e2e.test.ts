@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
@@ -11,18 +13,28 @@ const CHAT = path.join(REPO_ROOT, "examples/chat-agent");
 
 for (const dialect of DIALECTS) {
   describe(`deployments run the real agent server (${dialect})`, () => {
-    test("deploy the echo example, talk to it with the official SDK through the stable URL, threads outlive a new revision", async (t) => {
+    test("deploy the echo example, talk to it with the official SDK through the stable URL, threads outlive a new revision, assistants follow the graphs", async (t) => {
       const p = await startDeploymentsPlatform(t, { dialect, real: true });
       if (!p) return;
+      // The echo example with a second graph, which the next revision drops.
+      const two = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-echo2-"));
+      t.after(() => fs.rmSync(two, { recursive: true, force: true }));
+      fs.cpSync(ECHO, two, { recursive: true });
+      const config = JSON.parse(fs.readFileSync(path.join(two, "langgraph.json"), "utf8"));
+      config.graphs.echo2 = config.graphs.echo;
+      fs.writeFileSync(path.join(two, "langgraph.json"), JSON.stringify(config));
       let res = await p.api("/v2/deployments", {
         method: "POST",
-        json: { name: "echo", source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: ECHO }, secrets: [{ name: "SOME_SECRET", value: "x" }] },
+        json: { name: "echo", source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: two }, secrets: [{ name: "SOME_SECRET", value: "x" }] },
       });
       assert.equal(res.status, 201);
       const d = await res.json();
       const rev = await pollRevision(p, d.id, d.latest_revision_id, 90_000);
       assert.equal(rev.status, "DEPLOYED", `${rev.status_message}\n${await logsOf(p, d.id, rev.id, "build")}\n${await logsOf(p, d.id, rev.id, "deploy")}`);
-      assert.match(await logsOf(p, d.id, rev.id, "deploy"), /health run of graph echo succeeded/);
+      const deployLog = await logsOf(p, d.id, rev.id, "deploy");
+      assert.match(deployLog, /graph echo is loaded/);
+      assert.match(deployLog, /graph echo2 is loaded/);
+      assert.doesNotMatch(deployLog, /smoke run/, "deploying runs nothing");
 
       const client = new Client({ apiUrl: d.source_config.custom_url, apiKey: p.apiKey });
       const out = (await client.runs.wait(null, "echo", { input: { messages: [{ role: "human", content: "hi" }] } })) as { messages: Array<{ content: string; type: string }> };
@@ -32,14 +44,20 @@ for (const dialect of DIALECTS) {
       assert.equal(chunks[0].event, "metadata");
       assert.ok(chunks.some((c) => c.event === "updates"));
       const assistants = await client.assistants.search({ limit: 10, offset: 0 });
-      assert.ok(assistants.some((a) => a.graph_id === "echo"));
+      assert.deepEqual(assistants.map((a) => a.graph_id).sort(), ["echo", "echo2"]);
       const thread = await client.threads.create();
+      await client.runs.wait(thread.thread_id, "echo2", { input: { messages: [{ role: "human", content: "kept" }] } });
+      // The deployment's own database, in its state folder.
+      assert.ok(fs.existsSync(path.join(p.home, "deployments", "state", d.id, "wharf.db")));
 
-      res = await p.api(`/v2/deployments/${d.id}`, { method: "PATCH", json: { secrets: [{ name: "SOME_SECRET", value: "y" }] } });
+      res = await p.api(`/v2/deployments/${d.id}`, { method: "PATCH", json: { source_revision_config: { local_path: ECHO }, secrets: [{ name: "SOME_SECRET", value: "y" }] } });
       const next = (await res.json()).latest_revision_id;
       assert.equal((await pollRevision(p, d.id, next, 90_000)).status, "DEPLOYED");
       const again = await client.threads.get(thread.thread_id);
       assert.equal(again.thread_id, thread.thread_id);
+      assert.ok(JSON.stringify(again.values).includes("kept"), "the removed graph's thread stays readable");
+      const after = await client.assistants.search({ limit: 10, offset: 0 });
+      assert.deepEqual(after.map((a) => a.graph_id), ["echo"], "assistants of removed graphs are no longer listed");
       const bad = new Client({ apiUrl: d.source_config.custom_url, apiKey: "wharf_not-a-key" });
       await assert.rejects(bad.runs.wait(null, "echo", { input: { messages: [] } }), /401/);
     });

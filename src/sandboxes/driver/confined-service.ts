@@ -33,6 +33,11 @@ export interface ConfinedSpec {
   limits: Limits;
   /** Host paths shown at the same path inside (or at `dest`), read-only unless `rw`. */
   binds: Array<{ src: string; dest?: string; rw?: boolean }>;
+  /**
+   * Writable views of a host folder: the folder is the read-only lower layer of an overlay whose
+   * changes go to a scratch layer of this run only (a shared cache that nobody inside can poison).
+   */
+  overlays?: Array<{ lower: string; dest: string }>;
   /** Symbolic links created inside: `link` → `target`. */
   symlinks?: Array<{ link: string; target: string }>;
   env: Record<string, string>;
@@ -116,6 +121,7 @@ while (@bl) {
   my ($bi, $bsrc, $bkind) = splice(@bl, 0, 3);
   my $bt = "$mnt/$bi";
   if ($bkind eq "f") { open(my $bx, ">", $bt) or fail("bind target $bt"); close($bx); } else { mkdir($bt, 0755) or fail("bind target $bt"); }
+  if ($bkind eq "o") { syscall($S{mount}, $ovl, $bt, $ovl, 2 | 4, $bsrc) == 0 or fail("overlay $bsrc"); next; }
   syscall($S{mount}, $bsrc, $bt, 0, 4096 | 16384, 0) == 0 or fail("bind $bsrc");
 }`;
 
@@ -128,12 +134,17 @@ function holderProgram(): string {
 }
 
 /** Every bind of a spec, the base image's `/usr` and `/etc` first (all staged by the holder). */
-function stagedBinds(spec: Pick<ConfinedSpec, "binds">, baseDir: string): ConfinedSpec["binds"] {
-  return [{ src: path.join(baseDir, "usr"), dest: "/usr" }, { src: path.join(baseDir, "etc"), dest: "/etc" }, ...spec.binds];
+function stagedBinds(spec: Pick<ConfinedSpec, "binds" | "overlays">, baseDir: string): Array<{ src: string; dest?: string; rw?: boolean; overlay?: string }> {
+  return [
+    { src: path.join(baseDir, "usr"), dest: "/usr" },
+    { src: path.join(baseDir, "etc"), dest: "/etc" },
+    ...spec.binds,
+    ...(spec.overlays ?? []).map((o, i) => ({ src: o.lower, dest: o.dest, rw: true, overlay: `overlay-${i}` })),
+  ];
 }
 
 /** bubblewrap's arguments for a spec: pure, so the mount plan is testable without root. */
-export function serviceBwrapArgs(spec: Pick<ConfinedSpec, "binds" | "symlinks" | "env" | "cwd" | "argv" | "hostname">, baseDir: string): string[] {
+export function serviceBwrapArgs(spec: Pick<ConfinedSpec, "binds" | "overlays" | "symlinks" | "env" | "cwd" | "argv" | "hostname">, baseDir: string): string[] {
   const binds = stagedBinds(spec, baseDir);
   const a = [
     "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", "--disable-userns", "--die-with-parent", "--new-session",
@@ -172,7 +183,15 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
   fs.rmSync(spec.scratchDir, { recursive: true, force: true });
   fs.mkdirSync(spec.scratchDir, { recursive: true, mode: 0o700 });
   const bindList = path.join(spec.scratchDir, "binds");
-  fs.writeFileSync(bindList, stagedBinds(spec, baseDir).map((b, i) => [String(i), b.src, fs.statSync(b.src).isDirectory() ? "d" : "f"].join("\0")).join("\0"), { mode: 0o600 });
+  const entries = stagedBinds(spec, baseDir).map((b, i) => {
+    if (!b.overlay) return [String(i), b.src, fs.statSync(b.src).isDirectory() ? "d" : "f"];
+    const upper = path.join(spec.scratchDir, b.overlay, "upper");
+    const work = path.join(spec.scratchDir, b.overlay, "work");
+    for (const d of [upper, work]) fs.mkdirSync(d, { recursive: true, mode: 0o700 });
+    fs.chownSync(upper, spec.hostUid, spec.hostUid);
+    return [String(i), `lowerdir=${b.src},upperdir=${upper},workdir=${work}`, "o"];
+  });
+  fs.writeFileSync(bindList, entries.map((e) => e.join("\0")).join("\0"), { mode: 0o600 });
   const capture = spec.capture ?? null;
   const child = spawn(
     "/usr/bin/perl",
