@@ -63,7 +63,7 @@ export function attachExecuteWebSocket(server: http.Server, ctx: PlatformContext
         const headers = new Headers();
         for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers.set(k, v);
         const principal = await ctx.authenticate(headers);
-        const row = await dataplaneSandbox(ctx, principal.workspaceId, decodeURIComponent(m[1]));
+        const row = await manager.wake(await dataplaneSandbox(ctx, principal.workspaceId, decodeURIComponent(m[1])));
         manager.requireLive(row);
         wss.handleUpgrade(req, socket, head, (ws) => serve(ws, row.id, principal.workspaceId));
       } catch (err) {

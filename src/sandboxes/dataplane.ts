@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { posix } from "node:path";
-import { Transform, type Readable } from "node:stream";
+import { Transform } from "node:stream";
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { principalOf } from "../http/authenticate.ts";
@@ -8,14 +8,14 @@ import { ValidationFailed } from "../http/errors.ts";
 import type { AppEnv } from "../http/principal.ts";
 import { toValidationIssues } from "../http/validation.ts";
 import type { PlatformContext } from "../platform/context.ts";
-import { SANDBOX_USER } from "./driver/base-image.ts";
 import { dataplaneError, type SandboxManager } from "./manager.ts";
 import type { SandboxRow } from "./sandbox-store.ts";
 import { withMultipartFile } from "./multipart-file.ts";
+import { registerSearch } from "./dataplane-search.ts";
+import { fileError, serveFile } from "./downloads.ts";
 import { envVars } from "./schemas.ts";
 
 export const DATAPLANE_PREFIX = "/sandboxes/dp";
-const SANDBOX_HOME = SANDBOX_USER.home;
 
 export const executeBody = z.object({
   // One exec argument: the kernel caps a single argument at 128 KiB.
@@ -51,40 +51,11 @@ const UPLOAD = `p=$1; t=$2; d=$(dirname -- "$p"); [ -d "$d" ] || mkdir -p -- "$d
 [ -d "$p" ] && { echo "$p is a directory" >&2; exit 21; }
 cat > "$t"; s=$?; [ $s -eq 0 ] || { rm -f -- "$t"; [ $s -eq 153 ] && exit 153; exit 13; }
 mv -f -- "$t" "$p" || { rm -f -- "$t"; exit 13; }`;
-const STAT = `p=$1; [ -e "$p" ] || exit 2; [ -d "$p" ] && exit 21; [ -r "$p" ] || exit 13; stat -L -c %s -- "$p"`;
-const READ = `exec tail -c +$(($2 + 1)) -- "$1" | head -c "$3"`;
-
-/** 128 + SIGXFSZ: the write went past the sandbox's `fs_capacity_bytes` (RLIMIT_FSIZE). */
-const FILE_TOO_LARGE = 128 + 25;
-
-function fileError(kind: "WriteError" | "ReadError", path: string, code: number, stderr: string): never {
-  if (code === FILE_TOO_LARGE || /file too large/i.test(stderr)) throw dataplaneError(413, kind, `${path} would exceed the sandbox's fs_capacity_bytes`);
-  if (code === 2) throw dataplaneError(404, "FileNotFound", `File not found: ${path}`);
-  if (code === 21) throw dataplaneError(400, kind, `${path} is a directory`);
-  if (code === 13 || /permission denied/i.test(stderr)) throw dataplaneError(403, kind, `Permission denied: ${path}`);
-  throw dataplaneError(400, kind, `${kind === "WriteError" ? "Cannot write" : "Cannot read"} ${path}: ${stderr.trim().slice(0, 300) || `exit ${code}`}`);
-}
-
-function parseRange(header: string | undefined, size: number): { start: number; end: number } | "invalid" | null {
-  if (!header) return null;
-  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!m || (m[1] === "" && m[2] === "")) return "invalid";
-  let start: number, end: number;
-  if (m[1] === "") {
-    start = Math.max(0, size - Number(m[2]));
-    end = size - 1;
-  } else {
-    start = Number(m[1]);
-    end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
-  }
-  if (start >= size || start > end) return "invalid";
-  return { start, end };
-}
-
 /** `POST /execute`, `POST /upload`, `GET /download` under each sandbox's `dataplane_url`. */
 export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manager: SandboxManager): void {
   const principal = principalOf(ctx.authenticate);
-  const sandboxOf = async (c: Context<AppEnv>) => dataplaneSandbox(ctx, (await principal(c)).workspaceId, c.req.param("id")!);
+  // Every data-plane call wakes a stopped sandbox first, as the real platform does.
+  const sandboxOf = async (c: Context<AppEnv>) => manager.wake(await dataplaneSandbox(ctx, (await principal(c)).workspaceId, c.req.param("id")!));
 
   app.post(`${DATAPLANE_PREFIX}/:id/execute`, async (c) => {
     const row = await sandboxOf(c);
@@ -139,47 +110,11 @@ export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manag
     return c.json({ path, size });
   });
 
-  app.get(`${DATAPLANE_PREFIX}/:id/download`, async (c) => {
+  const download = async (c: Context<AppEnv>) => {
     const row = await sandboxOf(c);
-    const path = parse(filePath, "query", c.req.query("path"));
-    let sizeText = "";
-    const st = await manager.runWithInput(row, ["/bin/sh", "-c", STAT, "sh", path], null, (b) => (sizeText += b.toString()));
-    if (st.code !== 0) fileError("ReadError", path, st.code, st.stderr);
-    const size = Number(sizeText.trim());
-    const range = parseRange(c.req.header("range"), size);
-    if (range === "invalid") return c.body(null, 416, { "Content-Range": `bytes */${size}` });
-    const start = range?.start ?? 0;
-    const length = range ? range.end - range.start + 1 : size;
-    const live = manager.requireLive(row);
-    const proc = manager.driver!.exec(row.id, live.ref, { argv: ["/bin/sh", "-c", READ, "sh", path, String(start), String(length)], env: live.env, cwd: SANDBOX_HOME });
-    proc.stdin.end();
-    proc.stderr.resume();
-    const headers: Record<string, string> = { "Content-Type": "application/octet-stream", "Content-Length": String(length), "Accept-Ranges": "bytes" };
-    if (range) headers["Content-Range"] = `bytes ${range.start}-${range.end}/${size}`;
-    if (length === 0) {
-      proc.stdout.resume();
-      return c.body(null, range ? 206 : 200, headers);
-    }
-    return c.body(webStream(proc.stdout, () => proc.kill()), range ? 206 : 200, headers);
-  });
-}
-
-/** A web stream over a Node stream, with backpressure; cancelling (client gone) kills the reader. */
-function webStream(out: Readable, onCancel: () => void): ReadableStream<Uint8Array> {
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      out.on("data", (d: Buffer) => {
-        controller.enqueue(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
-        if ((controller.desiredSize ?? 1) <= 0) out.pause();
-      });
-      out.on("end", () => controller.close());
-      out.on("error", (err) => controller.error(err));
-    },
-    pull() {
-      out.resume();
-    },
-    cancel() {
-      onCancel();
-    },
-  });
+    return serveFile(c, manager, row, parse(filePath, "query", c.req.query("path")));
+  };
+  app.get(`${DATAPLANE_PREFIX}/:id/download`, download);
+  app.on("HEAD", `${DATAPLANE_PREFIX}/:id/download`, download);
+  registerSearch(app, DATAPLANE_PREFIX, sandboxOf, manager);
 }

@@ -2,8 +2,10 @@ import type { Feature, PlatformContext } from "../platform/context.ts";
 import { DATAPLANE_PREFIX, registerDataplane } from "./dataplane.ts";
 import { attachExecuteWebSocket } from "./dataplane-ws.ts";
 import { LocalDriver } from "./driver/local-driver.ts";
+import { registerDownloadUrlRoute, serveDownloadLinks } from "./downloads.ts";
 import { SandboxManager } from "./manager.ts";
 import { registerSandboxRoutes } from "./routes.ts";
+import { proxyServiceUpgrades, registerServiceUrlRoute, SERVICE_PREFIX, serveServiceUrls } from "./service-urls.ts";
 import { loadSandboxSettings } from "./settings.ts";
 
 /**
@@ -32,16 +34,22 @@ export function createSandboxesFeature(env: NodeJS.ProcessEnv = process.env): Fe
   };
   return {
     name: "sandboxes",
-    streamedBodies: [new RegExp(`^${DATAPLANE_PREFIX}/[^/]+/upload$`)],
+    // File uploads and requests to a sandbox's own services stream their bodies.
+    streamedBodies: [new RegExp(`^${DATAPLANE_PREFIX}/[^/]+/upload$`), new RegExp(`^${SERVICE_PREFIX}/`)],
     manager: () => manager,
     routes(router, ctx) {
       registerSandboxRoutes(router, ctx, managerFor(ctx));
+      registerDownloadUrlRoute(router, ctx);
+      registerServiceUrlRoute(router, ctx);
     },
     rootRoutes(app, ctx) {
       registerDataplane(app, ctx, managerFor(ctx));
+      serveDownloadLinks(app, ctx, managerFor(ctx));
+      serveServiceUrls(app, ctx, managerFor(ctx));
     },
     onServer(server, ctx) {
       attachExecuteWebSocket(server, ctx, managerFor(ctx));
+      proxyServiceUpgrades(server, ctx, managerFor(ctx));
     },
     async start(ctx) {
       const m = managerFor(ctx);

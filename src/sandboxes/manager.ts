@@ -238,6 +238,29 @@ export class SandboxManager {
     if (Object.keys(changed).length) this.driver.placeFiles(row.id, changed, this.driver.netnsPid(l.ref));
   }
 
+  /**
+   * Any data-plane request to a stopped sandbox starts it (the real platform's clients rely on
+   * it: boxes stop after their idle TTL). Waits while it provisions; returns the row as it is then.
+   */
+  async wake(row: SandboxRow, timeoutMs = 60_000): Promise<SandboxRow> {
+    if (row.status === "ready" && this.live.has(row.id)) return row;
+    if (row.status === "stopped") {
+      await this.ensureAvailable();
+      const moved = await transition(this.db, row.id, ["stopped"], "provisioning", { runtime: null, status_message: null });
+      if (moved) {
+        this.ctx.log.info({ sandboxId: row.id }, "waking stopped sandbox for a data-plane request");
+        this.launch(moved, null);
+      }
+    } else if (row.status !== "provisioning") return row;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const current = await this.waitSettled(row.id, Math.max(0, deadline - Date.now()));
+      if (!current || current.status !== "provisioning" || Date.now() >= deadline) return current ?? row;
+      // Another request moved it and has not registered its provisioning yet.
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
   /** The live sandbox for a data-plane call, or NotReady (400) as the real platform answers. */
   requireLive(row: SandboxRow): Live {
     const l = this.live.get(row.id);

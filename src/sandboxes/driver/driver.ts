@@ -80,6 +80,8 @@ export interface SandboxDriver {
   destroy(id: string, ref: RuntimeRef | null): Promise<void>;
   /** Writes the sandbox's filesystem changes (the writable layer) as a compressed archive. */
   snapshot(id: string, archivePath: string, ref: RuntimeRef | null): Promise<{ sizeBytes: number; usedBytes: number }>;
+  /** A TCP connection to `port` on the sandbox's own loopback (service URLs). */
+  connectPort(ref: RuntimeRef, port: number): Promise<net.Socket>;
   /** Whether the sandbox's memory cgroup recorded an OOM kill. */
   oomKills(id: string): number;
   describe(): string;

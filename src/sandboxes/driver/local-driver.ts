@@ -10,6 +10,7 @@ import type { CapturedNetwork, ExecProcess, ExecRequest, RuntimeRef, SandboxDriv
 import { checkHost, HostNotReady } from "./host-check.ts";
 import { childrenOf, isAlive, namespacePid, procRef, type ProcRef } from "./proc.ts";
 import { ENTER, HOLDER } from "./launchers.ts";
+import { connectInNamespace } from "./port-connect.ts";
 import { archSyscalls, buildSeccompFilter } from "./seccomp.ts";
 
 const execFileP = promisify(execFile);
@@ -393,6 +394,11 @@ export class LocalDriver implements SandboxDriver {
     else used = await write(this.liveUpper(id, r?.holder.pid ?? null));
     fs.renameSync(tmp, archivePath);
     return { sizeBytes: fs.statSync(archivePath).size, usedBytes: used };
+  }
+
+  connectPort(ref: RuntimeRef, port: number): Promise<net.Socket> {
+    const r = ref as unknown as LocalRef;
+    return connectInNamespace(this.sys!, r.holder.pid, r.holder.start, port);
   }
 
   oomKills(id: string): number {

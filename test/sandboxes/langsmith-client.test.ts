@@ -1,0 +1,188 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import WebSocket from "ws";
+import { LangSmithSandbox } from "deepagents";
+import { SandboxClient as ClientV09 } from "langsmith/sandbox";
+import { SandboxClient, type ServiceUrl } from "langsmith-next/sandbox";
+import { startSandboxPlatform } from "./support.ts";
+
+/** A minimal WebSocket echo server (text frames), Python standard library only. */
+const WS_ECHO = `import asyncio, base64, hashlib
+async def serve(r, w):
+    head = (await r.readuntil(b"\\r\\n\\r\\n")).decode()
+    key = [l.split(":", 1)[1].strip() for l in head.split("\\r\\n") if l.lower().startswith("sec-websocket-key:")][0]
+    acc = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+    w.write(("HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: " + acc + "\\r\\n\\r\\n").encode())
+    while True:
+        b0, b1 = await r.readexactly(2)
+        n = b1 & 127
+        if n == 126: n = int.from_bytes(await r.readexactly(2), "big")
+        mask = await r.readexactly(4)
+        data = bytes(c ^ mask[i % 4] for i, c in enumerate(await r.readexactly(n)))
+        if b0 & 15 == 8: break
+        out = b"echo: " + data
+        w.write(bytes([0x81, len(out)]) + out)
+        await w.drain()
+    w.close()
+async def main():
+    s = await asyncio.start_server(serve, "127.0.0.1", 8765)
+    await s.serve_forever()
+asyncio.run(main())
+`;
+
+/** The real platform's own client (langsmith 0.10 and deepagents' 0.9) against a running Wharf. */
+describe("the langsmith sandbox client against Wharf", () => {
+  test("files: write/read/stat/readRange, ls/glob/grep, download URLs; a data-plane call wakes a stopped box", async (t) => {
+    const p = await startSandboxPlatform(t);
+    if (!p) return;
+    const client = new SandboxClient({ apiEndpoint: `${p.url}/v2/sandboxes`, apiKey: p.apiKey, maxRetries: 0 });
+    const sb = await client.createSandbox(undefined, { name: "client-files" });
+    assert.equal(sb.status, "ready");
+    await sb.write("/home/user/proj/src/a.py", "import os\nprint('needle one')\n");
+    await sb.write("/home/user/proj/src/b.ts", "const x = 'needle two';\n");
+    await sb.write("/home/user/proj/README.md", "no match here\n");
+    await sb.write("/home/user/proj/src/deep/c.py", "# needle three\n");
+    assert.equal(new TextDecoder().decode(await sb.read("/home/user/proj/README.md")), "no match here\n");
+
+    const st = await sb.stat("/home/user/proj/src/a.py");
+    assert.equal(st.size_bytes, 30);
+    assert.ok(st.etag);
+    const head = await sb.readRange("/home/user/proj/src/a.py", { start: 0, end: 5 });
+    assert.equal(new TextDecoder().decode(head.content), "import");
+    assert.equal(head.partial, true);
+    assert.equal(head.total_bytes, 30);
+    const unchanged = await sb.readRange("/home/user/proj/src/a.py", { start: 0, ifNoneMatch: st.etag });
+    assert.equal(unchanged.unchanged, true);
+
+    const ls = await sb.ls("/home/user/proj");
+    assert.deepEqual(
+      ls.matches.map((m) => [m.path, m.is_dir]),
+      [
+        ["/home/user/proj/README.md", false],
+        ["/home/user/proj/src", true],
+      ],
+    );
+    assert.equal(ls.truncated, false);
+    const py = await sb.glob("**/*.py", "/home/user/proj");
+    assert.deepEqual(
+      py.matches.map((m) => m.path),
+      ["/home/user/proj/src/a.py", "/home/user/proj/src/deep/c.py"],
+    );
+    assert.ok(py.matches[0].size_bytes > 0 && py.matches[0].modified_at);
+    const limited = await sb.glob("**", "/home/user/proj", { limit: 2 });
+    assert.equal(limited.matches.length, 2);
+    assert.equal(limited.truncated, true);
+
+    const all = await sb.grep("needle", "/home/user/proj");
+    assert.deepEqual(all.matches.map((m) => `${m.path}:${m.line}:${m.text}`).sort(), ["/home/user/proj/src/a.py:2:print('needle one')", "/home/user/proj/src/b.ts:1:const x = 'needle two';", "/home/user/proj/src/deep/c.py:1:# needle three"]);
+    const onlyPy = await sb.grep("needle", "/home/user/proj", { glob: "*.py" });
+    assert.equal(onlyPy.matches.length, 2);
+    const literal = await sb.grep("needle .*", "/home/user/proj");
+    assert.equal(literal.matches.length, 0, "grep is literal, not a regular expression");
+    await assert.rejects(sb.glob("*", "/home/user/nope"), (e: Error) => /not found/i.test(e.message));
+
+    // A download link works without a key; GET, HEAD and Range; expiry.
+    const link = await sb.generateDownloadURL("/home/user/proj/src/b.ts", { expiresInSeconds: 60, contentDisposition: "attachment" });
+    assert.ok(link.token && link.expires_at);
+    let res = await fetch(link.download_url);
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), "const x = 'needle two';\n");
+    assert.match(res.headers.get("content-disposition") ?? "", /attachment; filename="b.ts"/);
+    res = await fetch(link.download_url, { method: "HEAD" });
+    assert.equal(res.headers.get("content-length"), "24");
+    res = await fetch(link.download_url, { headers: { range: "bytes=6-6" } });
+    assert.equal(res.status, 206);
+    assert.equal(await res.text(), "x");
+    res = await fetch(link.download_url.slice(0, -3) + "AAA");
+    assert.equal(res.status, 401);
+    const forever = await sb.generateDownloadURL("proj/README.md");
+    assert.equal(forever.expires_at, null);
+
+    // Stopped (idle): the next data-plane request starts it; so does the link.
+    await sb.stop();
+    assert.equal((await client.getSandbox("client-files")).status, "stopped");
+    assert.equal(new TextDecoder().decode(await sb.read("/home/user/proj/README.md")), "no match here\n");
+    assert.equal((await client.getSandbox("client-files")).status, "ready");
+    await sb.stop();
+    res = await fetch(forever.download_url);
+    assert.equal(await res.text(), "no match here\n");
+    await sb.stop();
+    const r = await sb.run("echo woke", { timeout: 30 });
+    assert.equal(r.stdout, "woke\n");
+    await sb.delete();
+  });
+
+  test("service URLs: HTTP and WebSocket reach a port inside the box with the token header; browser_url sets a cookie; a stopped box wakes", async (t) => {
+    const p = await startSandboxPlatform(t);
+    if (!p) return;
+    const client = new SandboxClient({ apiEndpoint: `${p.url}/v2/sandboxes`, apiKey: p.apiKey, maxRetries: 0 });
+    const sb = await client.createSandbox(undefined, { name: "client-svc" });
+    await sb.write("/home/user/www/hello.txt", "hello from the box\n");
+    await sb.write("/home/user/ws.py", WS_ECHO);
+    const startServers = async () => {
+      await sb.run("cd www && nohup python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 & nohup python3 ws.py >/dev/null 2>&1 & for p in 8000 8765; do for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done; done", { timeout: 30 });
+    };
+    await startServers();
+    // Without `access` the client gets a token-bearing ServiceUrl.
+    const serviceUrl = async (port: number, expiresInSeconds?: number) => (await client.serviceUrl("client-svc", { port, expiresInSeconds })) as ServiceUrl;
+    const svc = await serviceUrl(8000, 120);
+    assert.ok("fetch" in svc);
+    let res = await svc.fetch("/hello.txt");
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), "hello from the box\n");
+    const base = await svc.serviceUrl();
+    res = await fetch(`${base}/hello.txt`);
+    assert.equal(res.status, 401, "no token, no service");
+    res = await fetch(`${base}/hello.txt`, { headers: { "X-Langsmith-Sandbox-Service-Token": "forged.token" } });
+    assert.equal(res.status, 401);
+    const other = await serviceUrl(8001);
+    res = await fetch(`${base}/hello.txt`, { headers: { "X-Langsmith-Sandbox-Service-Token": await other.token() } });
+    assert.equal(res.status, 401, "a token is for one port");
+    // browser_url: the token goes into a cookie scoped to the service, then a redirect.
+    res = await fetch(await svc.browserUrl(), { redirect: "manual" });
+    assert.equal(res.status, 302);
+    const cookie = res.headers.get("set-cookie")!.split(";")[0];
+    res = await fetch(`${base}/hello.txt`, { headers: { cookie } });
+    assert.equal(await res.text(), "hello from the box\n");
+    // Nothing listening: 502.
+    res = await other.fetch("/");
+    assert.equal(res.status, 502);
+    // WebSocket through the same URL.
+    const wsUrl = await serviceUrl(8765);
+    const ws = new WebSocket(`${(await wsUrl.serviceUrl()).replace(/^http/, "ws")}/echo`, { headers: { "X-Langsmith-Sandbox-Service-Token": await wsUrl.token() } });
+    const echoed = await new Promise<string>((resolve, reject) => {
+      ws.on("open", () => ws.send("ping through the proxy"));
+      ws.on("message", (d) => resolve(d.toString()));
+      ws.on("error", reject);
+    });
+    ws.close();
+    assert.equal(echoed, "echo: ping through the proxy");
+    // A stopped box is started by a request to its service URL (the service itself must be started again).
+    await sb.stop();
+    res = await svc.fetch("/hello.txt");
+    assert.equal(res.status, 502);
+    assert.equal((await client.getSandbox("client-svc")).status, "ready");
+    await sb.delete();
+  });
+
+  test("deepagents' LangSmithSandbox reads and edits files in a Wharf sandbox", async (t) => {
+    const p = await startSandboxPlatform(t);
+    if (!p) return;
+    const client = new ClientV09({ apiEndpoint: `${p.url}/v2/sandboxes`, apiKey: p.apiKey, maxRetries: 0 });
+    const backend = new LangSmithSandbox({ sandbox: await client.createSandbox(undefined, { name: "deepagents" }) });
+    const written = await backend.write("/home/user/notes.md", "line one\nline two\nline three\n");
+    assert.ok(!written.error, written.error);
+    const read = await backend.read("/home/user/notes.md");
+    assert.match(String(typeof read === "string" ? read : JSON.stringify(read)), /line two/);
+    const edited = await backend.edit("/home/user/notes.md", "line two", "line 2");
+    assert.ok(!edited.error, edited.error);
+    const files = await backend.downloadFiles(["/home/user/notes.md", "/home/user/missing.md"]);
+    assert.equal(new TextDecoder().decode(files[0].content!), "line one\nline 2\nline three\n");
+    assert.equal(files[1].error, "file_not_found");
+    const ls = await backend.ls("/home/user");
+    assert.ok(JSON.stringify(ls).includes("notes.md"), JSON.stringify(ls));
+    const grep = await backend.grep("three", "/home/user");
+    assert.ok(JSON.stringify(grep).includes("notes.md"), JSON.stringify(grep));
+    await backend.close();
+  });
+});
