@@ -6,7 +6,25 @@ import type { Command } from "commander";
 import { loadProject } from "../agent-server/index.ts";
 
 const wharfBin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bin/wharf.js");
-const IGNORED = /(^|[\\/])(node_modules|\.git|\.wharf[^\\/]*|dist)([\\/]|$)/;
+/** Folders whose changes never restart the server: dependencies and build output. */
+const IGNORED_DIRS = new Set(["node_modules", "dist", "build", "out", "coverage", "__pycache__"]);
+/** Files editors and tools write next to sources: swap files, logs, databases. */
+const IGNORED_FILES = /(\.swp|\.swx|~|\.log|\.db|\.db-wal|\.db-shm|\.db-journal|\.sqlite|\.tsbuildinfo)$|^4913$/;
+
+/**
+ * Whether a change (path relative to the project) restarts `wharf dev`. Dot-folders (`.git`,
+ * `.wharf`, `.langgraph_api` written by other tools, `.next`, …), dependencies and build output
+ * do not; `.env` files do (they are the project's environment). Pure: table-tested.
+ */
+export function shouldReload(file: string): boolean {
+  const parts = file.split(/[\\/]+/).filter(Boolean);
+  if (parts.length === 0) return false;
+  const name = parts[parts.length - 1];
+  for (const dir of parts.slice(0, -1)) if (dir.startsWith(".") || IGNORED_DIRS.has(dir)) return false;
+  if (IGNORED_DIRS.has(name) || IGNORED_FILES.test(name)) return false;
+  if (name.startsWith(".")) return name === ".env" || name.startsWith(".env.");
+  return true;
+}
 
 /**
  * `wharf dev [dir]`: serves a project on 127.0.0.1:2024 without credentials (custom auth applies
@@ -53,7 +71,7 @@ export function registerDev(program: Command): void {
       startChild();
       let pending: NodeJS.Timeout | null = null;
       fs.watch(projectDir, { recursive: true }, (_event, file) => {
-        if (file && IGNORED.test(String(file))) return;
+        if (file && !shouldReload(String(file))) return;
         if (pending) clearTimeout(pending);
         pending = setTimeout(() => void restart(), 200);
       });
