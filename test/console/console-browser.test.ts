@@ -180,6 +180,32 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     await shoot(page, "09-sandbox-files");
   });
 
+  await t.test("snapshot a sandbox, start another from it, stop, start and delete it", async () => {
+    await page.goto(`${p.url}/console/#/sandboxes/console-e2e/snapshots`);
+    await page.fill("input[name=snapshot_name]", "console-snap");
+    await page.getByRole("button", { name: "Take snapshot" }).click();
+    await page.locator("tr", { hasText: "console-snap:latest" }).locator("[data-status=ready]").waitFor({ timeout: 60_000 });
+    await shoot(page, "12-snapshots");
+    await page.goto(`${p.url}/console/#/sandboxes`);
+    await page.getByRole("button", { name: "New sandbox" }).click();
+    const form = page.locator("form[aria-label='New sandbox']");
+    await form.locator("input[name=name]").fill("from-snap");
+    await form.locator("select[name=snapshot]").selectOption({ label: "Snapshot console-snap:latest" });
+    await form.getByRole("button", { name: "Create sandbox" }).click();
+    await page.waitForURL(/#\/sandboxes\/from-snap$/, { timeout: 60_000 });
+    await page.goto(`${p.url}/console/#/sandboxes/from-snap/files`);
+    await page.locator("tr[data-file='hello.txt']").waitFor({ timeout: 15_000 });
+    await page.getByRole("button", { name: "Stop" }).click();
+    await page.locator(".facts [data-status=stopped]").waitFor({ timeout: 30_000 });
+    await page.getByRole("button", { name: "Start" }).click();
+    await page.locator(".facts [data-status=ready]").waitFor({ timeout: 60_000 });
+    page.once("dialog", (d) => void d.accept());
+    await page.getByRole("button", { name: "Delete" }).click();
+    await page.waitForURL(/#\/sandboxes$/);
+    await page.locator("table.list a", { hasText: "console-e2e" }).waitFor();
+    assert.equal(await page.locator("table.list a", { hasText: "from-snap" }).count(), 0);
+  });
+
   await t.test("a bad proxy_config shows the API's error at the field", async () => {
     await page.goto(`${p.url}/console/#/sandboxes/console-e2e/proxy`);
     await page.locator("input[name=header_name]").waitFor();
@@ -220,9 +246,6 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     await page.goto(`${p.url}/console/#/sandboxes`);
     await page.locator("table.list [data-status=ready]").waitFor();
     await shoot(page, "11-sandboxes");
-    await page.goto(`${p.url}/console/#/sandboxes/console-e2e/snapshots`);
-    await page.locator("input[name=snapshot_name]").waitFor();
-    await shoot(page, "12-snapshots");
     await page.goto(`${p.url}/console/#/connections`);
     await page.getByRole("heading", { name: "OAuth providers" }).waitFor();
     await shoot(page, "13-connections");
