@@ -321,7 +321,7 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     assert.equal(await form.locator(".error").count(), 0, await form.locator(".error").first().innerText().catch(() => ""));
     await page.locator("[data-testid=revision-status] [data-status=DEPLOYED]").waitFor({ timeout: 120_000 });
     await page.locator(".facts", { hasText: "GREETING" }).waitFor();
-    // Roll back to the first revision: a third revision serving the first one's build.
+    // Roll back to the previous revision: a third revision serving that one's build, not rebuilt.
     await page.getByRole("button", { name: "Roll back to this" }).first().click();
     await page.locator(".revisions li").nth(2).waitFor();
     await page.locator("[data-testid=revision-status] [data-status=DEPLOYED]").waitFor({ timeout: 120_000 });
