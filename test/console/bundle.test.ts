@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import zlib from "node:zlib";
 import { test } from "node:test";
@@ -21,4 +24,24 @@ test("the console's first load is at most 300 KB of compressed JavaScript, with 
   assert.ok(gz <= LIMIT, `first load is ${gz} bytes gzip`);
   const lazy = fs.readdirSync(path.join(CONSOLE_DIST, "assets")).filter((f) => f.endsWith(".js") && !first.includes(`assets/${f}`));
   assert.ok(lazy.some((f) => f.startsWith("Terminal")) && lazy.some((f) => f.startsWith("Playground")), "terminal and playground load on demand");
+});
+
+test("the build is reproducible: two builds give the same files", () => {
+  const vite = path.join(path.dirname(CONSOLE_DIST), "..", "node_modules", "vite", "bin", "vite.js");
+  const hashes = (dir: string) =>
+    (fs.readdirSync(dir, { recursive: true }) as string[])
+      .filter((rel) => fs.statSync(path.join(dir, rel)).isFile())
+      .map((rel) => `${rel} ${crypto.createHash("sha256").update(fs.readFileSync(path.join(dir, rel))).digest("hex")}`)
+      .sort();
+  const outs = [0, 1].map(() => {
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-console-build-"));
+    const r = spawnSync(process.execPath, [vite, "build", "-c", "console/vite.config.ts", "--outDir", out, "--emptyOutDir"], { cwd: path.join(path.dirname(CONSOLE_DIST), ".."), encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    return out;
+  });
+  try {
+    assert.deepEqual(hashes(outs[0]), hashes(outs[1]));
+  } finally {
+    for (const o of outs) fs.rmSync(o, { recursive: true, force: true });
+  }
 });
