@@ -49,7 +49,16 @@ describe("third-party projects run unchanged", () => {
     assert.deepEqual(Object.keys(info.graph_errors ?? {}), ["broken"]);
     assert.match(info.graph_errors!.broken.error, /missing OPENAI_API_KEY/);
     const graphs = (await client.assistants.search({ limit: 100 })).map((a) => a.graph_id).sort();
-    assert.deepEqual(graphs, ["agent", "deep", "factory", "logged"]);
+    assert.deepEqual(graphs, ["agent", "deep", "factory", "logged", "zod"]);
+
+    // Schemas as LangGraph extracts them: registry metadata kept, context schema, none null.
+    const schemas = (await client.assistants.getSchemas("zod")) as unknown as Record<string, { properties?: Record<string, Record<string, unknown>> } | null>;
+    assert.equal(schemas.state_schema!.properties!.topic.langgraph_type, "prompt");
+    assert.ok(schemas.input_schema!.properties!.answer);
+    assert.deepEqual(Object.keys(schemas.context_schema!.properties!), ["tone"]);
+    const agentSchemas = (await client.assistants.getSchemas("agent")) as unknown as Record<string, { properties?: Record<string, Record<string, unknown>> } | null>;
+    assert.equal(agentSchemas.input_schema!.properties!.messages.langgraph_type, "messages");
+    assert.equal(((await client.runs.wait(null, "zod", { input: { topic: "tides" }, context: { tone: "dry" } })) as { answer: string }).answer, "about tides");
 
     // createAgent with two tools: the model calls both, then answers with their results.
     for (const messages of await fourWays(client, "agent", "go")) {
