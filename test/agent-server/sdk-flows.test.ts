@@ -58,6 +58,14 @@ for (const dialect of DIALECTS) {
       assert.deepEqual((await bob.threads.search()).map((x) => x.thread_id), [tb.thread_id]);
       await assert.rejects(bob.threads.get(ta.thread_id), /HTTP 404/);
       await assert.rejects(bob.runs.wait(ta.thread_id, "agent", { input: hi }), /HTTP 404/);
+      // Joining another user's run: the stream's error event (as the LangGraph server), not an HTTP error.
+      const tc = await alice.threads.create();
+      const aliceRun = await alice.runs.create(tc.thread_id, "agent", { input: hi });
+      const joined = await collect(bob.runs.joinStream(tc.thread_id, aliceRun.run_id));
+      assert.deepEqual(joined.map((e) => e.event), ["error"]);
+      assert.match(String((joined[0].data as { message: string }).message), /not found/);
+      await alice.runs.join(tc.thread_id, aliceRun.run_id);
+      await alice.threads.delete(tc.thread_id);
       // GET /threads (the interface's listing for the bearer flow).
       const listed = await fetch(`${server.url}/threads`, { headers: { Authorization: "Bearer demo-token-bob" } });
       assert.equal(listed.status, 200);

@@ -214,7 +214,17 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
   });
 
   app.get("/threads/:thread_id/runs/:run_id/stream", async (c) => {
-    const { threadId, runId } = await runOf(c);
+    // As on the LangGraph server, a join checks access inside the stream: a thread or run the
+    // caller cannot see (another user's) is an `error` event on a 200 stream, not an HTTP 404.
+    let found: Awaited<ReturnType<typeof runOf>>;
+    try {
+      found = await runOf(c);
+    } catch (err) {
+      if (!(err instanceof AgentError) || err.status !== 404) throw err;
+      const frame = sseFrame("error", toJson({ error: "Error", message: err.message }));
+      return new Response(frame, { status: 200, headers: { ...CORS_HEADERS, "cache-control": "no-cache", "content-type": "text/event-stream" } });
+    }
+    const { threadId, runId } = found;
     const last = lastEventId(c);
     return streamResponse(c, engine, runId, `/threads/${threadId}/runs/${runId}`, { withIds: true, after: last ?? -1, replay: last !== null, cancelOnDisconnect: cancelOnDisconnect(c), threadId });
   });
