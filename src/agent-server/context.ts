@@ -7,6 +7,7 @@ import type { Database } from "../store/schema.ts";
 import type { Checkpointer } from "./storage/checkpointer.ts";
 import type { AuthContext, CustomAuth } from "./auth/custom-auth.ts";
 import type { UserApp } from "./project/http-app.ts";
+import type { UiFile } from "./project/ui-bundles.ts";
 import type { ProjectHttp } from "./project/project.ts";
 import type { GraphFailure, LoadedGraph } from "./project/graphs.ts";
 import type { AgentStore } from "./storage/store.ts";
@@ -36,6 +37,8 @@ export interface AgentServerContext {
   http: ProjectHttp;
   /** The project's own routes (`http.app`), mounted before the API. */
   userApp: UserApp | null;
+  /** Built generative UI bundles (`ui`), by graph name. */
+  ui: Map<string, UiFile[]>;
 }
 
 export interface AgentEnv {

@@ -19,6 +19,7 @@ import { CustomAuth } from "./auth/custom-auth.ts";
 import { loadGraphs } from "./project/graphs.ts";
 import { registerSdkLogger } from "./project/sdk-logger.ts";
 import { loadHttpApp } from "./project/http-app.ts";
+import { buildUiBundles } from "./project/ui-bundles.ts";
 import { graphConfigFromEnv } from "./project/graph-config.ts";
 import { loadEmbed } from "./storage/store-index.ts";
 import { TtlSweeper } from "./storage/ttl-sweeper.ts";
@@ -81,6 +82,7 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
   for (const w of project.warnings) options.log.warn({ configFile: project.configFile }, `langgraph.json: ${w}`);
   const customAuth = await CustomAuth.load(project);
   const userApp = await loadHttpApp(project);
+  const ui = await buildUiBundles(project.ui, options.log);
   const index = project.store.index ? { dims: project.store.index.dims, fields: project.store.index.fields, embed: await loadEmbed(project.store.index.embed) } : null;
   const graphConfig = graphConfigFromEnv(process.env.LANGGRAPH_CONFIG);
   const checkpointer: Checkpointer = await openCheckpointer({ databaseUrl: options.databaseUrl, home: options.home, pgSchema: options.pgSchema });
@@ -101,6 +103,7 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
     log: options.log,
     http: project.http,
     userApp,
+    ui,
   };
   try {
     await ensureSystemAssistants(ctx, graphConfig);

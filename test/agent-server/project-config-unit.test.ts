@@ -9,7 +9,7 @@ test("ignoredKeys names every key this server does not use", () => {
   const cases: Array<[Record<string, unknown>, RegExp[]]> = [
     [{ graphs: {}, env: {}, http: { app: "x" }, store: {}, checkpointer: {} }, []],
     [{ graphs: {}, python_version: "3.12" }, [/"python_version" is for container image builds/]],
-    [{ graphs: {}, ui: {} }, [/"ui" \(generative UI components\) is not served/]],
+    [{ graphs: {}, ui_config: {} }, [/"ui_config"/]],
     [{ graphs: {}, nonsense: 1 }, [/unknown key "nonsense"/]],
     [{ graphs: {}, http: { mount_prefix: "/x" } }, [/"http.mount_prefix" is not supported/]],
     [{ graphs: {}, store: { ttl: {}, extra: 1 } }, [/"store.extra"/]],

@@ -51,6 +51,24 @@ for (const dialect of DIALECTS) {
       assert.equal(pre.headers.get("access-control-allow-origin"), "https://app.example");
       assert.equal(pre.headers.get("access-control-allow-headers"), "content-type,authorization");
 
+      // ui: the graph's components bundled (React external); POST answers the loader HTML behind
+      // auth, the files are public, as on the LangGraph server.
+      const loader = await fetch(`${server.url}/ui/echo`, { method: "POST", headers: { ...AUTH, "content-type": "application/json" }, body: JSON.stringify({ name: "Weather", shadowRootId: "root-1" }) });
+      const html = await loader.text();
+      assert.equal(loader.status, 200, html);
+      assert.match(html, /<link rel="stylesheet" href="http:\/\/[^"]+\/ui\/echo\/entrypoint\.css" \/>/);
+      assert.match(html, /<script src="http:\/\/[^"]+\/ui\/echo\/entrypoint\.js" onload='__LGUI_echo\.render\("Weather", "root-1"\)'><\/script>/);
+      assert.equal((await fetch(`${server.url}/ui/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).status, 401);
+      const js = await fetch(`${server.url}/ui/echo/entrypoint.js`);
+      assert.equal(js.status, 200);
+      const code = await js.text();
+      assert.match(code, /__LGUI_echo/);
+      assert.match(code, /Weather in/);
+      assert.match(code, /LGUI_REQUIRE/);
+      assert.doesNotMatch(code, /function createElement\(/); // React is not bundled
+      assert.match(await (await fetch(`${server.url}/ui/echo/entrypoint.css`)).text(), /font-weight: bold/);
+      assert.equal((await fetch(`${server.url}/ui/echo/nope.js`)).status, 404);
+
       // store.index: a query ranks items by similarity of their `text` field's embedding.
       await client.store.putItem(["docs"], "a", { text: "aaaa apples" });
       await client.store.putItem(["docs"], "z", { text: "zzz buzz" });

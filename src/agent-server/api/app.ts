@@ -12,6 +12,7 @@ import { registerThreadRoutes } from "./thread-routes.ts";
 import { registerThreadStreamRoute } from "./thread-stream.ts";
 import { CORS_HEADERS } from "../wire.ts";
 import { corsHeaders } from "./cors.ts";
+import { registerUiRoutes } from "./ui-routes.ts";
 
 const AGENT_SERVER_VERSION = "0.1.0";
 
@@ -41,7 +42,9 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
     if (c.req.method === "OPTIONS") {
       return new Response(null, { status: 204, headers: corsHeaders(cors, { origin, preflight: true, requestHeaders: c.req.header("access-control-request-headers") ?? null }) });
     }
-    c.set("auth", PUBLIC_PATHS.has(c.req.path) ? null : await resolveAuth(ctx, c.req.raw));
+    // `/ok`, `/info` and the UI bundles' files (GET /ui/…) are public, as on the LangGraph server.
+    const isPublic = PUBLIC_PATHS.has(c.req.path) || (c.req.method === "GET" && c.req.path.startsWith("/ui/"));
+    c.set("auth", isPublic ? null : await resolveAuth(ctx, c.req.raw));
     await next();
     // Responses carry the default CORS headers; a project's `http.cors` replaces them.
     if (cors) {
@@ -62,6 +65,7 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
   if (!off.threads) registerThreadRoutes(app, ctx, engine);
   if (!off.store) registerStoreRoutes(app, ctx);
   if (!off.threads) registerThreadStreamRoute(app, ctx, engine);
+  if (ctx.ui.size) registerUiRoutes(app, ctx);
   return app;
 }
 

@@ -14,6 +14,8 @@ export interface AgentProject {
   store: ProjectStore;
   /** `checkpointer.ttl`: threads not updated for `defaultTtlMinutes` are deleted by a sweep. */
   checkpointerTtl: { defaultTtlMinutes: number; sweepMinutes: number } | null;
+  /** `ui`: generative UI modules by graph name (absolute paths), bundled at start. */
+  ui: Record<string, string>;
   /** Keys of `langgraph.json` this server does not use, each with why (logged as warnings). */
   warnings: string[];
 }
@@ -83,6 +85,7 @@ const configSchema = z
       })
       .passthrough()
       .optional(),
+    ui: z.record(z.string().min(1), z.string().min(1)).optional(),
     checkpointer: z
       .object({ ttl: z.object({ strategy: z.literal("delete").optional(), default_ttl: z.number().positive(), sweep_interval_minutes: z.number().positive().nullish() }).passthrough().optional() })
       .passthrough()
@@ -92,7 +95,7 @@ const configSchema = z
 
 /** Keys the LangGraph CLI reads to build a container image: meaningless to this server, noted once. */
 const IMAGE_KEYS = new Set(["python_version", "pip_config_file", "pip_installer", "dockerfile_lines", "image_distro", "base_image", "keep_pkg_tools", "_INTERNAL_docker_tag", "api_version"]);
-const KNOWN_KEYS = new Set(["$schema", "graphs", "env", "dependencies", "auth", "node_version", "http", "store", "checkpointer"]);
+const KNOWN_KEYS = new Set(["$schema", "graphs", "env", "dependencies", "auth", "node_version", "http", "store", "checkpointer", "ui"]);
 const KNOWN_HTTP = new Set(["app", "disable_assistants", "disable_threads", "disable_runs", "disable_store", "disable_meta", "cors"]);
 
 /** Every key of `langgraph.json` this server ignores, named, with why (pure: table-tested). */
@@ -101,7 +104,7 @@ export function ignoredKeys(raw: Record<string, unknown>): string[] {
   for (const k of Object.keys(raw)) {
     if (KNOWN_KEYS.has(k)) continue;
     if (IMAGE_KEYS.has(k)) out.push(`"${k}" is for container image builds and is not used by this server`);
-    else if (k === "ui" || k === "ui_config") out.push(`"${k}" (generative UI components) is not served by this server`);
+    else if (k === "ui_config") out.push(`"ui_config" (shared UI dependencies) is not used by this server; each UI bundles its own`);
     else out.push(`unknown key "${k}" is ignored`);
   }
   const http = raw.http && typeof raw.http === "object" ? (raw.http as Record<string, unknown>) : {};
@@ -206,7 +209,12 @@ export function loadProject(dirOrFile: string): AgentProject {
   };
   const cttl = cfg.checkpointer?.ttl;
   const checkpointerTtl = cttl ? { defaultTtlMinutes: cttl.default_ttl, sweepMinutes: cttl.sweep_interval_minutes ?? 60 } : null;
-  return { dir, configFile, graphs, env, auth, dependencies, http, store, checkpointerTtl, warnings };
+  const ui = Object.fromEntries(Object.entries(cfg.ui ?? {}).map(([name, file]) => {
+    const abs = path.resolve(dir, file);
+    if (!fs.existsSync(abs)) throw new ProjectError(`ui "${name}" in ${configFile}: file not found: ${abs}`);
+    return [name, abs];
+  }));
+  return { dir, configFile, graphs, env, auth, dependencies, http, store, checkpointerTtl, ui, warnings };
 }
 
 /** Puts the project's env into process.env without overriding what the operator already set. */
