@@ -1,9 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import { readSetting } from "../config/index.ts";
+import { CliError } from "./errors.ts";
 import { bootstrapKeyPath } from "../platform/bootstrap.ts";
 
-export class CliError extends Error {}
+export { CliError };
 
 /** Where the CLI finds the server and a key: flags, then WHARF_URL / WHARF_API_KEY, then the bootstrap key file. */
 export interface Connection {

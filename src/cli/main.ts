@@ -1,6 +1,6 @@
 import { Command, CommanderError } from "commander";
-import { ConfigError, SettingsError } from "../config/index.ts";
-import { CliError } from "./api-client.ts";
+import { ConfigError, SettingsError } from "../config/errors.ts";
+import { CliError } from "./errors.ts";
 
 type Register = (program: Command) => void;
 

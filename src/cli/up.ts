@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { settingsHelp } from "../config/index.ts";
 import { loadConfigOrExit } from "./config-or-exit.ts";
-import { startPlatform } from "../platform/start-platform.ts";
+import { listenEarly, type EarlyListener } from "../platform/early-listener.ts";
 
 export function registerUp(program: Command): void {
   program
@@ -11,10 +11,21 @@ export function registerUp(program: Command): void {
     .action(async () => {
       const started = performance.now();
       const config = loadConfigOrExit();
+      // Bind first, load the platform's modules second: /ok answers within moments of a restart and
+      // requests that arrive meanwhile wait for the platform instead of failing.
+      let listener: EarlyListener;
+      try {
+        listener = await listenEarly(config.host, config.port);
+      } catch (err) {
+        console.error(`wharf: cannot start: cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
+        process.exit(1);
+      }
       let platform;
       try {
-        platform = await startPlatform(config);
+        const { startPlatform } = await import("../platform/start-platform.ts");
+        platform = await startPlatform(config, { listener });
       } catch (err) {
+        listener.fail((err as Error).message);
         console.error(`wharf: cannot start: ${(err as Error).message}`);
         process.exit(1);
       }

@@ -1,5 +1,8 @@
 import path from "node:path";
-import { loadSettings, SettingsError, type Settings } from "./settings.ts";
+import { ConfigError, SettingsError } from "./errors.ts";
+import { loadSettings, type Settings } from "./settings.ts";
+
+export { ConfigError };
 
 /**
  * Platform configuration, read once from the environment at start and validated. The common
@@ -20,7 +23,6 @@ export interface WharfConfig {
   settings: Settings;
 }
 
-export class ConfigError extends Error {}
 
 /** Reads the configuration; throws ConfigError naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): WharfConfig {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SettingsError } from "./errors.ts";
 
 /**
  * Every setting Wharf reads, declared once: its variable, type, default, meaning and the part that
@@ -95,7 +96,7 @@ export const SETTINGS = {
 export type SettingName = keyof typeof SETTINGS;
 export type Settings = { [K in SettingName]: z.output<(typeof SETTINGS)[K]["schema"]> };
 
-export class SettingsError extends Error {}
+export { SettingsError };
 
 /** Parses every declared setting from `env`; throws naming every bad variable at once. */
 export function loadSettings(env: Record<string, string | undefined>): Settings {

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import type http from "node:http";
 import type { AddressInfo } from "node:net";
-import { serve, type ServerType } from "@hono/node-server";
+import { getRequestListener, serve, type ServerType } from "@hono/node-server";
 import type { WharfConfig } from "../config/config.ts";
 import { loadKeyring, reloadKeyring } from "../crypto/keyring.ts";
 import { SecretBox } from "../crypto/secret-box.ts";
@@ -12,6 +12,7 @@ import { openStore, type Store } from "../store/database.ts";
 import { migrateToLatest } from "../store/migrate.ts";
 import { bootstrap, type BootstrapResult } from "./bootstrap.ts";
 import type { Feature, PlatformContext } from "./context.ts";
+import type { EarlyListener } from "./early-listener.ts";
 import { allFeatures } from "./features.ts";
 
 export interface RunningPlatform {
@@ -26,6 +27,8 @@ export interface StartOptions {
   features?: Feature[];
   /** PostgreSQL schema, for tests that isolate themselves. */
   pgSchema?: string;
+  /** A socket already bound (`wharf up` binds it before loading the platform, so `/ok` answers at once). */
+  listener?: EarlyListener;
 }
 
 /**
@@ -78,16 +81,23 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
   const features = options.features ?? allFeatures();
   const app = createHttpApp(ctx, features);
 
-  const server = await new Promise<ServerType>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
-    s.once("error", reject);
-  }).catch(async (err: Error) => {
-    await store.close();
-    throw new Error(`cannot listen on ${config.host}:${config.port}: ${err.message}`);
-  });
+  let server: ServerType;
+  if (options.listener) {
+    server = options.listener.server;
+  } else {
+    server = await new Promise<ServerType>((resolve, reject) => {
+      const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
+      s.once("error", reject);
+    }).catch(async (err: Error) => {
+      await store.close();
+      throw new Error(`cannot listen on ${config.host}:${config.port}: ${err.message}`);
+    });
+  }
   const addr = server.address() as AddressInfo;
   baseUrl = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
   for (const f of features) f.onServer?.(server as http.Server, ctx);
+  options.listener?.attach(getRequestListener(app.fetch));
+  log.info({ url: baseUrl, uptime_ms: Math.round(process.uptime() * 1000) }, "control plane serving");
 
   // The control plane already answers (`/ok` included) while the features recover what a previous
   // process left (sandboxes to re-adopt, rollouts to resume, runs to settle): they start side by

@@ -37,7 +37,11 @@ export function runWharf(args: string[], options: { cwd?: string; env?: Record<s
   return { child, output: () => out, exited };
 }
 
-/** Polls `url` until it answers 200 or the deadline passes. */
+/**
+ * Polls `url` until it answers 200 or the deadline passes; returns the time to that answer. Then one
+ * request to another path of the same server, which `wharf up` holds until the platform is attached
+ * (bootstrap key written, routes mounted), so the caller may use the platform at once.
+ */
 export async function waitForOk(url: string, timeoutMs = 15_000): Promise<number> {
   const started = performance.now();
   for (;;) {
@@ -45,7 +49,10 @@ export async function waitForOk(url: string, timeoutMs = 15_000): Promise<number
       const res = await fetch(url);
       if (res.ok) {
         await res.arrayBuffer();
-        return performance.now() - started;
+        const ms = performance.now() - started;
+        const settled = await fetch(new URL("/v2/me", url), { signal: AbortSignal.timeout(Math.max(1000, Math.round(timeoutMs - ms))) });
+        await settled.arrayBuffer();
+        return ms;
       }
     } catch { /* not up yet */ }
     if (performance.now() - started > timeoutMs) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
