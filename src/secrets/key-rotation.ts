@@ -37,7 +37,7 @@ export function keysToDrop(known: Iterable<string>, activeId: string, inUse: Rea
  * holding it are named.
  */
 export async function rotateMasterKey(db: Kysely<Database>, options: RotationOptions): Promise<RotationResult> {
-  const say = options.say ?? (() => {});
+  const say = options.say ?? ((): void => undefined);
   const fromEnv = options.masterKey !== null;
   if (!fromEnv) {
     loadKeyring(options.home, null);

@@ -54,7 +54,9 @@ async function openPostgres(url: string, schema: string | undefined, poolSize: n
     if (schema) await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replace(/"/g, "")}"`);
     client.release();
   } catch (err) {
-    await pool.end().catch(() => {});
+    await pool.end().catch(() => {
+      // The pool never connected; the connection error below is the one worth reporting.
+    });
     throw new StoreError(`cannot reach PostgreSQL at ${redactUrl(url, "postgres://(unparseable url)")}: ${(err as Error).message}`);
   }
   pool.on("error", () => {
