@@ -121,7 +121,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** The versions the reference figures were taken with (shared/reference: langgraph-cli 2.0.0, langgraph 1.7.3). */
+/** The versions the reference figures were taken with (langgraph-cli 2.0.0, langgraph 1.7.3). */
 const REFERENCE_PACKAGES = ["@langchain/langgraph-cli@2.0.0", "@langchain/langgraph@1.7.3", "@langchain/core@^1.1.0"];
 
 /** The reference CLI's folder, installed there on first use (outside the project: `npm ci` stays clean). */

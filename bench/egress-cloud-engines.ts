@@ -1,5 +1,5 @@
 /**
- * Figures for the cloud credential engines (issue 6), each against a baseline from the same run:
+ * Figures for the cloud credential engines, each against a baseline from the same run:
  *  1. added latency of SigV4 re-signing a small request vs the same request through a plain
  *     header rule, both through the same loopback HTTP hop to the same upstream (keep-alive, 1 conn);
  *  2. a 1 GiB chunk-signed (STREAMING-AWS4-HMAC-SHA256-PAYLOAD) upload re-signed through the engine:

@@ -1,5 +1,5 @@
 /**
- * Egress proxy figures (issue 5), every row against a direct baseline measured in the same run on
+ * Egress proxy figures, every row against a direct baseline measured in the same run on
  * the same loopback upstream:
  *  - HTTP keep-alive, 16 connections and 1 connection, with a header rule injecting;
  *  - HTTPS keep-alive inside interception (CONNECT once per connection, then requests in TLS);

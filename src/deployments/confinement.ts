@@ -135,7 +135,7 @@ export function buildPlan(input: { layout: DeploymentsLayout; artifactDir: strin
 const MIB = 1024 * 1024;
 
 /**
- * Cgroup limits from the deployment's `resource_spec` (the real platform's fields): the limit
+ * Cgroup limits from the deployment's `resource_spec` (LangSmith Deployment's fields): the limit
  * fields when given, else twice the request (its documented default), else 1 GiB and 2 CPUs.
  */
 export function limitsFor(resourceSpec: Record<string, unknown> | null | undefined, pidsMax = 512): Limits {

@@ -43,7 +43,7 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
   /**
    * Without custom auth the agent server accepts any platform key; the stable URL narrows that to
    * keys of the deployment's own workspace (another workspace's key reads as "not found", as on the
-   * control plane). With custom auth the project's handler decides, as on the real platform.
+   * control plane). With custom auth the project's handler decides, as on LangSmith Deployment.
    */
   const admit = async (c: Context<AppEnv>, id: string, route: RouteAccess, rest: string): Promise<Response | string | null> => {
     if (PUBLIC_PATHS.has(rest)) return null;

@@ -466,7 +466,7 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
 }
 
 /**
- * The real platform's CLI still queries logs on `/v1/projects/{project_id}/…` with POST (a
+ * LangSmith Deployment's CLI still queries logs on `/v1/projects/{project_id}/…` with POST (a
  * project is a deployment). Same pages as the `/v2` GETs; the body carries the paging fields, and
  * fields we do not filter on are accepted and ignored so that client updates do not break.
  */
@@ -478,7 +478,7 @@ export function registerLegacyLogRoutes(router: Router, ctx: PlatformContext): v
     router.add({
       method: "post",
       path: `/projects/:project_id/revisions/:revision_id/${kind}_logs`,
-      summary: `Read a revision's ${kind} log (the real platform's v1 path; project = deployment)`,
+      summary: `Read a revision's ${kind} log (LangSmith Deployment's v1 path; project = deployment)`,
       tags: TAGS,
       params,
       body,

@@ -8,7 +8,7 @@ import { deleteValues } from "./credentials/sealed-values.ts";
 import { asStoredConfig, sealedRefs } from "./config/stored-config.ts";
 
 /**
- * CONTRACT between the sandbox driver (issue 4) and the egress proxy (issue 5). The sandbox driver
+ * CONTRACT between the sandbox driver and the egress proxy. The sandbox driver
  * calls `attachEgress` once the sandbox's network namespace exists (before the first command runs)
  * and `detach` when the sandbox stops.
  */

@@ -14,7 +14,7 @@ import { openValues } from "./credentials/sealed-values.ts";
 import { asStoredConfig, sealedRefs, type StoredConfigV1 } from "./config/stored-config.ts";
 
 /**
- * Builds a sandbox's credential engines (issue 6: cloud signing, tokens, callbacks) from its live
+ * Builds a sandbox's credential engines (cloud signing, tokens, callbacks) from its live
  * policy; called on attach and on every PATCH. `env` and `files` join what the sandbox gets
  * (compatibility placeholders), never a real credential.
  */
@@ -43,7 +43,7 @@ export class EgressRuntime {
   readonly audit: DbAuditLog;
   readonly settings: EgressSettings;
   private readonly minters = new Map<string, Promise<LeafMinter>>();
-  /** Set by the cloud engines (issue 6); without it, cloud rules and callbacks are stored but inert. */
+  /** Set by the cloud engines; without it, cloud rules and callbacks are stored but inert. */
   authorizerFactory: AuthorizerFactory | null = null;
 
   /** The sandbox's engines for a policy, with audit events attributed to it. */

@@ -49,7 +49,7 @@ function http_status(s: number): string {
 }
 
 /**
- * `WS {dataplane_url}/execute/ws`: the real platform's protocol. `execute` starts a command and
+ * `WS {dataplane_url}/execute/ws`: LangSmith Deployment's protocol. `execute` starts a command and
  * streams `started`, `stdout`/`stderr` with byte offsets, `exit`; `reconnect` re-attaches to a
  * command by id from the offsets the client already has, so a dropped connection loses nothing.
  */

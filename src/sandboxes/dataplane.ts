@@ -54,7 +54,7 @@ mv -f -- "$t" "$p" || { rm -f -- "$t"; exit 13; }`;
 /** `POST /execute`, `POST /upload`, `GET /download` under each sandbox's `dataplane_url`. */
 export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manager: SandboxManager): void {
   const principal = principalOf(ctx.authenticate);
-  // Every data-plane call wakes a stopped sandbox first, as the real platform does.
+  // Every data-plane call wakes a stopped sandbox first, as LangSmith Deployment does.
   const sandboxOf = async (c: Context<AppEnv>) => manager.wake(await dataplaneSandbox(ctx, (await principal(c)).workspaceId, c.req.param("id")!));
 
   app.post(`${DATAPLANE_PREFIX}/:id/execute`, async (c) => {

@@ -1,7 +1,7 @@
 import { posix } from "node:path";
 
 /**
- * Pure parts of the data plane's `POST /glob` and `POST /grep` (the real platform's read-only
+ * Pure parts of the data plane's `POST /glob` and `POST /grep` (LangSmith Deployment's read-only
  * file search): pattern matching, how deep `find` must go, and parsing what `find -printf` and
  * `grep -Z` print inside the sandbox. The listing itself always runs inside the sandbox as its user.
  */

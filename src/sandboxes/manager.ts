@@ -31,7 +31,7 @@ export interface ExecParams {
   options: CommandOptions;
 }
 
-/** A data-plane error with the real platform's `{"detail":{"error","message"}}` body. */
+/** A data-plane error with LangSmith Deployment's `{"detail":{"error","message"}}` body. */
 export function dataplaneError(status: number, error: string, message: string): HttpError {
   return new HttpError(status, { error, message });
 }
@@ -239,7 +239,7 @@ export class SandboxManager {
   }
 
   /**
-   * Any data-plane request to a stopped sandbox starts it (the real platform's clients rely on
+   * Any data-plane request to a stopped sandbox starts it (LangSmith Deployment's clients rely on
    * it: boxes stop after their idle TTL). Waits while it provisions; returns the row as it is then.
    */
   async wake(row: SandboxRow, timeoutMs = 60_000): Promise<SandboxRow> {
@@ -261,7 +261,7 @@ export class SandboxManager {
     }
   }
 
-  /** The live sandbox for a data-plane call, or NotReady (400) as the real platform answers. */
+  /** The live sandbox for a data-plane call, or NotReady (400) as LangSmith Deployment answers. */
   requireLive(row: SandboxRow): Live {
     const l = this.live.get(row.id);
     if (row.status !== "ready" || !l) throw dataplaneError(400, "NotReady", `Sandbox ${row.name} is not ready (status: ${row.status})`);

@@ -1,7 +1,7 @@
 import { presentProxyConfig, type StoredProxyConfig } from "../egress/index.ts";
 import type { SandboxRow, SnapshotRow } from "./sandbox-store.ts";
 
-/** The sandbox record as the real platform's SandboxResponse. */
+/** The sandbox record as LangSmith Deployment's SandboxResponse. */
 export function presentSandbox(row: SandboxRow, baseUrl: string): Record<string, unknown> {
   return {
     id: row.id,

@@ -16,7 +16,7 @@ import { signLink, verifyLink, type LinkClaims } from "./signed-links.ts";
 /**
  * Service URLs: an HTTP (and WebSocket) service listening on a port inside a sandbox, reachable at
  * `{server}/sandboxes/service/{sandbox id}/{port}/…` with a short-lived token in the
- * `X-Langsmith-Sandbox-Service-Token` header (the real platform's header), or a cookie set by the
+ * `X-Langsmith-Sandbox-Service-Token` header (LangSmith Deployment's header), or a cookie set by the
  * `browser_url`. Each connection is opened on the sandbox's own loopback by the driver; a stopped
  * sandbox is started first.
  */

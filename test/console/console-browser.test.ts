@@ -20,7 +20,7 @@ async function terminalText(page: Page): Promise<string> {
 }
 
 /**
- * The whole console in headless Chromium against a real platform (sandboxes, egress proxy,
+ * The whole console in headless Chromium against a running Wharf platform (sandboxes, egress proxy,
  * deployments with the real agent server): every step goes through the page, as a person would.
  */
 test("the console in a browser: sign in, deploy, chat, terminal, files, egress, sign out", { timeout: 240_000 }, async (t) => {

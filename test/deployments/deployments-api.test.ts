@@ -76,7 +76,7 @@ describe("deployments API: bad bodies are 422 with detail, nothing half-created"
     assert.ok(!p.logs().includes("s3cret-value"), "a secret value reached the platform log");
     const db = await (await p.api(`${path}/revisions/${rev.id}/deploy_logs`)).text();
     assert.ok(!db.includes("s3cret-value"));
-    // The real platform's CLI reads logs on /v1/projects/{project_id}/… with POST: the same pages.
+    // LangSmith Deployment's CLI reads logs on /v1/projects/{project_id}/… with POST: the same pages.
     const v2Build = await (await p.api(`${path}/revisions/${rev.id}/build_logs?limit=5`)).json();
     res = await p.api(`/v1/projects/${d.id}/revisions/${rev.id}/build_logs`, { method: "POST", json: { limit: 5, offset: null, level: "info" } });
     assert.equal(res.status, 200);

@@ -6,7 +6,7 @@ import { curl, parseCurl, startProxy } from "./support/proxy.ts";
 import { startUpstreams } from "./support/upstreams.ts";
 
 /**
- * The extension point issue 6's engines plug into: authorizers run after access control, Host
+ * The extension point the cloud credential engines plug into: authorizers run after access control, Host
  * verification and static header rules, and may rewrite headers and body, answer the sandbox
  * themselves, or fail (502, audited).
  */

@@ -30,7 +30,7 @@ async def main():
 asyncio.run(main())
 `;
 
-/** The real platform's own client (langsmith 0.10 and deepagents' 0.9) against a running Wharf. */
+/** LangSmith Deployment's own client (langsmith 0.10 and deepagents' 0.9) against a running Wharf. */
 describe("the langsmith sandbox client against Wharf", () => {
   test("files: write/read/stat/readRange, ls/glob/grep, download URLs; a data-plane call wakes a stopped box", async (t) => {
     const p = await startSandboxPlatform(t);

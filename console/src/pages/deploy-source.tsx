@@ -7,7 +7,7 @@ export type SourceChoice = { kind: "tarball"; file: File | null } | { kind: "git
 /** Tarball upload or git URL, shared by create and PATCH. */
 export function SourcePicker(props: { value: SourceChoice; onChange: (v: SourceChoice) => void; allowNone?: boolean; errors?: Record<string, string>; lockedRepo?: string }) {
   const v = props.value;
-  // A deployment keeps its repository (as on the real platform); only the ref changes.
+  // A deployment keeps its repository (as on LangSmith Deployment); only the ref changes.
   const locked = props.lockedRepo;
   return (
     <div className="source">

@@ -11,15 +11,15 @@ import type { StoredConfigV1, StoredHeader, StoredRule, StoredSecret } from "./s
 import "../egress-tables.ts";
 
 /**
- * CONTRACT between sandboxes (issue 4) and the egress proxy (issues 5, 6).
+ * CONTRACT between sandboxes and the egress proxy (with its cloud credential engines).
  *
  * The sandboxes API parses `proxy_config` with `proxyConfigSchema` (for the 422 `loc`s), then calls
  * `prepareProxyConfig` to check what zod cannot (workspace secret references exist), seal `opaque`
  * values, and get the stored form; `presentProxyConfig` gives the API response form (opaque values
  * never, `{"type":"opaque","is_set":true}`).
  *
- * Every rule kind of the interface is validated here, including those whose behaviour comes with
- * issue 6 (`cloud_a`, `cloud_b`, callbacks), so the API is complete. The real platform's names
+ * Every rule kind of the interface is validated here, including those whose behaviour comes from
+ * the cloud credential engines (`cloud_a`, `cloud_b`, callbacks), so the API is complete. LangSmith Deployment's names
  * `aws`/`gcp` are accepted as aliases and stored under the interface's names.
  */
 

@@ -20,7 +20,7 @@ import { SandboxPolicy } from "../policy/policy.ts";
 import type { Target } from "../proxy/resolver.ts";
 
 /**
- * The adapter between the egress proxy (issue 5) and the cloud credential engines (issue 6):
+ * The adapter between the egress proxy and the cloud credential engines:
  * builds one sandbox's engines from its live policy (attach, every PATCH) and runs them per
  * request in the order of docs/egress-cloud.md: header rules first (a static rule that matched
  * skips everything here), then `cloud_a`, `cloud_b`, then the first matching callback.

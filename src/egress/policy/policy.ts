@@ -126,7 +126,7 @@ export class SandboxPolicy {
   }
 
   /**
-   * The enabled cloud rules with their credentials resolved (for the cloud engines of issue 6);
+   * The enabled cloud rules with their credentials resolved (for the cloud credential engines);
    * a credential that cannot be resolved is null, and its engine must fail closed.
    */
   cloudCredentials(): { cloudA: { name: string; accessKeyId: string | null; secretAccessKey: string | null } | null; cloudB: { name: string; serviceAccountJson: string | null; scopes: string[] } | null } {

@@ -53,7 +53,7 @@ export const CTX = Symbol("wharf-egress-context");
 export type WithCtx = { [CTX]?: ConnContext };
 
 /**
- * A request on its way upstream, as extensions (issue 6: SigV4 re-signing, Google bearer tokens,
+ * A request on its way upstream, as extensions (SigV4 re-signing, Google bearer tokens,
  * callbacks) see it: after access control, Host verification and static header rules. Headers are
  * ordered raw pairs (signing needs exact values and repeats); `target` is the normalised path plus
  * query exactly as it will be sent.

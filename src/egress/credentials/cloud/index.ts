@@ -1,4 +1,4 @@
-/** Public surface of the cloud credential engines (issue 6); the proxy imports from here. */
+/** Public surface of the cloud credential engines; the proxy imports from here. */
 export { createCloudEngines, type CloudEngines, type CloudRulesInput, type CloudEngineDeps } from "./cloud-engines.ts";
 export { createAwsSigningEngine, type AwsOutboundRequest, type AwsOutcome, type AwsSigningEngine } from "./aws-signing-engine.ts";
 export { AwsRefusal, awsRefusalResponse } from "./aws-refusal.ts";
