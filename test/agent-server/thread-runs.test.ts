@@ -67,8 +67,11 @@ for (const dialect of DIALECTS) {
       const client = server.client();
       const th = await client.threads.create();
       const paused = (await client.runs.wait(th.thread_id, "ask", { input: say("deploy") })) as Record<string, unknown>;
-      const interrupts = paused.__interrupt__ as Array<{ value: { question: string } }>;
+      // As the LangGraph server: the last values chunk, which for a pause is the interrupt alone.
+      assert.deepEqual(Object.keys(paused), ["__interrupt__"]);
+      const interrupts = paused.__interrupt__ as Array<{ value: { question: string }; id: string }>;
       assert.equal(interrupts[0].value.question, 'approve "deploy"?');
+      assert.equal(typeof interrupts[0].id, "string");
       const thread = await client.threads.get(th.thread_id);
       assert.equal(thread.status, "interrupted");
       assert.equal(Object.values(thread.interrupts ?? {}).flat().length, 1);

@@ -98,6 +98,15 @@ async function waitResponse(c: C, engine: RunEngine, runId: string, location: st
 }
 const SLOW = Symbol("slow");
 
+/**
+ * What `/runs/wait` and `/join` answer: the run's last `values` chunk, as the LangGraph server
+ * does; a run that paused on an interrupt ends with the chunk `{__interrupt__: [...]}` alone.
+ */
+function asWaitResult(values: unknown): unknown {
+  if (values && typeof values === "object" && "__interrupt__" in values) return { __interrupt__: (values as { __interrupt__: unknown }).__interrupt__ };
+  return values;
+}
+
 /** A background run as its creation answers it: `pending`, as the LangGraph server's queue reports it. */
 const asCreated = (run: Run): Run => ({ ...run, status: "pending" });
 
@@ -125,7 +134,7 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
   const finalValues = (threadId: string) => async (active: ActiveRun | null) => {
     if (active) {
       const outcome = await active.done;
-      if (outcome.values !== undefined) return outcome.values;
+      if (outcome.values !== undefined) return asWaitResult(outcome.values);
     }
     const thread = await getThread(ctx, threadId, undefined).catch(() => null);
     return thread?.values ?? {};
@@ -138,7 +147,7 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
 
   app.post("/runs/wait", async (c) => {
     const { run, location } = await create(c, null);
-    const final = run.kwargs.temporary ? async (a: ActiveRun | null) => (a ? ((await a.done).values ?? {}) : {}) : finalValues(run.thread_id);
+    const final = run.kwargs.temporary ? async (a: ActiveRun | null) => (a ? asWaitResult((await a.done).values ?? {}) : {}) : finalValues(run.thread_id);
     return waitResponse(c, engine, run.run_id, location, final, run.kwargs.on_disconnect === "cancel" ? { threadId: run.thread_id } : null);
   });
 

@@ -13,7 +13,13 @@ import type { AgentAssistantsTable } from "./tables.ts";
 const ASSISTANT_NAMESPACE = "6ba7b821-9dad-11d1-80b4-00c04fd430c8";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export const systemAssistantId = (graphId: string) => uuid5(graphId, ASSISTANT_NAMESPACE);
+const systemIds = new Map<string, string>();
+/** The default assistant of a graph (UUIDv5 of the graph id; memoised: it is on every run's path). */
+export const systemAssistantId = (graphId: string): string => {
+  let id = systemIds.get(graphId);
+  if (!id) systemIds.set(graphId, (id = uuid5(graphId, ASSISTANT_NAMESPACE)));
+  return id;
+};
 export const isUuid = (s: string) => UUID.test(s);
 
 export interface Assistant {
