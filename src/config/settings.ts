@@ -65,6 +65,11 @@ export const SETTINGS = {
   WHARF_EGRESS_ALLOW_INTERNAL: decl({ part: "egress", type: "CIDR list", default: "", description: "comma-separated CIDRs of internal addresses sandboxes may reach (never through proxy_config)", schema: list() }),
   WHARF_EGRESS_UPSTREAM_CA_FILE: decl({ part: "egress", type: "path", defaultText: "none", description: "PEM file of extra roots trusted for upstream TLS (the system roots always are)", schema: text().optional() }),
   WHARF_EGRESS_SYSTEM_DNS: decl({ part: "egress", type: "0/1", default: "1", description: "1 resolves names with the system resolver; 0 resolves only `WHARF_EGRESS_HOSTS`", schema: flag() }),
+  WHARF_EGRESS_HEADER_TIMEOUT_MS: decl({ part: "egress", type: "ms", default: "10000", description: "time a sandbox connection has to send its request head or TLS ClientHello", schema: int(100) }),
+  WHARF_EGRESS_IDLE_TIMEOUT_MS: decl({ part: "egress", type: "ms", default: "120000", description: "idle sandbox connections are closed after this", schema: int(100) }),
+  WHARF_EGRESS_MAX_CONNECTIONS: decl({ part: "egress", type: "integer", default: "512", description: "concurrent client connections per sandbox", schema: int(1) }),
+  WHARF_EGRESS_ISOLATE: decl({ part: "egress", type: "0/1", default: "1", description: "1 runs the egress data plane in its own supervised process; 0 in the platform process", schema: flag() }),
+  WHARF_EGRESS_FAULT_HOOK: decl({ part: "egress", type: "0/1", default: "0", description: "1 lets a request with `x-wharf-egress-fault: crash` crash the data plane (fault tests only)", schema: flag() }),
   WHARF_EGRESS_PROXY_PORT: decl({ part: "egress", type: "port", default: "3128", description: "port of the explicit proxy on 127.0.0.1 inside each sandbox", schema: int(1, 65535) }),
 
   WHARF_SANDBOX_DRIVER: decl({ part: "sandboxes", type: "enum", default: "local", description: "`local` (Linux namespaces) or `none` (sandbox calls answer 503)", schema: z.enum(["local", "none"]) }),
@@ -78,6 +83,7 @@ export const SETTINGS = {
   WHARF_SANDBOX_KEEP_RUNNING: decl({ part: "sandboxes", type: "0/1", default: "0", description: "keep sandboxes running across a graceful restart (live restore)", schema: flag() }),
   WHARF_SANDBOX_MAX_OUTPUT_BYTES: decl({ part: "sandboxes", type: "bytes", default: String(64 << 20), description: "output kept per command stream for re-attaching clients", schema: int(1024) }),
 
+  WHARF_DEPLOYMENT_ISOLATION: decl({ part: "deployments", type: "enum", defaultText: "on where the host can (root with bubblewrap)", description: "`off` runs deployed code unconfined, as the platform's user", schema: z.enum(["on", "off"]).optional() }),
   WHARF_EXAMPLE_PROJECT: decl({ part: "deployments", type: "path", defaultText: "`examples/chat-agent`", description: "the project `wharf up` deploys as the deployment `example`, or `off`", schema: text().optional() }),
 
   WHARF_CRON_TICK_MS: decl({ part: "agent server", type: "ms", default: "5000", description: "how often an agent server looks for due crons", schema: int(10, 3_600_000) }),
