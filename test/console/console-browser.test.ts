@@ -260,6 +260,10 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     assert.match(key, /^wharf_/);
     assert.ok(!(await page.content()).includes("s3cr3t-value-never-shown"), "a secret value is never shown");
     await shoot(page, "14-settings");
+    page.once("dialog", (d) => void d.accept());
+    await page.locator("tr", { hasText: "from-console" }).getByRole("button", { name: "Revoke" }).click();
+    await page.locator("tr.revoked", { hasText: "from-console" }).waitFor();
+    assert.equal((await fetch(`${p.url}/v2/me`, { headers: { "x-api-key": key } })).status, 401, "a revoked key stops working");
   });
 
   await t.test("connections: add a provider, connect an account, list the agent's connections", async (t2) => {

@@ -103,7 +103,7 @@ export default function Playground({ deploymentId, threadId }: { deploymentId?: 
               {threads.data?.map((t) => (
                 <li key={t.thread_id} className={t.thread_id === threadId ? "selected" : ""}>
                   <a href={href("playground", deploymentId, t.thread_id)}>
-                    <span className="mono">{t.thread_id.slice(0, 8)}</span> <Status value={t.status} />
+                    <span className="preview">{preview(t) || <span className="mono">{t.thread_id.slice(0, 8)}</span>}</span> <Status value={t.status} />
                     <span className="muted small">{when(t.updated_at)}</span>
                   </a>
                 </li>
@@ -183,6 +183,13 @@ function Chat(props: { apiUrl: string; headers: Record<string, string>; assistan
       </form>
     </div>
   );
+}
+
+/** The thread's first message, as a title for the list. */
+function preview(t: ThreadSummary): string {
+  const first = t.values?.messages?.[0]?.content;
+  const s = first === undefined ? "" : text(first);
+  return s.length > 40 ? s.slice(0, 39) + "…" : s;
 }
 
 function tryJson(s: string): unknown {
