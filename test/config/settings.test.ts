@@ -45,6 +45,19 @@ describe("one configuration", () => {
     }
   });
 
+  test("every WHARF_* variable the code names is declared (or is one the platform sets for its children)", () => {
+    // Set by the platform for processes it starts, or constants named like settings: not operator settings.
+    const internal = new Set(["WHARF_AGENT_DATABASE_URL", "WHARF_AGENT_DATABASE_SCHEMA", "WHARF_DEPLOYMENT_ID", "WHARF_REVISION_ID", "WHARF_WORKSPACE_ID", "WHARF_FSIZE_LIMIT", "WHARF_BIN", "WHARF_NODE_MODULES", "WHARF_ROOT"]);
+    const src = path.join(REPO_ROOT, "src");
+    const named = new Set<string>();
+    for (const f of fs.readdirSync(src, { recursive: true }) as string[]) {
+      if (!/\.(ts|mjs)$/.test(f)) continue;
+      for (const m of fs.readFileSync(path.join(src, f), "utf8").matchAll(/\bWHARF_[A-Z0-9_]*[A-Z0-9]\b/g)) named.add(m[0]);
+    }
+    const undeclared = [...named].filter((n) => !(n in SETTINGS) && !internal.has(n)).sort();
+    assert.deepEqual(undeclared, [], "declare these in src/config/settings.ts");
+  });
+
   test("the foundation's code reads no process.env outside src/config", () => {
     const folders = ["config", "crypto", "secrets", "store", "platform", "identity", "log", "http", "connections"].map((f) => path.join(REPO_ROOT, "src", f));
     const cli = ["main.ts", "up.ts", "keys.ts", "secrets.ts", "auth.ts", "api-client.ts", "output.ts", "config-or-exit.ts"].map((f) => path.join(REPO_ROOT, "src/cli", f));
