@@ -27,6 +27,8 @@ const executeMsg = z.object({
   command_id: z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/).optional(),
   close_stdin: z.boolean().optional(),
   pty: z.boolean().optional(),
+  cols: z.number().int().min(1).max(1000).default(80),
+  rows: z.number().int().min(1).max(1000).default(24),
 });
 const reconnectMsg = z.object({
   type: z.literal("reconnect"),
@@ -38,6 +40,7 @@ const controlMsg = z.discriminatedUnion("type", [
   z.object({ type: z.literal("kill") }),
   z.object({ type: z.literal("input"), data: z.string() }),
   z.object({ type: z.literal("close_stdin") }),
+  z.object({ type: z.literal("resize"), cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) }),
 ]);
 
 function reject(socket: Duplex, status: number, detail: unknown): void {
@@ -121,6 +124,7 @@ export function attachExecuteWebSocket(server: http.Server, ctx: PlatformContext
                 env: p.data.env,
                 cwd: p.data.cwd,
                 commandId: p.data.command_id,
+                tty: p.data.pty ? { rows: p.data.rows, cols: p.data.cols } : undefined,
                 options: {
                   timeoutSeconds: p.data.timeout_seconds,
                   idleTimeoutSeconds: p.data.idle_timeout_seconds,
@@ -147,6 +151,7 @@ export function attachExecuteWebSocket(server: http.Server, ctx: PlatformContext
           const s = session as CommandSession;
           if (p.data.type === "kill") s.kill();
           else if (p.data.type === "input") s.proc.stdin.write(p.data.data);
+          else if (p.data.type === "resize") s.proc.resize?.(p.data.rows, p.data.cols);
           else s.proc.stdin.end();
         } catch (err) {
           if (err instanceof HttpError) {

@@ -28,6 +28,8 @@ export interface ExecParams {
   env?: Record<string, string>;
   cwd?: string;
   commandId?: string;
+  /** A pseudo-terminal of this size (WebSocket `pty: true`). */
+  tty?: { rows: number; cols: number };
   options: CommandOptions;
 }
 
@@ -275,7 +277,7 @@ export class SandboxManager {
     const id = p.commandId ?? newId();
     if (this.commands.get(row.id, id)) throw dataplaneError(409, "CommandError", `Command id ${id} is already in use`);
     const env = { ...l.env, ...(p.env ?? {}), WHARF_FSIZE_LIMIT: String(Number(row.fs_capacity_bytes)) };
-    const proc = this.driver!.exec(row.id, l.ref, { argv: [p.shell, "-c", p.command], env, cwd: p.cwd || SANDBOX_USER.home });
+    const proc = this.driver!.exec(row.id, l.ref, { argv: [p.shell, "-c", p.command], env, cwd: p.cwd || SANDBOX_USER.home, tty: p.tty });
     const session = new CommandSession(id, row.id, proc, p.options);
     this.commands.add(session);
     void session.done.then(() => this.touch(row.id));

@@ -165,6 +165,48 @@ describe("the langsmith sandbox client against Wharf", () => {
     await sb.delete();
   });
 
+  test("pty: a real terminal (tty, size, input, resize, kill)", async (t) => {
+    const p = await startSandboxPlatform(t);
+    if (!p) return;
+    const client = new SandboxClient({ apiEndpoint: `${p.url}/v2/sandboxes`, apiKey: p.apiKey, maxRetries: 0 });
+    const sb = await client.createSandbox(undefined, { name: "client-pty" });
+    const r = await sb.run("tty; stty size; test -t 0 && test -t 1 && echo interactive; echo to-stderr >&2", { pty: true, timeout: 20 });
+    assert.equal(r.exit_code, 0);
+    assert.match(r.stdout, /^\/dev\/pts\/\d+\r\n24 80\r\ninteractive\r\nto-stderr\r\n$/);
+    const plain = await sb.run("tty; true", { timeout: 20 });
+    assert.equal(plain.stdout, "not a tty\n");
+
+    // Input reaches the terminal (echoed by it, as a terminal does); EOT ends `cat`.
+    const h = await sb.run("read -r x; echo \"got:$x\"; cat; echo after-eof", { pty: true, wait: false, timeout: 20 });
+    h.sendInput("hello\n");
+    h.sendInput("\u0004");
+    const res = await h.result;
+    assert.match(res.stdout, /hello\r\ngot:hello\r\n/);
+    assert.match(res.stdout, /after-eof/);
+
+    // Resize (the same terminal's size changes under the running program) and kill, over the raw protocol.
+    const ws = new WebSocket(`${sb.dataplane_url!.replace(/^http/, "ws")}/execute/ws`, { headers: { "X-Api-Key": p.apiKey } });
+    const msgs: any[] = [];
+    const exited = new Promise<void>((resolve, reject) => {
+      ws.on("message", (d) => {
+        const m = JSON.parse(d.toString());
+        msgs.push(m);
+        if (m.type === "stdout" && m.data.includes("30 90")) ws.send(JSON.stringify({ type: "resize", rows: 40, cols: 100 }));
+        if (m.type === "stdout" && m.data.includes("40 100")) ws.send(JSON.stringify({ type: "kill" }));
+        if (m.type === "exit") resolve();
+      });
+      ws.on("error", reject);
+    });
+    ws.on("open", () => ws.send(JSON.stringify({ type: "execute", command: "while true; do stty size; sleep 0.1; done", pty: true, rows: 30, cols: 90 })));
+    await exited;
+    ws.close();
+    const out = msgs.filter((m) => m.type === "stdout").map((m) => m.data).join("");
+    assert.match(out, /^30 90\r\n/);
+    assert.match(out, /40 100/);
+    assert.notEqual(msgs.at(-1).exit_code, 0);
+    await sb.delete();
+  });
+
   test("deepagents' LangSmithSandbox reads and edits files in a Wharf sandbox", async (t) => {
     const p = await startSandboxPlatform(t);
     if (!p) return;

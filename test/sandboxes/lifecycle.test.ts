@@ -33,8 +33,12 @@ for (const dialect of DIALECTS) {
       const stopped = await res.json();
       assert.equal(stopped.status, "stopped");
       assert.ok(stopped.stopped_at);
-      assert.equal((await p.exec(box, "true")).status, 400);
-      assert.equal((await p.exec(box, "true")).body.detail.error, "NotReady");
+      // A data-plane request wakes a stopped sandbox (the real platform's clients rely on it).
+      const woke = await p.exec(box, "cat ~/note.txt");
+      assert.equal(woke.status, 200);
+      assert.equal(woke.body.stdout, "kept\n");
+      assert.equal((await (await p.api("/v2/sandboxes/boxes/keeper")).json()).status, "ready");
+      assert.equal((await p.api("/v2/sandboxes/boxes/keeper/stop", { method: "POST" })).status, 204);
       res = await p.api("/v2/sandboxes/boxes/keeper", { method: "PATCH", json: { proxy_config: { rules: [] } } });
       assert.equal(res.status, 400);
       res = await p.api("/v2/sandboxes/boxes/keeper/start", { method: "POST" });

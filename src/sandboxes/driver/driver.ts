@@ -46,6 +46,8 @@ export interface ExecRequest {
   argv: string[];
   env: Record<string, string>;
   cwd: string;
+  /** Run on a pseudo-terminal of this size (stdout carries everything; stderr stays empty). */
+  tty?: { rows: number; cols: number };
 }
 
 export interface ExecProcess {
@@ -56,6 +58,8 @@ export interface ExecProcess {
   stderr: Readable;
   /** Resolves with the exit code (128 + signal number when killed by a signal). */
   exited: Promise<number>;
+  /** Resizes the command's terminal (commands started with `tty` only). */
+  resize?(rows: number, cols: number): void;
   /** Kills the command's whole process group. */
   kill(): void;
 }

@@ -123,10 +123,14 @@ exec { "bwrap" } "bwrap", @bwrap or fail("exec bwrap");`;
  * arguments and is installed only in the child. It refuses to run unless the target is still the
  * sandbox's init (same start time, and a user namespace other than the host's): a recycled pid
  * must never put a command into the host's namespaces.
- *   perl -e ENTER SYS PID START CGFILES(:) SECCOMPHEX|- FSIZE CWD NENV K=V... -- argv...
+ * With PTY = "ROWSxCOLS" (else "-") the command gets a pseudo-terminal from the sandbox's own
+ * devpts as its controlling terminal (stdin, stdout and stderr), and the launcher's uid-1000 child
+ * pumps bytes between it and the launcher's stdin/stdout; lines "ROWS COLS" on fd 3 resize it;
+ * end of stdin is sent as the terminal's EOF character.
+ *   perl -e ENTER SYS PID START CGFILES(:) SECCOMPHEX|- FSIZE CWD PTY NENV K=V... -- argv...
  */
 export const ENTER = String.raw`my %S = map { split /=/ } split /,/, shift @ARGV;
-my ($pid, $start, $cg, $hex, $fsize, $cwd, $nenv) = splice(@ARGV, 0, 7);
+my ($pid, $start, $cg, $hex, $fsize, $cwd, $pty, $nenv) = splice(@ARGV, 0, 8);
 my @env = splice(@ARGV, 0, $nenv);
 my ($sep, @cmd) = @ARGV;
 sub fail { print STDERR "wharf: $_[0]: $!\n"; exit 125 }
@@ -160,14 +164,70 @@ if ($child) {
 %ENV = map { split(/=/, $_, 2) } @env;
 syscall($S{setresgid}, 1000, 1000, 1000) == 0 or fail("setresgid");
 syscall($S{setresuid}, 1000, 1000, 1000) == 0 or fail("setresuid");
-syscall($S{setsid});
-if ($hex ne "-") {
-  my $f = pack("H*", $hex);
-  my $p = pack("S x6 a8", length($f) / 8, pack("p", $f));
-  syscall($S{prctl}, 38, 1, 0, 0, 0) == 0 or fail("no_new_privs");
-  syscall($S{prctl}, 22, 2, $p, 0, 0) == 0 or fail("seccomp");
+sub confine {
+  if ($hex ne "-") {
+    my $f = pack("H*", $hex);
+    my $p = pack("S x6 a8", length($f) / 8, pack("p", $f));
+    syscall($S{prctl}, 38, 1, 0, 0, 0) == 0 or fail("no_new_privs");
+    syscall($S{prctl}, 22, 2, $p, 0, 0) == 0 or fail("seccomp");
+  }
+  my $rlim = pack("QQ", $fsize, $fsize);
+  syscall($S{setrlimit}, 1, $rlim) if $fsize > 0;
+  chdir($cwd) or do { print STDERR "wharf: cannot change directory to $cwd: $!\n"; exit 125 };
+  exec { $cmd[0] } @cmd or do { print STDERR "wharf: cannot run $cmd[0]: $!\n"; exit 127 };
 }
-my $rlim = pack("QQ", $fsize, $fsize);
-syscall($S{setrlimit}, 1, $rlim) if $fsize > 0;
-chdir($cwd) or do { print STDERR "wharf: cannot change directory to $cwd: $!\n"; exit 125 };
-exec { $cmd[0] } @cmd or do { print STDERR "wharf: cannot run $cmd[0]: $!\n"; exit 127 };`;
+if ($pty eq "-") { syscall($S{setsid}); confine(); }
+my ($rows, $cols) = split /x/, $pty;
+open(my $m, "+<", "/dev/ptmx") or fail("no pseudo-terminal in the sandbox");
+# ioctl() needs writable buffers (literals are read-only): use copies.
+my $unlock = pack("i", 0);
+ioctl($m, 0x40045431, $unlock) or fail("unlockpt");
+my $pn = pack("i", 0);
+ioctl($m, 0x80045430, $pn) or fail("ptsname");
+my $tty = "/dev/pts/" . unpack("i", $pn);
+my $ws = pack("S4", $rows, $cols, 0, 0);
+ioctl($m, 0x5414, $ws);
+my $k = fork();
+defined($k) or fail("fork");
+if ($k == 0) {
+  close($m);
+  if (open(my $c3, "<&=", 3)) { close($c3); }
+  syscall($S{setsid});
+  open(my $t, "+<", $tty) or fail("open $tty");
+  ioctl($t, 0x540E, 0);
+  open(STDIN, "<&", $t) or fail("stdin"); open(STDOUT, ">&", $t) or fail("stdout"); open(STDERR, ">&", $t) or fail("stderr");
+  close($t);
+  confine();
+}
+$SIG{PIPE} = "IGNORE";
+my ($in, $ctl, $buf, $line) = (1, open(my $cf, "<&=", 3) ? 1 : 0, "", "");
+my $done = 0;
+for (;;) {
+  my $rin = "";
+  vec($rin, fileno($m), 1) = 1;
+  vec($rin, 0, 1) = 1 if $in;
+  vec($rin, 3, 1) = 1 if $ctl;
+  my $n = select(my $rout = $rin, undef, undef, $done ? 0 : 0.2);
+  if ($n > 0 && vec($rout, fileno($m), 1)) {
+    my $r = sysread($m, $buf, 65536);
+    last if !$r;
+    syswrite(STDOUT, $buf);
+  }
+  if ($n > 0 && $in && vec($rout, 0, 1)) {
+    my $r = sysread(STDIN, $buf, 65536);
+    if ($r) { syswrite($m, $buf); } else { $in = 0; syswrite($m, "\x04"); }
+  }
+  if ($n > 0 && $ctl && vec($rout, 3, 1)) {
+    my $r = sysread($cf, $buf, 4096);
+    if (!$r) { $ctl = 0; } else {
+      $line .= $buf;
+      while ($line =~ s/^(\d+) (\d+)\n//) { my $sz = pack("S4", $1, $2, 0, 0); ioctl($m, 0x5414, $sz); }
+      $line = "" if length($line) > 64;
+    }
+  }
+  # The command is gone: drain what the terminal still holds, then stop (background jobs may keep it open).
+  last if $done && $n <= 0;
+  $done = 1 if !$done && waitpid($k, 1) > 0;
+}
+my $st = $done ? $? : do { waitpid($k, 0); $? };
+exit($st & 127 ? 128 + ($st & 127) : $st >> 8);`;

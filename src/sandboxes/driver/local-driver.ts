@@ -307,9 +307,13 @@ export class LocalDriver implements SandboxDriver {
     const env = Object.entries(req.env)
       .filter(([k]) => k !== "WHARF_FSIZE_LIMIT")
       .map(([k, v]) => `${k}=${v}`);
-    const args = ["-e", ENTER, this.sysArg, String(r.init.pid), String(r.init.start), this.cg.procsFiles(id).join(":"), this.bpfHex, fsize, req.cwd, String(env.length), ...env, "--", ...req.argv];
+    const pty = req.tty ? `${clampTty(req.tty.rows)}x${clampTty(req.tty.cols)}` : "-";
+    const args = ["-e", ENTER, this.sysArg, String(r.init.pid), String(r.init.start), this.cg.procsFiles(id).join(":"), this.bpfHex, fsize, req.cwd, pty, String(env.length), ...env, "--", ...req.argv];
     // An empty environment for the launcher (root): the command's own arrives as arguments.
-    const child = spawn("/usr/bin/perl", args, { stdio: ["pipe", "pipe", "pipe"], env: {} });
+    // With a terminal, fd 3 carries resize requests.
+    const child = spawn("/usr/bin/perl", args, { stdio: ["pipe", "pipe", "pipe", ...(req.tty ? (["pipe"] as const) : [])], env: {} });
+    const control = req.tty ? (child.stdio[3] as NodeJS.WritableStream) : null;
+    control?.on("error", () => {}); // the launcher is gone: a late resize has nowhere to go
     const exited = new Promise<number>((resolve) => {
       child.on("exit", (code, signal) => resolve(code ?? 128 + signalNumber(signal)));
       child.on("error", () => resolve(127));
@@ -332,8 +336,11 @@ export class LocalDriver implements SandboxDriver {
         const p = await hostPid();
         return p ? (namespacePid(p) ?? 0) : 0;
       },
+      resize: control ? (rows: number, cols: number) => void control.write(`${clampTty(rows)} ${clampTty(cols)}\n`) : undefined,
       kill: () => {
         const kids = child.pid ? childrenOf(child.pid) : [];
+        // With a terminal the command is a grandchild (the launcher's child pumps the terminal).
+        for (const k of kids) for (const g of childrenOf(k)) kids.push(g);
         for (const k of kids) {
           try {
             process.kill(-k, "SIGKILL");
@@ -404,6 +411,10 @@ export class LocalDriver implements SandboxDriver {
   oomKills(id: string): number {
     return this.cg.oomKills(id);
   }
+}
+
+function clampTty(n: number): number {
+  return Math.max(1, Math.min(1000, Math.floor(n) || 1));
 }
 
 function execFileSyncChecked(cmd: string, args: string[]): void {
