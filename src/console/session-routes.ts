@@ -60,6 +60,7 @@ export function mountSessionRoutes(app: Hono<AppEnv>, ctx: PlatformContext): voi
     const scheme = principal.scheme === "bearer" ? "bearer" : "api_key";
     const opened = await openSession(ctx.db, { userId: principal.userId, workspaceId: principal.workspaceId, apiKeyId: principal.apiKeyId, scheme, notAfter });
     const maxAge = Math.max(0, Math.floor((Date.parse(opened.expiresAt) - Date.now()) / 1000));
+    ctx.log.info({ userId: principal.userId, workspaceId: principal.workspaceId, via: scheme, apiKeyId: principal.apiKeyId }, "console sign-in");
     c.header("Set-Cookie", cookie(c, opened.value, maxAge));
     c.header("Cache-Control", "no-store");
     return c.json(sessionBody(opened.value, { ...principal, expiresAt: opened.expiresAt }), 201);

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { cookieRequestRefusal, csrfTokenFor, sessionCookieOf, withoutSessionCookie } from "../../src/console/index.ts";
+import { DIALECTS } from "../support/dialects.ts";
 import { startTestPlatform } from "../support/platform.ts";
 
 const V = "a".repeat(43);
@@ -38,8 +39,9 @@ test("the session cookie is read strictly and never forwarded to agent servers",
   assert.equal(withoutSessionCookie("theme=dark"), "theme=dark");
 });
 
-test("sign in with a key or a token, CSRF on writes, sign out ends the session", async (t) => {
-  const p = await startTestPlatform(t);
+for (const dialect of DIALECTS) {
+test(`sign in with a key or a token, CSRF on writes, sign out ends the session (${dialect})`, async (t) => {
+  const p = await startTestPlatform(t, { dialect });
   if (!p) return;
   const signIn = (body: unknown, headers: Record<string, string> = {}) =>
     fetch(`${p.url}/console/api/session`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
@@ -80,7 +82,9 @@ test("sign in with a key or a token, CSRF on writes, sign out ends the session",
   assert.match(out.headers.get("set-cookie")!, /Max-Age=0/);
   assert.equal((await fetch(`${p.url}/v2/me`, { headers: { cookie } })).status, 401);
   assert.equal((await fetch(`${p.url}/console/api/session`, { headers: { cookie } })).status, 401);
+  assert.ok(!p.logs().includes(cookie.split("=")[1]) && !p.logs().includes(p.apiKey), "neither the session nor the key is logged");
 });
+}
 
 test("revoking the key a session was opened with ends the session", async (t) => {
   const p = await startTestPlatform(t);
