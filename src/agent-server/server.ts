@@ -45,6 +45,11 @@ export interface AgentServerOptions {
   pgSchema?: string;
   /** How long a run's claim holds without its process renewing it (default 30 s). */
   leaseMs?: number;
+  /**
+   * No other live process serves this server id (a deployment revision's only process, restarted
+   * after a crash): runs still marked running at start are settled at once (resumed or `error`).
+   */
+  exclusive?: boolean;
   /** The URL the server is reachable at (for `langgraph_api_url` in run metadata). */
   apiUrl?: () => string;
   /** How often the cron scheduler looks for due crons (default `WHARF_CRON_TICK_MS`, else 5 s). */
@@ -118,6 +123,10 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
     await checkpointer.close();
     throw err;
   }
+  if (options.exclusive) {
+    const n = await engine.recoverAbandoned();
+    if (n) options.log.warn({ runs: n }, "runs abandoned by a previous process were settled at start (resumed or ended as error)");
+  }
   engine.start();
   const crons = new CronScheduler(ctx, engine, tickMs);
   crons.start();
@@ -153,6 +162,7 @@ export interface StandaloneOptions {
   pgSchema?: string;
   log?: Logger;
   leaseMs?: number;
+  exclusive?: boolean;
 }
 
 export interface RunningAgentServer {
@@ -183,6 +193,7 @@ export async function startAgentServer(options: StandaloneOptions): Promise<Runn
       databaseUrl: options.databaseUrl,
       pgSchema: options.pgSchema,
       leaseMs: options.leaseMs,
+      exclusive: options.exclusive,
       apiUrl: () => url,
     });
   } catch (err) {

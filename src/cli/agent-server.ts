@@ -14,7 +14,8 @@ export function registerAgentServer(program: Command): void {
     .option("--port <port>", "port to listen on", (v) => Number(v), 2024)
     .option("--server-id <id>", "which project/deployment the stored rows belong to (default: from the project path)")
     .option("--open", "no credentials required (wharf dev; loopback addresses only)")
-    .action(async (opts: { project: string; host: string; port: number; serverId?: string; open?: boolean }) => {
+    .option("--exclusive", "no other process serves this server id: runs left running by a crashed one are settled at start")
+    .action(async (opts: { project: string; host: string; port: number; serverId?: string; open?: boolean; exclusive?: boolean }) => {
       const config = loadConfigOrExit();
       if (opts.open && !LOOPBACK.has(opts.host)) {
         console.error(`wharf: --open serves without credentials and is only allowed on a loopback address, not ${opts.host}`);
@@ -22,7 +23,7 @@ export function registerAgentServer(program: Command): void {
       }
       let running;
       try {
-        running = await startAgentServer({ projectDir: opts.project, host: opts.host, port: opts.port, databaseUrl: config.databaseUrl, home: config.home, open: opts.open, serverId: opts.serverId });
+        running = await startAgentServer({ projectDir: opts.project, host: opts.host, port: opts.port, databaseUrl: config.databaseUrl, home: config.home, open: opts.open, serverId: opts.serverId, exclusive: opts.exclusive });
       } catch (err) {
         console.error(`wharf: cannot start the agent server: ${(err as Error).message}`);
         process.exit(1);

@@ -2,6 +2,7 @@ import { sql, type Kysely, type Transaction } from "kysely";
 import { nowIso } from "../../store/database.ts";
 import { newId } from "../../store/ids.ts";
 import { isDeadLocalWorker, newWorkerId } from "./worker-identity.ts";
+import { planRecovery } from "./run-recovery.ts";
 import type { Database } from "../../store/schema.ts";
 import { getAssistant, type Assistant } from "../storage/assistants.ts";
 import type { AgentServerContext } from "../context.ts";
@@ -214,6 +215,9 @@ export class RunEngine {
     // `created_at` is the time it may start, which is also what orders and gates its claim.
     const delayMs = Math.round((body.after_seconds ?? 0) * 1000);
     const startAt = delayMs > 0 ? new Date(Date.now() + delayMs).toISOString() : now;
+    // Thread runs keep the caller's data sealed in their row, so a run whose process dies can be
+    // resumed as them by another process (stateless runs die with their caller's connection).
+    const sealed = temporary ? null : this.seal(runId, priv);
     const row: AgentRunsTable = {
       run_id: runId,
       server_id: ctx.serverId,
@@ -221,7 +225,7 @@ export class RunEngine {
       assistant_id: assistant.assistant_id,
       status: "running",
       metadata: asJson(metadata),
-      kwargs: toJson(kwargs, false),
+      kwargs: toJson(sealed ? { ...kwargs, sealed_private: sealed } : kwargs, false),
       multitask_strategy: multitask,
       temporary: temporary ? 1 : 0,
       worker_id: this.workerId,
@@ -229,7 +233,7 @@ export class RunEngine {
       created_at: startAt,
       updated_at: now,
     };
-    const queued = (r: AgentRunsTable): AgentRunsTable => ({ ...r, status: "pending", worker_id: null, lease_until: null, kwargs: toJson({ ...kwargs, sealed_private: this.seal(runId, priv) }, false) });
+    const queued = (r: AgentRunsTable): AgentRunsTable => ({ ...r, status: "pending", worker_id: null, lease_until: null, kwargs: toJson({ ...kwargs, sealed_private: sealed ?? this.seal(runId, priv) }, false) });
 
     if (temporary && delayMs > 0) {
       await ctx.db.insertInto("agent_runs").values(queued(row)).execute();
@@ -380,7 +384,7 @@ export class RunEngine {
     let outcome: RunOutcome;
     let rollbackTo: string | null | undefined = undefined;
     const startedAt = new Date();
-    channel.push("metadata", { run_id: run.run_id, attempt: 1 });
+    channel.push("metadata", { run_id: run.run_id, attempt: kwargs.attempt ?? 1 });
     try {
       const assistant = knownAssistant ?? (await getAssistant(ctx, run.assistant_id, undefined, () => noAssistant(run.assistant_id)));
       const loaded = ctx.graphs.get(assistant.graph_id);
@@ -410,7 +414,7 @@ export class RunEngine {
           run_id: run.run_id,
           graph_id: assistant.graph_id,
           assistant_id: assistant.assistant_id,
-          run_attempt: 1,
+          run_attempt: kwargs.attempt ?? 1,
           langgraph_version: LANGGRAPH_VERSION,
           langgraph_plan: "developer",
           langgraph_host: "self-hosted",
@@ -619,33 +623,55 @@ export class RunEngine {
   }
 
   /**
-   * Ends a run nobody executes any more: its lease expired, or (`deadWorker`) the process that
-   * held it is known to be gone.
+   * Settles a run nobody executes any more: its lease expired, or (`deadWorker`) the process that
+   * held it is known to be gone. A thread run resumes once (`planRecovery`), else it ends as
+   * `error` with the reason and the thread's next queued run starts.
    */
-  private async endOrphan(runId: string, threadId: string, temporary: boolean, status: "error", deadWorker?: string): Promise<void> {
+  private async endOrphan(runId: string, threadId: string, temporary: boolean, _status: "error", deadWorker?: string): Promise<void> {
     const ctx = this.ctx;
     const orphaned = (q: any) => (deadWorker ? q.where("worker_id", "=", deadWorker) : q.where("lease_until", "<", nowIso()));
     if (temporary) {
       await orphaned(ctx.db.deleteFrom("agent_runs").where("run_id", "=", runId).where("status", "=", "running")).execute();
       return;
     }
+    const head = await ctx.checkpointer.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } }).catch(() => undefined);
+    const headMeta = (head?.metadata ?? {}) as Record<string, unknown>;
+    const headRunId = typeof headMeta.run_id === "string" ? headMeta.run_id : null;
     const next = await ctx.db.transaction().execute(async (trx) => {
       await this.lockThread(trx, threadId);
-      const r = await trx
-        .updateTable("agent_runs")
-        .set({ status, updated_at: nowIso(), worker_id: null, lease_until: null })
-        .where("run_id", "=", runId)
-        .where("status", "=", "running")
-        .$call(orphaned)
-        .executeTakeFirst();
-      if (Number(r.numUpdatedRows) !== 1) return null;
-      const reason = deadWorker ? "the process running it died (found at start-up or by housekeeping)" : "the process running it stopped renewing its lease";
-      ctx.log.warn({ runId, threadId, reason }, `run ended as error: ${reason}`);
+      const row = await orphaned(trx.selectFrom("agent_runs").selectAll().where("run_id", "=", runId).where("status", "=", "running")).executeTakeFirst();
+      if (!row) return null;
+      const plan = planRecovery(parseJson<RunKwargs>(row.kwargs, {} as RunKwargs), { temporary: false, headRunId, runId });
+      if (plan.action === "resume") {
+        await trx.updateTable("agent_runs").set({ status: "pending", worker_id: null, lease_until: null, kwargs: toJson(plan.kwargs, false), updated_at: nowIso() }).where("run_id", "=", runId).execute();
+        ctx.log.warn({ runId, threadId, attempt: plan.kwargs.attempt, fromCheckpoint: plan.fromCheckpoint }, "the process running a run died; the run resumes");
+      } else {
+        const reason = plan.action === "error" ? plan.reason : "the process running it died";
+        await trx.updateTable("agent_runs").set({ status: "error", updated_at: nowIso(), worker_id: null, lease_until: null }).where("run_id", "=", runId).execute();
+        ctx.log.warn({ runId, threadId, reason }, `run ended as error: ${reason}`);
+      }
       const claimed = this.stopping ? null : await this.claimNext(trx, threadId);
-      if (!claimed) await setThreadOutcome(trx, threadId, { status: "error" });
+      if (!claimed && plan.action !== "resume") await setThreadOutcome(trx, threadId, { status: "error" });
       return claimed;
     });
     if (next) this.startClaimed(next);
+  }
+
+  /**
+   * At start with `exclusive` (no other live process serves this server id, e.g. a deployment's
+   * revision restarted after a crash): every run still marked running was abandoned; settle them
+   * now instead of when their lease expires.
+   */
+  async recoverAbandoned(): Promise<number> {
+    const rows = await this.ctx.db
+      .selectFrom("agent_runs")
+      .select(["run_id", "thread_id", "temporary", "worker_id"])
+      .where("server_id", "=", this.ctx.serverId)
+      .where("status", "=", "running")
+      .where("worker_id", "!=", this.workerId)
+      .execute();
+    for (const r of rows) await this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id ?? undefined);
+    return rows.length;
   }
 
   /** Stops: runs still executing end as errors (a restart must not leave them `running`). */

@@ -23,8 +23,10 @@ export interface RunKwargs {
   resumable: boolean;
   on_disconnect: "cancel" | "continue";
   durability?: string | null;
-  /** The caller's user and `x-*` headers, sealed while the run waits in the queue. */
+  /** The caller's user and `x-*` headers, sealed (queued runs, and thread runs so a crash can resume them). */
   sealed_private?: { keyId: string; blob: string } | null;
+  /** Which start this is (1, or 2 after a resume following a crash). */
+  attempt?: number;
 }
 
 /** Per-run values that must not be stored in clear: the authenticated user and forwarded headers. */
