@@ -68,7 +68,21 @@ async function plantDeploymentAndSandbox(p: TestPlatform) {
     .insertInto("sandboxes")
     .values({ id: sandboxId, workspace_id: ws, name: "rot", status: "stopped", status_changed_at: now, vcpus: 1, cpu_millicores: 1000, mem_bytes: 1 << 28, fs_capacity_bytes: 1 << 28, idle_ttl_seconds: 0, delete_after_stop_seconds: 0, labels: "{}", ...sealEnv(p.ctx.box, ws, sandboxId, { SANDBOX_ENV: "sandbox-env-value" }), created_at: now, created_by: p.bootstrap.userId, updated_at: now, updated_by: p.bootstrap.userId })
     .execute();
+  // Image registries of sandboxes, where this build has them.
+  const registry = SEALED_LOCATIONS.find((l) => l.name === "sandboxes.registry-password");
+  const registryRow = { workspace_id: ws, id: newId() };
+  if (registry) {
+    const pw = p.ctx.box.seal("registry-password-value", aadOf(registry, registryRow));
+    await (p.ctx.db as any)
+      .insertInto("sandbox_registries")
+      .values({ ...registryRow, name: "rot", url: "https://registry.example.test", username: "u", password_key_id: pw.keyId, password_cipher: pw.blob, created_at: now, created_by: p.bootstrap.userId, updated_at: now, updated_by: p.bootstrap.userId })
+      .execute();
+  }
   return async () => {
+    if (registry) {
+      const r = await (p.ctx.db as any).selectFrom("sandbox_registries").selectAll().where("id", "=", registryRow.id).executeTakeFirstOrThrow();
+      assert.equal(p.ctx.box.open({ keyId: r.password_key_id, blob: r.password_cipher }, aadOf(registry, r)), "registry-password-value");
+    }
     const d = await (p.ctx.db as any).selectFrom("deployments").selectAll().where("id", "=", deploymentId).executeTakeFirstOrThrow();
     assert.deepEqual(openSecrets(p.ctx.box, d), [{ name: "DEP", value: "deployment-secret-value" }]);
     assert.equal(openApiKey(p.ctx.box, d), "deployment-api-key-value");
