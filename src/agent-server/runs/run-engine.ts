@@ -93,10 +93,15 @@ function mergeConfig(assistant: Assistant, requested: RunKwargs["config"] | null
  * pending run, a per-thread lock (PostgreSQL `FOR UPDATE`) serialises the multitask decision, and
  * a lease (renewed by one timer for all runs) lets any process end runs whose process died.
  */
-/** How long an ended run's events stay replayable: resumable runs (`stream_resumable`) longer. */
+/**
+ * How long an ended run's events stay replayable: resumable runs (`stream_resumable`, what the
+ * SDK's `useStream` asks for to rejoin after a reload) for 10 minutes, others briefly (a join that
+ * raced the run's end). Bounded in runs and events so memory stays small under load.
+ */
 const RESUMABLE_KEEP_MS = 10 * 60_000;
-const ENDED_KEEP_MS = 60_000;
-const ENDED_MAX = 500;
+const ENDED_KEEP_MS = 5_000;
+const ENDED_MAX = 200;
+const ENDED_MAX_EVENTS = 20_000;
 
 export class RunEngine {
   readonly workerId = newWorkerId();
@@ -123,6 +128,7 @@ export class RunEngine {
   private readonly ended = new Map<string, { active: ActiveRun; until: number }>();
 
   private retainEnded(active: ActiveRun, keepMs: number): void {
+    if (active.channel.events.length > ENDED_MAX_EVENTS) return;
     const now = Date.now();
     for (const [id, e] of this.ended) if (e.until < now || this.ended.size >= ENDED_MAX) this.ended.delete(id);
     this.ended.set(active.run.run_id, { active, until: now + keepMs });
