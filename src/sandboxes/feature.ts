@@ -4,6 +4,8 @@ import { attachExecuteWebSocket } from "./dataplane-ws.ts";
 import { LocalDriver } from "./driver/local-driver.ts";
 import { registerDownloadUrlRoute, serveDownloadLinks } from "./downloads.ts";
 import { SandboxManager } from "./manager.ts";
+import { registerImageSnapshotRoute } from "./images.ts";
+import { registerRegistryRoutes } from "./registries.ts";
 import { registerSandboxRoutes } from "./routes.ts";
 import { proxyServiceUpgrades, registerServiceUrlRoute, SERVICE_PREFIX, serveServiceUrls } from "./service-urls.ts";
 import { loadSandboxSettings } from "./settings.ts";
@@ -41,6 +43,8 @@ export function createSandboxesFeature(env: NodeJS.ProcessEnv = process.env): Fe
       registerSandboxRoutes(router, ctx, managerFor(ctx));
       registerDownloadUrlRoute(router, ctx);
       registerServiceUrlRoute(router, ctx);
+      registerRegistryRoutes(router, ctx);
+      registerImageSnapshotRoute(router, ctx, managerFor(ctx));
     },
     rootRoutes(app, ctx) {
       registerDataplane(app, ctx, managerFor(ctx));

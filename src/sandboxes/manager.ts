@@ -63,6 +63,8 @@ export class SandboxManager {
   private timer: NodeJS.Timeout | null = null;
   private ticking = false;
   private prepared: Promise<void> | null = null;
+  /** Background jobs (snapshots being built from images): shutdown waits for them briefly. */
+  private jobs = new Set<Promise<void>>();
   private prepareError: Error | null = null;
 
   constructor(
@@ -111,6 +113,23 @@ export class SandboxManager {
     return this.live.has(id);
   }
 
+  /** Keeps a background job (an image pull) in view so shutdown can wait for it. */
+  track(job: Promise<void>): void {
+    this.jobs.add(job);
+    void job.finally(() => this.jobs.delete(job));
+  }
+
+  /**
+   * The image snapshot a sandbox's filesystem sits on (its own snapshot when that came from an
+   * image, or the image under a captured snapshot), or null for the base.
+   */
+  async imageSnapshotOf(row: SandboxRow): Promise<string | null> {
+    if (!row.snapshot_id) return null;
+    const snap = await this.db.selectFrom("sandbox_snapshots").select(["id", "docker_image", "base_snapshot_id"]).where("id", "=", row.snapshot_id).executeTakeFirst();
+    if (!snap) return null;
+    return snap.docker_image ? snap.id : snap.base_snapshot_id;
+  }
+
   /** Starts provisioning in the background (create and start); the row must be in `provisioning`. */
   launch(row: SandboxRow, snapshotArchive: string | null): void {
     const run = this.provision(row, snapshotArchive).finally(() => this.inflight.delete(row.id));
@@ -124,8 +143,11 @@ export class SandboxManager {
       await this.prepare();
       const driver = this.requireDriver();
       const proxyConfig = row.proxy_config ? (JSON.parse(row.proxy_config) as StoredProxyConfig) : null;
+      const image = await this.imageSnapshotOf(row);
+      const lowerDir = image ? path.join(this.settings.stateDir, "oci-images", image, "bundle", "rootfs") : undefined;
+      if (lowerDir && !fs.existsSync(lowerDir)) throw new Error("the image this sandbox was made from is no longer on this host");
       ref = await driver.start(
-        { id: row.id, workspaceId: row.workspace_id, cpuMillicores: row.cpu_millicores, memBytes: Number(row.mem_bytes), fsCapacityBytes: Number(row.fs_capacity_bytes), snapshotArchive, capture: await egressCaptureSpec() },
+        { id: row.id, workspaceId: row.workspace_id, cpuMillicores: row.cpu_millicores, memBytes: Number(row.mem_bytes), fsCapacityBytes: Number(row.fs_capacity_bytes), snapshotArchive, lowerDir, capture: await egressCaptureSpec() },
         {
           onNetwork: async (netnsPid, captured) => {
             egress = await attachEgress({ sandboxId: row.id, workspaceId: row.workspace_id, netnsPid, proxyConfig, captured });
@@ -357,11 +379,14 @@ export class SandboxManager {
       const now = Date.now();
       // A snapshot is written inside its request; one still `building` long after was cut short (restart).
       const stale = new Date(now - this.settings.provisionDeadlineMs).toISOString();
+      // Image pulls run for as long as they need while this process lives; a restart ends them.
+      const pulling = this.jobs.size > 0;
       await this.db
         .updateTable("sandbox_snapshots")
         .set({ status: "failed", status_message: "Snapshot did not finish (the platform stopped while writing it)", updated_at: nowIso() })
         .where("status", "=", "building")
         .where("updated_at", "<", stale)
+        .where((eb) => (pulling ? eb("docker_image", "is", null) : eb.lit(true)))
         .execute();
       const sec = this.settings.ttlSecondMs;
       const rows = await sandboxesInStatus(this.db, ["provisioning", "ready", "stopped", "deleting"]);
@@ -403,7 +428,7 @@ export class SandboxManager {
 
   async shutdown(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    await Promise.race([Promise.allSettled([...this.inflight.values()]), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    await Promise.race([Promise.allSettled([...this.inflight.values(), ...this.jobs]), new Promise((r) => setTimeout(r, 10_000).unref())]);
     for (const id of [...this.live.keys()]) {
       const row = await getSandbox(this.db, id);
       if (!this.settings.keepRunning && row) await this.stop(row, "Stopped when the platform shut down").catch(() => {});
@@ -424,6 +449,7 @@ export class SandboxManager {
 
   removeSnapshotFile(snapshotId: string): void {
     fs.rmSync(this.snapshotPath(snapshotId), { force: true });
+    fs.rmSync(path.join(this.settings.stateDir, "oci-images", snapshotId), { recursive: true, force: true });
   }
 
   /** The sandbox's runtime reference if it runs (for snapshots of a running sandbox). */

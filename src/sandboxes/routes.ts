@@ -49,6 +49,7 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
       await manager.ensureAvailable();
       const id = newId();
       let snapshotId: string | null = null;
+      let fromImage = false;
       const snapshotRef = body.snapshot_id ?? body.snapshot_name ?? body.snapshot;
       if (snapshotRef) {
         const snap = await findSnapshot(ctx.db, principal.workspaceId, snapshotRef);
@@ -56,6 +57,7 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
         if (!snap) throw invalidAt(["body", loc], `Snapshot ${snapshotRef} not found`);
         if (snap.status !== "ready") throw invalidAt(["body", loc], `Snapshot ${snapshotRef} is ${snap.status}, not ready`);
         snapshotId = snap.id;
+        fromImage = Boolean(snap.docker_image);
       }
       let proxyConfig: StoredProxyConfig | null = null;
       if (body.proxy_config) proxyConfig = await prepareProxyConfig({ db: ctx.db, box: ctx.box }, principal.workspaceId, body.proxy_config);
@@ -90,7 +92,8 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
         if (isUniqueViolation(err)) throw conflict(`A sandbox named ${row.name} already exists`);
         throw err;
       }
-      manager.launch(row, snapshotId ? manager.snapshotPath(snapshotId) : null);
+      // A captured snapshot is a layer to unpack; an image snapshot is the filesystem underneath.
+      manager.launch(row, snapshotId && !fromImage ? manager.snapshotPath(snapshotId) : null);
       if (!body.wait_for_ready) return c.json(presentSandbox(row, base()), 201);
       const settled = await manager.waitSettled(id, body.timeout * 1000);
       if (!settled) throw notFound("Sandbox");

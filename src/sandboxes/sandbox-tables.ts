@@ -45,11 +45,33 @@ export interface SandboxSnapshotsTable {
   created_by: string;
   created_at: string;
   updated_at: string;
+  /** Snapshots made from an OCI image: the reference, the manifest digest pulled, the registry used. */
+  docker_image: string | null;
+  image_digest: string | null;
+  registry_id: string | null;
+  /** A captured snapshot of a sandbox started from an image: the image snapshot its layer sits on. */
+  base_snapshot_id: string | null;
+}
+
+/** Credentials for pulling private images; the password is write-only and sealed. */
+export interface SandboxRegistriesTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  url: string;
+  username: string;
+  password_key_id: string;
+  password_cipher: string;
+  created_at: string;
+  created_by: string;
+  updated_at: string;
+  updated_by: string;
 }
 
 declare module "../store/schema.ts" {
   interface Database {
     sandboxes: SandboxesTable;
     sandbox_snapshots: SandboxSnapshotsTable;
+    sandbox_registries: SandboxRegistriesTable;
   }
 }

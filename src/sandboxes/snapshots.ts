@@ -29,6 +29,10 @@ export async function takeSnapshot(ctx: PlatformContext, manager: SandboxManager
     created_by: userId,
     created_at: now,
     updated_at: now,
+    docker_image: null,
+    image_digest: null,
+    registry_id: null,
+    base_snapshot_id: await manager.imageSnapshotOf(box),
   };
   await ctx.db.insertInto("sandbox_snapshots").values(row).execute();
   try {

@@ -71,6 +71,8 @@ export const SEALED_LOCATIONS: readonly SealedLocation[] = [
   row("deployments", "deployments.agent-key", "agent_key_key_id", "agent_key_ciphertext", "deployment-agent-key"),
   // Sandboxes: the environment given at creation.
   row("sandboxes", "sandboxes.env", "env_key_id", "env_ciphertext", "sandbox-env"),
+  // Sandboxes: image registry passwords (write-only).
+  row("sandbox_registries", "sandboxes.registry-password", "password_key_id", "password_cipher", "sandbox-registry"),
   // Agent server: the creator of a cron (replayed on every tick) and a queued run's caller data.
   { kind: "column", name: "agent-server.cron-auth", table: "agent_crons", keyColumns: ["server_id", "cron_id"], keyIdColumn: "auth_key_id", cipherColumn: "auth_sealed", aad: { purpose: "agent-cron-auth", columns: ["server_id", "cron_id"] } },
   { kind: "json", name: "agent-server.run-private", table: "agent_runs", keyColumns: ["run_id"], jsonColumn: "kwargs", field: "sealed_private", aad: { purpose: "agent-run-private", columns: ["server_id", "run_id"] } },

@@ -16,6 +16,8 @@ export interface SandboxSpec {
   fsCapacityBytes: number;
   /** A snapshot archive to unpack into the sandbox's writable layer on first start. */
   snapshotArchive: string | null;
+  /** The read-only filesystem under the writable layer (an image's); the driver's base when absent. */
+  lowerDir?: string;
   /**
    * Capture for the egress proxy, set up by the driver while it creates the namespace: every
    * destination routed to the namespace's loopback, and listeners for these TCP ports (and DNS)

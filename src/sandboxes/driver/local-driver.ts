@@ -173,7 +173,7 @@ export class LocalDriver implements SandboxDriver {
     const capture = spec.capture ?? null;
     const child = spawn(
       "/usr/bin/perl",
-      ["-e", HOLDER, this.sysArg, this.cg.procsFiles(spec.id).join(":"), capture ? capture.tcpPorts.join(",") : "-", capture?.dns ? "dns" : "nodns", image, DISK_POINT, this.baseDir, upper, work, MOUNT_POINT, this.bpfFile, String(this.opts.hostUid), "--", ...bwrapArgs()],
+      ["-e", HOLDER, this.sysArg, this.cg.procsFiles(spec.id).join(":"), capture ? capture.tcpPorts.join(",") : "-", capture?.dns ? "dns" : "nodns", image, DISK_POINT, spec.lowerDir ?? this.baseDir, upper, work, MOUNT_POINT, this.bpfFile, String(this.opts.hostUid), "--", ...bwrapArgs()],
       { detached: true, stdio: ["ignore", "ignore", "pipe", "ignore", "pipe", "pipe", ...(capture ? ["ipc" as const] : [])], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
     );
     // The holder hands over the capture listeners, then says "done", before it reports the namespace.
