@@ -22,6 +22,8 @@ describe("the platform as a process", () => {
     const keyFile = path.join(cwd, ".wharf", "bootstrap-key");
     assert.equal(fs.statSync(keyFile).mode & 0o777, 0o600);
     const key = fs.readFileSync(keyFile, "utf8").trim();
+    // Printed once start-up finishes (the API may answer a moment earlier).
+    for (let i = 0; i < 200 && !up.output().includes(key); i++) await new Promise((r) => setTimeout(r, 50));
     assert.ok(up.output().includes(key), "the key is printed on first start");
 
     let res = await fetch(`http://127.0.0.1:${port}/v2/secrets`, { headers: { "X-Api-Key": key } });
