@@ -4,8 +4,9 @@
 # missing packages when a sandbox is created on a host that did not run this.
 set -eu
 PACKAGES="bubblewrap util-linux mount iproute2 perl-base tar zstd dpkg bash coreutils python3 curl ca-certificates mawk debianutils sensible-utils python3-pip python3-venv git less xz-utils netbase skopeo umoci"
-# The console's browser tests drive Debian's Chromium; only CI (and WHARF_BROWSER_TESTS=1) needs it.
-if [ "${CI:-}" = true ] || [ "${WHARF_BROWSER_TESTS:-}" = 1 ]; then PACKAGES="$PACKAGES chromium"; fi
+# Test-only peers: the console's browser tests drive Debian's Chromium, and the image tests pull from
+# Debian's docker-registry on loopback; only CI (and WHARF_BROWSER_TESTS=1) needs them.
+if [ "${CI:-}" = true ] || [ "${WHARF_BROWSER_TESTS:-}" = 1 ]; then PACKAGES="$PACKAGES chromium docker-registry"; fi
 if [ "$(id -u)" != 0 ]; then
   echo "setup-host.sh: run as root (it installs: $PACKAGES)" >&2
   exit 1
