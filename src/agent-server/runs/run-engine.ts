@@ -1,8 +1,8 @@
-import { sql, type Kysely, type Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import { nowIso } from "../../store/database.ts";
 import { newId } from "../../store/ids.ts";
-import { isDeadLocalWorker, newWorkerId } from "./worker-identity.ts";
-import { planRecovery } from "./run-recovery.ts";
+import { newWorkerId } from "./worker-identity.ts";
+import { RunHousekeeper } from "./run-housekeeping.ts";
 import type { Database } from "../../store/schema.ts";
 import { getAssistant, type Assistant } from "../storage/assistants.ts";
 import type { AgentServerContext } from "../context.ts";
@@ -17,82 +17,11 @@ import type { AgentRunsTable } from "../storage/tables.ts";
 import { findThreadRow, setThreadOutcome, threadNotFound } from "../storage/threads.ts";
 import { sendWebhook } from "./webhook.ts";
 import { toJson } from "../wire.ts";
+import { LANGGRAPH_VERSION, mergeConfig, noAssistant, privateConfigurable, type ActiveRun, type CancelAction, type RunCreate } from "./run-types.ts";
 
-/** The body of every run-creating endpoint, after validation. */
-export interface RunCreate {
-  assistant_id: string;
-  input?: unknown;
-  command?: RunKwargs["command"];
-  config?: RunKwargs["config"] | null;
-  context?: Record<string, unknown> | null;
-  metadata?: Record<string, unknown> | null;
-  stream_mode?: string | string[] | null;
-  stream_subgraphs?: boolean | null;
-  stream_resumable?: boolean | null;
-  feedback_keys?: string[] | null;
-  interrupt_before?: string[] | "*" | null;
-  interrupt_after?: string[] | "*" | null;
-  webhook?: string | null;
-  multitask_strategy?: MultitaskStrategy | null;
-  if_not_exists?: "create" | "reject" | null;
-  on_completion?: "delete" | "keep" | null;
-  on_disconnect?: "cancel" | "continue" | null;
-  checkpoint_id?: string | null;
-  checkpoint?: Record<string, unknown> | null;
-  after_seconds?: number | null;
-  durability?: string | null;
-}
+export type { ActiveRun, CancelAction, RunCreate } from "./run-types.ts";
+export { noAssistant, privateConfigurable } from "./run-types.ts";
 
-/** A run executing in this process. */
-export interface ActiveRun {
-  run: Run;
-  channel: RunChannel;
-  abort: AbortController;
-  /** Resolves when the run has ended and its row and thread are updated. */
-  done: Promise<RunOutcome>;
-}
-
-export type CancelAction = "interrupt" | "rollback";
-
-const REQUEST_HEADERS_SKIPPED = new Set(["x-api-key", "x-tenant-id", "x-service-key", "x-request-id"]);
-const LANGGRAPH_VERSION = "1.7.3";
-
-export const noAssistant = (id: string) =>
-  new AgentError(404, `No assistant found for "${id}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`);
-
-/** What the graph reads about the caller: the interface's key and the ones LangGraph graphs read. */
-export function privateConfigurable(auth: AuthContext | null, headers: Headers | null): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  if (headers) {
-    for (const [rawKey, value] of headers.entries()) {
-      const key = rawKey.toLowerCase();
-      if ((key.startsWith("x-") && !REQUEST_HEADERS_SKIPPED.has(key)) || key === "user-agent") out[key] = value;
-    }
-  }
-  if (auth) {
-    out.service_auth_user = auth.user;
-    out.langgraph_auth_user = auth.user;
-    out.langgraph_auth_user_id = auth.user.identity;
-    out.langgraph_auth_permissions = auth.scopes;
-  }
-  return out;
-}
-
-function mergeConfig(assistant: Assistant, requested: RunKwargs["config"] | null | undefined): RunKwargs["config"] {
-  const a = assistant.config as RunKwargs["config"];
-  const r = requested ?? {};
-  const config: RunKwargs["config"] = { ...a, ...r, configurable: { ...(a.configurable ?? {}), ...(r.configurable ?? {}) } };
-  const tags = [...(a.tags ?? []), ...(r.tags ?? [])];
-  if (tags.length) config.tags = [...new Set(tags)];
-  return config;
-}
-
-/**
- * Creates, queues, executes and cancels runs. Runs execute in this process as soon as they may
- * (no worker polling); the database row is the durable record: a conditional update claims a
- * pending run, a per-thread lock (PostgreSQL `FOR UPDATE`) serialises the multitask decision, and
- * a lease (renewed by one timer for all runs) lets any process end runs whose process died.
- */
 /**
  * How long an ended run's events stay replayable: resumable runs (`stream_resumable`, what the
  * SDK's `useStream` asks for to rejoin after a reload) for 10 minutes, others briefly (a join that
@@ -103,6 +32,12 @@ const ENDED_KEEP_MS = 5_000;
 const ENDED_MAX = 200;
 const ENDED_MAX_EVENTS = 20_000;
 
+/**
+ * Creates, queues, executes and cancels runs. Runs execute in this process as soon as they may
+ * (no worker polling); the database row is the durable record: a conditional update claims a
+ * pending run, a per-thread lock (PostgreSQL `FOR UPDATE`) serialises the multitask decision, and
+ * a lease (renewed by one timer for all runs) lets any process end runs whose process died.
+ */
 export class RunEngine {
   readonly workerId = newWorkerId();
   private readonly active = new Map<string, ActiveRun>();
@@ -122,7 +57,20 @@ export class RunEngine {
   constructor(
     private readonly ctx: AgentServerContext,
     private readonly options: { leaseMs: number; apiUrl?: () => string; databaseUrl?: string | null } = { leaseMs: 30_000 },
-  ) {}
+  ) {
+    this.housekeeper = new RunHousekeeper({
+      ctx: this.ctx,
+      workerId: this.workerId,
+      activeCount: () => this.active.size,
+      isStopping: () => this.stopping,
+      leaseUntil: () => this.leaseUntil(),
+      lockThread: (trx, threadId) => this.lockThread(trx, threadId),
+      claimNext: (trx, threadId) => this.claimNext(trx, threadId),
+      startClaimed: (row) => this.startClaimed(row),
+    });
+  }
+
+  private readonly housekeeper: RunHousekeeper;
 
   /** Ended runs' channels, kept a while so their events can be replayed (`Last-Event-ID`). */
   private readonly ended = new Map<string, { active: ActiveRun; until: number }>();
@@ -581,104 +529,14 @@ export class RunEngine {
   }
 
   async housekeeping(): Promise<void> {
-    const ctx = this.ctx;
-    const now = nowIso();
-    if (this.active.size) {
-      await ctx.db.updateTable("agent_runs").set({ lease_until: this.leaseUntil() }).where("worker_id", "=", this.workerId).where("status", "=", "running").execute();
-    }
-    const expired = await ctx.db
-      .selectFrom("agent_runs")
-      .select(["run_id", "thread_id", "temporary"])
-      .where("server_id", "=", ctx.serverId)
-      .where("status", "=", "running")
-      .where("lease_until", "<", now)
-      .execute();
-    for (const r of expired) await this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error");
-    // Runs of a process of this machine that died (kill -9) end now, not when their lease expires.
-    const others = await ctx.db
-      .selectFrom("agent_runs")
-      .select(["run_id", "thread_id", "temporary", "worker_id"])
-      .where("server_id", "=", ctx.serverId)
-      .where("status", "=", "running")
-      .where("worker_id", "!=", this.workerId)
-      .where("lease_until", ">=", now)
-      .execute();
-    for (const r of others) if (r.worker_id && isDeadLocalWorker(r.worker_id)) await this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id);
-    // Queued runs whose thread has nothing running (their creator died before handing them on).
-    const orphans = await ctx.db
-      .selectFrom("agent_runs as r")
-      .select(["r.thread_id"])
-      .where("r.server_id", "=", ctx.serverId)
-      .where("r.status", "=", "pending")
-      .where("r.created_at", "<=", now)
-      .where(({ not, exists, selectFrom }) =>
-        not(exists(selectFrom("agent_runs as o").select(sql`1`.as("one")).whereRef("o.thread_id", "=", "r.thread_id").where("o.status", "=", "running"))),
-      )
-      .groupBy("r.thread_id")
-      .limit(20)
-      .execute();
-    for (const o of orphans) {
-      if (this.stopping) break;
-      const next = await ctx.db.transaction().execute(async (trx) => {
-        await this.lockThread(trx, o.thread_id);
-        const running = await trx.selectFrom("agent_runs").select("run_id").where("thread_id", "=", o.thread_id).where("status", "=", "running").executeTakeFirst();
-        return running ? null : this.claimNext(trx, o.thread_id);
-      });
-      if (next) this.startClaimed(next);
-    }
+    await this.housekeeper.housekeeping();
   }
 
-  /**
-   * Settles a run nobody executes any more: its lease expired, or (`deadWorker`) the process that
-   * held it is known to be gone. A thread run resumes once (`planRecovery`), else it ends as
-   * `error` with the reason and the thread's next queued run starts.
-   */
-  private async endOrphan(runId: string, threadId: string, temporary: boolean, _status: "error", deadWorker?: string): Promise<void> {
-    const ctx = this.ctx;
-    const orphaned = (q: any) => (deadWorker ? q.where("worker_id", "=", deadWorker) : q.where("lease_until", "<", nowIso()));
-    if (temporary) {
-      await orphaned(ctx.db.deleteFrom("agent_runs").where("run_id", "=", runId).where("status", "=", "running")).execute();
-      return;
-    }
-    const head = await ctx.checkpointer.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } }).catch(() => undefined);
-    const headMeta = (head?.metadata ?? {}) as Record<string, unknown>;
-    const headRunId = typeof headMeta.run_id === "string" ? headMeta.run_id : null;
-    const next = await ctx.db.transaction().execute(async (trx) => {
-      await this.lockThread(trx, threadId);
-      const row = await orphaned(trx.selectFrom("agent_runs").selectAll().where("run_id", "=", runId).where("status", "=", "running")).executeTakeFirst();
-      if (!row) return null;
-      const plan = planRecovery(parseJson<RunKwargs>(row.kwargs, {} as RunKwargs), { temporary: false, headRunId, runId });
-      if (plan.action === "resume") {
-        await trx.updateTable("agent_runs").set({ status: "pending", worker_id: null, lease_until: null, kwargs: toJson(plan.kwargs, false), updated_at: nowIso() }).where("run_id", "=", runId).execute();
-        ctx.log.warn({ runId, threadId, attempt: plan.kwargs.attempt, fromCheckpoint: plan.fromCheckpoint }, "the process running a run died; the run resumes");
-      } else {
-        const reason = plan.action === "error" ? plan.reason : "the process running it died";
-        await trx.updateTable("agent_runs").set({ status: "error", updated_at: nowIso(), worker_id: null, lease_until: null }).where("run_id", "=", runId).execute();
-        ctx.log.warn({ runId, threadId, reason }, `run ended as error: ${reason}`);
-      }
-      const claimed = this.stopping ? null : await this.claimNext(trx, threadId);
-      if (!claimed && plan.action !== "resume") await setThreadOutcome(trx, threadId, { status: "error" });
-      return claimed;
-    });
-    if (next) this.startClaimed(next);
-  }
-
-  /**
-   * At start with `exclusive` (no other live process serves this server id, e.g. a deployment's
-   * revision restarted after a crash): every run still marked running was abandoned; settle them
-   * now instead of when their lease expires.
-   */
+  /** At an `exclusive` start: settles every run another (dead) process left running. */
   async recoverAbandoned(): Promise<number> {
-    const rows = await this.ctx.db
-      .selectFrom("agent_runs")
-      .select(["run_id", "thread_id", "temporary", "worker_id"])
-      .where("server_id", "=", this.ctx.serverId)
-      .where("status", "=", "running")
-      .where("worker_id", "!=", this.workerId)
-      .execute();
-    for (const r of rows) await this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id ?? undefined);
-    return rows.length;
+    return this.housekeeper.recoverAbandoned();
   }
+
 
   /** Stops: runs still executing end as errors (a restart must not leave them `running`). */
   async stop(graceMs = 2000): Promise<void> {

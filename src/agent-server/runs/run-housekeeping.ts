@@ -1,0 +1,133 @@
+import { sql } from "kysely";
+import { nowIso } from "../../store/database.ts";
+import type { Kysely, Transaction } from "kysely";
+import type { Database } from "../../store/schema.ts";
+import type { AgentServerContext } from "../context.ts";
+import { parseJson } from "../storage/json-columns.ts";
+import type { AgentRunsTable } from "../storage/tables.ts";
+import { setThreadOutcome } from "../storage/threads.ts";
+import { toJson } from "../wire.ts";
+import { planRecovery } from "./run-recovery.ts";
+import type { RunKwargs } from "./runs.ts";
+import { isDeadLocalWorker } from "./worker-identity.ts";
+
+/** What the housekeeper needs of the run engine. */
+export interface HousekeepingHost {
+  readonly ctx: AgentServerContext;
+  readonly workerId: string;
+  activeCount(): number;
+  isStopping(): boolean;
+  leaseUntil(): string;
+  lockThread(trx: Transaction<Database>, threadId: string): Promise<unknown>;
+  claimNext(trx: Kysely<Database>, threadId: string): Promise<AgentRunsTable | null>;
+  startClaimed(row: AgentRunsTable): void;
+}
+
+/**
+ * The run engine's periodic work and crash recovery: renews this process's leases, settles runs
+ * whose process died (lease expired, dead PID on this machine, or all at an `exclusive` start) and
+ * starts queued runs nobody handed on.
+ */
+export class RunHousekeeper {
+  constructor(private readonly host: HousekeepingHost) {}
+
+  async housekeeping(): Promise<void> {
+    const ctx = this.host.ctx;
+    const now = nowIso();
+    if (this.host.activeCount()) {
+      await ctx.db.updateTable("agent_runs").set({ lease_until: this.host.leaseUntil() }).where("worker_id", "=", this.host.workerId).where("status", "=", "running").execute();
+    }
+    const expired = await ctx.db
+      .selectFrom("agent_runs")
+      .select(["run_id", "thread_id", "temporary"])
+      .where("server_id", "=", ctx.serverId)
+      .where("status", "=", "running")
+      .where("lease_until", "<", now)
+      .execute();
+    for (const r of expired) await this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error");
+    // Runs of a process of this machine that died (kill -9) end now, not when their lease expires.
+    const others = await ctx.db
+      .selectFrom("agent_runs")
+      .select(["run_id", "thread_id", "temporary", "worker_id"])
+      .where("server_id", "=", ctx.serverId)
+      .where("status", "=", "running")
+      .where("worker_id", "!=", this.host.workerId)
+      .where("lease_until", ">=", now)
+      .execute();
+    for (const r of others) if (r.worker_id && isDeadLocalWorker(r.worker_id)) await this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id);
+    // Queued runs whose thread has nothing running (their creator died before handing them on).
+    const orphans = await ctx.db
+      .selectFrom("agent_runs as r")
+      .select(["r.thread_id"])
+      .where("r.server_id", "=", ctx.serverId)
+      .where("r.status", "=", "pending")
+      .where("r.created_at", "<=", now)
+      .where(({ not, exists, selectFrom }) =>
+        not(exists(selectFrom("agent_runs as o").select(sql`1`.as("one")).whereRef("o.thread_id", "=", "r.thread_id").where("o.status", "=", "running"))),
+      )
+      .groupBy("r.thread_id")
+      .limit(20)
+      .execute();
+    for (const o of orphans) {
+      if (this.host.isStopping()) break;
+      const next = await ctx.db.transaction().execute(async (trx) => {
+        await this.host.lockThread(trx, o.thread_id);
+        const running = await trx.selectFrom("agent_runs").select("run_id").where("thread_id", "=", o.thread_id).where("status", "=", "running").executeTakeFirst();
+        return running ? null : this.host.claimNext(trx, o.thread_id);
+      });
+      if (next) this.host.startClaimed(next);
+    }
+  }
+
+  /**
+   * Settles a run nobody executes any more: its lease expired, or (`deadWorker`) the process that
+   * held it is known to be gone. A thread run resumes once (`planRecovery`), else it ends as
+   * `error` with the reason and the thread's next queued run starts.
+   */
+  private async endOrphan(runId: string, threadId: string, temporary: boolean, _status: "error", deadWorker?: string): Promise<void> {
+    const ctx = this.host.ctx;
+    const orphaned = (q: any) => (deadWorker ? q.where("worker_id", "=", deadWorker) : q.where("lease_until", "<", nowIso()));
+    if (temporary) {
+      await orphaned(ctx.db.deleteFrom("agent_runs").where("run_id", "=", runId).where("status", "=", "running")).execute();
+      return;
+    }
+    const head = await ctx.checkpointer.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } }).catch(() => undefined);
+    const headMeta = (head?.metadata ?? {}) as Record<string, unknown>;
+    const headRunId = typeof headMeta.run_id === "string" ? headMeta.run_id : null;
+    const next = await ctx.db.transaction().execute(async (trx) => {
+      await this.host.lockThread(trx, threadId);
+      const row = await orphaned(trx.selectFrom("agent_runs").selectAll().where("run_id", "=", runId).where("status", "=", "running")).executeTakeFirst();
+      if (!row) return null;
+      const plan = planRecovery(parseJson<RunKwargs>(row.kwargs, {} as RunKwargs), { temporary: false, headRunId, runId });
+      if (plan.action === "resume") {
+        await trx.updateTable("agent_runs").set({ status: "pending", worker_id: null, lease_until: null, kwargs: toJson(plan.kwargs, false), updated_at: nowIso() }).where("run_id", "=", runId).execute();
+        ctx.log.warn({ runId, threadId, attempt: plan.kwargs.attempt, fromCheckpoint: plan.fromCheckpoint }, "the process running a run died; the run resumes");
+      } else {
+        const reason = plan.action === "error" ? plan.reason : "the process running it died";
+        await trx.updateTable("agent_runs").set({ status: "error", updated_at: nowIso(), worker_id: null, lease_until: null }).where("run_id", "=", runId).execute();
+        ctx.log.warn({ runId, threadId, reason }, `run ended as error: ${reason}`);
+      }
+      const claimed = this.host.isStopping() ? null : await this.host.claimNext(trx, threadId);
+      if (!claimed && plan.action !== "resume") await setThreadOutcome(trx, threadId, { status: "error" });
+      return claimed;
+    });
+    if (next) this.host.startClaimed(next);
+  }
+
+  /**
+   * At start with `exclusive` (no other live process serves this server id, e.g. a deployment's
+   * revision restarted after a crash): every run still marked running was abandoned; settle them
+   * now instead of when their lease expires.
+   */
+  async recoverAbandoned(): Promise<number> {
+    const rows = await this.host.ctx.db
+      .selectFrom("agent_runs")
+      .select(["run_id", "thread_id", "temporary", "worker_id"])
+      .where("server_id", "=", this.host.ctx.serverId)
+      .where("status", "=", "running")
+      .where("worker_id", "!=", this.host.workerId)
+      .execute();
+    for (const r of rows) await this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id ?? undefined);
+    return rows.length;
+  }
+}
