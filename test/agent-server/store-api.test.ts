@@ -18,6 +18,10 @@ for (const dialect of DIALECTS) {
     await alice.putItem(["docs", "a"], "k1", { title: "one", n: 1 });
     await alice.putItem(["docs", "a"], "k2", { title: "two", n: 2, tags: ["x", "y"] });
     await alice.putItem(["docs", "b"], "k3", { title: "three", n: 3 });
+    // Written by a graph (no `owner` stamped): the handler's returned search filter is not applied.
+    await server.server.ctx.store.put(["alice", "graph-notes"], "g1", { text: "from a graph" });
+    assert.deepEqual((await alice.searchItems(["graph-notes"])).items.map((i) => i.key), ["g1"]);
+    await server.server.ctx.store.delete(["alice", "graph-notes"], "g1");
     await alice.putItem(["notes"], "k4", { title: "four", n: 4 });
     const got = await alice.getItem(["docs", "a"], "k1");
     assert.deepEqual(got?.namespace, ["alice", "docs", "a"]);

@@ -26,8 +26,8 @@ function namespaceOf(value: unknown, opts: Parameters<typeof checkNamespace>[1] 
 
 /**
  * `/store/*`: the LangGraph key-value store. The project's `store` auth handlers see each call's
- * value and may rewrite its namespace (e.g. prefix the user's identity) or deny it; a filter they
- * return on `store:search` is applied to the items' values, as the LangGraph server does.
+ * value and may rewrite its namespace (e.g. prefix the user's identity) or deny it (`false`); a
+ * filter they return is not applied, as documented for LangGraph auth.
  */
 export function registerStoreRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   app.put("/store/items", async (c) => {
@@ -65,8 +65,10 @@ export function registerStoreRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext
       query: b.query ?? null,
       refresh_ttl: b.refresh_ttl ?? null,
     };
-    const filters = await authorize(ctx, c, "store:search", value);
-    const filter = filters ? (value.filter ? { $and: [value.filter, filters] } : filters) : (value.filter ?? undefined);
+    // As documented for LangGraph auth, store handlers confine a caller by rewriting the namespace;
+    // a filter they return (e.g. a `*` handler's `{owner}` meant for threads) is not applied to items.
+    await authorize(ctx, c, "store:search", value);
+    const filter = value.filter ?? undefined;
     const items = await ctx.store.search(namespaceOf(value.namespace, { allowEmpty: true }), { filter, limit: value.limit, offset: value.offset, query: value.query ?? undefined });
     return json({ items: items.map(toApiItem) });
   });
