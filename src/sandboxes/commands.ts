@@ -1,5 +1,5 @@
 import type { ExecProcess } from "./driver/driver.ts";
-import { OutputBuffer, type OutputChunk } from "./output-buffer.ts";
+import { HeadBuffer, SpillBuffer, type OutputChunk } from "./output-buffer.ts";
 
 export type CommandEvent =
   | { type: "stdout" | "stderr"; data: string; offset: number }
@@ -14,6 +14,11 @@ export interface CommandOptions {
   ttlSeconds: number;
   killOnDisconnect: boolean;
   maxOutputBytes: number;
+  /**
+   * `head`: keep the first maxOutputBytes for one HTTP response (the rest is drained, `truncated`);
+   * `spill`: write the stream to files under this folder for reconnects (nothing kept in memory).
+   */
+  output: { kind: "head" } | { kind: "spill"; dir: string };
 }
 
 /**
@@ -22,8 +27,8 @@ export interface CommandOptions {
  * from its offsets on; a platform restart ends running commands (the sandbox itself survives).
  */
 export class CommandSession {
-  readonly stdout: OutputBuffer;
-  readonly stderr: OutputBuffer;
+  readonly stdout: HeadBuffer | SpillBuffer;
+  readonly stderr: HeadBuffer | SpillBuffer;
   exitCode: number | null = null;
   timedOut = false;
   pid = 0;
@@ -39,8 +44,9 @@ export class CommandSession {
     readonly proc: ExecProcess,
     readonly opts: CommandOptions,
   ) {
-    this.stdout = new OutputBuffer(opts.maxOutputBytes);
-    this.stderr = new OutputBuffer(opts.maxOutputBytes);
+    const out = opts.output;
+    this.stdout = out.kind === "head" ? new HeadBuffer(opts.maxOutputBytes) : new SpillBuffer(opts.maxOutputBytes, out.dir, `${id}.stdout`);
+    this.stderr = out.kind === "head" ? new HeadBuffer(opts.maxOutputBytes) : new SpillBuffer(opts.maxOutputBytes, out.dir, `${id}.stderr`);
     const emitChunk = (type: "stdout" | "stderr", c: OutputChunk | null) => c && this.emit({ type, ...c });
     proc.stdout.on("data", (b: Buffer) => emitChunk("stdout", this.stdout.append(b)));
     proc.stderr.on("data", (b: Buffer) => emitChunk("stderr", this.stderr.append(b)));
@@ -81,8 +87,8 @@ export class CommandSession {
 
   /** Attaches a listener; replays output from the given offsets first. Returns the detach function. */
   attach(listener: (e: CommandEvent) => void, stdoutOffset = 0, stderrOffset = 0): () => void {
-    for (const c of this.stdout.since(stdoutOffset)) listener({ type: "stdout", ...c });
-    for (const c of this.stderr.since(stderrOffset)) listener({ type: "stderr", ...c });
+    if (this.stdout instanceof SpillBuffer) for (const c of this.stdout.since(stdoutOffset)) listener({ type: "stdout", ...c });
+    if (this.stderr instanceof SpillBuffer) for (const c of this.stderr.since(stderrOffset)) listener({ type: "stderr", ...c });
     if (this.exitCode !== null) {
       if (this.timedOut) listener({ type: "error", error_type: "CommandTimeout", error: `Command timed out after ${this.opts.timeoutSeconds} seconds` });
       listener({ type: "exit", exit_code: this.exitCode });
@@ -114,6 +120,17 @@ export class CommandSession {
   kill(): void {
     this.proc.kill();
   }
+
+  /** Removes what the session keeps on disk (after its ttl, or when the sandbox stops). */
+  dispose(): void {
+    if (this.stdout instanceof SpillBuffer) this.stdout.dispose();
+    if (this.stderr instanceof SpillBuffer) this.stderr.dispose();
+  }
+
+  /** Whether the HTTP response had to leave output out. */
+  get truncated(): boolean {
+    return (this.stdout instanceof HeadBuffer && this.stdout.truncated) || (this.stderr instanceof HeadBuffer && this.stderr.truncated);
+  }
 }
 
 /** Commands of all sandboxes, by sandbox then command id; finished ones are kept for their ttl. */
@@ -143,12 +160,18 @@ export class CommandRegistry {
 
   forget(sandboxId: string): void {
     this.killAll(sandboxId);
+    for (const s of this.bySandbox.get(sandboxId)?.values() ?? []) void s.done.then(() => s.dispose());
     this.bySandbox.delete(sandboxId);
   }
 
   purge(now = Date.now()): void {
     for (const [sid, m] of this.bySandbox) {
-      for (const [cid, s] of m) if (!s.running && now - s.finishedAt > s.opts.ttlSeconds * 1000) m.delete(cid);
+      for (const [cid, s] of m) {
+        if (!s.running && now - s.finishedAt > s.opts.ttlSeconds * 1000) {
+          s.dispose();
+          m.delete(cid);
+        }
+      }
       if (m.size === 0) this.bySandbox.delete(sid);
     }
   }

@@ -131,6 +131,7 @@ export function attachExecuteWebSocket(server: http.Server, ctx: PlatformContext
                   ttlSeconds: p.data.ttl_seconds,
                   killOnDisconnect: p.data.kill_on_disconnect,
                   maxOutputBytes: manager.settings.maxOutputBytes,
+                  output: { kind: "spill", dir: manager.commandOutputDir(row.id) },
                 },
               });
               if (p.data.close_stdin) s.proc.stdin.end();

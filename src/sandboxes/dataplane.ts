@@ -11,11 +11,14 @@ import type { PlatformContext } from "../platform/context.ts";
 import { dataplaneError, type SandboxManager } from "./manager.ts";
 import type { SandboxRow } from "./sandbox-store.ts";
 import { withMultipartFile } from "./multipart-file.ts";
+import type { HeadBuffer } from "./output-buffer.ts";
 import { registerSearch } from "./dataplane-search.ts";
 import { fileError, serveFile } from "./downloads.ts";
 import { envVars } from "./schemas.ts";
 
 export const DATAPLANE_PREFIX = "/sandboxes/dp";
+/** Most output one HTTP `/execute` response carries per stream (the WebSocket streams everything). */
+export const HTTP_OUTPUT_BYTES = 16 << 20;
 
 export const executeBody = z.object({
   // One exec argument: the kernel caps a single argument at 128 KiB.
@@ -71,12 +74,15 @@ export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manag
       shell: body.shell,
       env: body.env,
       cwd: body.cwd,
-      options: { timeoutSeconds: body.timeout, idleTimeoutSeconds: -1, ttlSeconds: 0, killOnDisconnect: false, maxOutputBytes: manager.settings.maxOutputBytes },
+      options: { timeoutSeconds: body.timeout, idleTimeoutSeconds: -1, ttlSeconds: 0, killOnDisconnect: false, maxOutputBytes: Math.min(HTTP_OUTPUT_BYTES, manager.settings.maxOutputBytes), output: { kind: "head" } },
     });
     session.proc.stdin.end();
     const exitCode = await session.done;
     if (session.timedOut) throw dataplaneError(408, "CommandTimeout", `Command timed out after ${body.timeout} seconds`);
-    return c.json({ stdout: session.stdout.text(), stderr: session.stderr.text(), exit_code: exitCode });
+    const stdout = (session.stdout as HeadBuffer).text();
+    const stderr = (session.stderr as HeadBuffer).text();
+    // Past the bounded buffer the output was drained, not kept: say so, as the client expects.
+    return c.json(session.truncated ? { stdout, stderr, exit_code: exitCode, truncated: true } : { stdout, stderr, exit_code: exitCode });
   });
 
   app.post(`${DATAPLANE_PREFIX}/:id/upload`, async (c) => {

@@ -330,6 +330,8 @@ export class SandboxManager {
   // ---- background work -------------------------------------------------------------------
 
   async startLoop(): Promise<void> {
+    // Commands do not survive a restart: their kept output goes too.
+    fs.rmSync(path.join(this.settings.stateDir, "commands"), { recursive: true, force: true });
     await this.reconcile();
     this.timer = setInterval(() => void this.tick(), this.settings.tickMs);
     this.timer.unref();
@@ -440,6 +442,11 @@ export class SandboxManager {
         this.live.delete(id);
       }
     }
+  }
+
+  /** Where WebSocket commands' output is kept for reconnects (removed with the command). */
+  commandOutputDir(sandboxId: string): string {
+    return path.join(this.settings.stateDir, "commands", sandboxId);
   }
 
   /** Paths of snapshot archives. */

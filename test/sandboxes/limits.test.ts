@@ -1,0 +1,88 @@
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import { describe, test } from "node:test";
+import WebSocket from "ws";
+import { HeadBuffer, SpillBuffer } from "../../src/sandboxes/output-buffer.ts";
+import { startSandboxPlatform } from "./support.ts";
+
+describe("sandbox limits", () => {
+  test("output buffers: the HTTP head cuts on a character boundary; the spill keeps offsets across segments", () => {
+    const h = new HeadBuffer(5);
+    h.append(Buffer.from("abcé"));
+    h.append(Buffer.from("zzz"));
+    assert.equal(h.text(), "abcé");
+    assert.equal(h.truncated, true);
+    const dir = fs.mkdtempSync("/tmp/wharf-spill-");
+    const s = new SpillBuffer(256 * 1024, dir, "x");
+    let all = "";
+    for (let i = 0; i < 100; i++) {
+      const piece = `${i}:${"é".repeat(1000)}\n`;
+      all += piece;
+      s.append(Buffer.from(piece));
+    }
+    s.end();
+    const total = Buffer.byteLength(all);
+    const replay = s.since(0);
+    const got = replay.map((c) => c.data).join("");
+    assert.ok(got.length > 0 && all.endsWith(got), "the newest output is kept, the oldest segments dropped past the cap");
+    assert.equal(replay[0].offset, total - Buffer.byteLength(got));
+    const tail = s.since(total - 10);
+    assert.equal(tail.map((c) => c.data).join(""), Buffer.from(all).subarray(total - 10).toString());
+    s.dispose();
+    assert.deepEqual(fs.readdirSync(dir), []);
+    fs.rmSync(dir, { recursive: true });
+  });
+
+  test("a command printing 100 MB over HTTP: truncated, bounded memory; over WebSocket it streams whole and replays from disk", async (t) => {
+    const p = await startSandboxPlatform(t);
+    if (!p) return;
+    const box = await p.create({ name: "loud" });
+    const before = process.memoryUsage().rss;
+    const r = await p.exec(box, "head -c 100000000 /dev/zero | tr '\\0' a; echo done >&2", { timeout: 120 });
+    const grew = process.memoryUsage().rss - before;
+    assert.equal(r.status, 200);
+    assert.equal(r.body.exit_code, 0);
+    assert.equal(r.body.truncated, true);
+    assert.equal(r.body.stdout.length, 16 << 20);
+    assert.equal(r.body.stderr, "done\n");
+    assert.ok(grew < 200 << 20, `the platform grew by ${Math.round(grew / 2 ** 20)} MB for one command`);
+    const small = await p.exec(box, "echo hi");
+    assert.equal(small.body.truncated, undefined);
+
+    // WebSocket: 5 MB streamed, the client drops, then replays everything from offset 0 (from disk).
+    const url = `${box.dataplane_url.replace(/^http/, "ws")}/execute/ws`;
+    const first = new WebSocket(url, { headers: { "X-Api-Key": p.apiKey } });
+    const commandId = await new Promise<string>((resolve, reject) => {
+      first.on("open", () => first.send(JSON.stringify({ type: "execute", command: "head -c 5000000 /dev/zero | tr '\\0' b; sleep 0.5" })));
+      first.on("message", (d) => {
+        const m = JSON.parse(d.toString());
+        if (m.type === "started") resolve(m.command_id);
+      });
+      first.on("error", reject);
+    });
+    first.terminate();
+    await new Promise((res) => setTimeout(res, 1500));
+    const spill = p.manager().commandOutputDir(box.id);
+    assert.ok(fs.readdirSync(spill).length > 0, "output kept on disk, not in memory");
+    const again = new WebSocket(url, { headers: { "X-Api-Key": p.apiKey } });
+    let bytes = 0;
+    let exit: any = null;
+    await new Promise<void>((resolve, reject) => {
+      again.on("open", () => again.send(JSON.stringify({ type: "reconnect", command_id: commandId, stdout_offset: 0, stderr_offset: 0 })));
+      again.on("message", (d) => {
+        const m = JSON.parse(d.toString());
+        if (m.type === "stdout") {
+          assert.equal(m.offset, bytes);
+          bytes += Buffer.byteLength(m.data);
+        }
+        if (m.type === "exit") {
+          exit = m;
+          resolve();
+        }
+      });
+      again.on("error", reject);
+    });
+    assert.equal(bytes, 5_000_000);
+    assert.equal(exit.exit_code, 0);
+  });
+});
