@@ -95,6 +95,8 @@ for (const dialect of DIALECTS) {
       // checkpointer.ttl: idle threads past the TTL (1440 min) go with their checkpoints.
       const thread = await client.threads.create({ graphId: "echo" });
       await client.runs.wait(thread.thread_id, "echo", { input: { messages: [{ role: "human", content: "keep?" }] } });
+      const onThread = await collect(client.runs.stream(thread.thread_id, "echo", { input: { messages: [{ role: "human", content: "z" }] }, streamMode: "values" }));
+      assert.equal((onThread.at(-1)!.data as { messages: Array<{ content: string }> }).messages.at(-1)!.content, "hello: z");
       assert.equal(await server.server.sweeper.sweepThreads(Date.now()), 0);
       assert.equal(await server.server.sweeper.sweepThreads(Date.now() + 1441 * 60_000), 1);
       await assert.rejects(client.threads.get(thread.thread_id), /HTTP 404/);
