@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { settingsHelp } from "../config/index.ts";
 import { loadConfigOrExit } from "./config-or-exit.ts";
 import { listenEarly, type EarlyListener } from "../platform/early-listener.ts";
+import type { RunningPlatform } from "../platform/start-platform.ts";
 
 export function registerUp(program: Command): void {
   program
@@ -20,7 +21,28 @@ export function registerUp(program: Command): void {
         console.error(`wharf: cannot start: cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
         process.exit(1);
       }
-      let platform;
+      // Signals are handled from the start: one that arrives while the platform is still starting
+      // stops it gracefully as soon as it is up (the API may already be answering by then).
+      let platform: RunningPlatform | null = null;
+      let pending: string | null = null;
+      let signals = 0;
+      const shutdown = (signal: string) => {
+        if (++signals > 1) process.exit(130);
+        if (!platform) {
+          pending = signal;
+          return;
+        }
+        platform.ctx.log.info({ signal }, "shutting down");
+        platform
+          .stop()
+          .then(() => process.exit(0))
+          .catch((err) => {
+            console.error(err);
+            process.exit(1);
+          });
+      };
+      process.on("SIGTERM", () => shutdown("SIGTERM"));
+      process.on("SIGINT", () => shutdown("SIGINT"));
       try {
         const { startPlatform } = await import("../platform/start-platform.ts");
         platform = await startPlatform(config, { listener });
@@ -38,19 +60,9 @@ export function registerUp(program: Command): void {
             `Try: curl -H "X-Api-Key: ${bootstrap.apiKey}" ${url}/v2/secrets\n\n`,
         );
       }
-      let signals = 0;
-      const shutdown = (signal: string) => {
-        if (++signals > 1) process.exit(130);
-        ctx.log.info({ signal }, "shutting down");
-        platform
-          .stop()
-          .then(() => process.exit(0))
-          .catch((err) => {
-            console.error(err);
-            process.exit(1);
-          });
-      };
-      process.on("SIGTERM", () => shutdown("SIGTERM"));
-      process.on("SIGINT", () => shutdown("SIGINT"));
+      if (pending) {
+        signals--;
+        shutdown(pending);
+      }
     });
 }
