@@ -51,10 +51,15 @@ export async function waitForOk(url: string, timeoutMs = 15_000): Promise<number
         await res.arrayBuffer();
         const ms = performance.now() - started;
         const settled = await fetch(new URL("/v2/me", url), { signal: AbortSignal.timeout(Math.max(1000, Math.round(timeoutMs - ms))) });
-        await settled.arrayBuffer();
+        const body = await settled.text();
+        // 503 from a held request: start-up failed after the port was bound.
+        if (settled.status === 503 && body.includes("could not start")) throw Object.assign(new Error(body), { fatal: true });
         return ms;
       }
-    } catch { /* not up yet */ }
+    } catch (err) {
+      if ((err as { fatal?: boolean }).fatal) throw err;
+      // Otherwise not up yet: connection refused, or the held request timed out.
+    }
     if (performance.now() - started > timeoutMs) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 25));
   }
