@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import { describe, test } from "node:test";
 import { keyringPath } from "../../src/crypto/keyring.ts";
@@ -7,6 +8,9 @@ import { agentKeyAad } from "../../src/deployments/revision-runtime.ts";
 import { workspaceCa } from "../../src/egress/index.ts";
 import { openValues, sealValue } from "../../src/egress/index.ts";
 import { openEnv, sealEnv, getSandbox } from "../../src/sandboxes/sandbox-store.ts";
+import { keyringFromEnv } from "../../src/crypto/keyring.ts";
+import { SecretBox } from "../../src/crypto/secret-box.ts";
+import { rotateMasterKey } from "../../src/secrets/key-rotation.ts";
 import { scanKeyUsage } from "../../src/secrets/rotate-master-key.ts";
 import { aadOf, SEALED_LOCATIONS } from "../../src/secrets/sealed-columns.ts";
 import { readSecretValues } from "../../src/secrets/secret-store.ts";
@@ -178,3 +182,25 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+describe("master-key rotation with keys from WHARF_MASTER_KEY", () => {
+  test("re-encrypts under the first key; says when the old one may leave the variable", async (t) => {
+    const a = crypto.randomBytes(32).toString("base64");
+    const b = crypto.randomBytes(32).toString("base64");
+    const p = await startConnectionsPlatform(t, "sqlite");
+    if (!p) return;
+    const box = new SecretBox(keyringFromEnv(a));
+    const sealed = box.seal("env-keyed", "workspace-secret:" + p.bootstrap.workspaceId + ":ENVKEY");
+    const now = nowIso();
+    await p.ctx.db.insertInto("secrets").values({ workspace_id: p.bootstrap.workspaceId, key: "ENVKEY", key_id: sealed.keyId, ciphertext: sealed.blob, created_at: now, updated_at: now }).execute();
+    const lines: string[] = [];
+    const result = await rotateMasterKey(p.ctx.db, { home: p.home, masterKey: `${b},${a}`, say: (l) => lines.push(l) });
+    assert.equal(result.activeKeyId, keyringFromEnv(b).activeId);
+    assert.deepEqual([...result.kept.keys()], []);
+    assert.deepEqual(result.dropped, [], "keys from the environment are never dropped by the command");
+    assert.ok(lines.some((l) => /WHARF_MASTER_KEY may now list the active key alone/.test(l)), lines.join("\n"));
+    const row = await p.ctx.db.selectFrom("secrets").selectAll().where("key", "=", "ENVKEY").executeTakeFirstOrThrow();
+    assert.equal(new SecretBox(keyringFromEnv(b)).open({ keyId: row.key_id, blob: row.ciphertext }, "workspace-secret:" + p.bootstrap.workspaceId + ":ENVKEY"), "env-keyed");
+  });
+});
+
