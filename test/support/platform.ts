@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import type { TestContext } from "node:test";
-import { loadConfig, type WharfConfig } from "../../src/config/config.ts";
+import { loadConfig, SETTINGS, type WharfConfig } from "../../src/config/index.ts";
 import { createLogger } from "../../src/log/logger.ts";
 import type { Feature } from "../../src/platform/context.ts";
 import { startPlatform, type RunningPlatform } from "../../src/platform/start-platform.ts";
@@ -18,6 +18,9 @@ export interface TestPlatform extends RunningPlatform {
   pgSchema?: string;
 }
 
+const OWN = new Set(["WHARF_HOME", "WHARF_PORT", "WHARF_HOST", "DATABASE_URL", "WHARF_MASTER_KEY", "WHARF_PUBLIC_URL", "WHARF_URL", "WHARF_API_KEY", "WHARF_TENANT_ID"]);
+const inheritedSettings = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => k in SETTINGS && !OWN.has(k)));
+
 /**
  * Starts a whole platform on a random port with a fresh store of the given dialect; stops it and
  * drops its storage when the test ends. Returns null when the dialect is unavailable (non-strict).
@@ -29,8 +32,10 @@ export async function startTestPlatform(
   const s = await storageSettings(t, options.dialect ?? "sqlite");
   if (!s) return null;
   const config: WharfConfig = {
-    // No example deployment and an ephemeral in-process agent-server port: a test asks for what it needs.
-    ...loadConfig({ WHARF_HOME: s.home, WHARF_PORT: "0", WHARF_EXAMPLE_PROJECT: "off", WHARF_AGENT_PORT: "0", ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}), ...options.env }),
+    // Settings a test put in process.env (as an operator would for `wharf up`), except where this
+    // platform's storage, port and keys come from; no example deployment and an ephemeral
+    // in-process agent-server port unless the test asks.
+    ...loadConfig({ ...inheritedSettings(), WHARF_HOME: s.home, WHARF_PORT: "0", WHARF_EXAMPLE_PROJECT: "off", WHARF_AGENT_PORT: "0", ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}), ...options.env }),
   };
   let captured = "";
   const destination = new Writable({
