@@ -73,7 +73,7 @@ export const SETTINGS = {
   WHARF_EGRESS_PROXY_PORT: decl({ part: "egress", type: "port", default: "3128", description: "port of the explicit proxy on 127.0.0.1 inside each sandbox", schema: int(1, 65535) }),
 
   WHARF_SANDBOX_DRIVER: decl({ part: "sandboxes", type: "enum", default: "local", description: "`local` (Linux namespaces) or `none` (sandbox calls answer 503)", schema: z.enum(["local", "none"]) }),
-  WHARF_SANDBOX_DISK: decl({ part: "sandboxes", type: "enum", default: "dir", description: "`dir`, or `image`: an ext4 image per sandbox with a hard `fs_capacity_bytes`", schema: z.enum(["dir", "image"]) }),
+  WHARF_SANDBOX_DISK: decl({ part: "sandboxes", type: "enum", default: "image", description: "`image`: an ext4 image per sandbox with a hard `fs_capacity_bytes`; `dir`: a directory (per-file limit only)", schema: z.enum(["dir", "image"]) }),
   WHARF_SANDBOX_BASE_CACHE: decl({ part: "sandboxes", type: "path", defaultText: "`$WHARF_HOME/sandboxes/images`", description: "cache of the base image assembled from host packages", schema: text().optional() }),
   WHARF_SANDBOX_HOST_UID: decl({ part: "sandboxes", type: "uid", default: "200000", description: "unprivileged host uid sandbox processes run as", schema: int(1000, 2 ** 31 - 2) }),
   WHARF_SANDBOX_PIDS_MAX: decl({ part: "sandboxes", type: "integer", default: "1024", description: "process limit per sandbox", schema: int(16) }),
@@ -81,6 +81,7 @@ export const SETTINGS = {
   WHARF_SANDBOX_TICK_MS: decl({ part: "sandboxes", type: "ms", default: "5000", description: "period of the lifecycle loop (idle stop, deadlines, deletion)", schema: int(10) }),
   WHARF_SANDBOX_PROVISION_DEADLINE_MS: decl({ part: "sandboxes", type: "ms", default: "120000", description: "a sandbox still provisioning after this fails", schema: int(100) }),
   WHARF_SANDBOX_KEEP_RUNNING: decl({ part: "sandboxes", type: "0/1", default: "0", description: "keep sandboxes running across a graceful restart (live restore)", schema: flag() }),
+  WHARF_SANDBOX_WARM_POOL: decl({ part: "sandboxes", type: "integer", default: "2", description: "sandboxes kept half-started so a create with default resources takes one at once (0 = off)", schema: int(0, 64) }),
   WHARF_SANDBOX_MAX_OUTPUT_BYTES: decl({ part: "sandboxes", type: "bytes", default: String(64 << 20), description: "output kept per command stream for re-attaching clients", schema: int(1024) }),
 
   WHARF_DEPLOYMENT_ISOLATION: decl({ part: "deployments", type: "enum", defaultText: "on where the host can (root with bubblewrap)", description: "`off` runs deployed code unconfined, as the platform's user", schema: z.enum(["on", "off"]).optional() }),

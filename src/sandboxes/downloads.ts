@@ -18,7 +18,7 @@ const READ = `exec tail -c +$(($2 + 1)) -- "$1" | head -c "$3"`;
 const FILE_TOO_LARGE = 128 + 25;
 
 export function fileError(kind: "WriteError" | "ReadError", path: string, code: number, stderr: string): never {
-  if (code === FILE_TOO_LARGE || /file too large/i.test(stderr)) throw dataplaneError(413, kind, `${path} would exceed the sandbox's fs_capacity_bytes`);
+  if (code === FILE_TOO_LARGE || /file too large|no space left/i.test(stderr)) throw dataplaneError(413, kind, `${path} would exceed the sandbox's fs_capacity_bytes`);
   if (code === 2) throw dataplaneError(404, "FileNotFound", `File not found: ${path}`);
   if (code === 21) throw dataplaneError(400, kind, `${path} is a directory`);
   if (code === 13 || /permission denied/i.test(stderr)) throw dataplaneError(403, kind, `Permission denied: ${path}`);

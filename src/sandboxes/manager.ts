@@ -9,9 +9,9 @@ import { nowIso } from "../store/database.ts";
 import { newId } from "../store/ids.ts";
 import { CommandRegistry, CommandSession, type CommandOptions } from "./commands.ts";
 import { SANDBOX_USER } from "./driver/base-image.ts";
-import type { RuntimeRef, SandboxDriver } from "./driver/driver.ts";
+import type { CapturedNetwork, RuntimeRef, SandboxDriver } from "./driver/driver.ts";
 import { getSandbox, openEnv, sandboxesInStatus, transition, type SandboxRow } from "./sandbox-store.ts";
-import type { SandboxStatus } from "./schemas.ts";
+import { DEFAULTS, type SandboxStatus } from "./schemas.ts";
 import type { SandboxSettings } from "./settings.ts";
 
 /** What the platform holds in memory for a running sandbox. */
@@ -63,6 +63,11 @@ export class SandboxManager {
   private timer: NodeJS.Timeout | null = null;
   private ticking = false;
   private prepared: Promise<void> | null = null;
+  /** Warm pool: sandboxes begun with default resources, waiting for a create to claim them. */
+  private pool: Array<{ id: string; parked: Promise<unknown | null> }> = [];
+  private claimed = new Map<string, Promise<unknown | null>>();
+  private refilling = false;
+  private stopping = false;
   /** Background jobs (snapshots being built from images): shutdown waits for them briefly. */
   private jobs = new Set<Promise<void>>();
   private prepareError: Error | null = null;
@@ -113,6 +118,94 @@ export class SandboxManager {
     return this.live.has(id);
   }
 
+  /**
+   * Takes a warm sandbox for a create with default resources and no snapshot: its id becomes the
+   * new row's id, and provisioning only attaches the egress and runs it. Null when the pool is
+   * empty or the request needs something else.
+   */
+  claimWarm(want: { cpuMillicores: number; memBytes: number; fsCapacityBytes: number; snapshot: boolean }): string | null {
+    if (want.snapshot || want.cpuMillicores !== DEFAULTS.vcpus * 1000 || want.memBytes !== DEFAULTS.memBytes || want.fsCapacityBytes !== DEFAULTS.fsCapacityBytes) return null;
+    const entry = this.pool.shift();
+    if (!entry) return null;
+    this.claimed.set(entry.id, entry.parked);
+    void this.refill();
+    return entry.id;
+  }
+
+  /** Warm sandboxes ready to be claimed (benchmarks wait for a full pool). */
+  async warmReady(): Promise<number> {
+    const states = await Promise.all(this.pool.map((e) => e.parked));
+    return states.filter(Boolean).length;
+  }
+
+  /** Gives back a claimed warm sandbox whose create did not go through. */
+  async releaseWarm(id: string): Promise<void> {
+    const warm = this.claimed.get(id);
+    if (!warm) return;
+    this.claimed.delete(id);
+    const parked = await warm;
+    if (parked && this.driver?.abandon) await this.driver.abandon(parked);
+    await this.driver?.destroy(id, null).catch((err) => this.ctx.log.warn({ id, err: (err as Error).message }, "warm sandbox not removed"));
+  }
+
+  /** Keeps the pool at its size, one sandbox at a time (off the request path). */
+  private async refill(): Promise<void> {
+    const driver = this.driver;
+    if (this.refilling || this.stopping || !driver?.begin || this.settings.warmPool <= 0) return;
+    this.refilling = true;
+    try {
+      await this.prepare();
+      if (this.prepareError) return;
+      const capture = await egressCaptureSpec();
+      while (!this.stopping && this.pool.length < this.settings.warmPool) {
+        const id = newId();
+        const dir = path.join(this.settings.stateDir, "boxes", id);
+        fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+        // Marks the folder as the pool's: a crash leaves it behind, the next start removes it.
+        fs.writeFileSync(path.join(dir, ".warm"), "");
+        const parked = driver
+          .begin({ id, workspaceId: "", cpuMillicores: DEFAULTS.vcpus * 1000, memBytes: DEFAULTS.memBytes, fsCapacityBytes: DEFAULTS.fsCapacityBytes, snapshotArchive: null, capture })
+          .catch((err) => {
+            this.ctx.log.warn({ err: (err as Error).message }, "warm sandbox could not be prepared");
+            return null;
+          });
+        this.pool.push({ id, parked });
+        if (!(await parked)) {
+          this.pool = this.pool.filter((e) => e.id !== id);
+          await driver.destroy(id, null).catch((err) => this.ctx.log.warn({ id, err: (err as Error).message }, "failed warm sandbox not removed"));
+          return; // something is wrong with the host: do not spin; the next claim tries again
+        }
+      }
+    } finally {
+      this.refilling = false;
+    }
+  }
+
+  /** Removes the pool's sandboxes (shutdown) and what a crashed process left of its pool (start). */
+  private async drainPool(): Promise<void> {
+    const driver = this.driver;
+    const entries = this.pool.splice(0);
+    for (const e of entries) {
+      const parked = await e.parked;
+      if (parked && driver?.abandon) await driver.abandon(parked);
+      await driver?.destroy(e.id, null).catch((err) => this.ctx.log.warn({ id: e.id, err: (err as Error).message }, "warm sandbox not removed"));
+    }
+  }
+
+  private removeStaleWarm(): void {
+    const boxes = path.join(this.settings.stateDir, "boxes");
+    let names: string[] = [];
+    try {
+      names = fs.readdirSync(boxes);
+    } catch {
+      return; // no sandboxes yet
+    }
+    for (const id of names) {
+      if (!fs.existsSync(path.join(boxes, id, ".warm"))) continue;
+      void this.driver?.destroy(id, null).catch((err) => this.ctx.log.warn({ id, err: (err as Error).message }, "stale warm sandbox not removed"));
+    }
+  }
+
   /** Keeps a background job (an image pull) in view so shutdown can wait for it. */
   track(job: Promise<void>): void {
     this.jobs.add(job);
@@ -146,15 +239,18 @@ export class SandboxManager {
       const image = await this.imageSnapshotOf(row);
       const lowerDir = image ? path.join(this.settings.stateDir, "oci-images", image, "bundle", "rootfs") : undefined;
       if (lowerDir && !fs.existsSync(lowerDir)) throw new Error("the image this sandbox was made from is no longer on this host");
-      ref = await driver.start(
-        { id: row.id, workspaceId: row.workspace_id, cpuMillicores: row.cpu_millicores, memBytes: Number(row.mem_bytes), fsCapacityBytes: Number(row.fs_capacity_bytes), snapshotArchive, lowerDir, capture: await egressCaptureSpec() },
-        {
-          onNetwork: async (netnsPid, captured) => {
-            egress = await attachEgress({ sandboxId: row.id, workspaceId: row.workspace_id, netnsPid, proxyConfig, captured });
-            if (Object.keys(egress.files).length) driver.placeFiles(row.id, egress.files, netnsPid);
-          },
+      const warm = this.claimed.get(row.id);
+      this.claimed.delete(row.id);
+      const parked = warm ? await warm : null;
+      if (warm) fs.rmSync(path.join(this.settings.stateDir, "boxes", row.id, ".warm"), { force: true });
+      const spec = { id: row.id, workspaceId: row.workspace_id, cpuMillicores: row.cpu_millicores, memBytes: Number(row.mem_bytes), fsCapacityBytes: Number(row.fs_capacity_bytes), snapshotArchive, lowerDir, capture: await egressCaptureSpec() };
+      const hooks = {
+        onNetwork: async (netnsPid: number, captured: CapturedNetwork | null) => {
+          egress = await attachEgress({ sandboxId: row.id, workspaceId: row.workspace_id, netnsPid, proxyConfig, captured });
+          if (Object.keys(egress.files).length) driver.placeFiles(row.id, egress.files, netnsPid);
         },
-      );
+      };
+      ref = parked && driver.finish ? await driver.finish(parked, hooks) : await driver.start(spec, hooks);
       const env = this.commandEnv(row, egress);
       this.live.set(row.id, { ref, egress, env, lastActivity: Date.now() });
       // Ready means an exec succeeds now: prove it.
@@ -332,7 +428,9 @@ export class SandboxManager {
   async startLoop(): Promise<void> {
     // Commands do not survive a restart: their kept output goes too.
     fs.rmSync(path.join(this.settings.stateDir, "commands"), { recursive: true, force: true });
+    this.removeStaleWarm();
     await this.reconcile();
+    void this.refill();
     this.timer = setInterval(() => void this.tick(), this.settings.tickMs);
     this.timer.unref();
   }
@@ -430,6 +528,8 @@ export class SandboxManager {
 
   async shutdown(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    this.stopping = true;
+    await this.drainPool();
     await Promise.race([Promise.allSettled([...this.inflight.values(), ...this.jobs]), new Promise((r) => setTimeout(r, 10_000).unref())]);
     for (const id of [...this.live.keys()]) {
       const row = await getSandbox(this.db, id);

@@ -47,7 +47,6 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
     responses: { 201: { description: "The sandbox", schema: record }, 408: { description: "Not ready within timeout" }, 409: { description: "Name in use" } },
     handler: async ({ c, principal, body }) => {
       await manager.ensureAvailable();
-      const id = newId();
       let snapshotId: string | null = null;
       let fromImage = false;
       const snapshotRef = body.snapshot_id ?? body.snapshot_name ?? body.snapshot;
@@ -63,6 +62,14 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
       if (body.proxy_config) proxyConfig = await prepareProxyConfig({ db: ctx.db, box: ctx.box }, principal.workspaceId, body.proxy_config);
       const now = nowIso();
       const cpu = cpuOf(body);
+      // A warm sandbox (half-started with default resources) when the request fits one.
+      const id =
+        manager.claimWarm({
+          cpuMillicores: cpu.cpu_millicores,
+          memBytes: body.mem_bytes ?? DEFAULTS.memBytes,
+          fsCapacityBytes: body.fs_capacity_bytes ?? DEFAULTS.fsCapacityBytes,
+          snapshot: Boolean(snapshotId),
+        }) ?? newId();
       const row: SandboxRow = {
         id,
         workspace_id: principal.workspaceId,
@@ -89,6 +96,7 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
       try {
         await ctx.db.insertInto("sandboxes").values(row).execute();
       } catch (err) {
+        await manager.releaseWarm(id);
         if (isUniqueViolation(err)) throw conflict(`A sandbox named ${row.name} already exists`);
         throw err;
       }

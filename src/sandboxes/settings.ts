@@ -9,7 +9,7 @@ export interface SandboxSettings {
   baseCacheDir: string;
   hostUid: number;
   pidsMax: number;
-  /** `image`: an ext4 image per sandbox enforces fs_capacity_bytes; `dir`: a directory (per-file limit only). */
+  /** `image` (default): an ext4 image per sandbox enforces fs_capacity_bytes; `dir`: a directory (per-file limit only). */
   disk: "dir" | "image";
   /** How long one "second" of idle_ttl_seconds / delete_after_stop_seconds lasts (tests shorten it). */
   ttlSecondMs: number;
@@ -25,11 +25,13 @@ export interface SandboxSettings {
   keepRunning: boolean;
   /** Largest output kept per stream and command, in bytes. */
   maxOutputBytes: number;
+  /** Sandboxes kept half-started (everything but the egress attach) so a create takes one at once. */
+  warmPool: number;
 }
 
 const env = z.object({
   WHARF_SANDBOX_DRIVER: z.enum(["local", "none"]).default("local"),
-  WHARF_SANDBOX_DISK: z.enum(["dir", "image"]).default("dir"),
+  WHARF_SANDBOX_DISK: z.enum(["dir", "image"]).default("image"),
   WHARF_SANDBOX_BASE_CACHE: z.string().min(1).optional(),
   WHARF_SANDBOX_HOST_UID: z.coerce.number().int().min(1000).max(2 ** 31 - 2).default(200000),
   WHARF_SANDBOX_PIDS_MAX: z.coerce.number().int().min(16).default(1024),
@@ -38,6 +40,7 @@ const env = z.object({
   WHARF_SANDBOX_PROVISION_DEADLINE_MS: z.coerce.number().int().min(100).default(120_000),
   WHARF_SANDBOX_KEEP_RUNNING: z.enum(["0", "1", "true", "false"]).default("0"),
   WHARF_SANDBOX_MAX_OUTPUT_BYTES: z.coerce.number().int().min(1024).default(64 << 20),
+  WHARF_SANDBOX_WARM_POOL: z.coerce.number().int().min(0).max(64).default(2),
 });
 
 export function loadSandboxSettings(home: string, source: NodeJS.ProcessEnv = process.env): SandboxSettings {
@@ -58,5 +61,6 @@ export function loadSandboxSettings(home: string, source: NodeJS.ProcessEnv = pr
     deleteDeadlineMs: 60_000,
     keepRunning: e.WHARF_SANDBOX_KEEP_RUNNING === "1" || e.WHARF_SANDBOX_KEEP_RUNNING === "true",
     maxOutputBytes: e.WHARF_SANDBOX_MAX_OUTPUT_BYTES,
+    warmPool: e.WHARF_SANDBOX_WARM_POOL,
   };
 }

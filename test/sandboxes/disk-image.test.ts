@@ -4,7 +4,8 @@ import { test } from "node:test";
 import { startSandboxPlatform } from "./support.ts";
 
 test("disk images: fs_capacity_bytes is a hard limit; files survive stop/start; snapshots in and out", async (t) => {
-  const p = await startSandboxPlatform(t, { env: { WHARF_SANDBOX_DISK: "image" } });
+  // No warm pool: the loop devices counted below are this test's own.
+  const p = await startSandboxPlatform(t, { env: { WHARF_SANDBOX_DISK: "image", WHARF_SANDBOX_WARM_POOL: "0" } });
   if (!p) return;
   const loopsBefore = execFileSync("losetup", ["-a"], { encoding: "utf8" }).split("\n").filter(Boolean).length;
   const box = await p.create({ name: "disk", fs_capacity_bytes: 64 * 1024 * 1024 });

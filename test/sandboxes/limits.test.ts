@@ -33,6 +33,24 @@ describe("sandbox limits", () => {
     fs.rmSync(dir, { recursive: true });
   });
 
+  test("fs_capacity_bytes is a hard limit by default: a full disk is ENOSPC inside the box and nothing else; warm boxes have the default capacity", async (t) => {
+    const p = await startSandboxPlatform(t);
+    if (!p) return;
+    assert.equal(p.manager().settings.disk, "image");
+    const small = await p.create({ name: "small-disk", fs_capacity_bytes: 64 * 1024 * 1024 });
+    const freeBefore = fs.statfsSync(p.home).bavail * fs.statfsSync(p.home).bsize;
+    const r = await p.exec(small, "for i in 1 2 3 4 5 6 7 8; do head -c 30000000 /dev/zero > ~/f$i || { echo full-at-$i; break; }; done 2>&1; df -B1M --output=size ~ | tail -1", { timeout: 60 });
+    assert.match(r.body.stdout, /No space left on device/);
+    assert.match(r.body.stdout, /full-at-[1-3]/);
+    const freeAfter = fs.statfsSync(p.home).bavail * fs.statfsSync(p.home).bsize;
+    assert.ok(freeBefore - freeAfter < 100 << 20, `the host lost ${Math.round((freeBefore - freeAfter) / 2 ** 20)} MB for a 64 MB box`);
+    // The box still works (it can delete and write again); the platform too.
+    assert.equal((await p.exec(small, "rm -f ~/f*; echo ok > ~/again && cat ~/again")).body.stdout, "ok\n");
+    const warm = await p.create({ name: "default-disk" });
+    const size = Number((await p.exec(warm, "df -B1G --output=size ~ | tail -1")).body.stdout.trim());
+    assert.ok(size >= 9 && size <= 10, `default capacity ${size} GiB`);
+  });
+
   test("a command printing 100 MB over HTTP: truncated, bounded memory; over WebSocket it streams whole and replays from disk", async (t) => {
     const p = await startSandboxPlatform(t);
     if (!p) return;

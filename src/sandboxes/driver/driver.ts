@@ -72,6 +72,14 @@ export interface SandboxDriver {
   prepare(): Promise<void>;
   /** Starts the sandbox (creating its filesystem the first time) and returns once an exec would succeed. */
   start(spec: SandboxSpec, hooks?: StartHooks): Promise<RuntimeRef>;
+  /**
+   * Optional split of `start` for a warm pool: `begin` does everything that does not depend on who
+   * the sandbox is for (filesystem, cgroups, namespaces, capture listeners) and parks it;
+   * `finish` attaches the egress and runs it; `abandon` undoes a parked start.
+   */
+  begin?(spec: SandboxSpec): Promise<unknown>;
+  finish?(parked: unknown, hooks?: StartHooks): Promise<RuntimeRef>;
+  abandon?(parked: unknown): Promise<void>;
   /** Places files (absolute path inside → content) read-only for the sandbox user, during `onNetwork`. */
   placeFiles(id: string, files: Record<string, string>, netnsPid: number): void;
   isRunning(ref: RuntimeRef): boolean;

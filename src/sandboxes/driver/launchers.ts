@@ -90,7 +90,9 @@ if ($capture ne "-") {
 }
 delete @ENV{qw(NODE_CHANNEL_FD NODE_CHANNEL_SERIALIZATION_MODE)};
 if ($img ne "-") {
-  system("mount", "-o", "loop,nosuid,nodev", $img, $diskmnt) == 0 or fail("mount disk image");
+  # noinit_itable: the kernel must not zero the image's inode tables in the background (that
+  # would turn a sparse image into real disk use).
+  system("mount", "-o", "loop,nosuid,nodev,noinit_itable", $img, $diskmnt) == 0 or fail("mount disk image");
   # The overlay's work dir must start empty.
   system("rm", "-rf", "--", $work) == 0 or fail("reset work dir");
   mkdir($work, 0700) or fail("work dir");

@@ -1,4 +1,4 @@
-import { execFile, spawn, spawnSync } from "node:child_process";
+import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import type dgram from "node:dgram";
 import fs from "node:fs";
 import type net from "node:net";
@@ -36,6 +36,16 @@ const DISK_POINT = "/run/wharf-sandbox-disk";
 interface LocalRef {
   holder: ProcRef;
   init: ProcRef;
+}
+
+/** A start halfway through (see `LocalDriver.begin`): the holder waits at its gate. */
+export interface ParkedStart {
+  spec: SandboxSpec;
+  child: ChildProcess;
+  captured: CapturedNetwork & { done: boolean; handedOver: boolean };
+  stderr: string;
+  info: string;
+  exited: number | null;
 }
 
 /** bubblewrap's part: user/pid/ipc/uts/cgroup namespaces, the root, seccomp, `sleep infinity` as the keeper. */
@@ -126,7 +136,7 @@ export class LocalDriver implements SandboxDriver {
     return result;
   }
 
-  private prepareFilesystem(spec: SandboxSpec): { image: string; upper: string; work: string } {
+  private async prepareFilesystem(spec: SandboxSpec): Promise<{ image: string; upper: string; work: string }> {
     const dir = this.boxDir(spec.id);
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     if (this.opts.diskImages) {
@@ -136,7 +146,7 @@ export class LocalDriver implements SandboxDriver {
         fs.rmSync(tmp, { force: true });
         fs.closeSync(fs.openSync(tmp, "w", 0o600));
         fs.truncateSync(tmp, spec.fsCapacityBytes);
-        execFileSyncChecked("mkfs.ext4", ["-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", tmp]);
+        await execFileP("mkfs.ext4", ["-q", "-F", "-m", "0", "-i", "65536", "-E", "lazy_itable_init=1,lazy_journal_init=1", tmp]);
         this.withImageMounted(tmp, false, (root) => {
           this.fillUpper(path.join(root, "upper"), spec.snapshotArchive);
           fs.chmodSync(root, 0o755);
@@ -167,8 +177,17 @@ export class LocalDriver implements SandboxDriver {
   }
 
   async start(spec: SandboxSpec, hooks: StartHooks = {}): Promise<RuntimeRef> {
-    const { image, upper, work } = this.prepareFilesystem(spec);
-    await this.cg.destroy(spec.id).catch(() => {});
+    return this.finish(await this.begin(spec), hooks);
+  }
+
+  /**
+   * First half of a start: filesystem, cgroups, the holder with its network and mount namespaces,
+   * the egress listeners handed over, the overlay mounted. Resolves once the holder waits at its
+   * gate for the platform (nothing of the sandbox runs yet). A warm pool keeps sandboxes here.
+   */
+  async begin(spec: SandboxSpec): Promise<ParkedStart> {
+    const { image, upper, work } = await this.prepareFilesystem(spec);
+    await this.cg.destroy(spec.id).catch((err) => this.opts.log?.("stale sandbox cgroups could not be removed", { id: spec.id, err: (err as Error).message }));
     this.cg.create(spec.id, { memBytes: spec.memBytes, pidsMax: this.opts.pidsMax, cpuMillicores: spec.cpuMillicores });
     const capture = spec.capture ?? null;
     const child = spawn(
@@ -176,9 +195,10 @@ export class LocalDriver implements SandboxDriver {
       ["-e", HOLDER, this.sysArg, this.cg.procsFiles(spec.id).join(":"), capture ? capture.tcpPorts.join(",") : "-", capture?.dns ? "dns" : "nodns", image, DISK_POINT, spec.lowerDir ?? this.baseDir, upper, work, MOUNT_POINT, this.bpfFile, String(this.opts.hostUid), "--", ...bwrapArgs()],
       { detached: true, stdio: ["ignore", "ignore", "pipe", "ignore", "pipe", "pipe", ...(capture ? ["ipc" as const] : [])], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
     );
-    // The holder hands over the capture listeners, then says "done", before it reports the namespace.
-    const captured: CapturedNetwork & { done: boolean; handedOver: boolean } = { tcp: new Map(), udp: [], errors: [], done: !capture, handedOver: false };
+    const p: ParkedStart = { spec, child, captured: { tcp: new Map(), udp: [], errors: [], done: !capture, handedOver: false }, stderr: "", info: "", exited: null };
+    const captured = p.captured;
     if (capture) {
+      // The holder hands over the capture listeners, then says "done", before it reports the namespace.
       child.on("message", (msg: { kind: string; port?: number; family?: string; message?: string }, handle: unknown) => {
         if (msg.kind === "tcp" && handle) captured.tcp.set(msg.port!, handle as net.Server);
         else if (msg.kind === "udp" && handle) captured.udp.push(handle as dgram.Socket);
@@ -188,79 +208,88 @@ export class LocalDriver implements SandboxDriver {
       // The holder closes its end once done; a channel error (the holder died) shows as its exit.
       child.on("error", () => {});
     }
-    const dropCaptured = () => {
-      if (captured.handedOver) return;
-      for (const l of captured.tcp.values()) if (l.listening) l.close();
-      for (const u of captured.udp) {
+    child.stderr!.on("data", (d: Buffer) => {
+      if (p.stderr.length < 4000) p.stderr += d.toString();
+    });
+    (child.stdio[4] as NodeJS.ReadableStream).on("data", (d: Buffer) => (p.info += d.toString()));
+    child.on("exit", (code, signal) => (p.exited = code ?? 128 + (signal ? 9 : 0)));
+    child.on("error", (err) => {
+      p.stderr += err.message;
+      p.exited = 127;
+    });
+    const deadline = Date.now() + 30_000;
+    while (!(p.info.startsWith("netns\n") && captured.done)) {
+      if (p.exited !== null || Date.now() > deadline) {
+        await this.abandon(p);
+        throw new Error(p.exited !== null ? `sandbox init exited with ${p.exited}: ${p.stderr.trim().slice(0, 500) || "no message"}` : `sandbox init did not come up in 30 s: ${p.stderr.trim().slice(0, 500)}`);
+      }
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    return p;
+  }
+
+  /** Gives up a begun start: the holder is killed, its listeners closed, its cgroups removed. */
+  async abandon(parked: unknown): Promise<void> {
+    const p = parked as ParkedStart;
+    if (!p.captured.handedOver) {
+      for (const l of p.captured.tcp.values()) if (l.listening) l.close();
+      for (const u of p.captured.udp) {
         try {
           u.close();
         } catch {
-          /* already closed */
+          // already closed by its owner
         }
       }
-    };
-    let stderr = "";
-    child.stderr!.on("data", (d: Buffer) => {
-      if (stderr.length < 4000) stderr += d.toString();
-    });
-    const info = child.stdio[4] as NodeJS.ReadableStream & { unref?: () => void };
-    let infoText = "";
-    info.on("data", (d: Buffer) => (infoText += d.toString()));
-    let exited: number | null = null;
-    child.on("exit", (code, signal) => (exited = code ?? 128 + (signal ? 9 : 0)));
-    child.on("error", (err) => {
-      stderr += err.message;
-      exited = 127;
-    });
+    }
+    this.killTree(p.spec.id, p.child.pid ?? 0, 0);
+    await this.cg.destroy(p.spec.id).catch((err) => this.opts.log?.("sandbox cgroups could not be removed", { id: p.spec.id, err: (err as Error).message }));
+  }
+
+  /** Second half: the egress attaches (`onNetwork`), the holder execs bubblewrap, the keeper is up. */
+  async finish(parked: unknown, hooks: StartHooks = {}): Promise<RuntimeRef> {
+    const p = parked as ParkedStart;
+    const { child, captured, spec } = p;
+    if (p.exited !== null) {
+      await this.abandon(p);
+      throw new Error(`sandbox init exited with ${p.exited}: ${p.stderr.trim().slice(0, 500) || "no message"}`);
+    }
+    // The namespace exists and has only loopback; nothing runs in it yet.
+    captured.handedOver = Boolean(hooks.onNetwork);
+    const handOver: CapturedNetwork | null = spec.capture ? { tcp: captured.tcp, udp: captured.udp, errors: captured.errors } : null;
+    try {
+      if (hooks.onNetwork) await hooks.onNetwork(child.pid!, handOver);
+    } catch (err) {
+      captured.handedOver = false;
+      await this.abandon(p);
+      throw err;
+    }
+    (child.stdio as unknown as Array<NodeJS.WritableStream | null>)[5]!.end("go\n");
     const deadline = Date.now() + 30_000;
     let initPid = 0;
-    const st: { gate: "waiting" | "running" | "open" } = { gate: "waiting" };
-    const gatePipe = (child.stdio as unknown as Array<NodeJS.WritableStream | null>)[5]!;
-    let hookError: Error | null = null;
     for (;;) {
-      if (st.gate === "waiting" && infoText.startsWith("netns\n") && captured.done) {
-        st.gate = "running";
-        // The namespace exists and has only loopback; nothing runs in it yet.
-        captured.handedOver = Boolean(hooks.onNetwork);
-        const handOver: CapturedNetwork | null = capture ? { tcp: captured.tcp, udp: captured.udp, errors: captured.errors } : null;
-        void (hooks.onNetwork ? hooks.onNetwork(child.pid!, handOver) : Promise.resolve()).then(
-          () => {
-            gatePipe.end("go\n");
-            st.gate = "open";
-          },
-          (err: Error) => (hookError = err),
-        );
-      }
-      if (hookError) {
-        dropCaptured();
-        this.killTree(spec.id, child.pid ?? 0, initPid);
-        await this.cg.destroy(spec.id).catch(() => {});
-        throw hookError;
-      }
-      if (exited !== null) {
-        dropCaptured();
-        await this.cg.destroy(spec.id).catch(() => {});
-        throw new Error(`sandbox init exited with ${exited}: ${stderr.trim().slice(0, 500) || "no message"}`);
+      if (p.exited !== null) {
+        await this.abandon(p);
+        throw new Error(`sandbox init exited with ${p.exited}: ${p.stderr.trim().slice(0, 500) || "no message"}`);
       }
       if (!initPid) {
-        const m = st.gate === "open" ? /"child-pid"\s*:\s*(\d+)/.exec(infoText) : null;
+        const m = /"child-pid"\s*:\s*(\d+)/.exec(p.info);
         if (m) initPid = Number(m[1]);
       }
       // bwrap's pid 1 forks the command only after the mounts, pivot_root and seccomp are in place.
       if (initPid && childrenOf(initPid).length > 0) break;
       if (Date.now() > deadline) {
-        dropCaptured();
-        this.killTree(spec.id, child.pid ?? 0, initPid);
-        throw new Error(`sandbox init did not come up in 30 s: ${stderr.trim().slice(0, 500)}`);
+        this.killTree(spec.id, 0, initPid);
+        await this.abandon(p);
+        throw new Error(`sandbox init did not come up in 30 s: ${p.stderr.trim().slice(0, 500)}`);
       }
       await new Promise((r) => setTimeout(r, 1));
     }
     // The platform may restart while the sandbox runs on: nothing of ours may keep it tied to us.
     child.unref();
     (child.stderr as unknown as { unref?: () => void }).unref?.();
-    info.unref?.();
+    (child.stdio[4] as unknown as { unref?: () => void }).unref?.();
     const ref: LocalRef = { holder: procRef(child.pid!)!, init: procRef(initPid)! };
-    if (!ref.holder || !ref.init) throw new Error(`sandbox init exited during start: ${stderr.trim().slice(0, 500)}`);
+    if (!ref.holder || !ref.init) throw new Error(`sandbox init exited during start: ${p.stderr.trim().slice(0, 500)}`);
     return ref as unknown as RuntimeRef;
   }
 
