@@ -1,10 +1,6 @@
 /** The console's only way to the server: the public API, with the session cookie and CSRF header. */
 
-export interface ValidationItem {
-  loc: Array<string | number>;
-  msg: string;
-  type: string;
-}
+import type { ValidationItem } from "./decisions.ts";
 
 export class ApiError extends Error {
   constructor(

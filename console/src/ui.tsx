@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState, type ReactNode } from "react";
 import { ApiError } from "./api.ts";
+import { issuesUnder } from "./decisions.ts";
 
 export function Page(props: { title: string; actions?: ReactNode; children: ReactNode }) {
   return (
@@ -66,10 +67,7 @@ export function useAction() {
 
 /** The 422 messages whose `loc` starts with `prefix` (e.g. ["body","proxy_config"]). */
 export function issuesAt(error: unknown, prefix: Array<string | number>): Array<{ path: string; msg: string }> {
-  if (!(error instanceof ApiError)) return [];
-  return error.issues
-    .filter((i) => prefix.every((p, k) => i.loc[k] === p))
-    .map((i) => ({ path: i.loc.slice(prefix.length).join("."), msg: i.msg }));
+  return error instanceof ApiError ? issuesUnder(error.issues, prefix) : [];
 }
 
 export function Field(props: { label: string; hint?: string; error?: string | null; children: ReactNode }) {

@@ -1,47 +1,29 @@
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { api } from "../api.ts";
 import { Empty, ErrorNote, Status, useLoad } from "../ui.tsx";
-
-interface AuditEntry {
-  id: string;
-  at: string;
-  last_at: string;
-  count: number;
-  kind: string;
-  decision: string;
-  rule: string | null;
-  host: string;
-  port: number;
-  method: string | null;
-  path: string | null;
-  status: number | null;
-  reason?: string | null;
-}
+import { filterAudit, type AuditEntry } from "../decisions.ts";
 
 const KINDS = ["", "inject", "block", "tunnel", "sign", "callback", "credential"];
 const WINDOWS: Array<[string, number]> = [["all time", 0], ["last 5 minutes", 5], ["last hour", 60], ["last 24 hours", 1440]];
-
-/** Pure: the client-side filters (host and rule substrings, time window) over the API's page. */
-export function filterAudit(entries: AuditEntry[], f: { host: string; rule: string; minutes: number }, now = Date.now()): AuditEntry[] {
-  return entries.filter(
-    (e) =>
-      (!f.host || e.host.includes(f.host.trim().toLowerCase())) &&
-      (!f.rule || (e.rule ?? "").toLowerCase().includes(f.rule.trim().toLowerCase())) &&
-      (!f.minutes || Date.parse(e.last_at) >= now - f.minutes * 60_000),
-  );
-}
 
 export function EgressLog({ sandbox }: { sandbox: string }) {
   const [kind, setKind] = useState("");
   const [host, setHost] = useState("");
   const [rule, setRule] = useState("");
   const [minutes, setMinutes] = useState(0);
-  const log = useLoad(
-    () => api<{ entries: AuditEntry[] }>(`/v2/sandboxes/boxes/${encodeURIComponent(sandbox)}/egress-log?limit=500${kind ? `&kind=${kind}` : ""}`).then((r) => r.entries),
-    [sandbox, kind],
-    3000,
-  );
-  const rows = filterAudit(log.data ?? [], { host, rule, minutes });
+  const base = `/v2/sandboxes/boxes/${encodeURIComponent(sandbox)}/egress-log?limit=200${kind ? `&kind=${kind}` : ""}`;
+  const log = useLoad(() => api<{ entries: AuditEntry[]; next_before: string | null }>(base), [base], 3000);
+  // Older pages, fetched on demand with the API's `before` cursor; the newest page keeps refreshing.
+  const [older, setOlder] = useState<{ entries: AuditEntry[]; next: string | null } | null>(null);
+  useEffect(() => setOlder(null), [base]);
+  const cursor = older ? older.next : (log.data?.next_before ?? null);
+  const loadOlder = async () => {
+    if (!cursor) return;
+    const page = await api<{ entries: AuditEntry[]; next_before: string | null }>(`${base}&before=${encodeURIComponent(cursor)}`);
+    setOlder({ entries: [...(older?.entries ?? []), ...page.entries], next: page.next_before });
+  };
+  const all = [...(log.data?.entries ?? []), ...(older?.entries ?? [])];
+  const rows = filterAudit(all, { host, rule, minutes });
   return (
     <div className="egress">
       <div className="row filters">
@@ -77,6 +59,7 @@ export function EgressLog({ sandbox }: { sandbox: string }) {
           </tbody>
         </table>
       ) : null}
+      {cursor ? <button onClick={() => void loadOlder()}>Load older events</button> : null}
     </div>
   );
 }

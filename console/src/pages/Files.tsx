@@ -1,25 +1,7 @@
 import { useRef, useState } from "react";
 import { api, call, upload } from "../api.ts";
 import { ErrorNote, Progress, useAction, useLoad } from "../ui.tsx";
-
-interface Entry {
-  kind: "d" | "f" | "l" | string;
-  size: number;
-  mtime: number;
-  name: string;
-}
-
-/** `find -printf` lines → entries, folders first. */
-export function parseListing(stdout: string): Entry[] {
-  return stdout
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => {
-      const [kind, size, mtime, ...name] = line.split("\t");
-      return { kind, size: Number(size), mtime: Number(mtime), name: name.join("\t") };
-    })
-    .sort((a, b) => (a.kind === "d") === (b.kind === "d") ? a.name.localeCompare(b.name) : a.kind === "d" ? -1 : 1);
-}
+import { parseListing } from "../decisions.ts";
 
 const join = (dir: string, name: string) => (dir.endsWith("/") ? dir + name : `${dir}/${name}`);
 const human = (n: number) => (n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);

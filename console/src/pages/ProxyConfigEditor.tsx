@@ -1,45 +1,10 @@
 import { useState } from "react";
 import { issuesAt } from "../ui.tsx";
+import { FORM_PATHS, messagesAt, type HeaderValue, type ProxyConfig, type Rule } from "../decisions.ts";
 
-export interface HeaderValue {
-  name: string;
-  type: "plaintext" | "opaque" | "workspace_secret";
-  value?: string;
-  is_set?: boolean;
-}
-export interface Rule {
-  name?: string;
-  type?: string;
-  enabled?: boolean;
-  match_hosts?: string[];
-  match_paths?: string[];
-  headers?: HeaderValue[];
-  [k: string]: unknown;
-}
-export interface ProxyConfig {
-  rules?: Rule[];
-  callbacks?: unknown[];
-  access_control?: { allow_list?: string[]; deny_list?: string[] } | null;
-  no_proxy?: string[];
-  [k: string]: unknown;
-}
-
-/** Drops empty parts so that an untouched editor sends no proxy_config at all. */
-export function cleanProxyConfig(pc: ProxyConfig): ProxyConfig | null {
-  const out: ProxyConfig = { ...pc };
-  if (!out.rules?.length) delete out.rules;
-  if (!out.callbacks?.length) delete out.callbacks;
-  if (!out.no_proxy?.length) delete out.no_proxy;
-  const ac = out.access_control;
-  if (!ac || (!ac.allow_list && !ac.deny_list)) delete out.access_control;
-  // Write-only values the API showed as {is_set: true} must be typed again to be kept.
-  out.rules = out.rules?.map((r) => (r.headers ? { ...r, headers: r.headers.map(({ is_set: _s, ...h }) => h) } : r));
-  if (!out.rules) delete out.rules;
-  return Object.keys(out).length ? out : null;
-}
+export { cleanProxyConfig, type ProxyConfig } from "../decisions.ts";
 
 const lines = (v: string) => v.split("\n").map((s) => s.trim()).filter(Boolean);
-const KNOWN = /^(rules\.\d+\.(name|enabled|match_hosts|match_paths|headers\.\d+\.(name|type|value))|access_control(\.(allow_list|deny_list))?|no_proxy)(\.|$)/;
 
 /**
  * A form for header rules, access control and no_proxy (other rule kinds and callbacks are kept as
@@ -51,14 +16,14 @@ export function ProxyConfigEditor(props: { value: ProxyConfig; onChange: (v: Pro
   const [jsonText, setJsonText] = useState("");
   const [jsonError, setJsonError] = useState<string | null>(null);
   const issues = issuesAt(props.error, props.prefix ?? ["body", "proxy_config"]);
-  const at = (path: string) => issues.filter((i) => i.path === path || i.path.startsWith(path + ".")).map((i) => (i.path === path ? i.msg : `${i.path.slice(path.length + 1)}: ${i.msg}`)).join("; ") || null;
+  const at = (path: string) => messagesAt(issues, path);
   const pc = props.value;
   const rules = pc.rules ?? [];
   const set = (patch: Partial<ProxyConfig>) => props.onChange({ ...pc, ...patch });
   const setRule = (i: number, r: Rule) => set({ rules: rules.map((x, k) => (k === i ? r : x)) });
   const mode_ = pc.access_control?.allow_list ? "allow" : pc.access_control?.deny_list ? "deny" : "none";
   const listText = (pc.access_control?.allow_list ?? pc.access_control?.deny_list ?? []).join("\n");
-  const others = mode === "form" ? issues.filter((i) => !KNOWN.test(i.path)) : issues;
+  const others = mode === "form" ? issues.filter((i) => !FORM_PATHS.test(i.path)) : issues;
 
   const toJson = () => {
     setJsonText(JSON.stringify(pc, null, 2));

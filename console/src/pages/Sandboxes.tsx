@@ -95,7 +95,7 @@ function CreateSandbox() {
         </Field>
         <Field label="Start from" error={bodyIssue("snapshot_id")}>
           <select name="snapshot" value={snapshot} onChange={(e) => setSnapshot(e.target.value)}>
-            <option value="">Base image (Debian packages of this host)</option>
+            <option value="">Base image</option>
             {snaps.data?.map((s) => (
               <option key={s.id} value={s.id}>Snapshot {s.name}:{s.tags[0]}</option>
             ))}

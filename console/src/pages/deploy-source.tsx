@@ -65,14 +65,4 @@ export function useUploadProgress() {
   return useState<{ fraction: number | null; label: string } | null>(null);
 }
 
-/** `NAME=value` lines → the API's secrets list; an empty value keeps the current one on PATCH. */
-export function parseSecrets(text: string): Array<{ name: string; value: string | null }> {
-  return text
-    .split("\n")
-    .map((l) => l.trim())
-    .filter(Boolean)
-    .map((l) => {
-      const eq = l.indexOf("=");
-      return eq < 0 ? { name: l, value: null } : { name: l.slice(0, eq).trim(), value: l.slice(eq + 1) };
-    });
-}
+export { parseSecrets } from "../decisions.ts";
