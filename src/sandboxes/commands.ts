@@ -164,6 +164,12 @@ export class CommandRegistry {
     this.bySandbox.delete(sandboxId);
   }
 
+  /** Ends the sandbox's commands but keeps their output files (a restart replays them). */
+  abandon(sandboxId: string): void {
+    this.killAll(sandboxId);
+    this.bySandbox.delete(sandboxId);
+  }
+
   purge(now = Date.now()): void {
     for (const [sid, m] of this.bySandbox) {
       for (const [cid, s] of m) {

@@ -141,6 +141,14 @@ export function attachExecuteWebSocket(server: http.Server, ctx: PlatformContext
               const p = reconnectMsg.safeParse(msg);
               if (!p.success) return fail("InvalidMessage", p.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
               const s = manager.commands.get(row.id, p.data.command_id);
+              const lost = s ? null : manager.lostCommand(row.id, p.data.command_id);
+              if (lost) {
+                // Ran when the platform restarted: what it printed until then, and why it ended.
+                send({ type: "started", command_id: p.data.command_id, pid: 0 });
+                for (const c of lost.stdout.since(p.data.stdout_offset)) send({ type: "stdout", ...c });
+                for (const c of lost.stderr.since(p.data.stderr_offset)) send({ type: "stderr", ...c });
+                return fail("CommandError", "The command was running when the platform restarted and was ended; its output up to then was replayed");
+              }
               if (!s) return fail("CommandNotFound", `Command not found: ${p.data.command_id}`);
               follow(s, p.data.stdout_offset, p.data.stderr_offset);
             }

@@ -103,7 +103,7 @@ export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manag
       try {
         const r = await manager.runWithInput(row, ["/bin/sh", "-c", UPLOAD, "sh", path, temp], file.pipe(counted));
         // Killed mid-write: its temporary file is all that is left of the attempt.
-        if (broken) await manager.runWithInput(row, ["rm", "-f", "--", temp], null).catch(() => {});
+        if (broken) await manager.runWithInput(row, ["rm", "-f", "--", temp], null).catch((err) => ctx.log.warn({ sandboxId: row.id, err: (err as Error).message }, "temporary upload file not removed"));
         return { r, size, broken };
       } finally {
         // The command may have stopped reading (a directory, no permission): let the form finish.

@@ -8,6 +8,7 @@ import type { PlatformContext } from "../platform/context.ts";
 import { nowIso } from "../store/database.ts";
 import { newId } from "../store/ids.ts";
 import { CommandRegistry, CommandSession, type CommandOptions } from "./commands.ts";
+import { SpillBuffer } from "./output-buffer.ts";
 import { SANDBOX_USER } from "./driver/base-image.ts";
 import type { CapturedNetwork, RuntimeRef, SandboxDriver } from "./driver/driver.ts";
 import { getSandbox, openEnv, sandboxesInStatus, transition, type SandboxRow } from "./sandbox-store.ts";
@@ -68,6 +69,8 @@ export class SandboxManager {
   private claimed = new Map<string, Promise<unknown | null>>();
   private refilling = false;
   private stopping = false;
+  /** While the platform re-adopts sandboxes after a start: data-plane calls wait for it, not 400. */
+  private reconciling: Promise<void> | null = null;
   /** Background jobs (snapshots being built from images): shutdown waits for them briefly. */
   private jobs = new Set<Promise<void>>();
   private prepareError: Error | null = null;
@@ -107,6 +110,11 @@ export class SandboxManager {
     if (!this.driver) throw new HttpError(503, "Sandboxes are disabled on this server (WHARF_SANDBOX_DRIVER=none)");
     if (this.prepareError) throw new HttpError(503, `Sandboxes are unavailable on this host: ${this.prepareError.message}`);
     return this.driver;
+  }
+
+  /** Best-effort cleanup failed: say so (it is retried by the lifecycle loop or at the next start). */
+  private logFailure(what: string, sandboxId: string, err: unknown): void {
+    this.ctx.log.warn({ sandboxId, err: (err as Error)?.message ?? String(err) }, `sandbox ${what} failed`);
   }
 
   touch(id: string): void {
@@ -264,8 +272,8 @@ export class SandboxManager {
     } catch (err) {
       const message = (err as Error).message;
       this.ctx.log.warn({ sandboxId: row.id, err: message }, "sandbox provisioning failed");
-      await this.teardown(row.id, ref, false).catch(() => {});
-      if (egress) await (egress as EgressAttachment).detach().catch(() => {});
+      await this.teardown(row.id, ref, false).catch((e) => this.logFailure("teardown after a failed provision", row.id, e));
+      if (egress) await (egress as EgressAttachment).detach().catch((e) => this.logFailure("egress detach after a failed provision", row.id, e));
       await transition(this.db, row.id, ["provisioning"], "failed", { status_message: `Provisioning failed: ${message}`, runtime: null });
     }
   }
@@ -296,6 +304,7 @@ export class SandboxManager {
     const l = this.live.get(id);
     this.live.delete(id);
     this.commands.forget(id);
+    if (this.lost.delete(id)) fs.rmSync(this.commandOutputDir(id), { recursive: true, force: true });
     if (l?.egress) await l.egress.detach().catch((err) => this.ctx.log.warn({ sandboxId: id, err: (err as Error).message }, "egress detach failed"));
     if (!this.driver) return;
     const r = ref ?? l?.ref ?? null;
@@ -364,6 +373,12 @@ export class SandboxManager {
    */
   async wake(row: SandboxRow, timeoutMs = 60_000): Promise<SandboxRow> {
     if (row.status === "ready" && this.live.has(row.id)) return row;
+    if (this.reconciling) {
+      // Just started: the sandbox may be running and about to be re-adopted. No "not ready" window.
+      await this.reconciling;
+      row = (await getSandbox(this.db, row.id)) ?? row;
+      if (row.status === "ready" && this.live.has(row.id)) return row;
+    }
     if (row.status === "stopped") {
       await this.ensureAvailable();
       const moved = await transition(this.db, row.id, ["stopped"], "provisioning", { runtime: null, status_message: null });
@@ -426,10 +441,14 @@ export class SandboxManager {
   // ---- background work -------------------------------------------------------------------
 
   async startLoop(): Promise<void> {
-    // Commands do not survive a restart: their kept output goes too.
-    fs.rmSync(path.join(this.settings.stateDir, "commands"), { recursive: true, force: true });
+    this.findLostCommands();
     this.removeStaleWarm();
     await this.reconcile();
+    for (const id of [...this.lost.keys()]) {
+      if (this.live.has(id)) continue;
+      this.lost.delete(id);
+      fs.rmSync(this.commandOutputDir(id), { recursive: true, force: true });
+    }
     void this.refill();
     this.timer = setInterval(() => void this.tick(), this.settings.tickMs);
     this.timer.unref();
@@ -437,15 +456,33 @@ export class SandboxManager {
 
   /** After a restart: running sandboxes are re-adopted, dead ones are marked explicitly. */
   async reconcile(): Promise<void> {
+    this.reconciling = this.reconcileAll();
+    try {
+      await this.reconciling;
+    } finally {
+      this.reconciling = null;
+    }
+  }
+
+  /** Sandboxes are re-adopted concurrently (each is an egress attach and a few /proc reads). */
+  private async reconcileAll(): Promise<void> {
     const rows = await sandboxesInStatus(this.db, ["provisioning", "ready", "deleting"]);
     if (rows.length) await this.prepare();
-    for (const row of rows) {
+    const queue = [...rows];
+    const worker = async () => {
+      for (let row = queue.shift(); row; row = queue.shift()) await this.reconcileOne(row);
+    };
+    await Promise.all(Array.from({ length: Math.min(16, queue.length) }, worker));
+  }
+
+  private async reconcileOne(row: SandboxRow): Promise<void> {
+    {
       try {
         const ref = row.runtime ? (JSON.parse(row.runtime) as RuntimeRef) : null;
         if (row.status === "deleting") {
           await this.delete(row);
         } else if (row.status === "provisioning") {
-          if (ref && this.driver) await this.driver.stop(row.id, ref).catch(() => {});
+          if (ref && this.driver) await this.driver.stop(row.id, ref).catch((e) => this.logFailure("stop of a half-provisioned sandbox", row.id, e));
           await transition(this.db, row.id, ["provisioning"], "failed", { status_message: "The platform restarted while the sandbox was provisioning", runtime: null });
         } else if (ref && this.driver && !this.prepareError && this.driver.isRunning(ref)) {
           const proxyConfig = row.proxy_config ? (JSON.parse(row.proxy_config) as StoredProxyConfig) : null;
@@ -454,15 +491,17 @@ export class SandboxManager {
             egress = await attachEgress({ sandboxId: row.id, workspaceId: row.workspace_id, netnsPid: this.driver.netnsPid(ref), proxyConfig });
           } catch (err) {
             // Never leave a sandbox running without its egress: stop it, say why, keep its files.
-            await this.driver.stop(row.id, ref).catch(() => {});
+            await this.driver.stop(row.id, ref).catch((e) => this.logFailure("stop without egress", row.id, e));
             await transition(this.db, row.id, ["ready"], "stopped", { runtime: null, stopped_at: nowIso(), status_message: `Stopped at platform start: the egress proxy could not be re-attached (${(err as Error).message}); start it again` });
-            continue;
+            return;
           }
           const env = this.commandEnv(row, egress);
           this.live.set(row.id, { ref, egress, env, lastActivity: Date.now() });
-          this.ctx.log.info({ sandboxId: row.id }, "sandbox re-adopted after restart");
+          // Their output had nowhere to go: end them; a reconnecting client is told why.
+          const ended = this.driver.endOrphanedCommands?.(row.id, ref) ?? 0;
+          this.ctx.log.info({ sandboxId: row.id, commandsEnded: ended }, "sandbox re-adopted after restart");
         } else {
-          if (this.driver) await this.driver.stop(row.id, ref).catch(() => {});
+          if (this.driver) await this.driver.stop(row.id, ref).catch((e) => this.logFailure("cleanup of a sandbox whose processes are gone", row.id, e));
           await transition(this.db, row.id, ["ready"], "stopped", { runtime: null, stopped_at: nowIso(), status_message: "The sandbox's processes were gone when the platform started (host reboot or crash); its files are kept" });
         }
       } catch (err) {
@@ -496,7 +535,7 @@ export class SandboxManager {
         if (row.status === "provisioning" && !this.inflight.has(row.id) && since > this.settings.provisionDeadlineMs) {
           await transition(this.db, row.id, ["provisioning"], "failed", { status_message: `Provisioning did not finish within ${Math.round(this.settings.provisionDeadlineMs / 1000)} s` });
         } else if (row.status === "provisioning" && since > this.settings.provisionDeadlineMs) {
-          await this.teardown(row.id, this.runtimeOf(row), false).catch(() => {});
+          await this.teardown(row.id, this.runtimeOf(row), false).catch((e) => this.logFailure("teardown", row.id, e));
           await transition(this.db, row.id, ["provisioning"], "failed", { status_message: `Provisioning did not finish within ${Math.round(this.settings.provisionDeadlineMs / 1000)} s` });
         } else if (row.status === "deleting" && !this.inflight.has(row.id) && since > this.settings.deleteDeadlineMs) {
           await this.delete(row).catch((err) => this.ctx.log.error({ sandboxId: row.id, err: (err as Error).message }, "sandbox delete retry failed"));
@@ -504,7 +543,7 @@ export class SandboxManager {
           const l = this.live.get(row.id);
           if (!l || !this.driver?.isRunning(l.ref)) {
             const oom = this.driver?.oomKills(row.id) ?? 0;
-            await this.teardown(row.id, this.runtimeOf(row), false).catch(() => {});
+            await this.teardown(row.id, this.runtimeOf(row), false).catch((e) => this.logFailure("teardown", row.id, e));
             await transition(this.db, row.id, ["ready"], "failed", { runtime: null, stopped_at: nowIso(), status_message: `The sandbox's init process exited unexpectedly${oom ? " (out of memory)" : ""}; its files are kept, start it again` });
             continue;
           }
@@ -533,15 +572,47 @@ export class SandboxManager {
     await Promise.race([Promise.allSettled([...this.inflight.values(), ...this.jobs]), new Promise((r) => setTimeout(r, 10_000).unref())]);
     for (const id of [...this.live.keys()]) {
       const row = await getSandbox(this.db, id);
-      if (!this.settings.keepRunning && row) await this.stop(row, "Stopped when the platform shut down").catch(() => {});
+      if (!this.settings.keepRunning && row) await this.stop(row, "Stopped when the platform shut down").catch((e) => this.logFailure("stop at shutdown", id, e));
       else {
-        // Leave it running for the next start to re-adopt; only our side goes away.
+        // Leave it running for the next start to re-adopt; only our side goes away. Its commands
+        // end (nobody could read their output); what they printed stays for reconnecting clients.
         const l = this.live.get(id);
-        this.commands.forget(id);
-        if (l?.egress) await l.egress.detach().catch(() => {});
+        this.commands.abandon(id);
+        if (l?.egress) await l.egress.detach().catch((e) => this.logFailure("egress detach at shutdown", id, e));
         this.live.delete(id);
       }
     }
+  }
+
+  /** Commands a previous platform process ran over WebSocket: their output files, by sandbox. */
+  private lost = new Map<string, Set<string>>();
+
+  private findLostCommands(): void {
+    const root = path.join(this.settings.stateDir, "commands");
+    let boxes: string[] = [];
+    try {
+      boxes = fs.readdirSync(root);
+    } catch {
+      return; // no command ever kept output here
+    }
+    for (const box of boxes) {
+      const ids = new Set<string>();
+      for (const f of fs.readdirSync(path.join(root, box))) {
+        const m = /^(.+)\.(stdout|stderr)\.\d+$/.exec(f);
+        if (m) ids.add(m[1]);
+      }
+      this.lost.set(box, ids);
+    }
+  }
+
+  /**
+   * A command that was running (or kept for reconnects) when the platform restarted: its output up
+   * to then, for a reconnecting client that is then told it ended.
+   */
+  lostCommand(sandboxId: string, commandId: string): { stdout: SpillBuffer; stderr: SpillBuffer } | null {
+    if (!this.lost.get(sandboxId)?.has(commandId)) return null;
+    const dir = this.commandOutputDir(sandboxId);
+    return { stdout: SpillBuffer.restore(this.settings.maxOutputBytes, dir, `${commandId}.stdout`), stderr: SpillBuffer.restore(this.settings.maxOutputBytes, dir, `${commandId}.stderr`) };
   }
 
   /** Where WebSocket commands' output is kept for reconnects (removed with the command). */

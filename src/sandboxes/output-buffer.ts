@@ -79,7 +79,6 @@ export class HeadBuffer extends OutputStream {
 export class SpillBuffer extends OutputStream {
   private segments: Array<{ start: number; bytes: number; file: string; fd: number | null }> = [];
   private readonly segmentBytes: number;
-  private n = 0;
   private failed = false;
 
   constructor(
@@ -99,7 +98,8 @@ export class SpillBuffer extends OutputStream {
         if (seg?.fd !== null && seg?.fd !== undefined) fs.closeSync(seg.fd);
         if (seg) seg.fd = null;
         fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-        const file = path.join(this.dir, `${this.name}.${this.n++}`);
+        // The segment's first offset is in its name, so a restarted platform can still replay it.
+        const file = path.join(this.dir, `${this.name}.${offset}`);
         seg = { start: offset, bytes: 0, file, fd: fs.openSync(file, "w", 0o600) };
         this.segments.push(seg);
       }
@@ -144,6 +144,18 @@ export class SpillBuffer extends OutputStream {
     const rest = decoder.end();
     if (rest) out.push({ data: rest, offset: at });
     return out;
+  }
+
+  /** The segments a previous platform process left for `name` in `dir` (read-only replay). */
+  static restore(maxBytes: number, dir: string, name: string): SpillBuffer {
+    const b = new SpillBuffer(maxBytes, dir, name);
+    const files = fs.readdirSync(dir).filter((f) => f.startsWith(`${name}.`) && /^\d+$/.test(f.slice(name.length + 1)));
+    for (const f of files.sort((x, y) => Number(x.slice(name.length + 1)) - Number(y.slice(name.length + 1)))) {
+      const file = path.join(dir, f);
+      b.segments.push({ start: Number(f.slice(name.length + 1)), bytes: fs.statSync(file).size, file, fd: null });
+    }
+    b.failed = true; // nothing more is written
+    return b;
   }
 
   dispose(): void {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import WebSocket from "ws";
 import { allFeatures } from "../../src/platform/features.ts";
 import { createSandboxesFeature } from "../../src/sandboxes/feature.ts";
 import { startPlatform } from "../../src/platform/start-platform.ts";
@@ -104,6 +105,19 @@ for (const dialect of DIALECTS) {
       const victim = await res.json();
       const victimRuntime = JSON.parse((await platform.ctx.db.selectFrom("sandboxes").select("runtime").where("id", "=", victim.id).executeTakeFirstOrThrow()).runtime!);
       await fetch(`${survivor.dataplane_url}/execute`, { method: "POST", headers: { "x-api-key": key }, body: JSON.stringify({ command: "echo 1 > ~/x" }) });
+      // A command running when the platform goes away: a reconnecting client later gets its output and why it ended.
+      const running = new WebSocket(`${survivor.dataplane_url.replace(/^http/, "ws")}/execute/ws`, { headers: { "X-Api-Key": key } });
+      const commandId = await new Promise<string>((resolve, reject) => {
+        let id = "";
+        running.on("open", () => running.send(JSON.stringify({ type: "execute", command: "echo before; sleep 60" })));
+        running.on("message", (d) => {
+          const m = JSON.parse(d.toString());
+          if (m.type === "started") id = m.command_id;
+          if (m.type === "stdout") resolve(id);
+        });
+        running.on("error", reject);
+      });
+      running.terminate();
       await platform.stop();
       // The host "lost" the victim's processes while the platform was down (the survivor kept running).
       const ref = victimRuntime;
@@ -118,6 +132,19 @@ for (const dialect of DIALECTS) {
       assert.equal((await res.json()).status, "ready");
       res = await fetch(`${platform.url}/sandboxes/dp/${survivor.id}/execute`, { method: "POST", headers: { "x-api-key": key }, body: JSON.stringify({ command: "cat ~/x" }) });
       assert.deepEqual(await res.json(), { stdout: "1\n", stderr: "", exit_code: 0 });
+      const again = new WebSocket(`${platform.url.replace(/^http/, "ws")}/sandboxes/dp/${survivor.id}/execute/ws`, { headers: { "X-Api-Key": key } });
+      const msgs: any[] = [];
+      await new Promise<void>((resolve, reject) => {
+        again.on("open", () => again.send(JSON.stringify({ type: "reconnect", command_id: commandId, stdout_offset: 0, stderr_offset: 0 })));
+        again.on("message", (d) => msgs.push(JSON.parse(d.toString())));
+        again.on("close", () => resolve());
+        again.on("error", reject);
+      });
+      assert.equal(msgs.filter((m) => m.type === "stdout").map((m) => m.data).join(""), "before\n");
+      assert.equal(msgs.at(-1).type, "error");
+      assert.match(msgs.at(-1).error, /restarted/);
+      res = await fetch(`${platform.url}/sandboxes/dp/${survivor.id}/execute`, { method: "POST", headers: { "x-api-key": key }, body: JSON.stringify({ command: "ps -eo args | grep -c '^sleep 60' || true" }) });
+      assert.equal((await res.json()).stdout, "0\n", "the command was ended, not left running");
     });
 
     test("a sandbox whose init dies is marked failed with a reason; delete works from any state", async (t) => {

@@ -49,6 +49,17 @@ describe("sandbox limits", () => {
     const warm = await p.create({ name: "default-disk" });
     const size = Number((await p.exec(warm, "df -B1G --output=size ~ | tail -1")).body.stdout.trim());
     assert.ok(size >= 9 && size <= 10, `default capacity ${size} GiB`);
+
+    // After a crash the launchers of running commands are orphans: re-adoption ends them.
+    const row = await p.ctx.db.selectFrom("sandboxes").selectAll().where("id", "=", warm.id).executeTakeFirstOrThrow();
+    const ref = JSON.parse(row.runtime!);
+    const orphan = p.manager().driver!.exec(warm.id, ref, { argv: ["/bin/sleep", "30"], env: {}, cwd: "/" });
+    orphan.stdin.end();
+    orphan.stdout.resume();
+    orphan.stderr.resume();
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(p.manager().driver!.endOrphanedCommands!(warm.id, ref), 1);
+    assert.notEqual(await orphan.exited, 0);
   });
 
   test("a command printing 100 MB over HTTP: truncated, bounded memory; over WebSocket it streams whole and replays from disk", async (t) => {

@@ -61,7 +61,9 @@ async function killAndRemove(dirs: string[]): Promise<void> {
         alive++;
         try {
           process.kill(pid, "SIGKILL");
-        } catch {}
+        } catch {
+          // the process (group) is already gone
+        }
       }
     }
     let left = 0;

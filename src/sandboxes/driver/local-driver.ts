@@ -373,14 +373,20 @@ export class LocalDriver implements SandboxDriver {
         for (const k of kids) {
           try {
             process.kill(-k, "SIGKILL");
-          } catch {}
+          } catch {
+            // the process (group) is already gone
+          }
           try {
             process.kill(k, "SIGKILL");
-          } catch {}
+          } catch {
+            // the process (group) is already gone
+          }
         }
         try {
           child.kill("SIGKILL");
-        } catch {}
+        } catch {
+          // the launcher already exited
+        }
       },
     };
   }
@@ -391,7 +397,9 @@ export class LocalDriver implements SandboxDriver {
       if (!p) continue;
       try {
         process.kill(p, "SIGKILL");
-      } catch {}
+      } catch {
+        // the process (group) is already gone
+      }
     }
     void id;
   }
@@ -430,6 +438,41 @@ export class LocalDriver implements SandboxDriver {
     else used = await write(this.liveUpper(id, r?.holder.pid ?? null));
     fs.renameSync(tmp, archivePath);
     return { sizeBytes: fs.statSync(archivePath).size, usedBytes: used };
+  }
+
+  /**
+   * After a platform restart: the launchers of commands the previous process started are orphans
+   * (nobody reads their output); end those commands. Returns how many were ended.
+   */
+  endOrphanedCommands(id: string, ref: RuntimeRef): number {
+    const r = ref as unknown as LocalRef;
+    let ended = 0;
+    for (const pid of this.cg.pids(id)) {
+      if (pid === r.holder.pid) continue;
+      let argv: string[];
+      try {
+        argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      } catch {
+        continue; // exited meanwhile
+      }
+      if (argv[0] !== "/usr/bin/perl" || argv[1] !== "-e" || argv[2] !== ENTER) continue;
+      const kids = childrenOf(pid);
+      for (const k of kids) for (const g of childrenOf(k)) kids.push(g);
+      for (const k of [...kids, pid]) {
+        try {
+          process.kill(-k, "SIGKILL");
+        } catch {
+          // not a group leader: the process itself below
+        }
+        try {
+          process.kill(k, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
+      ended++;
+    }
+    return ended;
   }
 
   connectPort(ref: RuntimeRef, port: number): Promise<net.Socket> {
