@@ -32,7 +32,7 @@ export function createEgressFeature(): Feature {
     name: "egress",
     routes(router, ctx) {
       if (!runtime) {
-        runtime = new EgressRuntime({ db: ctx.db, box: ctx.box, log: ctx.log });
+        runtime = new EgressRuntime({ db: ctx.db, box: ctx.box, log: ctx.log, isolate: process.env.WHARF_EGRESS_ISOLATE !== "0" });
         installCloudAuthorizers(runtime);
       }
       setEgressRuntime(runtime);
@@ -67,7 +67,7 @@ export function createEgressFeature(): Feature {
     },
     async start(ctx) {
       const url = new URL(ctx.baseUrl());
-      runtime?.proxy.addSelfEndpoint(url.hostname.replace(/^\[|\]$/g, ""), Number(url.port));
+      runtime?.addSelfEndpoint(url.hostname.replace(/^\[|\]$/g, ""), Number(url.port));
     },
     async stop() {
       if (runtime) await runtime.close();

@@ -1,12 +1,16 @@
 import type { Kysely } from "kysely";
 import type { SecretBox } from "../crypto/secret-box.ts";
 import type { Logger } from "../log/logger.ts";
-import { readSecretValues } from "../secrets/secret-store.ts";
+import { onSecretsChanged, readSecretValues } from "../secrets/secret-store.ts";
 import type { Database } from "../store/schema.ts";
 import { DbAuditLog, type AuditEvent } from "./audit/audit-log.ts";
 import { workspaceCa } from "./proxy/ca-store.ts";
-import { LeafMinter } from "./proxy/certificates.ts";
-import { EgressProxy, type RequestAuthorizer } from "./proxy/egress-proxy.ts";
+import type { CaMaterial } from "./proxy/certificates.ts";
+import type { RequestAuthorizer } from "./proxy/egress-proxy.ts";
+import { createResolver } from "./proxy/resolver.ts";
+import { TargetChecker } from "./proxy/target-checker.ts";
+import { LocalDataPlane, policyOf, type CompiledConfig, type DataPlane } from "./supervisor/data-plane.ts";
+import { SupervisedDataPlane } from "./supervisor/supervised-data-plane.ts";
 import { loadEgressSettings, type EgressSettings } from "./egress-settings.ts";
 import { secretRefs } from "./credentials/header-values.ts";
 import { SandboxPolicy } from "./policy/policy.ts";
@@ -31,6 +35,11 @@ export interface EgressRuntimeDeps {
   settings?: EgressSettings;
   /** Endpoints of this process the proxy must never dial (the control plane). */
   selfEndpoints?: Array<{ address: string; port: number }>;
+  /**
+   * Runs the data plane in its own supervised process (the platform does); otherwise in this one
+   * (library use, tests with custom settings). The child reads its settings from the environment.
+   */
+  isolate?: boolean;
 }
 
 /**
@@ -39,10 +48,16 @@ export interface EgressRuntimeDeps {
  * uses it.
  */
 export class EgressRuntime {
-  readonly proxy: EgressProxy;
+  /** Where connections are served: a supervised child process, or this process. */
+  readonly plane: DataPlane;
+  /** Resolution and address checks for the engines built here (their env and files). */
+  readonly targets: TargetChecker;
   readonly audit: DbAuditLog;
   readonly settings: EgressSettings;
-  private readonly minters = new Map<string, Promise<LeafMinter>>();
+  private readonly cas = new Map<string, Promise<CaMaterial>>();
+  /** Running attachments, told when a workspace secret their rules name changes. */
+  private readonly attached = new Set<SecretDependent>();
+  private readonly unsubscribe: () => void;
   /** Set by the cloud engines; without it, cloud rules and callbacks are stored but inert. */
   authorizerFactory: AuthorizerFactory | null = null;
 
@@ -55,17 +70,47 @@ export class EgressRuntime {
   constructor(readonly deps: EgressRuntimeDeps) {
     this.settings = deps.settings ?? loadEgressSettings();
     this.audit = new DbAuditLog(deps.db, deps.log);
-    this.proxy = new EgressProxy({ settings: this.settings, audit: this.audit, log: deps.log });
-    for (const e of deps.selfEndpoints ?? []) this.proxy.addSelfEndpoint(e.address, e.port);
+    if (deps.isolate) {
+      this.plane = new SupervisedDataPlane(this.audit, deps.log);
+      this.targets = new TargetChecker(createResolver(this.settings), this.settings.allowInternal);
+    } else {
+      const local = new LocalDataPlane(this.settings, this.audit, () => this.authorizerFactory, deps.log);
+      this.plane = local;
+      this.targets = local.proxy.targets;
+    }
+    for (const e of deps.selfEndpoints ?? []) this.addSelfEndpoint(e.address, e.port);
+    this.unsubscribe = onSecretsChanged((workspaceId, keys) => this.secretsChanged(workspaceId, keys));
   }
 
-  /** One leaf minter (and cache) per workspace CA, shared by the workspace's sandboxes. */
-  minterFor(workspaceId: string): Promise<LeafMinter> {
-    let m = this.minters.get(workspaceId);
+  /** Registers a running attachment for secret changes; returns the unregister. */
+  track(a: SecretDependent): () => void {
+    this.attached.add(a);
+    return () => this.attached.delete(a);
+  }
+
+  /**
+   * A workspace secret was written or deleted: every running attachment whose rules name it
+   * re-resolves them at once (a deleted one makes its rules answer 502, fail closed).
+   */
+  private secretsChanged(workspaceId: string, keys: string[]): void {
+    for (const a of this.attached) {
+      if (a.workspaceId !== workspaceId || !keys.some((k) => a.secretKeys().has(k))) continue;
+      a.refresh().catch((err) => this.deps.log?.error({ err, workspaceId }, "egress: re-resolving rules after a secret change failed"));
+    }
+  }
+
+  addSelfEndpoint(address: string, port: number): void {
+    this.plane.addSelfEndpoint(address, port);
+    this.targets.addSelfEndpoint(address, port);
+  }
+
+  /** The workspace's interception CA (created on first use), cached per workspace. */
+  caFor(workspaceId: string): Promise<CaMaterial> {
+    let m = this.cas.get(workspaceId);
     if (!m) {
-      m = workspaceCa(this.deps.db, this.deps.box, workspaceId).then((ca) => new LeafMinter(ca));
-      m.catch(() => this.minters.delete(workspaceId));
-      this.minters.set(workspaceId, m);
+      m = workspaceCa(this.deps.db, this.deps.box, workspaceId);
+      m.catch(() => this.cas.delete(workspaceId));
+      this.cas.set(workspaceId, m);
     }
     return m;
   }
@@ -76,16 +121,16 @@ export class EgressRuntime {
    * rule fail closed, never the whole sandbox.
    */
   async compile(workspaceId: string, stored: unknown): Promise<SandboxPolicy> {
+    return policyOf(await this.resolveConfig(workspaceId, stored));
+  }
+
+  /** The stored config with every workspace secret and sealed value it names, resolved now. */
+  async resolveConfig(workspaceId: string, stored: unknown): Promise<CompiledConfig> {
     const cfg = asStoredConfig(stored);
-    if (!cfg) return SandboxPolicy.empty();
-    const keys = new Set<string>();
-    for (const r of cfg.rules) {
-      if (r.type === "header") for (const h of r.headers) if (h.type === "workspace_secret") secretRefs(h.value).forEach((k) => keys.add(k));
-      const creds = r.type === "cloud_a" ? [r.cloud_a.access_key_id, r.cloud_a.secret_access_key] : r.type === "cloud_b" ? [r.cloud_b.service_account_json] : [];
-      for (const c of creds) if (c.type === "workspace_secret") secretRefs(c.value).forEach((k) => keys.add(k));
-    }
+    if (!cfg) return { cfg: null, secrets: [], sealed: [] };
+    const keys = secretKeysOf(cfg);
     const [secrets, sealed] = await Promise.all([readSecretValues(this.deps.db, this.deps.box, workspaceId, [...keys]), openValues(this.deps, workspaceId, sealedRefs(cfg))]);
-    return new SandboxPolicy(cfg, { secrets, sealed });
+    return { cfg, secrets: [...secrets], sealed: [...sealed] };
   }
 
   storedRefs(stored: unknown): string[] {
@@ -93,9 +138,30 @@ export class EgressRuntime {
   }
 
   async close(): Promise<void> {
-    await this.proxy.close();
+    this.unsubscribe();
+    await this.plane.close();
     await this.audit.flush();
   }
+}
+
+/** What the runtime needs of a running attachment to apply secret changes to it. */
+export interface SecretDependent {
+  workspaceId: string;
+  secretKeys(): Set<string>;
+  refresh(): Promise<void>;
+}
+
+/** The workspace secrets a stored config names (`{KEY}` references in header values and cloud credentials). */
+export function secretKeysOf(stored: unknown): Set<string> {
+  const keys = new Set<string>();
+  const cfg = asStoredConfig(stored);
+  if (!cfg) return keys;
+  for (const r of cfg.rules) {
+    if (r.type === "header") for (const h of r.headers) if (h.type === "workspace_secret") secretRefs(h.value).forEach((k) => keys.add(k));
+    const creds = r.type === "cloud_a" ? [r.cloud_a.access_key_id, r.cloud_a.secret_access_key] : r.type === "cloud_b" ? [r.cloud_b.service_account_json] : [];
+    for (const c of creds) if (c.type === "workspace_secret") secretRefs(c.value).forEach((k) => keys.add(k));
+  }
+  return keys;
 }
 
 let current: EgressRuntime | null = null;

@@ -21,6 +21,14 @@ export interface EgressSettings {
   systemDns: boolean;
   /** Largest ClientHello / first request line read before deciding (bytes). */
   maxPeekBytes: number;
+  /** A connection must finish its request head (or TLS ClientHello) within this (slowloris). */
+  headerTimeoutMs: number;
+  /** A connection with nothing in flight is closed after this long idle. */
+  idleTimeoutMs: number;
+  /** Concurrent client connections per sandbox; more are refused. */
+  maxConnections: number;
+  /** Operator-only fault injection: a request carrying `x-wharf-egress-fault: crash` crashes the data plane. */
+  faultHook: boolean;
 }
 
 export const egressVariables: ReadonlyArray<[name: string, meaning: string]> = [
@@ -29,6 +37,11 @@ export const egressVariables: ReadonlyArray<[name: string, meaning: string]> = [
   ["WHARF_EGRESS_UPSTREAM_CA_FILE", "PEM file of extra roots trusted for upstream TLS (system roots are always trusted)"],
   ["WHARF_EGRESS_SYSTEM_DNS", "1 (default) resolves other names with the system resolver; 0 resolves only WHARF_EGRESS_HOSTS"],
   ["WHARF_EGRESS_PROXY_PORT", "port of the in-sandbox explicit proxy on 127.0.0.1 (default 3128)"],
+  ["WHARF_EGRESS_HEADER_TIMEOUT_MS", "time a sandbox connection has to send its request head or TLS ClientHello (default 10000)"],
+  ["WHARF_EGRESS_IDLE_TIMEOUT_MS", "idle sandbox connections are closed after this (default 120000)"],
+  ["WHARF_EGRESS_MAX_CONNECTIONS", "concurrent client connections per sandbox (default 512)"],
+  ["WHARF_EGRESS_ISOLATE", "1 (default) runs the egress data plane in its own supervised process; 0 in the platform process"],
+  ["WHARF_EGRESS_FAULT_HOOK", "1 lets a request with x-wharf-egress-fault: crash crash the data plane (fault tests only; default 0)"],
 ];
 
 const cidr = z.string().refine((v) => {
@@ -71,11 +84,27 @@ export function loadEgressSettings(env: NodeJS.ProcessEnv = process.env): Egress
       throw new EgressSettingsError(`WHARF_EGRESS_UPSTREAM_CA_FILE: cannot read ${caFile}: ${(err as Error).message}`);
     }
   }
-  return { hosts: parseHosts(env.WHARF_EGRESS_HOSTS ?? ""), allowInternal: new CidrSet(allow), upstreamCaPem, proxyPort: port, systemDns: env.WHARF_EGRESS_SYSTEM_DNS !== "0", maxPeekBytes: 64 * 1024 };
+  const ms = (name: string, fallback: number, min: number) => {
+    const v = Number(env[name] || fallback);
+    if (!Number.isInteger(v) || v < min) throw new EgressSettingsError(`${name} must be an integer ≥ ${min}`);
+    return v;
+  };
+  return {
+    hosts: parseHosts(env.WHARF_EGRESS_HOSTS ?? ""),
+    allowInternal: new CidrSet(allow),
+    upstreamCaPem,
+    proxyPort: port,
+    systemDns: env.WHARF_EGRESS_SYSTEM_DNS !== "0",
+    maxPeekBytes: 64 * 1024,
+    headerTimeoutMs: ms("WHARF_EGRESS_HEADER_TIMEOUT_MS", 10_000, 100),
+    idleTimeoutMs: ms("WHARF_EGRESS_IDLE_TIMEOUT_MS", 120_000, 100),
+    maxConnections: ms("WHARF_EGRESS_MAX_CONNECTIONS", 512, 1),
+    faultHook: env.WHARF_EGRESS_FAULT_HOOK === "1",
+  };
 }
 
 export function settingsFor(partial: Partial<EgressSettings> = {}): EgressSettings {
-  return { hosts: new Map(), allowInternal: new CidrSet([]), upstreamCaPem: [], proxyPort: 3128, systemDns: false, maxPeekBytes: 64 * 1024, ...partial };
+  return { hosts: new Map(), allowInternal: new CidrSet([]), upstreamCaPem: [], proxyPort: 3128, systemDns: false, maxPeekBytes: 64 * 1024, headerTimeoutMs: 10_000, idleTimeoutMs: 120_000, maxConnections: 512, faultHook: false, ...partial };
 }
 
 export type { CanonicalHost };

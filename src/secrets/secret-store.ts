@@ -9,6 +9,28 @@ export interface SecretSummary {
   updated_at: string;
 }
 
+type SecretsChanged = (workspaceId: string, keys: string[]) => void;
+const changeListeners = new Set<SecretsChanged>();
+
+/**
+ * Tells `fn` after secrets of a workspace were written or deleted by this process (the egress
+ * proxy re-resolves the rules of running sandboxes that name them). Returns the unsubscribe.
+ */
+export function onSecretsChanged(fn: SecretsChanged): () => void {
+  changeListeners.add(fn);
+  return () => changeListeners.delete(fn);
+}
+
+function secretsChanged(workspaceId: string, keys: string[]): void {
+  for (const fn of changeListeners) {
+    try {
+      fn(workspaceId, keys);
+    } catch {
+      // A listener's failure is its own; the write has happened.
+    }
+  }
+}
+
 /** Associated data binding a workspace secret's ciphertext to its row. */
 export const secretAad = (workspaceId: string, key: string) => `workspace-secret:${workspaceId}:${key}`;
 
@@ -28,6 +50,7 @@ export async function upsertSecrets(db: Kysely<Database>, box: SecretBox, worksp
         .execute();
     }
   });
+  secretsChanged(workspaceId, items.map((i) => i.key));
   return listSecrets(db, workspaceId, items.map((i) => i.key));
 }
 
@@ -40,7 +63,9 @@ export async function listSecrets(db: Kysely<Database>, workspaceId: string, onl
 
 export async function deleteSecret(db: Kysely<Database>, workspaceId: string, key: string): Promise<boolean> {
   const res = await db.deleteFrom("secrets").where("workspace_id", "=", workspaceId).where("key", "=", key).executeTakeFirst();
-  return Number(res.numDeletedRows) > 0;
+  const deleted = Number(res.numDeletedRows) > 0;
+  if (deleted) secretsChanged(workspaceId, [key]);
+  return deleted;
 }
 
 /** Decrypted values of the named secrets that exist; for resolving `{KEY}` references. */

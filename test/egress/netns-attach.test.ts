@@ -11,7 +11,7 @@ import { EgressRuntime, setEgressRuntime } from "../../src/egress/egress-runtime
 import { prepareProxyConfig, proxyConfigSchema } from "../../src/egress/config/proxy-config.ts";
 import { SANDBOX_CA_BUNDLE, SANDBOX_CA_FILE } from "../../src/egress/capture/sandbox-egress.ts";
 import { bootstrap } from "../../src/platform/bootstrap.ts";
-import { upsertSecrets } from "../../src/secrets/secret-store.ts";
+import { deleteSecret, upsertSecrets } from "../../src/secrets/secret-store.ts";
 import { openTestStore } from "../support/dialects.ts";
 import { requireCapability } from "../support/requirements.ts";
 import { createNetns, netnsAvailable, type TestNetns } from "./support/netns.ts";
@@ -35,6 +35,7 @@ describe("attachEgress on a real network namespace", () => {
   let env: Record<string, string>;
   let prepare: (cfg: unknown) => Promise<Record<string, unknown>>;
   let dir: string;
+  let secrets: { upsert(key: string, value: string): Promise<unknown>; remove(key: string): Promise<unknown> };
 
   const config = {
     rules: [
@@ -52,6 +53,7 @@ describe("attachEgress on a real network namespace", () => {
     const boot = await bootstrap(s.store.db, s.home);
     const box = new SecretBox(keyringFromEnv(crypto.randomBytes(32).toString("base64")));
     await upsertSecrets(s.store.db, box, boot.workspaceId, [{ key: "GH_TOKEN", value: SECRET }]);
+    secrets = { upsert: (key, value) => upsertSecrets(s.store.db, box, boot.workspaceId, [{ key, value }]), remove: (key) => deleteSecret(s.store.db, boot.workspaceId, key) };
     const settings = loadEgressSettings({ WHARF_EGRESS_HOSTS: hostsSetting(up), WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
     rt = new EgressRuntime({ db: s.store.db, box, log: null, settings });
     setEgressRuntime(rt);
@@ -170,6 +172,38 @@ print(json.dumps(out))`;
     const blocked = await ns.exec(["curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "https://other.test/"], env);
     assert.equal(blocked.stdout, "403", "other.test was removed from the allow_list");
     await att.update(await prepare(config));
+  });
+
+  test("a workspace secret written or deleted reaches the running sandbox within 1 s; deleted fails closed (502, audited)", async (t) => {
+    if (!requireCapability(t, available, "needs root and network namespaces")) return;
+    const auth = async () => {
+      const r = await ns.exec(["curl", "-sS", "--max-time", "10", "-w", "\n%{http_code}", "https://api.test/v1/rotate"], env);
+      const i = r.stdout.lastIndexOf("\n");
+      const body = r.stdout.slice(0, i);
+      return { status: Number(r.stdout.slice(i + 1)), body, authorization: body.startsWith("{") ? (JSON.parse(body).headers.authorization as string | undefined) : undefined };
+    };
+    /** Polls until `ok`; how long the change took to reach the proxy. */
+    const within = async (ok: (r: Awaited<ReturnType<typeof auth>>) => boolean) => {
+      const t0 = Date.now();
+      for (;;) {
+        if (ok(await auth())) return Date.now() - t0;
+        assert.ok(Date.now() - t0 < 5_000, "the change never reached the running sandbox");
+      }
+    };
+    assert.equal((await auth()).authorization, `token ${SECRET}`);
+    await secrets.upsert("GH_TOKEN", `${SECRET}-rotated`);
+    const rotated = await within((r) => r.authorization === `token ${SECRET}-rotated`);
+    await secrets.remove("GH_TOKEN");
+    const removed = await within((r) => r.status === 502);
+    const r = await auth();
+    assert.equal(r.status, 502);
+    assert.match(r.body, /credential for rule gh is unavailable/);
+    assert.ok(rotated < 1000 && removed < 1000, `rotated in ${rotated} ms, deleted in ${removed} ms`);
+    await rt.audit.flush();
+    const rows = await rt.deps.db.selectFrom("egress_audit_log").selectAll().where("sandbox_id", "=", "sbx-1").where("kind", "=", "credential").execute();
+    assert.ok(rows.some((row) => row.rule === "gh" && row.decision === "failed"));
+    await secrets.upsert("GH_TOKEN", SECRET);
+    await within((x) => x.authorization === `token ${SECRET}`);
   });
 
   test("audit rows reach the database, without values", async (t) => {

@@ -32,6 +32,9 @@ export class FakeDns {
   private next = 1;
   queries = 0;
 
+  /** `onNew`: told of every name given an address, before the answer leaves (the data plane maps it back). */
+  constructor(private readonly onNew: ((address: string, name: string) => void) | null = null) {}
+
   /** The fake address of a name, allocating one on first use; null when the range is exhausted. */
   addressFor(name: string): string | null {
     const hit = this.byName.get(name);
@@ -40,6 +43,7 @@ export class FakeDns {
     const ip = ipOf(this.next++);
     this.byName.set(name, ip);
     this.byAddress.set(ip, name);
+    this.onNew?.(ip, name);
     return ip;
   }
 

@@ -1,11 +1,10 @@
 import fs from "node:fs";
 import type net from "node:net";
 import tls from "node:tls";
-import { classifyAddress } from "../policy/address-class.ts";
-import { canonicalHost } from "../policy/canonical-host.ts";
-import type { SandboxHandle } from "../proxy/egress-proxy.ts";
-import type { EgressRuntime } from "../egress-runtime.ts";
-import { FakeDns, isFakeAddress } from "./fake-dns.ts";
+import crypto from "node:crypto";
+import { secretKeysOf, type EgressRuntime, type SecretDependent } from "../egress-runtime.ts";
+import { policyOf, type SandboxSpec } from "../supervisor/data-plane.ts";
+import { FakeDns } from "./fake-dns.ts";
 import { openNamespaceListeners, routeAllToLoopback, type NamespaceListeners } from "./netns-capture.ts";
 import type { SandboxPolicy } from "../policy/policy.ts";
 import { deleteValues } from "../credentials/sealed-values.ts";
@@ -47,14 +46,19 @@ export interface AttachTarget {
  * port, raw ports from its allow_list, DNS), the fake-address DNS stub, its live rules in the
  * proxy, and the environment and files that make its clients use and trust the proxy.
  */
-export class SandboxEgress {
+export class SandboxEgress implements SecretDependent {
   readonly env: Record<string, string> = {};
   readonly files: Record<string, string> = {};
   private listeners: NamespaceListeners = { tcp: new Map(), udp: [], errors: [] };
-  private readonly dns = new FakeDns();
-  private handle: SandboxHandle | null = null;
+  /** Answered here, in the control plane: the names it hands out survive a data-plane restart. */
+  private readonly dns = new FakeDns((address, name) => this.rt.plane.addNames(this.target.sandboxId, [[address, name]]));
+  private spec: SandboxSpec | null = null;
+  /** This attachment's registration (a newer attach of the same sandbox replaces it). */
+  private readonly owner = crypto.randomUUID();
   private stored: unknown;
   private closed = false;
+  private untrack: (() => void) | null = null;
+  private keys: Set<string> | null = null;
   private updating: Promise<void> = Promise.resolve();
 
   constructor(
@@ -71,10 +75,12 @@ export class SandboxEgress {
    */
   async attach(prepared: NamespaceListeners | null = null): Promise<void> {
     const { sandboxId, workspaceId, netnsPid } = this.target;
-    const minter = await this.rt.minterFor(workspaceId);
-    const policy = await this.rt.compile(workspaceId, this.stored);
+    const ca = await this.rt.caFor(workspaceId);
+    const compiled = await this.rt.resolveConfig(workspaceId, this.stored);
+    const policy = policyOf(compiled);
     const engines = this.rt.enginesFor({ id: sandboxId, workspaceId }, policy);
-    this.handle = this.rt.proxy.addSandbox({ id: sandboxId, workspaceId, policy, minter, authorizers: engines.authorizers });
+    this.spec = { id: sandboxId, workspaceId, ca, compiled, owner: this.owner };
+    this.rt.plane.upsertSandbox(this.spec);
     try {
       const ports = [...new Set([80, 443, this.rt.settings.proxyPort, ...policy.rawPorts()])];
       if (prepared) {
@@ -94,11 +100,26 @@ export class SandboxEgress {
       await this.detach();
       throw err;
     }
-    this.files[SANDBOX_CA_FILE] = minter.ca.certPem;
-    this.files[SANDBOX_CA_BUNDLE] = systemRoots().trimEnd() + "\n" + minter.ca.certPem;
+    this.files[SANDBOX_CA_FILE] = ca.certPem;
+    this.files[SANDBOX_CA_BUNDLE] = systemRoots().trimEnd() + "\n" + ca.certPem;
     this.files["/etc/resolv.conf"] = "nameserver 127.0.0.1\noptions timeout:2 attempts:2\n";
     Object.assign(this.files, engines.files);
     this.setEnv(policy, engines.env);
+    this.untrack = this.rt.track(this);
+  }
+
+  get workspaceId(): string {
+    return this.target.workspaceId;
+  }
+
+  /** The workspace secrets the live rules name. */
+  secretKeys(): Set<string> {
+    return (this.keys ??= secretKeysOf(this.stored));
+  }
+
+  /** Re-resolves the live rules (a workspace secret they name was written or deleted). */
+  refresh(): Promise<void> {
+    return this.update(this.stored);
   }
 
   private setEnv(policy: SandboxPolicy, engineEnv: Record<string, string>): void {
@@ -124,39 +145,21 @@ export class SandboxEgress {
     });
   }
 
-  /**
-   * Dispatches a connection accepted inside the namespace by the address it was aimed at: the
-   * explicit proxy port on loopback speaks the proxy protocol; a fake address maps back to its
-   * name; any other address is an IP-literal destination. Loopback destinations are the sandbox's
-   * own and are never forwarded, whatever the operator allows.
-   */
+  /** Hands a listener of the namespace to the data plane (`supervisor/dispatch.ts` routes its connections). */
   private serve(port: number, server: net.Server): void {
     const raw = port !== 80 && port !== 443 && port !== this.rt.settings.proxyPort;
     // Raw tunnels keep half-closed connections working (the property net.Server reads for new sockets).
     if (raw) (server as net.Server & { allowHalfOpen: boolean }).allowHalfOpen = true;
-    server.on("connection", (socket: net.Socket) => {
-      const id = this.target.sandboxId;
-      const local = (socket.localAddress ?? "").replace(/^::ffff:(?=\d+\.)/, "");
-      const localPort = socket.localPort ?? port;
-      if (localPort === this.rt.settings.proxyPort && (local === "127.0.0.1" || local === "::1")) return this.rt.proxy.acceptExplicit(socket, id);
-      if (isFakeAddress(local)) {
-        const name = this.dns.nameFor(local);
-        if (!name) return this.rt.proxy.refuse(socket, id, local, localPort, "address was not handed out by the sandbox's DNS");
-        return this.rt.proxy.acceptTransparent(socket, id, { kind: "name", host: name }, localPort);
-      }
-      const host = canonicalHost(local);
-      if (!host || classifyAddress(local) === "loopback") return this.rt.proxy.refuse(socket, id, local, localPort, "the sandbox's own loopback is not a way out");
-      this.rt.proxy.acceptTransparent(socket, id, host, localPort);
-    });
-    server.on("error", () => {});
+    this.rt.plane.serveListener(this.target.sandboxId, port, server);
   }
 
   /** Applies a new proxy_config at once; opens/closes raw-port listeners; deletes replaced sealed values. */
   update(stored: unknown): Promise<void> {
     const run = this.updating.then(async () => {
-      if (this.closed || !this.handle) return;
+      if (this.closed || !this.spec) return;
       const { workspaceId, netnsPid } = this.target;
-      const policy = await this.rt.compile(workspaceId, stored);
+      const compiled = await this.rt.resolveConfig(workspaceId, stored);
+      const policy = policyOf(compiled);
       const oldRefs = new Set(this.rt.storedRefs(this.stored));
       const newRefs = new Set(this.rt.storedRefs(stored));
       const wanted = new Set([80, 443, this.rt.settings.proxyPort, ...policy.rawPorts()]);
@@ -169,14 +172,17 @@ export class SandboxEgress {
         }
       }
       const engines = this.rt.enginesFor({ id: this.target.sandboxId, workspaceId }, policy);
-      this.rt.proxy.setPolicy(this.target.sandboxId, policy, engines.authorizers);
+      this.spec = { ...this.spec, compiled };
+      this.rt.plane.upsertSandbox(this.spec);
       for (const [port, server] of this.listeners.tcp) {
         if (!wanted.has(port)) {
+          this.rt.plane.closeListener(this.target.sandboxId, port);
           server.close();
           this.listeners.tcp.delete(port);
         }
       }
       this.stored = stored;
+      this.keys = null;
       Object.assign(this.files, engines.files);
       this.setEnv(policy, engines.env);
       await deleteValues(this.rt.deps.db, workspaceId, [...oldRefs].filter((r) => !newRefs.has(r)));
@@ -187,6 +193,7 @@ export class SandboxEgress {
 
   async detach(): Promise<void> {
     this.closed = true;
+    this.untrack?.();
     for (const s of this.listeners.tcp.values()) s.close();
     for (const u of this.listeners.udp) {
       try {
@@ -194,7 +201,7 @@ export class SandboxEgress {
       } catch {}
     }
     this.listeners = { tcp: new Map(), udp: [], errors: [] };
-    if (this.handle) this.rt.proxy.removeSandbox(this.target.sandboxId, this.handle);
-    this.handle = null;
+    if (this.spec) this.rt.plane.removeSandbox(this.target.sandboxId, this.owner);
+    this.spec = null;
   }
 }

@@ -16,6 +16,8 @@ import {
 } from "./cloud/index.ts";
 import type { AuthorizeOutcome, OutboundRequest, RequestAuthorizer } from "../proxy/egress-proxy.ts";
 import type { AuthorizerFactory, EgressRuntime } from "../egress-runtime.ts";
+import type { EgressSettings } from "../egress-settings.ts";
+import type { TargetChecker } from "../proxy/target-checker.ts";
 import { SandboxPolicy } from "../policy/policy.ts";
 import type { Target } from "../proxy/resolver.ts";
 
@@ -29,6 +31,12 @@ export function installCloudAuthorizers(rt: EgressRuntime): void {
   rt.authorizerFactory = createCloudAuthorizerFactory(rt);
 }
 
+/** What the engines need of the proxy: its resolver and address check, and the upstream roots. */
+export interface EngineDeps {
+  targets: TargetChecker;
+  settings: EgressSettings;
+}
+
 type Audit = Parameters<AuthorizerFactory>[2];
 type Problems = { a: string | null; b: string | null };
 type Event = Omit<AuditEvent, "sandboxId" | "workspaceId">;
@@ -36,7 +44,7 @@ type Event = Omit<AuditEvent, "sandboxId" | "workspaceId">;
 /** The sandbox user's home (src/sandboxes/driver/base-image.ts `SANDBOX_USER`): where `~/.aws/credentials` goes. */
 const SANDBOX_HOME = "/home/user";
 
-export function createCloudAuthorizerFactory(rt: EgressRuntime, homeDir = SANDBOX_HOME): AuthorizerFactory {
+export function createCloudAuthorizerFactory(rt: EngineDeps, homeDir = SANDBOX_HOME): AuthorizerFactory {
   const checkedFetch = createCheckedFetch(rt);
   return (_sandbox, policy, audit) => {
     const creds = policy.cloudCredentials();
@@ -193,8 +201,8 @@ export class DestinationBlocked extends Error {
   }
 }
 
-export function createCheckedFetch(rt: EgressRuntime): typeof fetch {
-  const checker = rt.proxy.targets;
+export function createCheckedFetch(rt: EngineDeps): typeof fetch {
+  const checker = rt.targets;
   const resolve = checker.resolve;
   const addressOpts = () => checker.addressOpts();
   const anywhere = SandboxPolicy.empty();

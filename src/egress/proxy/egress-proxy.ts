@@ -1,3 +1,4 @@
+import crypto from "node:crypto";
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
@@ -314,7 +315,27 @@ export class EgressProxy {
     void this.handleStream(socket, sb, target.host, target.port, "pending").catch((err) => this.fail(socket, err));
   }
 
+  /**
+   * Every request's handling is contained: an unexpected error answers that request 502 with a
+   * request id (logged with it) and goes no further.
+   */
   private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    try {
+      if (this.opts.settings.faultHook && req.headers["x-wharf-egress-fault"] === "crash") injectCrash();
+      this.handleRequest(req, res);
+    } catch (err) {
+      this.internalError(res, err);
+    }
+  }
+
+  private internalError(res: http.ServerResponse, err: unknown): void {
+    const requestId = crypto.randomUUID();
+    this.log?.error({ err, requestId }, "egress request failed unexpectedly");
+    if (!res.headersSent) this.reply(res, 502, `egress: internal error (request id ${requestId})`, { "x-request-id": requestId });
+    else res.destroy();
+  }
+
+  private handleRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
     const ctx = (req.socket as WithCtx)[CTX];
     if (!ctx) return void res.destroy();
     this.stats.requests++;
@@ -357,11 +378,7 @@ export class EgressProxy {
     const path = normalisePath(rawPath);
     if (path === null) return this.reply(res, 400, "egress: malformed request path");
     const query = q < 0 ? "" : target.slice(q);
-    void this.forward(req, res, sb, host, port, ctx.tls, path, query).catch((err) => {
-      this.log?.warn({ err }, "egress forward failed");
-      if (!res.headersSent) this.reply(res, 502, "egress: upstream request failed");
-      else res.destroy();
-    });
+    void this.forward(req, res, sb, host, port, ctx.tls, path, query).catch((err) => this.internalError(res, err));
   }
 
   private misdirected(sb: SandboxHandle, res: http.ServerResponse, req: http.IncomingMessage, host: CanonicalHost, port: number, reason: string): void {
@@ -512,3 +529,13 @@ export class EgressProxy {
   }
 }
 
+/**
+ * The operator's fault hook (`WHARF_EGRESS_FAULT_HOOK=1`, off by default): an exception thrown
+ * outside any request's handling, as a bug in a library would, to prove a crash stays in the
+ * data-plane process.
+ */
+function injectCrash(): void {
+  setImmediate(() => {
+    throw new Error("egress fault hook: injected crash");
+  });
+}

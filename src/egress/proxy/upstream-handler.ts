@@ -2,6 +2,28 @@ import type http from "node:http";
 import { pairs, headerObject, responseHeaders } from "./header-filter.ts";
 
 /**
+ * undici 7's HTTP/1.1 parser asserts `!this.paused` when a response that closes its connection
+ * (`Connection: close`, or a body delimited by the close) ends while the parser is paused by
+ * backpressure: an uncatchable AssertionError from the socket's `end` handler (nodejs/undici#5360,
+ * fixed in undici 8, which needs Node 22). For such responses the handler never pauses the parser
+ * and lets the client's response buffer instead, up to this much; past it the request is aborted.
+ */
+export const CLOSE_DELIMITED_BUFFER_LIMIT = 64 * 1024 * 1024;
+
+/** Does this response end its connection (where undici 7 must not be paused)? */
+export function endsConnection(raw: string[]): boolean {
+  let length = false;
+  let chunked = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    if (name === "connection" && /(^|,)\s*close\s*(,|$)/i.test(raw[i + 1])) return true;
+    if (name === "content-length") length = true;
+    if (name === "transfer-encoding" && /chunked\s*$/i.test(raw[i + 1])) chunked = true;
+  }
+  return !length && !chunked;
+}
+
+/**
  * Streams one upstream answer into the client's response (undici's dispatch handler), with
  * backpressure: when the client is slow, undici is paused until the response drains. A class, not
  * closures: this runs for every request.
@@ -9,6 +31,8 @@ import { pairs, headerObject, responseHeaders } from "./header-filter.ts";
 export class UpstreamHandler {
   private abortFn: ((err?: Error) => void) | null = null;
   private resumeFn: (() => void) | null = null;
+  /** The response ends its upstream connection: never pause undici (see `endsConnection`). */
+  private noPause = false;
 
   constructor(
     private readonly res: http.ServerResponse,
@@ -33,13 +57,18 @@ export class UpstreamHandler {
     const raw: string[] = new Array(rawHeaders.length);
     for (let i = 0; i < rawHeaders.length; i++) raw[i] = rawHeaders[i].toString("latin1");
     this.res.sendDate = false;
+    // An HTTP/2 answer has neither header; over HTTP/2 only an explicit close is evidence of HTTP/1.1.
+    this.noPause = "stream" in this.res ? raw.some((v, i) => i % 2 === 0 && v.toLowerCase() === "connection") && endsConnection(raw) : endsConnection(raw);
     if ("stream" in this.res) this.res.writeHead(statusCode, headerObject(responseHeaders(raw)));
     else this.res.writeHead(statusCode, statusText, responseHeaders(raw) as unknown as http.OutgoingHttpHeaders);
     return true;
   }
 
   onData(chunk: Buffer): boolean {
-    return this.res.write(chunk);
+    const ok = this.res.write(chunk);
+    if (!this.noPause) return ok;
+    if (this.res.writableLength > CLOSE_DELIMITED_BUFFER_LIMIT) this.abortFn?.(new Error("client too slow for a close-delimited response"));
+    return true;
   }
 
   /** Trailers arrive as raw pairs over HTTP/1.1 and as an object over HTTP/2 (gRPC's status lives there). */

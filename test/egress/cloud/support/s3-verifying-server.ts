@@ -33,6 +33,8 @@ export interface VerifyingS3 {
   requests: S3RequestRecord[];
   /** When false, object bodies are verified and counted but not kept (large benchmarks). */
   store: boolean;
+  /** Answer every request with `Connection: close` (as some S3-compatible servers do). */
+  closeConnections: boolean;
   close(): Promise<void>;
 }
 
@@ -244,13 +246,13 @@ export async function startVerifyingS3(creds: S3Credentials): Promise<VerifyingS
   const objects = new Map<string, Buffer>();
   const uploads = new Map<string, Map<number, Buffer>>();
   const requests: S3RequestRecord[] = [];
-  const state: VerifyingS3 = { port: 0, objects, requests, store: true, close: async () => {} };
+  const state: VerifyingS3 = { port: 0, objects, requests, store: true, closeConnections: false, close: async () => {} };
   const server = http.createServer(async (req, res) => {
     const rec: S3RequestRecord = { method: req.method ?? "", target: req.url ?? "", payloadMode: "", chunks: 0, verifiedChecksum: null, status: 200 };
     requests.push(rec);
     const send = (status: number, body: string | Buffer = "", headers: Record<string, string> = {}) => {
       rec.status = status;
-      res.writeHead(status, { "content-length": String(Buffer.byteLength(body)), ...headers });
+      res.writeHead(status, { "content-length": String(Buffer.byteLength(body)), ...(state.closeConnections ? { connection: "close" } : {}), ...headers });
       res.end(req.method === "HEAD" ? undefined : body);
     };
     try {

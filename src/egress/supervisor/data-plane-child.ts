@@ -1,0 +1,55 @@
+// The egress data plane as its own process, started and restarted by `SupervisedDataPlane`. It
+// holds every sandbox's listeners (forwarded from the control plane), rules and sealed values
+// (sent again after a restart), and sends audit events back. A crash here costs only the
+// connections in flight; the control plane keeps answering.
+import type net from "node:net";
+import type { AuditEvent } from "../audit/audit-log.ts";
+import { createCloudAuthorizerFactory } from "../credentials/cloud-authorizer.ts";
+import { loadEgressSettings } from "../egress-settings.ts";
+import { LocalDataPlane } from "./data-plane.ts";
+import type { FromDataPlane, ToDataPlane } from "./messages.ts";
+
+const send = (m: FromDataPlane) => process.send?.(m);
+
+let pending: AuditEvent[] = [];
+let flushTimer: NodeJS.Timeout | null = null;
+const audit = {
+  record(event: AuditEvent): void {
+    pending.push(event);
+    // Batched: one IPC message per burst, not per event (the control plane folds them anyway).
+    flushTimer ??= setTimeout(() => {
+      flushTimer = null;
+      const events = pending;
+      pending = [];
+      send({ t: "audit", events });
+    }, 20);
+  },
+};
+
+const settings = loadEgressSettings();
+const plane: LocalDataPlane = new LocalDataPlane(settings, audit, () => factory, null);
+const factory = createCloudAuthorizerFactory({ targets: plane.proxy.targets, settings });
+
+process.on("message", (m: ToDataPlane, handle?: net.Server | net.Socket) => {
+  switch (m.t) {
+    case "sandbox":
+      return plane.upsertSandbox(m.spec);
+    case "remove":
+      return plane.removeSandbox(m.id);
+    case "names":
+      return plane.addNames(m.id, m.pairs);
+    case "listen":
+      return handle ? plane.serveListener(m.id, m.port, handle as net.Server, m.role) : undefined;
+    case "unlisten":
+      return plane.closeListener(m.id, m.port);
+    case "conn":
+      // Acknowledged first: from now on the connection is this process's (and lost with it).
+      send({ t: "ack", seq: m.seq });
+      return handle ? plane.accept(m.id, m.port, handle as net.Socket, m.role) : undefined;
+    case "self":
+      return plane.addSelfEndpoint(m.address, m.port);
+  }
+});
+// The control plane went away: nothing left to serve.
+process.on("disconnect", () => process.exit(0));
+send({ t: "ready" });
