@@ -94,7 +94,7 @@ export function App() {
       </header>
       <nav className={`sidebar${menu ? " open" : ""}`}>
         {NAV.map(([key, label]) => (
-          <a key={key} href={href(key)} className={section === key ? "active" : ""}>{label}</a>
+          <a key={key} href={href(key)} className={section === key ? "active" : ""} onClick={() => setMenu(false)}>{label}</a>
         ))}
         <a href="/docs" target="_blank" rel="noreferrer">API docs ↗</a>
       </nav>

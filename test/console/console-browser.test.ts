@@ -260,6 +260,14 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     assert.match(key, /^wharf_/);
     assert.ok(!(await page.content()).includes("s3cr3t-value-never-shown"), "a secret value is never shown");
     await shoot(page, "14-settings");
+    // On a phone the navigation folds into the menu button.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.getByRole("button", { name: "Menu" }).click();
+    await page.locator(".sidebar.open").waitFor();
+    await page.screenshot({ path: path.join(screenshotDir(), "15-navigation-phone.png") });
+    await page.getByRole("link", { name: "Secrets & keys" }).click();
+    await page.locator(".sidebar.open").waitFor({ state: "detached" });
+    await page.setViewportSize({ width: 1280, height: 800 });
     page.once("dialog", (d) => void d.accept());
     await page.locator("tr", { hasText: "from-console" }).getByRole("button", { name: "Revoke" }).click();
     await page.locator("tr.revoked", { hasText: "from-console" }).waitFor();
