@@ -60,21 +60,27 @@ for (let i = 0; i < 50; i++) {
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-sbx-"));
 const POOL = Number(process.env.WHARF_SANDBOX_WARM_POOL ?? 10);
-const feature = createSandboxesFeature({
+const featureEnv = {
   WHARF_SANDBOX_DISK: process.env.WHARF_SANDBOX_DISK ?? "image",
   WHARF_SANDBOX_WARM_POOL: String(POOL),
   WHARF_SANDBOX_BASE_CACHE: path.join(os.tmpdir(), "wharf-test-sandbox-base"),
-});
+  // Sandboxes outlive the first platform process: the second one re-adopts them (restart measure).
+  WHARF_SANDBOX_KEEP_RUNNING: "1",
+};
+const feature = createSandboxesFeature(featureEnv);
 const waitForPool = async () => {
   for (let i = 0; i < 600 && (await feature.manager()!.warmReady()) < POOL; i++) await new Promise((r) => setTimeout(r, 100));
 };
-const platform = await startPlatform(loadConfig({ WHARF_HOME: home, WHARF_PORT: "0" }), {
-  log: createLogger({ level: process.env.BENCH_LOG ?? "warn" }),
-  features: allFeatures()
-    .filter((f) => f.name !== "sandboxes")
-    .concat(feature),
-});
+const boot = (f: ReturnType<typeof createSandboxesFeature>) =>
+  startPlatform(loadConfig({ WHARF_HOME: home, WHARF_PORT: "0" }), {
+    log: createLogger({ level: process.env.BENCH_LOG ?? "warn" }),
+    features: allFeatures()
+      .filter((x) => x.name !== "sandboxes")
+      .concat(f),
+  });
+let platform = await boot(feature);
 const key = platform.bootstrap.apiKey!;
+const RESTART_BOXES = 45;
 const headers = { "x-api-key": key, "content-type": "application/json" };
 await feature.manager()!.prepare();
 try {
@@ -136,6 +142,19 @@ try {
   await settle();
   const perBox = ids.reduce((sum, id) => sum + memUsage(memCgroup(`wharf/${id}`)), 0) / IDLE;
 
+  // Restart: 45 running sandboxes re-adopted by a new platform process (start returns once done).
+  for (let i = IDLE; i < RESTART_BOXES; i++) {
+    const res = await fetch(`${platform.url}/v2/sandboxes/boxes`, { method: "POST", headers, body: JSON.stringify({ name: `idle-${i}` }) });
+    if (res.status !== 201) throw new Error(`create failed: ${res.status} ${await res.text()}`);
+  }
+  await platform.stop();
+  const r0 = performance.now();
+  platform = await boot(createSandboxesFeature(featureEnv));
+  const readopt = performance.now() - r0;
+  const live = await (await fetch(`${platform.url}/v2/sandboxes/boxes?status=ready&limit=500`, { headers: { "x-api-key": key } })).json();
+  if (live.sandboxes.length < RESTART_BOXES) throw new Error(`only ${live.sandboxes.length} sandboxes ready after the restart`);
+  for (const b of live.sandboxes) await fetch(`${platform.url}/v2/sandboxes/boxes/${b.name}`, { method: "DELETE", headers });
+
   const f50 = pct(floor, 50);
   console.log(`\nsandbox lifecycle on ${os.cpus().length} CPUs (load ${os.loadavg()[0].toFixed(1)}), ${feature.manager()!.driver!.describe()}, disk: ${feature.manager()!.settings.disk}, warm pool ${POOL}`);
   console.log(`| measure | Wharf | floor (bare bwrap) | ratio | goal |`);
@@ -146,6 +165,7 @@ try {
   console.log(`| 10 concurrent creates, p50 | ${ms(pct(concurrent, 50))} | ${ms(f50)} | ${(pct(concurrent, 50) / f50).toFixed(1)}× | ≤ 200 ms |`);
   console.log(`| exec round trip p50, HTTP data plane (n=${EXECS}) | ${ms(pct(exec, 50))} | ${ms(f50)} | ${(pct(exec, 50) / f50).toFixed(1)}× | ≤ 10 ms |`);
   console.log(`| exec round trip p99 | ${ms(pct(exec, 99))} | ${ms(pct(floor, 99))} | ${(pct(exec, 99) / pct(floor, 99)).toFixed(1)}× | |`);
+  console.log(`| platform start re-adopting ${RESTART_BOXES} running sandboxes | ${ms(readopt)} | | | ≤ 3 s |`);
   console.log(`| memory per idle sandbox (${IDLE} running) | ${mb(perBox)} | ${mb(bareBytes)} | ${(perBox / Math.max(1, bareBytes)).toFixed(1)}× | ≤ 5 MB |`);
 } finally {
   await platform.stop();

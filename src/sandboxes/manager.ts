@@ -261,9 +261,14 @@ export class SandboxManager {
       ref = parked && driver.finish ? await driver.finish(parked, hooks) : await driver.start(spec, hooks);
       const env = this.commandEnv(row, egress);
       this.live.set(row.id, { ref, egress, env, lastActivity: Date.now() });
-      // Ready means an exec succeeds now: prove it.
-      const probe = await this.runToCompletion(row.id, ["/bin/true"], 10);
-      if (probe !== 0) throw new Error(`readiness probe exited with ${probe}`);
+      // Ready means an exec succeeds now. On the base image the driver's start already proved it
+      // (bubblewrap's keeper runs inside every namespace, after the mounts and seccomp, which is all
+      // an exec enters); an image may lack what an exec needs, so there an exec proves it. The
+      // probe costs 15-60 ms of create → ready on a loaded host.
+      if (lowerDir) {
+        const probe = await this.runToCompletion(row.id, ["/bin/sh", "-c", ":"], 10);
+        if (probe !== 0) throw new Error(`readiness probe exited with ${probe} (does the image have /bin/sh?)`);
+      }
       const updated = await transition(this.db, row.id, ["provisioning"], "ready", { runtime: JSON.stringify(ref), stopped_at: null });
       if (!updated) {
         // Deleted or failed (deadline) meanwhile: do not leave processes behind.
