@@ -144,9 +144,15 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     await page.locator("[data-testid=terminal-state]", { hasText: /pty|pipes/ }).waitFor({ timeout: 20_000 });
     const mode = await page.locator("[data-testid=terminal-state]").innerText();
     console.log(`terminal transport: ${mode}`);
+    assert.equal(mode, "pty", "the data plane gives the terminal a real pty");
     await page.click("[data-testid=terminal]");
     await page.keyboard.type('python3 -c "print(6*7)"\n');
     await page.waitForFunction(() => /^42\s*$/m.test(document.querySelector(".xterm-rows")?.textContent ?? "") || /(^|\n)42(\n|$)/.test((document.querySelector(".xterm-rows") as HTMLElement)?.innerText ?? ""), null, { timeout: 20_000 });
+    // The pty has the page's terminal size, not a default 80 columns.
+    await page.keyboard.type("stty size\n");
+    await page.waitForFunction(() => /^\d+ \d+\s*$/m.test((document.querySelector(".xterm-rows") as HTMLElement)?.innerText ?? ""), null, { timeout: 10_000 });
+    const [, cols] = /^(\d+) (\d+)\s*$/m.exec(await terminalText(page))!.slice(1).map(Number);
+    assert.ok(cols > 100, `the pty is ${cols} columns wide at 1280 px`);
     await page.keyboard.type("curl -s http://api.test/v1/from-console\n");
     await page.waitForFunction(() => ((document.querySelector(".xterm-rows") as HTMLElement)?.innerText ?? "").includes("from-the-console"), null, { timeout: 20_000 });
     assert.match(await terminalText(page), /x-wharf-demo/i);

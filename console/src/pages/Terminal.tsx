@@ -40,6 +40,8 @@ export default function Terminal({ dataplane }: { dataplane: string }) {
         if (mode === "unknown") {
           mode = data.includes(PTY_MARK) ? "pty" : "pipe";
           setState(mode === "pty" ? "pty" : "pipes (no pty)");
+          // The size may have changed while the shell started.
+          if (mode === "pty") send({ type: "resize", cols: term.cols, rows: term.rows });
         }
         data = data.replace(PTY_MARK, "");
         // bash's complaints about having no tty say nothing useful on pipes.
@@ -54,6 +56,8 @@ export default function Terminal({ dataplane }: { dataplane: string }) {
       }
     };
     ws.onclose = () => setState((s) => (s === "exited" || s === "error" ? s : "disconnected"));
+    // The pty follows the terminal's size (the window or the phone rotating).
+    const resized = term.onResize(({ cols, rows }) => mode === "pty" && send({ type: "resize", cols, rows }));
     const input = term.onData((data) => {
       if (mode === "pty") return send({ type: "input", data });
       // Pipes: echo locally and send whole lines.
@@ -79,6 +83,7 @@ export default function Terminal({ dataplane }: { dataplane: string }) {
     term.focus();
     return () => {
       input.dispose();
+      resized.dispose();
       window.removeEventListener("resize", onResize);
       ws.close();
       term.dispose();
