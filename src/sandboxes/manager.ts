@@ -493,7 +493,10 @@ export class SandboxManager {
           const proxyConfig = row.proxy_config ? (JSON.parse(row.proxy_config) as StoredProxyConfig) : null;
           let egress: EgressAttachment;
           try {
-            egress = await attachEgress({ sandboxId: row.id, workspaceId: row.workspace_id, netnsPid: this.driver.netnsPid(ref), proxyConfig });
+            // The listeners are opened by a small helper in the sandbox's namespace (no Node start-up per box).
+            const spec = await egressCaptureSpec();
+            const captured = spec && this.driver.captureNetwork ? await this.driver.captureNetwork(ref, spec) : null;
+            egress = await attachEgress({ sandboxId: row.id, workspaceId: row.workspace_id, netnsPid: this.driver.netnsPid(ref), proxyConfig, captured });
           } catch (err) {
             // Never leave a sandbox running without its egress: stop it, say why, keep its files.
             await this.driver.stop(row.id, ref).catch((e) => this.logFailure("stop without egress", row.id, e));

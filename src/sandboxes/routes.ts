@@ -313,6 +313,12 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
     handler: async ({ c, principal, params }) => {
       const snap = await findSnapshot(ctx.db, principal.workspaceId, params.id);
       if (!snap) throw notFound("Snapshot");
+      if (snap.docker_image) {
+        // An image is the filesystem under its sandboxes and captures: it goes after them.
+        const user = await ctx.db.selectFrom("sandboxes").select("name").where("snapshot_id", "=", snap.id).executeTakeFirst();
+        const capture = await ctx.db.selectFrom("sandbox_snapshots").select("name").where("base_snapshot_id", "=", snap.id).executeTakeFirst();
+        if (user || capture) throw conflict(`Snapshot ${snap.name} is in use by ${user ? `sandbox ${user.name}` : `snapshot ${capture!.name}`}; delete that first`);
+      }
       await ctx.db.deleteFrom("sandbox_snapshots").where("id", "=", snap.id).execute();
       manager.removeSnapshotFile(snap.id);
       return c.body(null, 204);

@@ -127,6 +127,7 @@ describe("sandbox snapshots from OCI images", () => {
     const captured = await sb.captureSnapshot("small-plus");
     const sb2 = await client.createSandbox(captured.id, { name: "from-capture" });
     assert.equal((await sb2.run("cat /etc/layer1.txt ~/made-here.txt", { timeout: 20 })).stdout, "from the image\nmine\n");
+    assert.equal((await p.api(`/v2/sandboxes/snapshots/${snap.id}`, { method: "DELETE" })).status, 409, "an image in use stays");
 
     // Private: without credentials the build fails with the registry's reason; with a registry it works.
     await assert.rejects(client.createSnapshot("private-nocreds", `127.0.0.1:${priv.port}/team/private:2`, 1 << 30, { timeout: 60 }), (e: Error) => /fail|unauthorized|authentication/i.test(e.message));

@@ -145,6 +145,11 @@ for (const dialect of DIALECTS) {
       assert.match(msgs.at(-1).error, /restarted/);
       res = await fetch(`${platform.url}/sandboxes/dp/${survivor.id}/execute`, { method: "POST", headers: { "x-api-key": key }, body: JSON.stringify({ command: "ps -eo args | grep -c '^sleep 60' || true" }) });
       assert.equal((await res.json()).stdout, "0\n", "the command was ended, not left running");
+      // The egress listeners were opened anew in the re-adopted sandbox: its traffic still meets the proxy.
+      res = await fetch(`${platform.url}/sandboxes/dp/${survivor.id}/execute`, { method: "POST", headers: { "x-api-key": key }, body: JSON.stringify({ command: "curl -s -o /dev/null --max-time 10 http://203.0.113.7/; echo $?; curl -s -o /dev/null --noproxy '*' --max-time 10 http://203.0.113.7/; echo $?" }) });
+      const codes = (await res.json()).stdout.trim().split("\n");
+      // curl exit 7 = could not connect: no listener. Anything else means the proxy took the connection.
+      assert.ok(codes.length === 2 && codes.every((c: string) => c !== "7"), `the proxy's listeners answer after re-adoption (curl exits ${codes})`);
     });
 
     test("a sandbox whose init dies is marked failed with a reason; delete works from any state", async (t) => {

@@ -94,6 +94,8 @@ export interface SandboxDriver {
   destroy(id: string, ref: RuntimeRef | null): Promise<void>;
   /** Writes the sandbox's filesystem changes (the writable layer) as a compressed archive. */
   snapshot(id: string, archivePath: string, ref: RuntimeRef | null): Promise<{ sizeBytes: number; usedBytes: number }>;
+  /** After a platform restart: the egress listeners opened anew in a running sandbox's namespace. */
+  captureNetwork?(ref: RuntimeRef, capture: { tcpPorts: number[]; dns: boolean }): Promise<CapturedNetwork>;
   /** After a platform restart: ends commands whose output nobody reads any more; returns how many. */
   endOrphanedCommands?(id: string, ref: RuntimeRef): number;
   /** A TCP connection to `port` on the sandbox's own loopback (service URLs). */

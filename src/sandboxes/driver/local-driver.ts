@@ -10,7 +10,7 @@ import type { CapturedNetwork, ExecProcess, ExecRequest, RuntimeRef, SandboxDriv
 import { checkHost, HostNotReady } from "./host-check.ts";
 import { childrenOf, isAlive, namespacePid, procRef, type ProcRef } from "./proc.ts";
 import { ENTER, HOLDER } from "./launchers.ts";
-import { connectInNamespace } from "./port-connect.ts";
+import { captureInNamespace, connectInNamespace } from "./port-connect.ts";
 import { archSyscalls, buildSeccompFilter } from "./seccomp.ts";
 
 const execFileP = promisify(execFile);
@@ -473,6 +473,11 @@ export class LocalDriver implements SandboxDriver {
       ended++;
     }
     return ended;
+  }
+
+  captureNetwork(ref: RuntimeRef, capture: { tcpPorts: number[]; dns: boolean }): Promise<CapturedNetwork> {
+    const r = ref as unknown as LocalRef;
+    return captureInNamespace(this.sys!, r.holder.pid, r.holder.start, capture);
   }
 
   connectPort(ref: RuntimeRef, port: number): Promise<net.Socket> {

@@ -1,5 +1,7 @@
 import { spawn } from "node:child_process";
+import type dgram from "node:dgram";
 import type net from "node:net";
+import type { CapturedNetwork } from "./driver.ts";
 import type { LauncherSyscalls } from "./seccomp.ts";
 
 /**
@@ -63,6 +65,105 @@ export function connectInNamespace(sys: LauncherSyscalls, pid: number, start: nu
       if (got) return resolve(got);
       if (code === 111) reject(new PortRefused(`nothing is listening on port ${port} in the sandbox`));
       else reject(new Error(stderr.trim() || `connect helper exited with ${code}`));
+    });
+  });
+}
+
+/**
+ * CAPTURE: opens the egress proxy's listeners (TCP PORTS, and DNS on 53/udp when DNS is "dns")
+ * inside the network namespace of PID (started at START) and hands them to the platform, as the
+ * holder does at creation: used when a restarted platform re-adopts running sandboxes (the
+ * listeners of the previous process went with it). A Perl process of a few milliseconds instead
+ * of a Node helper per sandbox.
+ *   perl -e CAPTURE SYS PID START PORTS DNS
+ */
+export const CAPTURE = String.raw`my %S = map { split /=/ } split /,/, shift @ARGV;
+my ($pid, $start, $ports, $dns) = @ARGV;
+sub fail { print STDERR "$_[0]: $!\n"; exit 120 }
+open(my $ns, "<", "/proc/$pid/ns/net") or fail("sandbox is not running");
+open(my $st, "<", "/proc/$pid/stat") or fail("sandbox is not running");
+my $stat = <$st>; close($st);
+my @f = split / /, substr($stat, rindex($stat, ")") + 2);
+$f[19] eq $start or fail("sandbox is not running");
+syscall($S{setns}, fileno($ns), 0x40000000) == 0 or fail("setns");
+my $fdn = $ENV{NODE_CHANNEL_FD} + 0;
+open(my $ch, "+<&=", $fdn) or fail("ipc channel");
+my $pass = sub {
+  my ($fd, $json) = @_;
+  my $data = "$json\n";
+  my $iov = pack("P Q", $data, length($data));
+  my $cmsg = pack("Q i i i x4", 20, 1, 1, $fd);
+  my $msg = pack("Q L x4 P Q P Q i x4", 0, 0, $iov, 1, $cmsg, 24, 0);
+  syscall($S{sendmsg}, $fdn, $msg, 0) == length($data) or fail("sendmsg");
+  my $ack = "";
+  while (index($ack, "\n") < 0) { sysread($ch, $ack, 256, length($ack)) or fail("ipc acknowledgement"); }
+};
+my $report = sub { my ($port, $family, $why) = @_; $why =~ s/["\\]//g; syswrite($ch, qq({"kind":"error","port":$port,"family":"$family","message":"$why"}\n)); };
+for my $port (grep { length } split /,/, $ports) {
+  my $l;
+  if (socket($l, 10, 1, 0)) {
+    setsockopt($l, 1, 2, pack("i", 1));
+    setsockopt($l, 41, 26, pack("i", 0));
+    bind($l, pack("S n N a16 N", 10, $port, 0, "\0" x 16, 0)) or do { close($l); undef $l; };
+  } else { undef $l; }
+  if (!$l) {
+    socket($l, 2, 1, 0) or fail("socket");
+    setsockopt($l, 1, 2, pack("i", 1));
+    bind($l, pack("S n a4 x8", 2, $port, "\0" x 4)) or do { $report->($port, "tcp", "$!"); close($l); next; };
+  }
+  listen($l, 1024) or do { $report->($port, "tcp", "$!"); close($l); next; };
+  $pass->(fileno($l), qq({"cmd":"NODE_HANDLE","type":"net.Server","msg":{"kind":"tcp","port":$port}}));
+  close($l);
+}
+if ($dns eq "dns") {
+  if (socket(my $u4, 2, 2, 0)) {
+    if (bind($u4, pack("S n a4 x8", 2, 53, "\0" x 4))) { $pass->(fileno($u4), qq({"cmd":"NODE_HANDLE","type":"dgram.Socket","dgramType":"udp4","msg":{"kind":"udp","family":"udp4"}})); }
+    else { $report->(53, "udp4", "$!"); }
+    close($u4);
+  }
+  if (socket(my $u6, 10, 2, 0)) {
+    setsockopt($u6, 41, 26, pack("i", 1));
+    if (bind($u6, pack("S n N a16 N", 10, 53, 0, "\0" x 16, 0))) { $pass->(fileno($u6), qq({"cmd":"NODE_HANDLE","type":"dgram.Socket","dgramType":"udp6","msg":{"kind":"udp","family":"udp6"}})); }
+    close($u6);
+  }
+}
+syswrite($ch, qq({"kind":"done"}\n)) or fail("ipc");
+exit 0;`;
+
+/** The egress listeners opened anew in the network namespace of `pid` (re-adoption after a restart). */
+export function captureInNamespace(sys: LauncherSyscalls, pid: number, start: number, capture: { tcpPorts: number[]; dns: boolean }, timeoutMs = 10_000): Promise<CapturedNetwork> {
+  const sysArg = Object.entries(sys)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
+  return new Promise((resolve, reject) => {
+    const child = spawn("/usr/bin/perl", ["-e", CAPTURE, sysArg, String(pid), String(start), capture.tcpPorts.join(","), capture.dns ? "dns" : "nodns"], { stdio: ["ignore", "ignore", "pipe", "ipc"], env: {} });
+    const got: CapturedNetwork = { tcp: new Map(), udp: [], errors: [] };
+    let done = false;
+    let stderr = "";
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("message", (msg: { kind: string; port?: number; family?: string; message?: string }, handle: unknown) => {
+      if (msg.kind === "tcp" && handle) got.tcp.set(msg.port!, handle as net.Server);
+      else if (msg.kind === "udp" && handle) got.udp.push(handle as dgram.Socket);
+      else if (msg.kind === "error") got.errors.push(`${msg.family ?? "tcp"} port ${msg.port}: ${msg.message}`);
+      else if (msg.kind === "done") {
+        // Messages arrive in order: every listener came before this.
+        done = true;
+        clearTimeout(timer);
+        resolve(got);
+      }
+    });
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    // 'exit' can come before the last messages are read from the channel: decide on 'close'.
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      if (done) return;
+      for (const l of got.tcp.values()) l.close();
+      for (const u of got.udp) u.close();
+      reject(new Error(stderr.trim() || `capture helper exited with ${code}`));
     });
   });
 }
