@@ -14,12 +14,18 @@ const MAX_LIMIT = 10_000;
 const DEADLINE_MS = 20_000;
 
 const noNul = (s: string) => !s.includes("\0");
+/** Patterns become regular expressions matched on the platform: bound their wildcards (no ReDoS). */
+const MAX_WILDCARDS = 16;
+const fewWildcards = (p: string) => (p.match(/[*?]/g) ?? []).length <= MAX_WILDCARDS;
 const globBody = z.object({
-  pattern: z.string().min(1).max(4096).refine(noNul, "No NUL characters"),
+  pattern: z.string().min(1).max(1024).refine(noNul, "No NUL characters").refine(fewWildcards, `At most ${MAX_WILDCARDS} wildcards`),
   path: z.string().min(1).max(4096).refine(noNul, "No NUL characters").default(SANDBOX_USER.home),
   limit: z.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT),
 });
-const grepBody = globBody.extend({ glob: z.string().min(1).max(4096).refine(noNul, "No NUL characters").optional() });
+const grepBody = globBody.extend({
+  pattern: z.string().min(1).max(4096).refine(noNul, "No NUL characters"),
+  glob: z.string().min(1).max(1024).refine(noNul, "No NUL characters").refine(fewWildcards, `At most ${MAX_WILDCARDS} wildcards`).optional(),
+});
 
 // Run as the sandbox user inside the sandbox; 2 = no such path, 20 = not a directory (glob only).
 const FIND = `[ -e "$1" ] || exit 2; [ -d "$1" ] || exit 20; if [ "$2" = - ]; then exec find "$1" -mindepth 1 -printf '%y\\t%s\\t%T@\\t%P\\0' 2>/dev/null; fi; exec find "$1" -mindepth 1 -maxdepth "$2" -printf '%y\\t%s\\t%T@\\t%P\\0' 2>/dev/null`;

@@ -8,6 +8,8 @@ import { posix } from "node:path";
 
 /** `**` any number of segments, `*` `?` `[...]` within one segment; anchored on the whole relative path. */
 export function globToRegExp(pattern: string): RegExp {
+  // `**/**/` is `**/`: repeated any-depth groups only add backtracking.
+  pattern = pattern.replace(/(\*\*\/)+/g, "**/");
   let re = "";
   let i = 0;
   while (i < pattern.length) {

@@ -26,7 +26,9 @@ const PURPOSE = "service";
 const COOKIE = "wharf_sandbox_service";
 /** Ports the egress proxy owns inside every sandbox: never a user's service. */
 const RESERVED_PORTS = new Set([53, 80, 443, 3128]);
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host", SERVICE_TOKEN_HEADER]);
+// Hop-by-hop headers, and Wharf's own credentials: a service in a sandbox never sees a platform key.
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host", SERVICE_TOKEN_HEADER, "x-api-key", "x-tenant-id", "x-wharf-csrf"]);
+const PLATFORM_COOKIES = [COOKIE, "wharf_session"];
 
 interface ServiceClaims extends LinkClaims {
   port: number;
@@ -70,7 +72,7 @@ function withoutOurCookie(cookie: string): string {
   return cookie
     .split(";")
     .map((p) => p.trim())
-    .filter((p) => p && !p.startsWith(`${COOKIE}=`))
+    .filter((p) => p && !PLATFORM_COOKIES.some((c) => p.startsWith(`${c}=`)))
     .join("; ");
 }
 
@@ -173,7 +175,7 @@ export function proxyServiceUpgrades(server: http.Server, ctx: PlatformContext, 
         const lines = [`${req.method} ${m[3] || "/"}${search ? `?${search}` : ""} HTTP/1.1`, `Host: localhost:${port}`];
         for (let i = 0; i < req.rawHeaders.length; i += 2) {
           const k = req.rawHeaders[i].toLowerCase();
-          if (k === "host" || k === SERVICE_TOKEN_HEADER) continue;
+          if (HOP_BY_HOP.has(k) && k !== "connection" && k !== "upgrade") continue;
           const value = k === "cookie" ? withoutOurCookie(req.rawHeaders[i + 1]) : req.rawHeaders[i + 1];
           if (value) lines.push(`${req.rawHeaders[i]}: ${value}`);
         }

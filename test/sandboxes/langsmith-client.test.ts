@@ -31,6 +31,20 @@ asyncio.run(main())
 `;
 
 /** LangSmith Deployment's own client (langsmith 0.10 and deepagents' 0.9) against a running Wharf. */
+/** Answers every request with its headers as JSON. */
+const HEADER_ECHO = `import http.server, json
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({k.lower(): v for k, v in self.headers.items()}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.HTTPServer(("127.0.0.1", 8100), H).serve_forever()
+`;
+
+/** The real platform's own client (langsmith 0.10 and deepagents' 0.9) against a running Wharf. */
 describe("the langsmith sandbox client against Wharf", () => {
   test("files: write/read/stat/readRange, ls/glob/grep, download URLs; a data-plane call wakes a stopped box", async (t) => {
     const p = await startSandboxPlatform(t);
@@ -80,6 +94,8 @@ describe("the langsmith sandbox client against Wharf", () => {
     const literal = await sb.grep("needle .*", "/home/user/proj");
     assert.equal(literal.matches.length, 0, "grep is literal, not a regular expression");
     await assert.rejects(sb.glob("*", "/home/user/nope"), (e: Error) => /not found/i.test(e.message));
+    const hostile = await fetch(`${sb.dataplane_url}/glob`, { method: "POST", headers: { "x-api-key": p.apiKey, "content-type": "application/json" }, body: JSON.stringify({ pattern: "*a".repeat(40), path: "/home/user" }) });
+    assert.equal(hostile.status, 422, "wildcards are bounded (the pattern becomes a regular expression on the platform)");
 
     // A download link works without a key; GET, HEAD and Range; expiry.
     const link = await sb.generateDownloadURL("/home/user/proj/src/b.ts", { expiresInSeconds: 60, contentDisposition: "attachment" });
@@ -144,6 +160,17 @@ describe("the langsmith sandbox client against Wharf", () => {
     const cookie = res.headers.get("set-cookie")!.split(";")[0];
     res = await fetch(`${base}/hello.txt`, { headers: { cookie } });
     assert.equal(await res.text(), "hello from the box\n");
+    // Wharf's own credentials never reach the service.
+    await sb.write("/home/user/echo.py", HEADER_ECHO);
+    await sb.run("nohup python3 echo.py >/dev/null 2>&1 & for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/8100) 2>/dev/null && break; sleep 0.1; done", { timeout: 30 });
+    const echo = await serviceUrl(8100);
+    res = await echo.fetch("/h", { headers: { "X-Api-Key": p.apiKey, cookie: "wharf_session=s; app=1", "X-App": "kept" } });
+    const seen = (await res.json()) as Record<string, string>;
+    assert.equal(seen["x-app"], "kept");
+    assert.equal(seen.cookie, "app=1");
+    assert.equal(seen["x-api-key"], undefined);
+    assert.equal(seen["x-langsmith-sandbox-service-token"], undefined);
+    assert.equal(seen.host, "localhost:8100");
     // Nothing listening: 502.
     res = await other.fetch("/");
     assert.equal(res.status, 502);
