@@ -30,7 +30,6 @@ async def main():
 asyncio.run(main())
 `;
 
-/** LangSmith Deployment's own client (langsmith 0.10 and deepagents' 0.9) against a running Wharf. */
 /** Answers every request with its headers as JSON. */
 const HEADER_ECHO = `import http.server, json
 class H(http.server.BaseHTTPRequestHandler):
@@ -44,7 +43,7 @@ class H(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(("127.0.0.1", 8100), H).serve_forever()
 `;
 
-/** The real platform's own client (langsmith 0.10 and deepagents' 0.9) against a running Wharf. */
+/** LangSmith Deployment's own client (langsmith 0.10 and deepagents' 0.9) against a running Wharf. */
 describe("the langsmith sandbox client against Wharf", () => {
   test("files: write/read/stat/readRange, ls/glob/grep, download URLs; a data-plane call wakes a stopped box", async (t) => {
     const p = await startSandboxPlatform(t);

@@ -34,7 +34,7 @@ for (const dialect of DIALECTS) {
       const stopped = await res.json();
       assert.equal(stopped.status, "stopped");
       assert.ok(stopped.stopped_at);
-      // A data-plane request wakes a stopped sandbox (the real platform's clients rely on it).
+      // A data-plane request wakes a stopped sandbox (LangSmith Deployment's clients rely on it).
       const woke = await p.exec(box, "cat ~/note.txt");
       assert.equal(woke.status, 200);
       assert.equal(woke.body.stdout, "kept\n");
