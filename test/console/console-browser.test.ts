@@ -15,6 +15,20 @@ import { ensureConsoleBuilt, launchBrowser, screenshotDir, shoot } from "./suppo
 const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures", "stream-agent");
 const ANSWER = "Six times seven is 42, streamed token by token.";
 
+/**
+ * Registered first, so its unref'd timer starts when teardown starts: if something the platform
+ * started still holds the event loop a minute later (teardown takes seconds), name it loudly and
+ * end the process with the test's own exit code, so that a leak elsewhere costs CI a minute
+ * instead of a hang.
+ */
+function exitDespiteLeaks(): void {
+  setTimeout(() => {
+    const handles = (process as unknown as { _getActiveHandles(): Array<{ constructor?: { name: string }; address?: () => unknown }> })._getActiveHandles();
+    console.error(`!!! still open a minute after the platform stopped: ${handles.map((h) => `${h.constructor?.name}${typeof h.address === "function" ? ` ${JSON.stringify(h.address())}` : ""}`).join(", ")}; exiting`);
+    process.exit(process.exitCode ?? 0);
+  }, 60_000).unref();
+}
+
 async function terminalText(page: Page): Promise<string> {
   return page.locator(".xterm-rows").innerText();
 }
@@ -23,7 +37,8 @@ async function terminalText(page: Page): Promise<string> {
  * The whole console in headless Chromium against a running Wharf platform (sandboxes, egress proxy,
  * deployments with the real agent server): every step goes through the page, as a person would.
  */
-test("the console in a browser: sign in, deploy, chat, terminal, files, egress, sign out", { timeout: 240_000 }, async (t) => {
+test("the console in a browser: sign in, deploy, chat, terminal, files, egress, sign out", { timeout: 420_000 }, async (t) => {
+  t.after(exitDespiteLeaks);
   const browser = await launchBrowser(t);
   if (!browser) return;
   ensureConsoleBuilt();
