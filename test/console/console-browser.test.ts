@@ -51,6 +51,11 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
   const page = await context.newPage();
   const problems: string[] = [];
+  const called = new Set<string>();
+  page.on("request", (r) => {
+    const u = new URL(r.url());
+    if (u.origin === p.url) called.add(`${r.method()} ${u.pathname}`);
+  });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("console", (m) => m.type() === "error" && !/status of (40[134]|422)/.test(m.text()) && problems.push(`console: ${m.text()}`));
 
@@ -375,4 +380,15 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
   });
 
   assert.deepEqual(problems, [], "no script errors in the page");
+
+  // Only the public API: every call is in the OpenAPI document, a data plane, a deployment's
+  // stable URL, or the console's own files and session.
+  const spec = (await (await fetch(`${p.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+  const documented = Object.entries(spec.paths).flatMap(([path, ops]) =>
+    Object.keys(ops).map((m) => new RegExp(`^${m.toUpperCase()} (/api)?${path.replace(/\{[^}]+\}/g, "[^/]+")}$`)),
+  );
+  const other = [/^GET \/$/, /^GET \/console\//, /^(GET|POST|DELETE) \/console\/api\/session$/, /^(GET|POST|PUT) \/sandboxes\/dp\/[^/]+\/(execute|execute\/ws|upload|download)$/, /^[A-Z]+ \/deployments\/[0-9a-f-]{36}\//, /^PUT \/deployments-uploads\/[^/]+$/];
+  const undocumented = [...called].filter((c) => !documented.some((re) => re.test(c)) && !other.some((re) => re.test(c)));
+  assert.deepEqual(undocumented, [], "the console calls only public endpoints");
+  console.log(`the page made ${called.size} distinct calls, all public`);
 });
