@@ -60,4 +60,14 @@ test("legacy messages, messages-tuple, debug checkpoints and events", async (t) 
   const history = await client.threads.getHistory(thread.thread_id, { limit: 20 });
   const withResult = history.flatMap((h) => h.tasks).filter((task) => (task as { result?: unknown }).result !== undefined);
   assert.ok(withResult.length >= 1, JSON.stringify(history.map((h) => h.tasks)).slice(0, 500));
+
+  // A subgraph paused on an interrupt: the parent's pending task carries the subgraph's checkpoint.
+  const nested = await client.threads.create({ graphId: "nested" });
+  await client.runs.wait(nested.thread_id, "nested", { input: hi });
+  const paused = await client.threads.getState(nested.thread_id);
+  const task = paused.tasks[0] as unknown as { name: string; checkpoint: { checkpoint_ns: string; thread_id: string } | null; interrupts: unknown[] };
+  assert.equal(task.name, "inner");
+  assert.match(task.checkpoint?.checkpoint_ns ?? "", /^inner:/);
+  assert.equal(task.checkpoint?.thread_id, nested.thread_id);
+  assert.equal(task.interrupts.length, 1);
 });

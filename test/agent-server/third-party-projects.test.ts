@@ -49,7 +49,7 @@ describe("third-party projects run unchanged", () => {
     assert.deepEqual(Object.keys(info.graph_errors ?? {}), ["broken"]);
     assert.match(info.graph_errors!.broken.error, /missing OPENAI_API_KEY/);
     const graphs = (await client.assistants.search({ limit: 100 })).map((a) => a.graph_id).sort();
-    assert.deepEqual(graphs, ["agent", "chat", "deep", "factory", "logged", "zod"]);
+    assert.deepEqual(graphs, ["agent", "chat", "deep", "factory", "logged", "nested", "zod"]);
 
     // Schemas as LangGraph extracts them: registry metadata kept, context schema, none null.
     const schemas = (await client.assistants.getSchemas("zod")) as unknown as Record<string, { properties?: Record<string, Record<string, unknown>> } | null>;

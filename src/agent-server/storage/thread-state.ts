@@ -9,6 +9,18 @@ const checkpointOf = (config: { configurable?: Record<string, unknown> } | undef
   return { thread_id: c.thread_id, checkpoint_ns: c.checkpoint_ns ?? "", checkpoint_id: c.checkpoint_id, checkpoint_map: c.checkpoint_map ?? null };
 };
 
+/**
+ * A pending task's state when it is a subgraph's config (it has a namespace, maybe no checkpoint id
+ * yet): that subgraph's checkpoint, as the LangGraph server reports it.
+ */
+const taskCheckpointOf = (state: { configurable?: Record<string, unknown> } | undefined | null) => {
+  const c = state?.configurable;
+  if (!c?.checkpoint_ns) return checkpointOf(state);
+  const out: Record<string, unknown> = {};
+  for (const k of ["thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map"]) if (k in c) out[k] = c[k];
+  return out;
+};
+
 /** A LangGraph `StateSnapshot` in the API's `ThreadState` shape. */
 export function toThreadState(s: any): Record<string, unknown> {
   const tasks = (s.tasks ?? []).map((t: any) => ({
@@ -17,7 +29,7 @@ export function toThreadState(s: any): Record<string, unknown> {
     path: t.path ?? [],
     error: t.error ? String(t.error?.message ?? t.error) : null,
     interrupts: t.interrupts ?? [],
-    checkpoint: checkpointOf(t.state),
+    checkpoint: taskCheckpointOf(t.state),
     state: t.state && !t.state.configurable ? toThreadState(t.state) : null,
     ...(t.result !== undefined ? { result: t.result } : {}),
   }));
