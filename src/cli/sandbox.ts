@@ -103,6 +103,7 @@ export function registerSandbox(program: Command): void {
     .option("--snapshot <name>", "start from a snapshot (name or name:tag)")
     .option("--cpus <n>", "vCPUs", Number)
     .option("--mem <bytes>", "memory limit in bytes", Number)
+    .option("--disk <bytes>", "disk capacity in bytes (fs_capacity_bytes, a hard limit)", Number)
     .option("--idle-ttl <seconds>", "stop after this many idle seconds (multiple of 60, 0 = never)", Number)
     .option("-e, --env <KEY=VALUE>", "environment variable for every command (repeatable)", collect)
     .option("-l, --label <KEY=VALUE>", "label (repeatable)", collect)
@@ -114,6 +115,7 @@ export function registerSandbox(program: Command): void {
         snapshot_name: opts.snapshot,
         vcpus: opts.cpus,
         mem_bytes: opts.mem,
+        fs_capacity_bytes: opts.disk,
         idle_ttl_seconds: opts.idleTtl,
         env_vars: pairs(opts.env, "--env"),
         labels: pairs(opts.label, "--label"),
@@ -138,7 +140,8 @@ export function registerSandbox(program: Command): void {
     .action(async (name: string, command: string[], opts) => {
       const conn = connectionFromEnv(opts);
       const box = await callApi<Box>(conn, "GET", `/v2/sandboxes/boxes/${enc(name)}`);
-      if (box.status !== "ready") throw new CliError(`sandbox ${name} is ${box.status}; start it with \`wharf sandbox start ${name}\``);
+      // A stopped sandbox is started by the data-plane call itself.
+      if (box.status === "failed" || box.status === "deleting") throw new CliError(`sandbox ${name} is ${box.status}; start it with \`wharf sandbox start ${name}\``);
       const code = await streamExec(conn, box, command.length === 1 ? command[0] : shellJoin(command), { timeout: opts.timeout, cwd: opts.cwd, env: pairs(opts.env, "--env") });
       process.exit(code);
     });
@@ -192,4 +195,28 @@ export function registerSandbox(program: Command): void {
     if (snap.status === "failed") throw new CliError(`snapshot failed: ${snap.status_message}`);
     console.log(`${snap.name} ${snap.status} ${snap.id} (${snap.size_bytes ?? 0} bytes)`);
   });
+
+  addConnectionOptions(sb.command("image <snapshot> <docker_image>").description("make a snapshot from an OCI image (pulled by the server) and wait until it is ready"))
+    .option("--disk <bytes>", "disk capacity of sandboxes started from it", Number, 10 * 1024 ** 3)
+    .option("--registry <name>", "registry credentials to pull with (see /v2/sandboxes/registries)")
+    .option("--timeout <seconds>", "how long to wait", Number, 900)
+    .action(async (snapshot: string, image: string, opts) => {
+      const conn = connectionFromEnv(opts);
+      const [snapName, tag] = snapshot.split(":", 2);
+      let snap = await callApi<{ id: string; name: string; status: string; status_message: string | null; image_digest: string | null }>(conn, "POST", "/v2/sandboxes/snapshots", { name: snapName, tag, docker_image: image, fs_capacity_bytes: opts.disk, registry_id: opts.registry });
+      const started = Date.now();
+      while (snap.status === "building") {
+        if (Date.now() - started > opts.timeout * 1000) throw new CliError(`snapshot ${snapName} is still building after ${opts.timeout} s`);
+        await new Promise((r) => setTimeout(r, 1000));
+        snap = await callApi(conn, "GET", `/v2/sandboxes/snapshots/${enc(snap.id)}`);
+      }
+      if (snap.status !== "ready") throw new CliError(`snapshot ${snapName} failed: ${snap.status_message ?? "no reason given"}`);
+      console.log(`${snap.name} ${snap.status} ${snap.id} ${snap.image_digest ?? ""}`);
+    });
+  addConnectionOptions(sb.command("url <name> <port>").description("a short-lived URL for a service listening on PORT inside the sandbox"))
+    .option("--expires <seconds>", "token lifetime (1-86400)", Number, 3600)
+    .action(async (name: string, port: string, opts) => {
+      const u = await callApi<{ browser_url: string; service_url: string; token: string; expires_at: string }>(connectionFromEnv(opts), "POST", `/v2/sandboxes/boxes/${enc(name)}/service-url`, { port: Number(port), expires_in_seconds: opts.expires });
+      console.log(`browser:  ${u.browser_url}\nservice:  ${u.service_url} (header X-Langsmith-Sandbox-Service-Token)\ntoken:    ${u.token}\nexpires:  ${u.expires_at}`);
+    });
 }

@@ -136,7 +136,7 @@ export class SandboxManager {
     const entry = this.pool.shift();
     if (!entry) return null;
     this.claimed.set(entry.id, entry.parked);
-    void this.refill();
+    // The refill starts once this sandbox is up (see `launch`): it would compete with it for the CPU.
     return entry.id;
   }
 
@@ -154,6 +154,7 @@ export class SandboxManager {
     const parked = await warm;
     if (parked && this.driver?.abandon) await this.driver.abandon(parked);
     await this.driver?.destroy(id, null).catch((err) => this.ctx.log.warn({ id, err: (err as Error).message }, "warm sandbox not removed"));
+    void this.refill();
   }
 
   /** Keeps the pool at its size, one sandbox at a time (off the request path). */
@@ -233,7 +234,10 @@ export class SandboxManager {
 
   /** Starts provisioning in the background (create and start); the row must be in `provisioning`. */
   launch(row: SandboxRow, snapshotArchive: string | null): void {
-    const run = this.provision(row, snapshotArchive).finally(() => this.inflight.delete(row.id));
+    const run = this.provision(row, snapshotArchive).finally(() => {
+      this.inflight.delete(row.id);
+      void this.refill();
+    });
     this.inflight.set(row.id, run);
   }
 
