@@ -43,9 +43,25 @@ function replacer(this: Record<string, unknown>, key: string, value: unknown): u
   return value;
 }
 
+/**
+ * Messages reachable through plain objects and arrays turned into their wire dicts before
+ * stringifying: JSON.stringify would otherwise first run LangChain's costly `toJSON` on each one,
+ * only for the replacer to discard it. Other objects are left to JSON.stringify (and the replacer).
+ */
+function prepare(value: unknown, depth = 0): unknown {
+  if (value === null || typeof value !== "object" || depth > 64) return value;
+  if (isBaseMessage(value)) return messageToDict(value as BaseMessage);
+  if (Array.isArray(value)) return value.map((v) => prepare(v, depth + 1));
+  const proto = Object.getPrototypeOf(value);
+  if ((proto !== Object.prototype && proto !== null) || typeof (value as { toJSON?: unknown }).toJSON === "function") return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = prepare(v, depth + 1);
+  return out;
+}
+
 /** JSON for the wire: messages as dicts; pretty (2 spaces) like the LangGraph server. */
 export function toJson(value: unknown, pretty = true): string {
-  return JSON.stringify(value ?? null, replacer, pretty ? 2 : undefined) ?? "null";
+  return JSON.stringify(prepare(value ?? null), replacer, pretty ? 2 : undefined) ?? "null";
 }
 
 /** A plain JSON value (messages turned into dicts), for storing or comparing. */
