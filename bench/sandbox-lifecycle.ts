@@ -168,6 +168,9 @@ try {
   console.log(`| platform start re-adopting ${RESTART_BOXES} running sandboxes | ${ms(readopt)} | | | ≤ 3 s |`);
   console.log(`| memory per idle sandbox (${IDLE} running) | ${mb(perBox)} | ${mb(bareBytes)} | ${(perBox / Math.max(1, bareBytes)).toFixed(1)}× | ≤ 5 MB |`);
 } finally {
+  // Sandboxes outlive the platform here (KEEP_RUNNING): delete every one before stopping, also after an error.
+  const left = await fetch(`${platform.url}/v2/sandboxes/boxes?limit=500`, { headers }).then((r) => r.json()).catch(() => ({ sandboxes: [] }));
+  for (const b of left.sandboxes ?? []) await fetch(`${platform.url}/v2/sandboxes/boxes/${b.name}`, { method: "DELETE", headers });
   await platform.stop();
   fs.rmSync(home, { recursive: true, force: true });
 }
