@@ -88,12 +88,12 @@ test("a crash in the data plane: the control plane answers throughout, egress is
   })();
 
   const servingPid = plane.pid;
-  const crashedAt = Date.now();
-  // The request that trips the hook loses its connection with the process.
+  // The request that trips the hook loses its connection with the process: the crash has happened.
   await viaProxy(ports.sb1, { "x-wharf-egress-fault": "crash" }).then(
     (r) => assert.notEqual(r.status, 200),
     () => {},
   );
+  const crashedAt = Date.now();
   // New connections of both sandboxes succeed again, the other sandbox's first.
   const backAt: Record<string, number> = {};
   for (const id of ["sb2", "sb1"]) {

@@ -150,7 +150,7 @@ describe("access decisions (policy)", () => {
     assert.ok(!(await decide(allow, "xr12.re.com", 443, "1.1.1.1")).ok, "regex anchored at the start");
     assert.ok((await decide(allow, "8.8.4.4", 443)).ok, "CIDR allows HTTP(S)");
     assert.ok(!(await decide(allow, "8.8.4.4", 5432)).ok, "CIDR cannot open raw TCP");
-    assert.ok((await decide(allow, "anything.com", 443, "8.8.4.9")).ok, "a CIDR matches the resolved address");
+    assert.ok(!(await decide(allow, "anything.com", 443, "8.8.4.9")).ok, "a CIDR allows addresses, never a name (which is then not even resolved)");
     assert.deepEqual(await decide(allow, "[2606:4700::1]", 8443, "2606:4700::1"), { ok: true, raw: true, why: null });
     assert.ok(!(await decide(allow, "[2606:4700::1]", 443, "2606:4700::1")).ok);
   });

@@ -57,7 +57,8 @@ export class FakeDns {
     try {
       q = dnsPacket.decode(packet);
     } catch {
-      return null;
+      // Undecodable (an over-long name, a label past 63 bytes): still an answer, never silence.
+      return errorAnswer(packet, NXDOMAIN);
     }
     if (q.type !== "query" || !q.questions || q.questions.length !== 1) return null;
     this.queries++;
@@ -78,11 +79,49 @@ export class FakeDns {
   /** Serves queries arriving on a UDP socket (the stub bound inside the sandbox's namespace). */
   serve(socket: dgram.Socket): void {
     socket.on("message", (msg, rinfo) => {
-      const out = this.answer(msg);
+      let out: Buffer | null;
+      try {
+        out = this.answer(msg);
+      } catch {
+        // The encoder refused the echoed question (an over-long name): answer from the raw bytes.
+        out = errorAnswer(msg, NXDOMAIN);
+      }
       if (out) socket.send(out, rinfo.port, rinfo.address);
     });
     socket.on("error", () => {});
   }
+}
+
+const NXDOMAIN = 3;
+
+const FORMERR = 1;
+
+/**
+ * An error answer built from the query's raw bytes (its id, opcode, RD and question section
+ * copied as they are): for queries the decoder refuses. A question that cannot even be walked (a
+ * label longer than 63 bytes) gets FORMERR without it. Null when it is not a query at all.
+ */
+export function errorAnswer(packet: Buffer, rcode: number): Buffer | null {
+  if (packet.length < 12 || packet[2] & 0x80) return null;
+  let o = 12;
+  let walkable = packet.readUInt16BE(4) === 1;
+  while (walkable && o < packet.length && packet[o] !== 0) {
+    if (packet[o] > 63) walkable = false; // compression or an extended label type: not echoed
+    else o += packet[o] + 1;
+  }
+  o += 5; // the root label, type and class
+  if (!walkable || o > packet.length) {
+    o = 12;
+    rcode = FORMERR;
+  }
+  const out = Buffer.alloc(o);
+  packet.copy(out, 0, 0, o);
+  out[2] = 0x80 | (packet[2] & 0x79); // QR, the query's opcode and RD
+  out[3] = 0x80 | rcode; // RA
+  out.writeUInt16BE(o > 12 ? 1 : 0, 4);
+  out.writeUInt32BE(0, 6);
+  out.writeUInt16BE(0, 10);
+  return out;
 }
 
 function rcodeFlag(rcode: string): number {

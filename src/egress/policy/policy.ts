@@ -167,7 +167,9 @@ export class SandboxPolicy {
       return hit ? { kind: "deny", reason: `denied by deny_list entry ${hit.source}` } : { kind: "allow", raw, byAddress: false };
     }
     if (this.patterns.some((p) => patternMatchesHost(p, host, port))) return { kind: "allow", raw, byAddress: false };
-    if (this.patterns.some((p) => p.kind === "cidr" || p.kind === "ip-port")) return { kind: "allow", raw, byAddress: true };
+    // IP and CIDR entries allow addresses, not names: a name no entry names is refused before it is
+    // ever resolved (resolving every name a sandbox asks for would carry data out in DNS labels).
+    if (host.kind !== "name" && this.patterns.some((p) => p.kind === "cidr" || p.kind === "ip-port")) return { kind: "allow", raw, byAddress: true };
     return { kind: "deny", reason: `not in allow_list (${host.host}:${port})` };
   }
 

@@ -22,7 +22,6 @@ import type { ConnectionVerdict, InjectedHeader, SandboxPolicy } from "../policy
 import { createResolver, type Resolve, type Target } from "./resolver.ts";
 import { TargetChecker } from "./target-checker.ts";
 
-const PEEK_TIMEOUT_MS = 10_000;
 const CONNECT_TIMEOUT_MS = 10_000;
 
 export type { AuthorizeOutcome, OutboundRequest, RequestAuthorizer, SandboxHandle } from "./types.ts";
@@ -57,12 +56,20 @@ export class EgressProxy {
     this.upstreamCa = [...tls.rootCertificates, ...opts.settings.upstreamCaPem];
     this.upstreamContext = tls.createSecureContext({ ca: this.upstreamCa, minVersion: "TLSv1.2" });
     this.log = opts.log ?? null;
-    this.server = http.createServer({ noDelay: true, keepAliveTimeout: 30_000, headersTimeout: 30_000, requestTimeout: 0, maxHeaderSize: 32 * 1024 });
+    const { headerTimeoutMs, idleTimeoutMs } = opts.settings;
+    // Slow headers are cut after `headerTimeoutMs` (checked every second at most; Node's default
+    // check runs every 30 s), idle keep-alive connections after `idleTimeoutMs`.
+    this.server = http.createServer({ noDelay: true, keepAliveTimeout: idleTimeoutMs, headersTimeout: headerTimeoutMs, requestTimeout: 0, maxHeaderSize: 32 * 1024, connectionsCheckingInterval: Math.min(1_000, Math.max(100, headerTimeoutMs >> 1)) });
     this.server.on("request", (req, res) => this.onRequest(req, res));
+    // Node tracks connections for its header and request timeouts from the server's 'listening'
+    // event; this server never listens (connections are handed to it), so start the tracking here.
+    this.server.emit("listening");
     this.h2server = http2.createServer({ maxHeaderListPairs: 256, settings: { enablePush: false } });
     this.h2server.on("request", (req, res) => this.onRequest(req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse));
     this.h2server.on("session", (session: http2.Http2Session) => {
       this.h2sessions.add(session);
+      // An HTTP/2 connection with no stream and no frame for this long is closed.
+      session.setTimeout(idleTimeoutMs, () => session.close());
       session.once("close", () => this.h2sessions.delete(session));
       session.on("error", () => session.destroy());
     });
@@ -136,7 +143,7 @@ export class EgressProxy {
   acceptExplicit(socket: net.Socket, sandboxId: string): void {
     const sb = this.sandboxes.get(sandboxId);
     if (!sb) return void socket.destroy();
-    track(sb, socket);
+    if (!this.admit(sb, socket, true)) return;
     socket.setNoDelay(true);
     (socket as WithCtx)[CTX] = { sandbox: sb, mode: "explicit", tls: false };
     this.server.emit("connection", socket);
@@ -146,9 +153,26 @@ export class EgressProxy {
   acceptTransparent(socket: net.Socket, sandboxId: string, host: CanonicalHost, port: number): void {
     const sb = this.sandboxes.get(sandboxId);
     if (!sb) return void socket.destroy();
-    track(sb, socket);
+    if (!this.admit(sb, socket, false)) return;
     socket.setNoDelay(true);
     void this.handleStream(socket, sb, host, port, null).catch((err) => this.fail(socket, err));
+  }
+
+  /**
+   * Counts the connection against the sandbox's cap on concurrent connections; past it, refuses
+   * (an explicit-proxy client reads why, a captured one is closed) and audits.
+   */
+  private admit(sb: SandboxHandle, socket: net.Socket, explicit: boolean): boolean {
+    const cap = this.opts.settings.maxConnections;
+    if (sb.sockets.size < cap) {
+      track(sb, socket);
+      return true;
+    }
+    this.audit(sb, { kind: "block", decision: "blocked", host: "", port: socket.localPort ?? 0, reason: `too many concurrent connections (the limit is ${cap})` });
+    socket.on("error", () => socket.destroy());
+    if (explicit) socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\negress: too many concurrent connections from this sandbox (the limit is ${cap})\n`);
+    else socket.destroy();
+    return false;
   }
 
   /** Refuses a captured connection outright (audited), e.g. one aimed at the sandbox's own loopback. */
@@ -212,13 +236,15 @@ export class EgressProxy {
     if (connectReply) socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
     // Ports 80/443: always intercepted. A denied destination is still answered (403) over HTTP(S),
     // so the sandbox sees why; the decision is re-made for every request anyway.
-    const first = await readAtLeast(socket, 1, PEEK_TIMEOUT_MS);
+    // One deadline for the whole peek: a ClientHello dribbled a byte at a time is cut all the same.
+    const deadline = Date.now() + this.opts.settings.headerTimeoutMs;
+    const first = await readAtLeast(socket, 1, deadline - Date.now());
     if (!first) return void socket.destroy();
     if (looksLikeTls(first[0])) {
       let buf = first;
       let hello = parseClientHello(buf, this.opts.settings.maxPeekBytes);
       while (hello.status === "need-more") {
-        const more = await readAtLeast(socket, 1, PEEK_TIMEOUT_MS);
+        const more = await readAtLeast(socket, 1, deadline - Date.now());
         if (!more) return void socket.destroy();
         buf = Buffer.concat([buf, more]);
         hello = parseClientHello(buf, this.opts.settings.maxPeekBytes);
@@ -235,9 +261,13 @@ export class EgressProxy {
       socket.unshift(buf);
       const secure = new tls.TLSSocket(socket, { isServer: true, secureContext: context, ALPNProtocols: ["h2", "http/1.1"] });
       secure.on("error", () => secure.destroy());
+      // The handshake must finish within what is left of the deadline (the HTTP servers time the rest).
+      const handshake = setTimeout(() => secure.destroy(), Math.max(0, deadline - Date.now()));
+      secure.once("close", () => clearTimeout(handshake));
       (secure as WithCtx)[CTX] = { sandbox: sb, mode: "intercept", host, port, tls: true };
       // The protocol is known once the handshake is done: HTTP/2 only for clients that ask for it.
       secure.once("secure", () => {
+        clearTimeout(handshake);
         // What tls.Server does for its own sockets; an HTTP/2 session waits for it before reading.
         (secure as tls.TLSSocket & { secureConnecting: boolean }).secureConnecting = false;
         (secure.alpnProtocol === "h2" ? this.h2server : this.server).emit("connection", secure);

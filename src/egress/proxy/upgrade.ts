@@ -16,6 +16,12 @@ export function handleUpgrade(proxy: EgressProxy, req: http.IncomingMessage, soc
   const fail = (status: number, text: string): void => void socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${text}\n`);
   if (!ctx || ctx.mode !== "intercept") return fail(400, "egress: upgrades go through CONNECT or a captured connection");
   const sb = ctx.sandbox;
+  // Only WebSocket: any other protocol (h2c among them) would become a pipe the proxy cannot read.
+  const token = String(req.headers.upgrade ?? "").trim().toLowerCase();
+  if (token !== "websocket") {
+    proxy.audit(sb, { kind: "block", decision: "blocked", host: ctx.host!.host, port: ctx.port!, method: req.method, reason: `upgrade to ${JSON.stringify(token.slice(0, 40))} refused (only websocket)` });
+    return fail(400, "egress: only websocket upgrades are allowed");
+  }
   const host = ctx.host!;
   const port = ctx.port!;
   const h = req.headers.host === undefined ? null : parseAuthority(req.headers.host, ctx.tls ? 443 : 80);
