@@ -39,15 +39,25 @@ export class AgentProcess {
     private readonly launched: Launched,
     readonly socketPath: string,
     readonly cgroupId: string,
+    private readonly cleanup: () => void,
   ) {
     this.exited = launched.exited.then((code) => (this.exitCode = code));
   }
 
-  static async start(launcher: Launcher, spec: LaunchSpec, socketPath: string, log: RevisionLog): Promise<AgentProcess> {
-    const launched = await launcher.launch(spec);
+  static async start(launcher: Launcher, spec: LaunchSpec, socketPath: string, log: RevisionLog, cleanup: () => void = () => {}): Promise<AgentProcess> {
+    let launched: Launched;
+    try {
+      launched = await launcher.launch(spec);
+    } catch (err) {
+      cleanup();
+      throw err;
+    }
     launched.stdout.on("data", log.lineSink("info"));
     launched.stderr.on("data", log.lineSink("info"));
-    return new AgentProcess(launched, socketPath, spec.id);
+    const proc = new AgentProcess(launched, socketPath, spec.id, cleanup);
+    // Whatever ends it (a crash included), its credential and gateway end with it.
+    void proc.exited.then(cleanup);
+    return proc;
   }
 
   /** What the proxy and other platform processes connect to. */
@@ -65,6 +75,7 @@ export class AgentProcess {
 
   async stop(graceMs = 5000): Promise<void> {
     await this.launched.stop(graceMs);
+    this.cleanup();
   }
 }
 

@@ -32,7 +32,7 @@ export function toRevisionRecord(row: DeploymentRevisionsTable) {
 /** The stable URL of a deployment: the platform's base URL and the deployment's id. */
 export const customUrl = (baseUrl: string, deploymentId: string) => `${baseUrl}/deployments/${deploymentId}`;
 
-const SOURCE_CONFIG_KEYS = ["integration_id", "repo_url", "deployment_type", "build_on_push", "custom_url", "resource_spec", "listener_id", "listener_config", "install_command", "build_command"];
+const SOURCE_CONFIG_KEYS = ["integration_id", "repo_url", "deployment_type", "build_on_push", "custom_url", "resource_spec", "listener_id", "listener_config", "install_command", "build_command", "smoke_input"];
 
 /**
  * The Deployment record of the real API. Secret values are never returned: each secret reads

@@ -10,6 +10,8 @@ import { buildLimits, buildPlan, insidePath, type MountPlan, DEPLOYMENT_UID_BASE
 import type { DeploymentsLayout } from "./layout.ts";
 import { ownFolder, type Launcher } from "./launcher.ts";
 import type { RevisionLog } from "./revision-logs.ts";
+import net from "node:net";
+import { DataPlaneGateway, deleteLabelledSandboxes, DEPLOYMENT_LABEL, deploymentUser, GATEWAY_PORT, GATEWAY_URL, newGatewayKey, REVISION_LABEL } from "./data-plane-gateway.ts";
 import { CommandFailed } from "./run-command.ts";
 
 type Deployment = Database["deployments"];
@@ -134,7 +136,26 @@ export class RevisionRuntime {
     ownFolder(socketDir, ident.uid, this.isolated);
     const inside = { state: this.isolated ? STATE_INSIDE : stateDir, socket: path.join(this.isolated ? SOCKET_DIR_INSIDE : socketDir, SOCKET_NAME) };
     const { command, args } = this.runner({ projectDir: this.inside(project.projectDir), configFile: this.inside(project.configFile), socket: inside.socket, stateDir: inside.state, serverId: deployment.id });
-    const env = this.agentEnv(deployment, revisionId, secrets, ident, inside.state);
+    // The data plane, through a gateway that only this revision's fresh key opens.
+    const userId = await deploymentUser(this.ctx.db, deployment.api_key_id);
+    if (!userId) throw new Error("the deployment's owner is gone");
+    const key = newGatewayKey();
+    const gateway = new DataPlaneGateway({ deploymentId: deployment.id, revisionId, workspaceId: deployment.workspace_id, userId, key }, { baseUrl: () => this.ctx.baseUrl(), box: this.ctx.box });
+    let hostListener: net.Server | null = null;
+    let gatewayUrl = GATEWAY_URL;
+    if (!this.isolated) {
+      // No network namespace: the gateway listens on a loopback port of the host instead.
+      const l = net.createServer();
+      hostListener = l;
+      await new Promise<void>((resolve, reject) => l.once("error", reject).listen(0, "127.0.0.1", () => resolve()));
+      gateway.attach(l);
+      gatewayUrl = `http://127.0.0.1:${(l.address() as net.AddressInfo).port}`;
+    }
+    const env = { ...this.agentEnv(deployment, revisionId, secrets, ident, inside.state), LANGSMITH_ENDPOINT: gatewayUrl, LANGSMITH_API_KEY: key, WHARF_URL: gatewayUrl };
+    const cleanup = () => {
+      gateway.close();
+      hostListener?.close();
+    };
     return AgentProcess.start(
       this.launcher,
       {
@@ -145,9 +166,16 @@ export class RevisionRuntime {
         argv: [command, ...args],
         env,
         cwd: this.inside(project.projectDir),
+        capture: this.isolated ? { tcpPorts: [GATEWAY_PORT], dns: false } : null,
+        onNetwork: async (_pid, captured) => {
+          const listener = captured?.tcp.get(GATEWAY_PORT);
+          if (!listener) throw new Error(`no data-plane listener in the namespace: ${captured?.errors.join("; ") || "none handed over"}`);
+          gateway.attach(listener);
+        },
       },
       path.join(socketDir, SOCKET_NAME),
       log,
+      cleanup,
     );
   }
 
@@ -170,6 +198,18 @@ export class RevisionRuntime {
       WHARF_MASTER_KEY: ident.agentKey,
     });
     return env;
+  }
+
+  /** Deletes the sandboxes a revision (or, without one, the whole deployment) created. */
+  async deleteSandboxes(deployment: { id: string; workspace_id: string; api_key_id: string }, revisionId: string | null, log?: RevisionLog): Promise<void> {
+    try {
+      const userId = await deploymentUser(this.ctx.db, deployment.api_key_id);
+      if (!userId) return;
+      const n = await deleteLabelledSandboxes({ baseUrl: () => this.ctx.baseUrl(), box: this.ctx.box }, { userId, workspaceId: deployment.workspace_id }, revisionId ? REVISION_LABEL : DEPLOYMENT_LABEL, revisionId ?? deployment.id);
+      if (n) log?.line(`deleted ${n} sandbox(es) this revision created`);
+    } catch (err) {
+      this.ctx.log.warn({ err, deployment: deployment.id, revision: revisionId }, "could not delete the sandboxes of a deployment (their TTL will)");
+    }
   }
 
   /** Kills what a dead platform process left of a revision's server (its cgroup). */

@@ -589,6 +589,8 @@ export class RolloutEngine {
       old.log.line(drained ? `${why}: drained, stopping` : `${why}: ${old.inflight} request(s) still running after the drain timeout, stopping anyway`, drained ? "info" : "warning");
       await old.proc.stop(5000);
       this.runtime.removeSocket(revisionId);
+      const dep = await this.db.selectFrom("deployments").select(["id", "workspace_id", "api_key_id"]).where("id", "=", old.deploymentId).executeTakeFirst();
+      if (dep) await this.runtime.deleteSandboxes(dep, revisionId, old.log);
       if (this.live.get(revisionId) === old) this.live.delete(revisionId);
       await old.log.flush();
       await this.db.updateTable("deployment_revisions").set({ pid: null, serving_url: null, owner: null, lease_until: null }).where("id", "=", revisionId).where("owner", "=", this.nodeId).execute();
@@ -730,6 +732,7 @@ export class RolloutEngine {
 
   /** Stops everything of a deployment that is being deleted. */
   async forget(deploymentId: string, revisionIds: string[]): Promise<void> {
+    const dep = await this.db.selectFrom("deployments").select(["id", "workspace_id", "api_key_id"]).where("id", "=", deploymentId).executeTakeFirst();
     for (const id of revisionIds) this.abortRollout(id, "cancel");
     const lives = [...this.live.values()].filter((l) => l.deploymentId === deploymentId);
     await Promise.allSettled(lives.map((l) => l.proc.stop(3000)));
@@ -739,8 +742,9 @@ export class RolloutEngine {
       await this.runtime.killLeftover(id);
       this.runtime.removeSocket(id);
     }
-    // The deployment's own database and files go with it.
+    // The deployment's own database and files go with it, and the sandboxes its code created.
     this.runtime.removeState(deploymentId);
+    if (dep) await this.runtime.deleteSandboxes(dep, null);
   }
 
   /** Removes a build folder that no revision references any more. */
