@@ -9,12 +9,11 @@ const EXAMPLE = path.join(WHARF_ROOT, "examples/chat-agent");
 /**
  * `wharf up` deploys the example agent through the same path as any deployment (a deployment named
  * `example` from `WHARF_EXAMPLE_PROJECT`, default examples/chat-agent), once: later starts just
- * serve its DEPLOYED revision again. Off with `WHARF_EXAMPLE_PROJECT=off`, and for platforms on an
- * ephemeral port (tests).
+ * serve its DEPLOYED revision again. Off with `WHARF_EXAMPLE_PROJECT=off` (test platforms set it).
  */
 export async function ensureExampleDeployment(ctx: PlatformContext): Promise<void> {
-  const project = process.env.WHARF_EXAMPLE_PROJECT ?? EXAMPLE;
-  if (project === "off" || ctx.config.port === 0) return;
+  const project = ctx.config.settings.WHARF_EXAMPLE_PROJECT ?? EXAMPLE;
+  if (project === "off") return;
   const keyFile = bootstrapKeyPath(ctx.config.home);
   if (!fs.existsSync(keyFile) || !fs.existsSync(path.join(project, "langgraph.json"))) return;
   const key = fs.readFileSync(keyFile, "utf8").trim();

@@ -7,7 +7,7 @@ import type { Database } from "../store/schema.ts";
 import { AgentProcess, type RunnerCommand } from "./agent-process.ts";
 import type { BuildStep } from "./builder.ts";
 import { buildLimits, buildPlan, insidePath, type MountPlan, DEPLOYMENT_UID_BASE, limitsFor, servePlan, SOCKET_DIR_INSIDE, SOCKET_NAME, socketRoot, STATE_INSIDE } from "./confinement.ts";
-import type { DeploymentsLayout } from "./layout.ts";
+import { DeploymentsLayout } from "./layout.ts";
 import { ownFolder, type Launcher } from "./launcher.ts";
 import type { RevisionLog } from "./revision-logs.ts";
 import net from "node:net";
@@ -68,8 +68,17 @@ export class RevisionRuntime {
   }
 
   /** A host path as the confined process sees it (unchanged without isolation). */
-  private inside(p: string): string {
-    return this.isolated ? insidePath(this.layout, p) : p;
+  private inside(p: string, layout = this.layout): string {
+    return this.isolated ? insidePath(layout, p) : p;
+  }
+
+  /**
+   * The layout a build belongs to: ours, or (another platform process built it and died, on the
+   * same machine) that process's, so its resolution links are the ones shown.
+   */
+  private layoutOf(artifactDir: string): DeploymentsLayout {
+    if (artifactDir.startsWith(this.layout.builds + path.sep)) return this.layout;
+    return new DeploymentsLayout(path.dirname(path.dirname(path.dirname(artifactDir))));
   }
 
   /** Hands a freshly fetched build to the deployment's uid (its own steps write it from now on). */
@@ -135,7 +144,8 @@ export class RevisionRuntime {
     fs.mkdirSync(socketRoot(), { recursive: true, mode: 0o711 });
     ownFolder(socketDir, ident.uid, this.isolated);
     const inside = { state: this.isolated ? STATE_INSIDE : stateDir, socket: path.join(this.isolated ? SOCKET_DIR_INSIDE : socketDir, SOCKET_NAME) };
-    const { command, args } = this.runner({ projectDir: this.inside(project.projectDir), configFile: this.inside(project.configFile), socket: inside.socket, stateDir: inside.state, serverId: deployment.id });
+    const buildLayout = this.layoutOf(project.artifactDir);
+    const { command, args } = this.runner({ projectDir: this.inside(project.projectDir, buildLayout), configFile: this.inside(project.configFile, buildLayout), socket: inside.socket, stateDir: inside.state, serverId: deployment.id });
     // The data plane, through a gateway that only this revision's fresh key opens.
     const userId = await deploymentUser(this.ctx.db, deployment.api_key_id);
     if (!userId) throw new Error("the deployment's owner is gone");
@@ -162,10 +172,10 @@ export class RevisionRuntime {
         id: `dep-${revisionId}`,
         uid: ident.uid,
         limits: limitsFor(resourceSpecOf(deployment)),
-        plan: withExtraBinds(servePlan({ layout: this.layout, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, socketDir }), this.runnerBinds),
+        plan: withExtraBinds(servePlan({ layout: buildLayout, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, socketDir }), this.runnerBinds),
         argv: [command, ...args],
         env,
-        cwd: this.inside(project.projectDir),
+        cwd: this.inside(project.projectDir, buildLayout),
         capture: this.isolated ? { tcpPorts: [GATEWAY_PORT], dns: false } : null,
         onNetwork: async (_pid, captured) => {
           const listener = captured?.tcp.get(GATEWAY_PORT);

@@ -95,12 +95,12 @@ export class RolloutEngine {
       drainTimeoutMs: options.drainTimeoutMs ?? 60_000,
       pollIntervalMs: options.pollIntervalMs ?? 1000,
       leaseMs: options.leaseMs ?? 5_000,
-      isolation: options.isolation ?? defaultIsolation(),
+      isolation: options.isolation ?? defaultIsolation(ctx.config.settings.WHARF_DEPLOYMENT_ISOLATION),
       runnerBinds: options.runnerBinds ?? [],
     };
     this.layout = new DeploymentsLayout(ctx.config.home);
     this.nodeId = readNodeId(this.layout);
-    const baseCacheDir = process.env.WHARF_SANDBOX_BASE_CACHE || path.join(ctx.config.home, "sandboxes", "images");
+    const baseCacheDir = ctx.config.settings.WHARF_SANDBOX_BASE_CACHE || path.join(ctx.config.home, "sandboxes", "images");
     this.runtime = new RevisionRuntime(ctx, this.layout, new Launcher({ isolation: this.opts.isolation, scratchRoot: this.layout.scratch, baseCacheDir }), this.opts.runnerCommand, this.opts.runnerBinds);
   }
 
@@ -780,8 +780,8 @@ function readNodeId(layout: DeploymentsLayout): string {
 }
 
 /** Isolation is on wherever the host can confine (root, bubblewrap), unless turned off explicitly. */
-function defaultIsolation(): boolean {
-  if (process.env.WHARF_DEPLOYMENT_ISOLATION === "off") return false;
+function defaultIsolation(setting: "on" | "off" | undefined): boolean {
+  if (setting === "off") return false;
   if (process.getuid?.() !== 0) return false;
   return fs.existsSync("/usr/bin/bwrap") || fs.existsSync("/bin/bwrap");
 }
