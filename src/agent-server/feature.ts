@@ -18,7 +18,7 @@ async function currentSchema(ctx: PlatformContext): Promise<string | undefined> 
 
 /**
  * `wharf up` serves the example agent at once, in-process, on `WHARF_AGENT_PORT` (default 8124;
- * an ephemeral port when the control plane's is 0, as in tests). `WHARF_AGENT_PROJECT` serves
+ * 0 for an ephemeral port). `WHARF_AGENT_PROJECT` serves
  * another project, `off` none. Deployments will later run agent servers per revision instead.
  */
 export function createAgentServerFeature(): Feature & { url(): string | null } {
@@ -29,9 +29,9 @@ export function createAgentServerFeature(): Feature & { url(): string | null } {
     name: "agent-server",
     url: () => agentServerUrl,
     async start(ctx) {
-      const project = process.env.WHARF_AGENT_PROJECT ?? EXAMPLE_PROJECT;
+      const project = ctx.config.settings.WHARF_AGENT_PROJECT ?? EXAMPLE_PROJECT;
       if (project === "off") return;
-      const port = ctx.config.port === 0 ? 0 : Number(process.env.WHARF_AGENT_PORT ?? 8124);
+      const port = ctx.config.settings.WHARF_AGENT_PORT;
       let url = "";
       try {
         agent = await createAgentServerApp({
@@ -40,7 +40,7 @@ export function createAgentServerFeature(): Feature & { url(): string | null } {
           box: ctx.box,
           authenticate: ctx.authenticate,
           log: ctx.log,
-          serverId: process.env.WHARF_AGENT_SERVER_ID ?? `example:${path.basename(project)}`,
+          serverId: ctx.config.settings.WHARF_AGENT_SERVER_ID ?? `example:${path.basename(project)}`,
           home: ctx.config.home,
           databaseUrl: ctx.config.databaseUrl,
           pgSchema: await currentSchema(ctx),
@@ -62,7 +62,7 @@ export function createAgentServerFeature(): Feature & { url(): string | null } {
       const auth = agent.ctx.customAuth ? `custom auth from ${agent.project.auth?.file}` : "platform API key (X-Api-Key)";
       ctx.log.info({ url, project, graphs: [...agent.ctx.graphs.keys()], auth }, "agent server is up");
       agentServerUrl = url;
-      if (process.stdout.isTTY || process.env.WHARF_PRINT_AGENT_URL === "1") {
+      if (process.stdout.isTTY || ctx.config.settings.WHARF_PRINT_AGENT_URL) {
         const sample = agent.ctx.customAuth && project === EXAMPLE_PROJECT ? `-H "Authorization: Bearer demo-token-alice" ` : "";
         process.stdout.write(
           `\nAgent server (${path.basename(project)}) at ${url}  [auth: ${auth}]\n` +

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { serve, type ServerType } from "@hono/node-server";
 import type { Hono } from "hono";
+import { readSetting } from "../config/index.ts";
 import { loadKeyring, reloadKeyring } from "../crypto/keyring.ts";
 import { SecretBox } from "../crypto/secret-box.ts";
 import { createAuthenticator, type Authenticate } from "../http/authenticate.ts";
@@ -173,14 +174,14 @@ export interface RunningAgentServer {
 
 /** Serves one project as its own process (`wharf dev`, `wharf agent-server`, a deployment revision). */
 export async function startAgentServer(options: StandaloneOptions): Promise<RunningAgentServer> {
-  const log = options.log ?? createLogger({ level: process.env.WHARF_LOG_LEVEL ?? "info" });
+  const log = options.log ?? createLogger({ level: readSetting("WHARF_LOG_LEVEL") });
   fs.mkdirSync(options.home, { recursive: true, mode: 0o700 });
   const store = await openStore({ databaseUrl: options.databaseUrl, home: options.home, pgSchema: options.pgSchema });
   let url = "";
   let agent: AgentServer;
   try {
     await migrateToLatest(store);
-    const box = new SecretBox(loadKeyring(options.home, process.env.WHARF_MASTER_KEY ?? null), () => reloadKeyring(options.home, process.env.WHARF_MASTER_KEY ?? null));
+    const box = new SecretBox(loadKeyring(options.home, readSetting("WHARF_MASTER_KEY") ?? null), () => reloadKeyring(options.home, readSetting("WHARF_MASTER_KEY") ?? null));
     agent = await createAgentServerApp({
       project: options.projectDir,
       store,
