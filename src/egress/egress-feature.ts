@@ -32,7 +32,7 @@ export function createEgressFeature(): Feature {
     name: "egress",
     routes(router, ctx) {
       if (!runtime) {
-        runtime = new EgressRuntime({ db: ctx.db, box: ctx.box, log: ctx.log, isolate: process.env.WHARF_EGRESS_ISOLATE !== "0" });
+        runtime = new EgressRuntime({ db: ctx.db, box: ctx.box, log: ctx.log, isolate: ctx.config.settings.WHARF_EGRESS_ISOLATE });
         installCloudAuthorizers(runtime);
       }
       setEgressRuntime(runtime);
