@@ -44,14 +44,30 @@ async function untilOk(url: string): Promise<void> {
 const home = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-deploy-"));
 const config = loadConfig({ WHARF_HOME: home, WHARF_PORT: "0" });
 
-// Baseline: one agent server started by hand.
+const RUNS = 40;
+/** Sequential stateless runs: their latencies. */
+async function runLatencies(url: string, headers: Record<string, string>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const t0 = performance.now();
+    const res = await fetch(`${url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ assistant_id: "echo", input: { messages: [{ role: "human", content: "hi" }] } }) });
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`run answered ${res.status}`);
+    out.push(performance.now() - t0);
+  }
+  return out;
+}
+
+// Baseline: one agent server started by hand (as `wharf dev` does: open on loopback, unconfined).
 const baseline: number[] = [];
+let devRuns: number[] = [];
 for (let i = 0; i < ROUNDS; i++) {
   const port = await freePort();
   const started = performance.now();
-  const child = spawn(process.execPath, [WHARF_BIN, "agent-server", "--project", PROJECT, "--port", String(port), "--server-id", `bench-${i}`], { env: { ...process.env, WHARF_HOME: home, WHARF_LOG_LEVEL: "warn" }, stdio: "ignore" });
+  const child = spawn(process.execPath, [WHARF_BIN, "agent-server", "--project", PROJECT, "--port", String(port), "--server-id", `bench-${i}`, "--open"], { env: { ...process.env, WHARF_HOME: home, WHARF_LOG_LEVEL: "warn" }, stdio: "ignore" });
   await untilOk(`http://127.0.0.1:${port}/ok`);
   baseline.push(performance.now() - started);
+  if (i === 0) devRuns = await runLatencies(`http://127.0.0.1:${port}`, {});
   child.kill("SIGTERM");
   await new Promise((r) => child.once("exit", r));
 }
@@ -101,6 +117,7 @@ for (let i = 0; i < ROUNDS; i++) {
 
 // Failed requests during a switch: 8 clients on the stable URL while a PATCH rolls out.
 const url = `${platform.url}/deployments/${deployment.id}`;
+const deployedRuns = await runLatencies(url, { "x-api-key": apiKey });
 let failed = 0;
 let ok = 0;
 const latencies: number[] = [];
@@ -137,4 +154,5 @@ row("create → DEPLOYED (build + deploy)", create);
 row("patch secrets → new revision serving", patchSecrets);
 row("patch source → new revision serving", patchSource);
 console.log(`requests during a switch under 8 clients: ${ok} ok, ${failed} failed (${((failed / Math.max(1, ok + failed)) * 100).toFixed(2)}%); latency p50 ${pct(latencies, 50).toFixed(1)} ms, p99 ${pct(latencies, 99).toFixed(1)} ms`);
+console.log(`stateless run p50: wharf dev (agent server by hand) ${median(devRuns).toFixed(1)} ms, through the deployment's URL (confined, proxied) ${median(deployedRuns).toFixed(1)} ms = ${(median(deployedRuns) / median(devRuns)).toFixed(2)}x`);
 process.exit(0);
