@@ -57,9 +57,14 @@ export function registerUp(program: Command): void {
         // Printed once, on first start; the same key is in the 0600 file for the CLI.
         process.stdout.write(
           `\nBootstrap API key (shown once; also saved to ${bootstrap.keyFile}):\n\n  ${bootstrap.apiKey}\n\n` +
-            `Try: curl -H "X-Api-Key: ${bootstrap.apiKey}" ${url}/v2/secrets\n\n`,
+            `Try: curl -H "X-Api-Key: ${bootstrap.apiKey}" ${url}/v2/secrets\n` +
+            `Console: ${url}/console/ (sign in with the key)\n\n`,
         );
       }
+      // `npm start` deploys the example agent through the same path as any deployment, in the
+      // background: start-up does not wait for a build.
+      const { ensureExampleDeployment } = await import("../deployments/example-deployment.ts");
+      void ensureExampleDeployment(ctx).catch((err) => ctx.log.warn({ err: (err as Error).message }, "the example deployment could not be set up"));
       if (pending) {
         signals--;
         shutdown(pending);

@@ -1,5 +1,4 @@
 import type { Feature, PlatformContext } from "../platform/context.ts";
-import { ensureExampleDeployment } from "./example-deployment.ts";
 import { mountDeploymentProxy } from "./proxy.ts";
 import { RolloutEngine, type DeploymentsOptions } from "./rollout-engine.ts";
 import { registerDeploymentRoutes, registerLegacyLogRoutes } from "./routes.ts";
@@ -45,8 +44,6 @@ export function createDeploymentsFeature(options: DeploymentsOptions = {}): Feat
     },
     async start(ctx) {
       await ensure(ctx).start();
-      // In the background: start-up must not wait for a build.
-      void ensureExampleDeployment(ctx).catch((err) => ctx.log.warn({ err: (err as Error).message }, "the example deployment could not be set up"));
     },
     async stop() {
       await engine?.stop();
