@@ -1,6 +1,7 @@
 // The egress data plane as its own process, started and restarted by `SupervisedDataPlane`. It
-// holds every sandbox's listeners (forwarded from the control plane), rules and sealed values
-// (sent again after a restart), and sends audit events back. A crash here costs only the
+// serves the connections the control plane accepts on every sandbox's listeners and passes on,
+// with each sandbox's rules and sealed values (sent again after a restart), and sends audit
+// events back. A crash here costs only the
 // connections in flight; the control plane keeps answering.
 import type net from "node:net";
 import type { AuditEvent } from "../audit/audit-log.ts";

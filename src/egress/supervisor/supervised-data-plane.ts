@@ -29,11 +29,14 @@ interface Known {
 /**
  * Runs the egress data plane in a child process and keeps it running. The control plane keeps
  * what the child needs to start over — every sandbox's compiled rules and sealed values, the names
- * its DNS stub handed out, its listening sockets — and hands all of it to each new child. The
- * listening sockets stay open here too, so nothing is refused while a child restarts: a
- * connection this process happens to accept is passed on to the child (or queued until one is up).
- * A second child waits warm (its modules loaded: a cold start takes about a second on a busy
- * machine) and takes over the moment the serving one dies.
+ * its DNS stub handed out — and hands it to each new child. The listening sockets never leave the
+ * control plane: it accepts each connection and passes it, unread, to the serving child (a
+ * descriptor over Node's IPC channel), keeping its own copy open until the child acknowledges it;
+ * connections a dead child never took go to the next one, and connections accepted while no child
+ * serves wait (up to 1024), so nothing is refused during a restart. (Handing the listeners
+ * themselves to the child as well, so that both accept, lost connections in namespaces.) A second
+ * child waits warm (a cold start takes about a second on a busy machine) and takes over the moment
+ * the serving one dies.
  */
 export class SupervisedDataPlane implements DataPlane {
   /** The child serving connections. */
@@ -152,7 +155,6 @@ export class SupervisedDataPlane implements DataPlane {
     for (const [id, k] of this.sandboxes) {
       this.post({ t: "sandbox", spec: k.spec });
       if (k.names.length) this.post({ t: "names", id, pairs: k.names });
-      for (const [port, s] of k.listeners) this.post({ t: "listen", id, port, role: s.role }, s.server);
     }
     this.ready = child.connected;
     const queued = this.queue;
@@ -233,10 +235,10 @@ export class SupervisedDataPlane implements DataPlane {
     if (!k) return;
     k.listeners.set(port, { server, role });
     // Connections accepted here are handed over unread (read here, their first bytes would be lost).
+    // The listener itself stays here: it is what a new child is served from after a crash.
     (server as net.Server & { pauseOnConnect: boolean }).pauseOnConnect = true;
     server.on("connection", (socket: net.Socket) => this.pass({ t: "conn", id, port, role, seq: 0 }, socket));
     server.on("error", () => {});
-    if (this.ready) this.post({ t: "listen", id, port, role }, server);
   }
 
   closeListener(id: string, port: number): void {
