@@ -5,6 +5,8 @@
  * come from the platform (per architecture) as the first argument, `name=number,...`.
  */
 
+import { LISTENER_HANDOVER } from "./listener-handover.ts";
+
 /**
  * HOLDER: the sandbox's first process, run as root. Joins the sandbox's cgroups (before it can
  * fork), creates its network and mount namespaces (root-owned: nothing inside can change routes),
@@ -40,49 +42,12 @@ if ($capture ne "-") {
   system("ip", "route", "replace", "local", "default", "dev", "lo", "table", "local") == 0 or fail("route to loopback");
   # IPv6 may be disabled in the namespace: then there is nothing to capture there.
   system("sh", "-c", "ip -6 route replace local default dev lo table local 2>/dev/null");
-  open(my $ch, "+<&=", 6) or fail("ipc channel");
-  my $pass = sub {
-    my ($fd, $json) = @_;
-    my $data = "$json\n";
-    my $iov = pack("P Q", $data, length($data));
-    my $cmsg = pack("Q i i i x4", 20, 1, 1, $fd);
-    my $msg = pack("Q L x4 P Q P Q i x4", 0, 0, $iov, 1, $cmsg, 24, 0);
-    syscall($S{sendmsg}, 6, $msg, 0) == length($data) or fail("sendmsg");
-    # One handle in flight at a time, as Node's own sender does: wait for its acknowledgement.
-    my $ack = "";
-    while (index($ack, "\n") < 0) { sysread($ch, $ack, 256, length($ack)) or fail("ipc acknowledgement"); }
-  };
-  my $report = sub { my ($port, $family, $why) = @_; $why =~ s/["\\]//g; syswrite($ch, qq({"kind":"error","port":$port,"family":"$family","message":"$why"}\n)); };
+  my $fdn = 6;
+  open(my $ch, "+<&=", $fdn) or fail("ipc channel");
+  my @ports = split /,/, $capture;
   my @mine;
-  for my $port (split /,/, $capture) {
-    my $l;
-    if (socket($l, 10, 1, 0)) {
-      setsockopt($l, 1, 2, pack("i", 1));
-      setsockopt($l, 41, 26, pack("i", 0));
-      bind($l, pack("S n N a16 N", 10, $port, 0, "\0" x 16, 0)) or do { close($l); undef $l; };
-    } else { undef $l; }
-    if (!$l) {
-      socket($l, 2, 1, 0) or fail("socket");
-      setsockopt($l, 1, 2, pack("i", 1));
-      bind($l, pack("S n a4 x8", 2, $port, "\0" x 4)) or do { $report->($port, "tcp", "$!"); close($l); next; };
-    }
-    listen($l, 1024) or do { $report->($port, "tcp", "$!"); close($l); next; };
-    $pass->(fileno($l), qq({"cmd":"NODE_HANDLE","type":"net.Server","msg":{"kind":"tcp","port":$port}}));
-    push @mine, $l;
-  }
-  if ($dns eq "dns") {
-    if (socket(my $u4, 2, 2, 0)) {
-      if (bind($u4, pack("S n a4 x8", 2, 53, "\0" x 4))) { $pass->(fileno($u4), qq({"cmd":"NODE_HANDLE","type":"dgram.Socket","dgramType":"udp4","msg":{"kind":"udp","family":"udp4"}})); }
-      else { $report->(53, "udp4", "$!"); }
-      push @mine, $u4;
-    }
-    if (socket(my $u6, 10, 2, 0)) {
-      setsockopt($u6, 41, 26, pack("i", 1));
-      if (bind($u6, pack("S n N a16 N", 10, 53, 0, "\0" x 16, 0))) { $pass->(fileno($u6), qq({"cmd":"NODE_HANDLE","type":"dgram.Socket","dgramType":"udp6","msg":{"kind":"udp","family":"udp6"}})); }
-      push @mine, $u6;
-    }
-  }
-  syswrite($ch, qq({"kind":"done"}\n)) or fail("ipc");
+  my $keep = sub { push @mine, $_[0] };
+${LISTENER_HANDOVER}
   # Our copies must go: a second reader of the DNS socket would steal queries, and nothing of the
   # platform's channel may reach the sandbox.
   close($_) for @mine;

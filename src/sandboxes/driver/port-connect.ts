@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import type dgram from "node:dgram";
 import type net from "node:net";
 import type { CapturedNetwork } from "./driver.ts";
+import { LISTENER_HANDOVER } from "./listener-handover.ts";
 import type { LauncherSyscalls } from "./seccomp.ts";
 
 /**
@@ -88,46 +89,9 @@ $f[19] eq $start or fail("sandbox is not running");
 syscall($S{setns}, fileno($ns), 0x40000000) == 0 or fail("setns");
 my $fdn = $ENV{NODE_CHANNEL_FD} + 0;
 open(my $ch, "+<&=", $fdn) or fail("ipc channel");
-my $pass = sub {
-  my ($fd, $json) = @_;
-  my $data = "$json\n";
-  my $iov = pack("P Q", $data, length($data));
-  my $cmsg = pack("Q i i i x4", 20, 1, 1, $fd);
-  my $msg = pack("Q L x4 P Q P Q i x4", 0, 0, $iov, 1, $cmsg, 24, 0);
-  syscall($S{sendmsg}, $fdn, $msg, 0) == length($data) or fail("sendmsg");
-  my $ack = "";
-  while (index($ack, "\n") < 0) { sysread($ch, $ack, 256, length($ack)) or fail("ipc acknowledgement"); }
-};
-my $report = sub { my ($port, $family, $why) = @_; $why =~ s/["\\]//g; syswrite($ch, qq({"kind":"error","port":$port,"family":"$family","message":"$why"}\n)); };
-for my $port (grep { length } split /,/, $ports) {
-  my $l;
-  if (socket($l, 10, 1, 0)) {
-    setsockopt($l, 1, 2, pack("i", 1));
-    setsockopt($l, 41, 26, pack("i", 0));
-    bind($l, pack("S n N a16 N", 10, $port, 0, "\0" x 16, 0)) or do { close($l); undef $l; };
-  } else { undef $l; }
-  if (!$l) {
-    socket($l, 2, 1, 0) or fail("socket");
-    setsockopt($l, 1, 2, pack("i", 1));
-    bind($l, pack("S n a4 x8", 2, $port, "\0" x 4)) or do { $report->($port, "tcp", "$!"); close($l); next; };
-  }
-  listen($l, 1024) or do { $report->($port, "tcp", "$!"); close($l); next; };
-  $pass->(fileno($l), qq({"cmd":"NODE_HANDLE","type":"net.Server","msg":{"kind":"tcp","port":$port}}));
-  close($l);
-}
-if ($dns eq "dns") {
-  if (socket(my $u4, 2, 2, 0)) {
-    if (bind($u4, pack("S n a4 x8", 2, 53, "\0" x 4))) { $pass->(fileno($u4), qq({"cmd":"NODE_HANDLE","type":"dgram.Socket","dgramType":"udp4","msg":{"kind":"udp","family":"udp4"}})); }
-    else { $report->(53, "udp4", "$!"); }
-    close($u4);
-  }
-  if (socket(my $u6, 10, 2, 0)) {
-    setsockopt($u6, 41, 26, pack("i", 1));
-    if (bind($u6, pack("S n N a16 N", 10, 53, 0, "\0" x 16, 0))) { $pass->(fileno($u6), qq({"cmd":"NODE_HANDLE","type":"dgram.Socket","dgramType":"udp6","msg":{"kind":"udp","family":"udp6"}})); }
-    close($u6);
-  }
-}
-syswrite($ch, qq({"kind":"done"}\n)) or fail("ipc");
+my @ports = grep { length } split /,/, $ports;
+my $keep = sub { close($_[0]) };
+${LISTENER_HANDOVER}
 exit 0;`;
 
 /** The egress listeners opened anew in the network namespace of `pid` (re-adoption after a restart). */
