@@ -8,6 +8,7 @@ import { AgentError } from "../errors.ts";
 import { asJson, parseJson } from "../storage/json-columns.ts";
 import { authConds, jsonCondsSql } from "../storage/json-filter.ts";
 import type { AgentCronsTable } from "../storage/tables.ts";
+import { searchPage } from "../storage/search-page.ts";
 
 export type OnRunCompleted = "delete" | "keep";
 
@@ -125,14 +126,13 @@ function cronQuery(ctx: AgentServerContext, query: CronQuery, filters: AuthFilte
 const SORTABLE = new Set(["cron_id", "assistant_id", "thread_id", "created_at", "updated_at", "next_run_date"]);
 
 export async function searchCrons(ctx: AgentServerContext, query: CronQuery, filters: AuthFilters): Promise<{ items: Cron[]; total: number }> {
-  const sortBy = (query.sort_by && SORTABLE.has(query.sort_by) ? query.sort_by : "created_at") as "created_at";
-  const order = query.sort_order === "asc" ? "asc" : "desc";
+  const page = searchPage(query, SORTABLE);
   const rows = await cronQuery(ctx, query, filters)
     .selectAll()
-    .orderBy(sortBy, order)
-    .orderBy("cron_id", order)
-    .limit(query.limit ?? 10)
-    .offset(query.offset ?? 0)
+    .orderBy(page.sortBy, page.order)
+    .orderBy("cron_id", page.order)
+    .limit(page.limit)
+    .offset(page.offset)
     .execute();
   return { items: rows.map(toCron), total: await countCrons(ctx, query, filters) };
 }

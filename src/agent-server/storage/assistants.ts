@@ -8,6 +8,7 @@ import { AgentError } from "../errors.ts";
 import { asJson, parseJson } from "./json-columns.ts";
 import { authConds, equalityConds, jsonCondsSql } from "./json-filter.ts";
 import type { AgentAssistantsTable } from "./tables.ts";
+import { searchPage } from "./search-page.ts";
 
 /** The namespace the LangGraph server derives default assistant ids from (`uuid5(graph_id, NS)`). */
 const ASSISTANT_NAMESPACE = "6ba7b821-9dad-11d1-80b4-00c04fd430c8";
@@ -112,14 +113,13 @@ function searchQuery(ctx: AgentServerContext, query: AssistantQuery, filters: Au
 }
 
 export async function searchAssistants(ctx: AgentServerContext, query: AssistantQuery, filters: AuthFilters): Promise<{ items: Assistant[]; total: number }> {
-  const sortBy = (query.sort_by && SORTABLE.has(query.sort_by) ? query.sort_by : "created_at") as "created_at";
-  const order = query.sort_order === "asc" ? "asc" : "desc";
+  const page = searchPage(query, SORTABLE);
   const rows = await searchQuery(ctx, query, filters)
     .selectAll()
-    .orderBy(sortBy, order)
-    .orderBy("assistant_id", order)
-    .limit(query.limit ?? 10)
-    .offset(query.offset ?? 0)
+    .orderBy(page.sortBy, page.order)
+    .orderBy("assistant_id", page.order)
+    .limit(page.limit)
+    .offset(page.offset)
     .execute();
   const total = await countAssistants(ctx, query, filters);
   return { items: rows.map(toAssistant), total };

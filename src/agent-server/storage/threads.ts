@@ -7,6 +7,7 @@ import { AgentError } from "../errors.ts";
 import { asJson, parseJson } from "./json-columns.ts";
 import { authConds, equalityConds, jsonCondsSql } from "./json-filter.ts";
 import type { AgentThreadsTable } from "./tables.ts";
+import { searchPage } from "./search-page.ts";
 import { toJson } from "../wire.ts";
 
 export type ThreadStatus = "idle" | "busy" | "interrupted" | "error";
@@ -113,14 +114,13 @@ function threadQuery(ctx: AgentServerContext, query: ThreadQuery, filters: AuthF
 }
 
 export async function searchThreads(ctx: AgentServerContext, query: ThreadQuery, filters: AuthFilters): Promise<{ items: Thread[]; total: number }> {
-  const sortBy = (query.sort_by && SORTABLE.has(query.sort_by) ? query.sort_by : "created_at") as "created_at";
-  const order = query.sort_order === "asc" ? "asc" : "desc";
+  const page = searchPage(query, SORTABLE);
   const rows = await threadQuery(ctx, query, filters)
     .selectAll()
-    .orderBy(sortBy, order)
-    .orderBy("thread_id", order)
-    .limit(query.limit ?? 10)
-    .offset(query.offset ?? 0)
+    .orderBy(page.sortBy, page.order)
+    .orderBy("thread_id", page.order)
+    .limit(page.limit)
+    .offset(page.offset)
     .execute();
   return { items: rows.map(toThread), total: await countThreads(ctx, query, filters) };
 }
