@@ -6,6 +6,19 @@ import { LISTENER_HANDOVER } from "./listener-handover.ts";
 import type { LauncherSyscalls } from "./seccomp.ts";
 
 /**
+ * The Perl fragment both helpers start with: enter the network namespace of $pid, but only while
+ * $pid still has the start time $start (a recycled pid must never put a socket into another
+ * namespace). The namespace handle is opened before the check, so it cannot belong to a later
+ * process. Needs %S (syscall numbers) and fail(MESSAGE).
+ */
+const JOIN_NET_NAMESPACE = String.raw`open(my $ns, "<", "/proc/$pid/ns/net") or fail("sandbox is not running");
+open(my $st, "<", "/proc/$pid/stat") or fail("sandbox is not running");
+my $stat = <$st>; close($st);
+my @f = split / /, substr($stat, rindex($stat, ")") + 2);
+$f[19] eq $start or fail("sandbox is not running");
+syscall($S{setns}, fileno($ns), 0x40000000) == 0 or fail("setns");`;
+
+/**
  * CONNECT: opens a TCP connection to 127.0.0.1:PORT (then [::1]:PORT) *inside* a sandbox's network
  * namespace and hands the connected socket to the platform over Node's IPC channel (SCM_RIGHTS in
  * Node's own handle framing, as the holder does for the egress listeners), so the platform gets an
@@ -17,12 +30,7 @@ import type { LauncherSyscalls } from "./seccomp.ts";
 export const CONNECT = String.raw`my %S = map { split /=/ } split /,/, shift @ARGV;
 my ($pid, $start, $port) = @ARGV;
 sub fail { print STDERR "$_[0]: $!\n"; exit($_[1] // 120) }
-open(my $ns, "<", "/proc/$pid/ns/net") or fail("sandbox is not running");
-open(my $st, "<", "/proc/$pid/stat") or fail("sandbox is not running");
-my $stat = <$st>; close($st);
-my @f = split / /, substr($stat, rindex($stat, ")") + 2);
-$f[19] eq $start or fail("sandbox is not running");
-syscall($S{setns}, fileno($ns), 0x40000000) == 0 or fail("setns");
+${JOIN_NET_NAMESPACE}
 my $s;
 socket($s, 2, 1, 0) or fail("socket");
 if (!connect($s, pack("S n a4 x8", 2, $port, pack("C4", 127, 0, 0, 1)))) {
@@ -81,12 +89,7 @@ export function connectInNamespace(sys: LauncherSyscalls, pid: number, start: nu
 export const CAPTURE = String.raw`my %S = map { split /=/ } split /,/, shift @ARGV;
 my ($pid, $start, $ports, $dns) = @ARGV;
 sub fail { print STDERR "$_[0]: $!\n"; exit 120 }
-open(my $ns, "<", "/proc/$pid/ns/net") or fail("sandbox is not running");
-open(my $st, "<", "/proc/$pid/stat") or fail("sandbox is not running");
-my $stat = <$st>; close($st);
-my @f = split / /, substr($stat, rindex($stat, ")") + 2);
-$f[19] eq $start or fail("sandbox is not running");
-syscall($S{setns}, fileno($ns), 0x40000000) == 0 or fail("setns");
+${JOIN_NET_NAMESPACE}
 my $fdn = $ENV{NODE_CHANNEL_FD} + 0;
 open(my $ch, "+<&=", $fdn) or fail("ipc channel");
 my @ports = grep { length } split /,/, $ports;
