@@ -8,7 +8,7 @@ import { ensureBaseImage, SANDBOX_USER } from "./base-image.ts";
 import { cgroupLayout, type CgroupLayout } from "./cgroups.ts";
 import type { CapturedNetwork, ExecProcess, ExecRequest, RuntimeRef, SandboxDriver, SandboxSpec, StartHooks } from "./driver.ts";
 import { checkHost, HostNotReady } from "./host-check.ts";
-import { childrenOf, isAlive, namespacePid, procRef, type ProcRef } from "./proc.ts";
+import { childrenOf, descendantsOf, isAlive, killGroupsAndProcesses, namespacePid, procRef, type ProcRef } from "./proc.ts";
 import { ENTER, HOLDER } from "./launchers.ts";
 import { captureInNamespace, connectInNamespace } from "./port-connect.ts";
 import { archSyscalls, buildSeccompFilter } from "./seccomp.ts";
@@ -367,21 +367,8 @@ export class LocalDriver implements SandboxDriver {
       },
       resize: control ? (rows: number, cols: number) => void control.write(`${clampTty(rows)} ${clampTty(cols)}\n`) : undefined,
       kill: () => {
-        const kids = child.pid ? childrenOf(child.pid) : [];
         // With a terminal the command is a grandchild (the launcher's child pumps the terminal).
-        for (const k of kids) for (const g of childrenOf(k)) kids.push(g);
-        for (const k of kids) {
-          try {
-            process.kill(-k, "SIGKILL");
-          } catch {
-            // the process (group) is already gone
-          }
-          try {
-            process.kill(k, "SIGKILL");
-          } catch {
-            // the process (group) is already gone
-          }
-        }
+        killGroupsAndProcesses(child.pid ? descendantsOf(child.pid) : []);
         try {
           child.kill("SIGKILL");
         } catch {
@@ -456,20 +443,7 @@ export class LocalDriver implements SandboxDriver {
         continue; // exited meanwhile
       }
       if (argv[0] !== "/usr/bin/perl" || argv[1] !== "-e" || argv[2] !== ENTER) continue;
-      const kids = childrenOf(pid);
-      for (const k of kids) for (const g of childrenOf(k)) kids.push(g);
-      for (const k of [...kids, pid]) {
-        try {
-          process.kill(-k, "SIGKILL");
-        } catch {
-          // not a group leader: the process itself below
-        }
-        try {
-          process.kill(k, "SIGKILL");
-        } catch {
-          // already gone
-        }
-      }
+      killGroupsAndProcesses([...descendantsOf(pid), pid]);
       ended++;
     }
     return ended;

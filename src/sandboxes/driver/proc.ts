@@ -43,6 +43,30 @@ export function childrenOf(pid: number): number[] {
   }
 }
 
+/** Every descendant of `pid` (with a terminal, a command is the launcher's grandchild). */
+export function descendantsOf(pid: number): number[] {
+  const all = childrenOf(pid);
+  // The array grows while it is walked: each generation's children are reached in turn.
+  for (const k of all) for (const g of childrenOf(k)) all.push(g);
+  return all;
+}
+
+/** SIGKILL to each process's group (a command starts its own session) and to the process itself. */
+export function killGroupsAndProcesses(pids: readonly number[]): void {
+  for (const p of pids) {
+    try {
+      process.kill(-p, "SIGKILL");
+    } catch {
+      // not a group leader, or the group is already gone: the process itself below
+    }
+    try {
+      process.kill(p, "SIGKILL");
+    } catch {
+      // the process is already gone
+    }
+  }
+}
+
 /** The pid a process has inside its innermost pid namespace (last NSpid entry). */
 export function namespacePid(pid: number): number | null {
   try {
