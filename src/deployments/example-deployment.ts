@@ -7,7 +7,7 @@ import { WHARF_ROOT } from "./layout.ts";
 const EXAMPLE = path.join(WHARF_ROOT, "examples/chat-agent");
 
 /**
- * `wharf up` deploys the example agent through the same path as any deployment (a deployment named
+ * `wharf up` (not `startPlatform`) deploys the example agent through the same path as any deployment (a deployment named
  * `example` from `WHARF_EXAMPLE_PROJECT`, default examples/chat-agent), once: later starts just
  * serve its DEPLOYED revision again. Off with `WHARF_EXAMPLE_PROJECT=off` (test platforms set it).
  */

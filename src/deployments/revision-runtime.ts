@@ -115,7 +115,9 @@ export class RevisionRuntime {
       launched.stdout.on("data", step.capture ? (d: Buffer) => (captured += d.toString()) : log.lineSink("info"));
       launched.stderr.on("data", log.lineSink("info"));
       const kill = () => void launched.stop(0);
-      signal.addEventListener("abort", kill, { once: true });
+      // An interrupt that arrived while the confinement was starting has already fired its event.
+      if (signal.aborted) kill();
+      else signal.addEventListener("abort", kill, { once: true });
       try {
         const code = await launched.exited;
         await launched.stop(0);
