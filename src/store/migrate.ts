@@ -47,7 +47,17 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }
 
+/**
+ * The same catalog scan, racing another schema's creation or drop, can also leave Kysely believing a
+ * relation exists (its bookkeeping table) or naming a column of another schema's table of the same
+ * name: undefined_table and undefined_column. A real fault in a migration fails the same way every
+ * time, so after the retries it is still reported.
+ */
+const CATALOG_RACE_CODES = new Set(["42P01", "42703"]);
+
 function isOtherSchemaDropped(error: unknown, ownSchema: string | undefined): boolean {
   const e = error as { code?: string; message?: string };
-  return e?.code === "3F000" && ownSchema !== undefined && !String(e.message ?? "").includes(`"${ownSchema}"`);
+  if (ownSchema === undefined) return false;
+  if (CATALOG_RACE_CODES.has(e?.code ?? "")) return true;
+  return e?.code === "3F000" && !String(e.message ?? "").includes(`"${ownSchema}"`);
 }
