@@ -5,6 +5,7 @@ import type { Router } from "../http/route.ts";
 import type { PlatformContext } from "../platform/context.ts";
 import { nowIso } from "../store/database.ts";
 import { newId } from "../store/ids.ts";
+import { nameContains } from "./sandbox-store.ts";
 import type { SandboxRegistriesTable } from "./sandbox-tables.ts";
 
 /**
@@ -92,7 +93,7 @@ export function registerRegistryRoutes(router: Router, ctx: PlatformContext): vo
     responses: { 200: { description: "Registries and the offset", schema: record } },
     handler: async ({ c, principal, query }) => {
       let q = ctx.db.selectFrom("sandbox_registries").selectAll().where("workspace_id", "=", principal.workspaceId);
-      if (query.name_contains) q = q.where("name", "like", `%${query.name_contains.replace(/[\\%_]/g, "\\$&")}%`);
+      if (query.name_contains) q = q.where(nameContains(query.name_contains));
       const rows = await q.orderBy("name").limit(query.limit).offset(query.offset).execute();
       return c.json({ registries: rows.map(presentRegistry), offset: query.offset + rows.length });
     },
