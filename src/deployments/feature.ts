@@ -1,8 +1,8 @@
 import type { Feature, PlatformContext } from "../platform/context.ts";
-import { mountDeploymentProxy } from "./proxy.ts";
-import { RolloutEngine, type DeploymentsOptions } from "./rollout-engine.ts";
-import { registerDeploymentRoutes, registerLegacyLogRoutes } from "./routes.ts";
-import { storeUpload, UploadTooLarge, verifyUploadToken } from "./upload-urls.ts";
+import { mountDeploymentProxy } from "./api/proxy.ts";
+import { RolloutEngine, type DeploymentsOptions } from "./rollout/rollout-engine.ts";
+import { registerDeploymentRoutes, registerLegacyLogRoutes } from "./api/routes.ts";
+import { storeUpload, UploadTooLarge, verifyUploadToken } from "./api/upload-urls.ts";
 
 /**
  * Deployments: `/v2/deployments…` (control plane), `PUT /deployments-uploads/{token}` (signed

@@ -1,6 +1,6 @@
 import { createConsoleFeature } from "../console/index.ts";
 import { createConnectionsFeature } from "../connections/feature.ts";
-import { createDeploymentsFeature } from "../deployments/feature.ts";
+import { createDeploymentsFeature } from "../deployments/index.ts";
 import { createEgressFeature } from "../egress/index.ts";
 import { identityFeature } from "../identity/routes.ts";
 import { createSandboxesFeature } from "../sandboxes/feature.ts";

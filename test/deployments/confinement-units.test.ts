@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { DEPLOYMENTS_INSIDE, insidePath, limitsFor } from "../../src/deployments/confinement.ts";
-import { gatewayAllows } from "../../src/deployments/data-plane-gateway.ts";
+import { DEPLOYMENTS_INSIDE, insidePath, limitsFor } from "../../src/deployments/confinement/confinement.ts";
+import { gatewayAllows } from "../../src/deployments/runtime/data-plane-gateway.ts";
 import { DeploymentsLayout } from "../../src/deployments/layout.ts";
 
 const MIB = 1024 * 1024;

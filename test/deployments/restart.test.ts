@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { TSX_LOADER } from "../../src/deployments/builder.ts";
+import { TSX_LOADER } from "../../src/deployments/build/builder.ts";
 import { DIALECTS, storageSettings } from "../support/dialects.ts";
 import { freePort } from "../support/process.ts";
 import { copyProject, FIXTURES, lastMessage, processesWithArg, runWait } from "./support.ts";

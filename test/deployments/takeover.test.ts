@@ -4,7 +4,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
-import { TSX_LOADER } from "../../src/deployments/builder.ts";
+import { TSX_LOADER } from "../../src/deployments/build/builder.ts";
 import { storageSettings, tempHome } from "../support/dialects.ts";
 import { freePort } from "../support/process.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { accessTokenAad, authorizeUrlAad, clientSecretAad, pkceVerifierAad, refreshTokenAad } from "../../src/connections/sealed-columns.ts";
-import { apiKeyAad, secretsAad } from "../../src/deployments/deployment-secrets.ts";
-import { agentKeyAad } from "../../src/deployments/revision-runtime.ts";
+import { apiKeyAad, secretsAad } from "../../src/deployments/store/deployment-secrets.ts";
+import { agentKeyAad } from "../../src/deployments/runtime/revision-runtime.ts";
 import { envAad } from "../../src/sandboxes/sandbox-store.ts";
 import { aadOf, SEALED_LOCATIONS } from "../../src/secrets/sealed-columns.ts";
 import { secretAad } from "../../src/secrets/secret-store.ts";

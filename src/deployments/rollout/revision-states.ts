@@ -1,9 +1,9 @@
 import type { Kysely } from "kysely";
-import { nowIso } from "../store/database.ts";
-import { newId } from "../store/ids.ts";
-import type { Database } from "../store/schema.ts";
-import type { DeploymentRevisionsTable } from "./deployments-tables.ts";
-import "./deployments-tables.ts";
+import { nowIso } from "../../store/database.ts";
+import { newId } from "../../store/ids.ts";
+import type { Database } from "../../store/schema.ts";
+import type { DeploymentRevisionsTable } from "../store/deployments-tables.ts";
+import "../store/deployments-tables.ts";
 
 /** Every revision status of the real control plane (`UNKNOWN` is never written by Wharf). */
 export const REVISION_STATUSES = [

@@ -2,17 +2,17 @@ import crypto from "node:crypto";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import type { PlatformContext } from "../platform/context.ts";
-import type { Database } from "../store/schema.ts";
+import type { PlatformContext } from "../../platform/context.ts";
+import type { Database } from "../../store/schema.ts";
 import { AgentProcess, type RunnerCommand } from "./agent-process.ts";
-import type { BuildStep } from "./builder.ts";
-import { buildLimits, buildPlan, insidePath, type MountPlan, DEPLOYMENT_UID_BASE, limitsFor, servePlan, SOCKET_DIR_INSIDE, SOCKET_NAME, socketRoot, STATE_INSIDE } from "./confinement.ts";
-import { DeploymentsLayout } from "./layout.ts";
-import { ownFolder, type Launcher } from "./launcher.ts";
-import type { RevisionLog } from "./revision-logs.ts";
+import type { BuildStep } from "../build/builder.ts";
+import { buildLimits, buildPlan, insidePath, type MountPlan, DEPLOYMENT_UID_BASE, limitsFor, servePlan, SOCKET_DIR_INSIDE, SOCKET_NAME, socketRoot, STATE_INSIDE } from "../confinement/confinement.ts";
+import { DeploymentsLayout } from "../layout.ts";
+import { ownFolder, type Launcher } from "../confinement/launcher.ts";
+import type { RevisionLog } from "../store/revision-logs.ts";
 import net from "node:net";
 import { DataPlaneGateway, deleteLabelledSandboxes, DEPLOYMENT_LABEL, deploymentUser, GATEWAY_PORT, GATEWAY_URL, newGatewayKey, REVISION_LABEL } from "./data-plane-gateway.ts";
-import { CommandFailed } from "./run-command.ts";
+import { CommandFailed } from "../build/run-command.ts";
 
 type Deployment = Database["deployments"];
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { REVISION_STATUSES } from "./revision-states.ts";
+import { REVISION_STATUSES } from "../rollout/revision-states.ts";
 
 /** Sources of the real control plane. Only the buildable ones run on this platform's local driver. */
 export const SOURCES = ["github", "external_docker", "internal_docker", "internal_source"] as const;

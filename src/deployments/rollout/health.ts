@@ -1,7 +1,7 @@
-import type { AgentProcess } from "./agent-process.ts";
-import { encodePrincipal, PRINCIPAL_HEADER } from "./principal-header.ts";
-import type { RevisionLog } from "./revision-logs.ts";
-import { fetchUpstream } from "./upstream.ts";
+import type { AgentProcess } from "../runtime/agent-process.ts";
+import { encodePrincipal, PRINCIPAL_HEADER } from "../runtime/principal-header.ts";
+import type { RevisionLog } from "../store/revision-logs.ts";
+import { fetchUpstream } from "../api/upstream.ts";
 
 export class HealthError extends Error {}
 

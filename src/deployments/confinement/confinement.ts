@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Limits } from "../sandboxes/driver/cgroups.ts";
-import { WHARF_NODE_MODULES, WHARF_ROOT, type DeploymentsLayout } from "./layout.ts";
+import type { Limits } from "../../sandboxes/driver/cgroups.ts";
+import { WHARF_NODE_MODULES, WHARF_ROOT, type DeploymentsLayout } from "../layout.ts";
 
 /**
  * What a deployment's confined processes see and may use. Decisions only (pure functions over

@@ -1,7 +1,7 @@
 import type { Kysely } from "kysely";
-import type { Database } from "../store/schema.ts";
+import type { Database } from "../../store/schema.ts";
 import type { DeploymentRevisionsTable, DeploymentsTable } from "./deployments-tables.ts";
-import type { RevisionStatus } from "./revision-states.ts";
+import type { RevisionStatus } from "../rollout/revision-states.ts";
 import "./deployments-tables.ts";
 
 /** The revision fields of the real API, in its order, plus Wharf's `local_path` when used. */

@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { RevisionLog } from "./revision-logs.ts";
-import type { Launched, Launcher, LaunchSpec } from "./launcher.ts";
+import type { RevisionLog } from "../store/revision-logs.ts";
+import type { Launched, Launcher, LaunchSpec } from "../confinement/launcher.ts";
 
 /** tsx's loader, by absolute URL, so that it resolves whatever the child's working folder is. */
 export const TSX_LOADER = import.meta.resolve("tsx");

@@ -1,10 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
-import { invalidAt, ValidationFailed, type ValidationIssue } from "../http/errors.ts";
-import type { DeploymentsLayout } from "./layout.ts";
-import { configPathProblem } from "./project-config.ts";
-import { BUILDABLE_SOURCES, type SourceConfig, type SourceRevisionConfig } from "./schemas.ts";
-import { uploadExists } from "./upload-urls.ts";
+import { invalidAt, ValidationFailed, type ValidationIssue } from "../../http/errors.ts";
+import type { DeploymentsLayout } from "../layout.ts";
+import { configPathProblem } from "../build/project-config.ts";
+import { BUILDABLE_SOURCES, type SourceConfig, type SourceRevisionConfig } from "../api/schemas.ts";
+import { uploadExists } from "../api/upload-urls.ts";
 
 /** What a new revision is built from. */
 export interface RevisionPlan {

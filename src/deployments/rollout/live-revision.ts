@@ -1,5 +1,5 @@
-import type { AgentProcess } from "./agent-process.ts";
-import type { RevisionLog } from "./revision-logs.ts";
+import type { AgentProcess } from "../runtime/agent-process.ts";
+import type { RevisionLog } from "../store/revision-logs.ts";
 
 /**
  * A revision whose agent server runs in this platform process: the process, whether it is ready,

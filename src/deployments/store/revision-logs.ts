@@ -1,7 +1,7 @@
 import type { Kysely } from "kysely";
-import { nowIso } from "../store/database.ts";
-import { newId } from "../store/ids.ts";
-import type { Database } from "../store/schema.ts";
+import { nowIso } from "../../store/database.ts";
+import { newId } from "../../store/ids.ts";
+import type { Database } from "../../store/schema.ts";
 import "./deployments-tables.ts";
 
 export type LogKind = "build" | "deploy";

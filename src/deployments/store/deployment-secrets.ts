@@ -1,4 +1,4 @@
-import type { SecretBox } from "../crypto/secret-box.ts";
+import type { SecretBox } from "../../crypto/secret-box.ts";
 
 export interface DeploymentSecret {
   name: string;

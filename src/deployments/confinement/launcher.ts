@@ -2,9 +2,9 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import type { Readable } from "node:stream";
-import type { Limits } from "../sandboxes/driver/cgroups.ts";
-import { killConfined, startConfined } from "../sandboxes/driver/confined-service.ts";
-import type { CapturedNetwork } from "../sandboxes/driver/driver.ts";
+import type { Limits } from "../../sandboxes/driver/cgroups.ts";
+import { killConfined, startConfined } from "../../sandboxes/driver/confined-service.ts";
+import type { CapturedNetwork } from "../../sandboxes/driver/driver.ts";
 import type { MountPlan } from "./confinement.ts";
 
 /** One process (tree) of a deployment: an agent server or a build step. */

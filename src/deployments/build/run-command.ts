@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import type { RevisionLog } from "./revision-logs.ts";
+import type { RevisionLog } from "../store/revision-logs.ts";
 
 export class CommandFailed extends Error {}
 

@@ -1,8 +1,8 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import type { DeploymentsLayout } from "./layout.ts";
-import type { RevisionLog } from "./revision-logs.ts";
+import type { DeploymentsLayout } from "../layout.ts";
+import type { RevisionLog } from "../store/revision-logs.ts";
 import type { BuildStep } from "./builder.ts";
 
 const LOCKFILES = ["package-lock.json", "npm-shrinkwrap.json"];

@@ -2,9 +2,9 @@ import crypto from "node:crypto";
 import http from "node:http";
 import net from "node:net";
 import type { Kysely } from "kysely";
-import type { SecretBox } from "../crypto/secret-box.ts";
-import { issueBearerToken } from "../identity/bearer-tokens.ts";
-import type { Database } from "../store/schema.ts";
+import type { SecretBox } from "../../crypto/secret-box.ts";
+import { issueBearerToken } from "../../identity/bearer-tokens.ts";
+import type { Database } from "../../store/schema.ts";
 
 /** The port a deployment's code reaches the platform's data plane on (inside its network namespace). */
 export const GATEWAY_PORT = 2480;

@@ -3,9 +3,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { SecretBox } from "../crypto/secret-box.ts";
-import { newId } from "../store/ids.ts";
-import type { DeploymentsLayout } from "./layout.ts";
+import type { SecretBox } from "../../crypto/secret-box.ts";
+import { newId } from "../../store/ids.ts";
+import type { DeploymentsLayout } from "../layout.ts";
 
 const UPLOAD_TTL_MS = 15 * 60_000;
 const OBJECT_PATH = /^uploads\/([0-9a-f-]{36})\/([0-9a-f-]{36})\.tar\.gz$/;

@@ -1,13 +1,13 @@
 import type { Kysely } from "kysely";
 import { z } from "zod";
-import { HttpError, invalidAt, conflict } from "../http/errors.ts";
-import type { Router } from "../http/route.ts";
-import { createApiKey, revokeApiKey } from "../identity/api-keys.ts";
-import type { PlatformContext } from "../platform/context.ts";
-import { nowIso } from "../store/database.ts";
-import { newId } from "../store/ids.ts";
-import type { Database } from "../store/schema.ts";
-import { apiKeyAad, mergeSecrets, openSecrets, sameSecrets, sealSecrets } from "./deployment-secrets.ts";
+import { HttpError, invalidAt, conflict } from "../../http/errors.ts";
+import type { Router } from "../../http/route.ts";
+import { createApiKey, revokeApiKey } from "../../identity/api-keys.ts";
+import type { PlatformContext } from "../../platform/context.ts";
+import { nowIso } from "../../store/database.ts";
+import { newId } from "../../store/ids.ts";
+import type { Database } from "../../store/schema.ts";
+import { apiKeyAad, mergeSecrets, openSecrets, sameSecrets, sealSecrets } from "../store/deployment-secrets.ts";
 import {
   getDeploymentRow,
   getRevisionRow,
@@ -16,12 +16,12 @@ import {
   listRevisionRows,
   toDeploymentRecord,
   toRevisionRecord,
-} from "./deployment-store.ts";
-import type { DeploymentsTable } from "./deployments-tables.ts";
-import { checkBuildable, checkSourceConfig, checkSourceSupported, duplicateSecretNames, mergeRevisionConfig, type RevisionPlan } from "./revision-plan.ts";
-import { readLogs, type LogKind } from "./revision-logs.ts";
-import { recordCreated, transition, TERMINAL_STATUSES, LostRevision, type RevisionStatus } from "./revision-states.ts";
-import type { RolloutEngine } from "./rollout-engine.ts";
+} from "../store/deployment-store.ts";
+import type { DeploymentsTable } from "../store/deployments-tables.ts";
+import { checkBuildable, checkSourceConfig, checkSourceSupported, duplicateSecretNames, mergeRevisionConfig, type RevisionPlan } from "../rollout/revision-plan.ts";
+import { readLogs, type LogKind } from "../store/revision-logs.ts";
+import { recordCreated, transition, TERMINAL_STATUSES, LostRevision, type RevisionStatus } from "../rollout/revision-states.ts";
+import type { RolloutEngine } from "../rollout/rollout-engine.ts";
 import {
   bulkDeleteQuery,
   createDeploymentBody,

@@ -81,7 +81,7 @@ export interface DeploymentRevisionLogsTable {
   timestamp: string;
 }
 
-declare module "../store/schema.ts" {
+declare module "../../store/schema.ts" {
   interface Database {
     deployments: DeploymentsTable;
     deployment_revisions: DeploymentRevisionsTable;

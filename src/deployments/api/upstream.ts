@@ -1,5 +1,5 @@
 import http from "node:http";
-import { socketOf } from "./agent-process.ts";
+import { socketOf } from "../runtime/agent-process.ts";
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256, keepAliveMsecs: 1000 });
 

@@ -1,10 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import * as tar from "tar";
-import type { DeploymentsLayout } from "./layout.ts";
-import type { RevisionLog } from "./revision-logs.ts";
+import type { DeploymentsLayout } from "../layout.ts";
+import type { RevisionLog } from "../store/revision-logs.ts";
 import { runCommand } from "./run-command.ts";
-import { redactUrl } from "../log/redact-url.ts";
+import { redactUrl } from "../../log/redact-url.ts";
 
 export class SourceError extends Error {}
 

@@ -1,14 +1,14 @@
 import http from "node:http";
 import { Readable } from "node:stream";
 import type { Context, Hono } from "hono";
-import type { AppEnv } from "../http/principal.ts";
-import type { LiveRevision } from "./live-revision.ts";
-import type { Authenticate } from "../http/authenticate.ts";
-import { HttpError } from "../http/errors.ts";
-import { withoutSessionCookie } from "../console/index.ts";
-import type { RolloutEngine, Route, RouteAccess } from "./rollout-engine.ts";
+import type { AppEnv } from "../../http/principal.ts";
+import type { LiveRevision } from "../rollout/live-revision.ts";
+import type { Authenticate } from "../../http/authenticate.ts";
+import { HttpError } from "../../http/errors.ts";
+import { withoutSessionCookie } from "../../console/index.ts";
+import type { RolloutEngine, Route, RouteAccess } from "../rollout/rollout-engine.ts";
 import { UUIDISH } from "./schemas.ts";
-import { encodePrincipal, PRINCIPAL_HEADER } from "./principal-header.ts";
+import { encodePrincipal, PRINCIPAL_HEADER } from "../runtime/principal-header.ts";
 import { sendUpstream } from "./upstream.ts";
 
 /** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1). */

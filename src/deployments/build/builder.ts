@@ -2,11 +2,11 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { installDependencies } from "./dependencies.ts";
-import type { DeploymentsLayout } from "./layout.ts";
+import type { DeploymentsLayout } from "../layout.ts";
 import { readProjectConfig } from "./project-config.ts";
-import type { RevisionLog } from "./revision-logs.ts";
+import type { RevisionLog } from "../store/revision-logs.ts";
 import { fetchSource, type SourceSpec } from "./sources.ts";
-import { TSX_LOADER } from "./agent-process.ts";
+import { TSX_LOADER } from "../runtime/agent-process.ts";
 
 export { TSX_LOADER };
 

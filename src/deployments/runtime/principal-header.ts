@@ -1,4 +1,4 @@
-import type { Principal } from "../http/principal.ts";
+import type { Principal } from "../../http/principal.ts";
 
 /**
  * How the platform's proxy tells a confined agent server who is calling: the agent server cannot
