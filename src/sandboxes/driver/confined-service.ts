@@ -1,7 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import type dgram from "node:dgram";
 import fs from "node:fs";
-import type net from "node:net";
 import path from "node:path";
 import { PassThrough, type Readable } from "node:stream";
 import { ensureBaseImage } from "./base-image.ts";
@@ -9,6 +7,7 @@ import { cgroupLayout, type Limits } from "./cgroups.ts";
 import type { CapturedNetwork } from "./driver.ts";
 import { checkHost } from "./host-check.ts";
 import { HOLDER } from "./launchers.ts";
+import { receiveListeners } from "./listener-handover.ts";
 import { archSyscalls, buildSeccompFilter } from "./seccomp.ts";
 
 /**
@@ -200,14 +199,7 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
   );
   const captured: CapturedNetwork & { done: boolean } = { tcp: new Map(), udp: [], errors: [], done: !capture };
   if (capture) {
-    child.on("message", (msg: { kind: string; port?: number; family?: string; message?: string }, handle: unknown) => {
-      if (msg.kind === "tcp" && handle) captured.tcp.set(msg.port!, handle as net.Server);
-      else if (msg.kind === "udp" && handle) captured.udp.push(handle as dgram.Socket);
-      else if (msg.kind === "error") captured.errors.push(`${msg.family ?? "tcp"} port ${msg.port}: ${msg.message}`);
-      else if (msg.kind === "done") captured.done = true;
-    });
-    // The holder closes its end once done; a channel error (the holder died) shows as its exit.
-    child.on("error", () => {});
+    receiveListeners(child, captured);
   }
   let exitCode: number | null | undefined;
   const exited = new Promise<number | null>((resolve) => {

@@ -1,5 +1,4 @@
 import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import type dgram from "node:dgram";
 import fs from "node:fs";
 import type net from "node:net";
 import path from "node:path";
@@ -10,6 +9,7 @@ import type { CapturedNetwork, ExecProcess, ExecRequest, RuntimeRef, SandboxDriv
 import { checkHost, HostNotReady } from "./host-check.ts";
 import { childrenOf, descendantsOf, isAlive, killGroupsAndProcesses, namespacePid, procRef, type ProcRef } from "./proc.ts";
 import { ENTER, HOLDER } from "./launchers.ts";
+import { receiveListeners } from "./listener-handover.ts";
 import { captureInNamespace, connectInNamespace } from "./port-connect.ts";
 import { archSyscalls, buildSeccompFilter } from "./seccomp.ts";
 
@@ -199,14 +199,7 @@ export class LocalDriver implements SandboxDriver {
     const captured = p.captured;
     if (capture) {
       // The holder hands over the capture listeners, then says "done", before it reports the namespace.
-      child.on("message", (msg: { kind: string; port?: number; family?: string; message?: string }, handle: unknown) => {
-        if (msg.kind === "tcp" && handle) captured.tcp.set(msg.port!, handle as net.Server);
-        else if (msg.kind === "udp" && handle) captured.udp.push(handle as dgram.Socket);
-        else if (msg.kind === "error") captured.errors.push(`${msg.family ?? "tcp"} port ${msg.port}: ${msg.message}`);
-        else if (msg.kind === "done") captured.done = true;
-      });
-      // The holder closes its end once done; a channel error (the holder died) shows as its exit.
-      child.on("error", () => {});
+      receiveListeners(child, captured);
     }
     child.stderr!.on("data", (d: Buffer) => {
       if (p.stderr.length < 4000) p.stderr += d.toString();
