@@ -47,8 +47,9 @@ describe("sandbox limits", () => {
     // The box still works (it can delete and write again); the platform too.
     assert.equal((await p.exec(small, "rm -f ~/f*; echo ok > ~/again && cat ~/again")).body.stdout, "ok\n");
     const warm = await p.create({ name: "default-disk" });
-    const size = Number((await p.exec(warm, "df -B1G --output=size ~ | tail -1")).body.stdout.trim());
-    assert.ok(size >= 9 && size <= 10, `default capacity ${size} GiB`);
+    const sizeOut = await p.exec(warm, "df -B1G --output=size ~ | tail -1");
+    const size = Number(sizeOut.body.stdout.trim());
+    assert.ok(size >= 9 && size <= 10, `default capacity ${size} GiB: ${JSON.stringify(sizeOut.body)}`);
 
     // After a crash the launchers of running commands are orphans: re-adoption ends them.
     const row = await p.ctx.db.selectFrom("sandboxes").selectAll().where("id", "=", warm.id).executeTakeFirstOrThrow();
