@@ -1,7 +1,8 @@
 #!/bin/sh
-# Installs the Debian packages the local sandbox driver and its base image need. Idempotent; run
-# as root (CI calls it from .ci/run). The platform checks the same list at start and names the
-# missing packages when a sandbox is created on a host that did not run this.
+# Installs the Debian packages the local sandbox driver and its base image need, and wrk and h2load,
+# the egress benchmark's load generators. Idempotent; run as root (CI calls it from .ci/run). The
+# platform checks the sandbox packages at start and names the missing ones when a sandbox is created
+# on a host that did not run this.
 set -eu
 PACKAGES="bubblewrap util-linux mount iproute2 perl-base tar zstd dpkg bash coreutils python3 curl ca-certificates mawk debianutils sensible-utils python3-pip python3-venv git less xz-utils netbase skopeo umoci docker-registry wrk nghttp2-client"
 # Test-only peers: the console's browser tests drive Debian's Chromium, and the image tests pull from
