@@ -69,6 +69,8 @@ export const SEALED_LOCATIONS: readonly SealedLocation[] = [
   row("deployments", "deployments.secrets", "secrets_key_id", "secrets_ciphertext", "deployment-secrets"),
   row("deployments", "deployments.api-key", "api_key_key_id", "api_key_ciphertext", "deployment-api-key"),
   row("deployments", "deployments.agent-key", "agent_key_key_id", "agent_key_ciphertext", "deployment-agent-key"),
+  // Deployments on PostgreSQL: the password of the deployment's own database role.
+  row("deployments", "deployments.db-password", "db_password_key_id", "db_password_ciphertext", "deployment-db-password"),
   // Sandboxes: the environment given at creation.
   row("sandboxes", "sandboxes.env", "env_key_id", "env_ciphertext", "sandbox-env"),
   // Sandboxes: image registry passwords (write-only).

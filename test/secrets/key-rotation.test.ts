@@ -5,6 +5,7 @@ import { describe, test } from "node:test";
 import { keyringPath } from "../../src/crypto/keyring.ts";
 import { openApiKey, openSecrets, sealSecrets, apiKeyAad } from "../../src/deployments/store/deployment-secrets.ts";
 import { agentKeyAad } from "../../src/deployments/runtime/revision-runtime.ts";
+import { dbPasswordAad } from "../../src/deployments/runtime/database-access.ts";
 import { workspaceCa } from "../../src/egress/index.ts";
 import { openValues, sealValue } from "../../src/egress/index.ts";
 import { openEnv, sealEnv, getSandbox } from "../../src/sandboxes/sandbox-store.ts";
@@ -63,9 +64,10 @@ async function plantDeploymentAndSandbox(p: TestPlatform) {
   const deploymentId = newId();
   const key = p.ctx.box.seal("deployment-api-key-value", apiKeyAad(ws, deploymentId));
   const agentKey = p.ctx.box.seal("deployment-agent-key-value", agentKeyAad(ws, deploymentId));
+  const dbPassword = p.ctx.box.seal("deployment-db-password-value", dbPasswordAad(ws, deploymentId));
   await (p.ctx.db as any)
     .insertInto("deployments")
-    .values({ id: deploymentId, workspace_id: ws, name: "rot", source: "internal_source", source_config: "{}", source_revision_config: "{}", ...sealSecrets(p.ctx.box, ws, deploymentId, [{ name: "DEP", value: "deployment-secret-value" }]), api_key_id: "k", api_key_key_id: key.keyId, api_key_ciphertext: key.blob, agent_key_key_id: agentKey.keyId, agent_key_ciphertext: agentKey.blob, status: "READY", created_at: now, updated_at: now })
+    .values({ id: deploymentId, workspace_id: ws, name: "rot", source: "internal_source", source_config: "{}", source_revision_config: "{}", ...sealSecrets(p.ctx.box, ws, deploymentId, [{ name: "DEP", value: "deployment-secret-value" }]), api_key_id: "k", api_key_key_id: key.keyId, api_key_ciphertext: key.blob, agent_key_key_id: agentKey.keyId, agent_key_ciphertext: agentKey.blob, db_password_key_id: dbPassword.keyId, db_password_ciphertext: dbPassword.blob, status: "READY", created_at: now, updated_at: now })
     .execute();
   const sandboxId = newId();
   await (p.ctx.db as any)
@@ -91,6 +93,7 @@ async function plantDeploymentAndSandbox(p: TestPlatform) {
     assert.deepEqual(openSecrets(p.ctx.box, d), [{ name: "DEP", value: "deployment-secret-value" }]);
     assert.equal(openApiKey(p.ctx.box, d), "deployment-api-key-value");
     assert.equal(p.ctx.box.open({ keyId: d.agent_key_key_id, blob: d.agent_key_ciphertext }, agentKeyAad(ws, deploymentId)), "deployment-agent-key-value");
+    assert.equal(p.ctx.box.open({ keyId: d.db_password_key_id, blob: d.db_password_ciphertext }, dbPasswordAad(ws, deploymentId)), "deployment-db-password-value");
     assert.deepEqual(openEnv(p.ctx.box, (await getSandbox(p.ctx.db, sandboxId))!), { SANDBOX_ENV: "sandbox-env-value" });
   };
 }

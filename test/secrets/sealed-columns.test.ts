@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { accessTokenAad, authorizeUrlAad, clientSecretAad, pkceVerifierAad, refreshTokenAad } from "../../src/connections/sealed-columns.ts";
 import { apiKeyAad, secretsAad } from "../../src/deployments/store/deployment-secrets.ts";
+import { dbPasswordAad } from "../../src/deployments/runtime/database-access.ts";
 import { agentKeyAad } from "../../src/deployments/runtime/revision-runtime.ts";
 import { envAad } from "../../src/sandboxes/sandbox-store.ts";
 import { aadOf, SEALED_LOCATIONS } from "../../src/secrets/sealed-columns.ts";
@@ -45,6 +46,7 @@ describe("sealed-column registry against the features' associated data", () => {
     ["deployments.secrets", secretsAad],
     ["deployments.api-key", apiKeyAad],
     ["deployments.agent-key", agentKeyAad],
+    ["deployments.db-password", dbPasswordAad],
     ["sandboxes.env", envAad],
   ];
   for (const [name, feature] of cases) {

@@ -43,6 +43,31 @@ function withRunMetadata<S extends BaseCheckpointSaver>(saver: S): S {
 }
 
 /**
+ * `PostgresSaver.setup()` begins with `CREATE SCHEMA IF NOT EXISTS`, which PostgreSQL refuses to a
+ * role without CREATE on the database even when the schema exists (the privilege is checked
+ * first): a deployment's role owns its schema and nothing more. When the schema exists, setup
+ * runs on a connection that answers that one statement itself.
+ */
+async function setupSaver(saver: PostgresSaver, pool: pg.Pool, schema: string | undefined): Promise<void> {
+  const exists = schema ? (await pool.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema])).rowCount : 0;
+  if (!exists) return saver.setup();
+  const client = await pool.connect();
+  const skipped = /^CREATE SCHEMA IF NOT EXISTS /i;
+  const facade = {
+    query: (text: string, values?: unknown[]) => (skipped.test(text) ? Promise.resolve({ rows: [], rowCount: 0 }) : client.query(text, values)),
+    release: () => client.release(),
+  };
+  // setup() is the only user of `pool.connect()` here; every other call goes to the real pool.
+  const holder = saver as unknown as { pool: pg.Pool };
+  holder.pool = { connect: async () => facade } as unknown as pg.Pool;
+  try {
+    await saver.setup();
+  } finally {
+    holder.pool = pool;
+  }
+}
+
+/**
  * Graph checkpoints through the official LangGraph checkpointers: PostgreSQL when the platform
  * database is PostgreSQL (same server, optional schema), otherwise a SQLite file under the home
  * folder, opened in WAL mode so several agent-server processes can share it.
@@ -53,7 +78,7 @@ export async function openCheckpointer(options: { databaseUrl: string | null; ho
     const pool = new pg.Pool({ connectionString: url, max: 10 });
     pool.on("error", () => {});
     const saver = withRunMetadata(new PostgresSaver(pool, undefined, options.pgSchema ? { schema: options.pgSchema } : undefined));
-    await saver.setup();
+    await setupSaver(saver, pool, options.pgSchema);
     const schema = options.pgSchema ? `"${options.pgSchema.replace(/"/g, "")}".` : "";
     return {
       saver,

@@ -17,6 +17,8 @@ import { DeploymentsLayout } from "../layout.ts";
 import { LiveRevision } from "./live-revision.ts";
 import { RevisionLog } from "../store/revision-logs.ts";
 import { LostRevision, transition, type RevisionStatus } from "./revision-states.ts";
+import { soleServer, type OtherRevision } from "./sole-server.ts";
+import { dropDeploymentDatabase } from "../runtime/database-access.ts";
 
 export interface DeploymentsOptions {
   /** How to start an agent server (default: `node bin/wharf.js agent-server …`). */
@@ -501,9 +503,24 @@ export class RolloutEngine {
     secrets: Array<{ name: string; value: string }>,
     log: RevisionLog,
   ): Promise<LiveRevision> {
-    const proc = await this.runtime.startServer(deployment, revisionId, project, secrets, log);
-    log.line(`started the agent server (pid ${proc.pid}${this.opts.isolation ? ", confined" : ""}) on ${proc.url}`);
+    const exclusive = await this.soleServerOf(deployment.id, revisionId);
+    const proc = await this.runtime.startServer(deployment, revisionId, project, secrets, log, { exclusive });
+    log.line(`started the agent server (pid ${proc.pid}${this.opts.isolation ? ", confined" : ""}${exclusive ? ", the deployment's only server" : ""}) on ${proc.url}`);
     return new LiveRevision(deployment.id, revisionId, proc, log);
+  }
+
+  /** Whether no other revision of the deployment runs, here or in a live platform process (see sole-server.ts). */
+  private async soleServerOf(deploymentId: string, revisionId: string): Promise<boolean> {
+    const rows = await this.db
+      .selectFrom("deployment_revisions")
+      .select(["id", "owner", "lease_until", "pid", "serving_url"])
+      .where("deployment_id", "=", deploymentId)
+      .where("id", "!=", revisionId)
+      .where("owner", "is not", null)
+      .execute();
+    const others: OtherRevision[] = rows.map((r) => ({ runningHere: false, owner: r.owner, leaseUntil: r.lease_until, hasServer: r.pid !== null || r.serving_url !== null }));
+    for (const l of this.live.values()) if (l.deploymentId === deploymentId && l.revisionId !== revisionId && l.proc.running) others.push({ runningHere: true, owner: this.nodeId, leaseUntil: null, hasServer: true });
+    return soleServer(others, this.nodeId, nowIso());
   }
 
   private async deployPhase(
@@ -744,6 +761,9 @@ export class RolloutEngine {
     }
     // The deployment's own database and files go with it, and the sandboxes its code created.
     this.runtime.removeState(deploymentId);
+    // A failure here must not keep the deployment from being deleted: its servers are stopped and
+    // its password goes with the row, so what is left is an unusable role for an operator to drop.
+    await dropDeploymentDatabase(this.ctx, deploymentId).catch((err) => this.ctx.log.error({ err, deployment: deploymentId }, "could not drop the deployment's PostgreSQL schema and role"));
     if (dep) await this.runtime.deleteSandboxes(dep, null);
   }
 

@@ -17,6 +17,8 @@ export interface RunnerArgs {
   stateDir: string;
   /** Scopes the agent server's rows: the deployment id, so threads outlive revisions. */
   serverId: string;
+  /** No other process serves this deployment's storage: runs left running are settled at start. */
+  exclusive?: boolean;
 }
 
 /** How to start one agent server process; tests substitute a small fixture server. */
@@ -24,7 +26,7 @@ export type RunnerCommand = (args: RunnerArgs) => { command: string; args: strin
 
 export const defaultRunnerCommand: RunnerCommand = (a) => ({
   command: process.execPath,
-  args: ["--import", TSX_LOADER, REVISION_SERVER, "--project", a.projectDir, "--socket", a.socket, "--state", a.stateDir, "--server-id", a.serverId],
+  args: ["--import", TSX_LOADER, REVISION_SERVER, "--project", a.projectDir, "--socket", a.socket, "--state", a.stateDir, "--server-id", a.serverId, ...(a.exclusive ? ["--exclusive"] : [])],
 });
 
 /**

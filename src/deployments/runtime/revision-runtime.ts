@@ -13,6 +13,7 @@ import type { RevisionLog } from "../store/revision-logs.ts";
 import net from "node:net";
 import { DataPlaneGateway, deleteLabelledSandboxes, DEPLOYMENT_LABEL, deploymentUser, GATEWAY_PORT, GATEWAY_URL, newGatewayKey, REVISION_LABEL } from "./data-plane-gateway.ts";
 import { CommandFailed } from "../build/run-command.ts";
+import { prepareDatabaseAccess } from "./database-access.ts";
 
 type Deployment = Database["deployments"];
 
@@ -137,6 +138,7 @@ export class RevisionRuntime {
     project: { artifactDir: string; projectDir: string; configFile: string },
     secrets: Array<{ name: string; value: string }>,
     log: RevisionLog,
+    opts: { exclusive?: boolean } = {},
   ): Promise<AgentProcess> {
     const ident = await this.identity(deployment);
     const stateDir = this.layout.stateDir(deployment.id);
@@ -147,7 +149,9 @@ export class RevisionRuntime {
     ownFolder(socketDir, ident.uid, this.isolated);
     const inside = { state: this.isolated ? STATE_INSIDE : stateDir, socket: path.join(this.isolated ? SOCKET_DIR_INSIDE : socketDir, SOCKET_NAME) };
     const buildLayout = this.layoutOf(project.artifactDir);
-    const { command, args } = this.runner({ projectDir: this.inside(project.projectDir, buildLayout), configFile: this.inside(project.configFile, buildLayout), socket: inside.socket, stateDir: inside.state, serverId: deployment.id });
+    const { command, args } = this.runner({ projectDir: this.inside(project.projectDir, buildLayout), configFile: this.inside(project.configFile, buildLayout), socket: inside.socket, stateDir: inside.state, serverId: deployment.id, exclusive: opts.exclusive });
+    // On PostgreSQL: the deployment's own role and schema, through a forwarder in its namespace.
+    const database = await prepareDatabaseAccess(this.ctx, deployment, this.isolated);
     // The data plane, through a gateway that only this revision's fresh key opens.
     const userId = await deploymentUser(this.ctx.db, deployment.api_key_id);
     if (!userId) throw new Error("the deployment's owner is gone");
@@ -163,8 +167,9 @@ export class RevisionRuntime {
       gateway.attach(l);
       gatewayUrl = `http://127.0.0.1:${(l.address() as net.AddressInfo).port}`;
     }
-    const env = { ...this.agentEnv(deployment, revisionId, secrets, ident, inside.state), LANGSMITH_ENDPOINT: gatewayUrl, LANGSMITH_API_KEY: key, WHARF_URL: gatewayUrl };
+    const env = { ...this.agentEnv(deployment, revisionId, secrets, ident, inside.state), LANGSMITH_ENDPOINT: gatewayUrl, LANGSMITH_API_KEY: key, WHARF_URL: gatewayUrl, ...database?.env };
     const cleanup = () => {
+      database?.close();
       gateway.close();
       hostListener?.close();
     };
@@ -178,11 +183,12 @@ export class RevisionRuntime {
         argv: [command, ...args],
         env,
         cwd: this.inside(project.projectDir, buildLayout),
-        capture: this.isolated ? { tcpPorts: [GATEWAY_PORT], dns: false } : null,
+        capture: this.isolated ? { tcpPorts: [GATEWAY_PORT, ...(database?.tcpPorts ?? [])], dns: false } : null,
         onNetwork: async (_pid, captured) => {
           const listener = captured?.tcp.get(GATEWAY_PORT);
           if (!listener) throw new Error(`no data-plane listener in the namespace: ${captured?.errors.join("; ") || "none handed over"}`);
           gateway.attach(listener);
+          database?.attach(captured);
         },
       },
       path.join(socketDir, SOCKET_NAME),

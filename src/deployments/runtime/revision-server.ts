@@ -5,7 +5,7 @@
  * here is the deployment's agent key, never the platform's), listening on a unix socket in the
  * state folder, the only way in. The platform's `/deployments/{id}` proxy authenticates callers
  * and passes who they are in `x-wharf-principal` (it drops any copy a client sent).
- *   node --import tsx revision-server.ts --project DIR --socket PATH --state DIR --server-id ID
+ *   node --import tsx revision-server.ts --project DIR --socket PATH --state DIR --server-id ID [--exclusive]
  */
 import fs from "node:fs";
 import type { Server } from "node:http";
@@ -21,7 +21,7 @@ import { openStore } from "../../store/database.ts";
 import { migrateToLatest } from "../../store/migrate.ts";
 import { decodePrincipal, PRINCIPAL_HEADER } from "./principal-header.ts";
 
-const { values } = parseArgs({ options: { project: { type: "string" }, socket: { type: "string" }, state: { type: "string" }, "server-id": { type: "string" } } });
+const { values } = parseArgs({ options: { project: { type: "string" }, socket: { type: "string" }, state: { type: "string" }, "server-id": { type: "string" }, exclusive: { type: "boolean" } } });
 const { project, socket, state } = values as { project: string; socket: string; state: string };
 const serverId = values["server-id"]!;
 const log = createLogger({ level: process.env.WHARF_LOG_LEVEL ?? "info" });
@@ -29,9 +29,13 @@ const agentKey = process.env.WHARF_MASTER_KEY;
 if (!agentKey) throw new Error("WHARF_MASTER_KEY (the deployment's agent key) is not set");
 // The deployment's own database: its PostgreSQL schema through its own role, else a file here.
 const databaseUrl = process.env.WHARF_AGENT_DATABASE_URL ?? null;
+const pgSchema = process.env.WHARF_AGENT_DATABASE_SCHEMA || undefined;
 delete process.env.WHARF_AGENT_DATABASE_URL;
+delete process.env.WHARF_AGENT_DATABASE_SCHEMA;
 
-const store = await openStore({ databaseUrl, home: state, pgSchema: process.env.WHARF_AGENT_DATABASE_SCHEMA });
+// The role's search path is its schema (set by the platform), and it may not create schemas: the
+// store opens without one; the checkpointer, which names its tables' schema, gets it.
+const store = await openStore({ databaseUrl, home: state });
 await migrateToLatest(store);
 const box = new SecretBox(loadKeyring(state, agentKey), () => null);
 
@@ -42,7 +46,10 @@ const authenticate = async (headers: Headers): Promise<Principal> => {
   return p;
 };
 
-const agent = await createAgentServerApp({ project, store, box, authenticate, log, serverId, home: state, databaseUrl, pgSchema: process.env.WHARF_AGENT_DATABASE_SCHEMA });
+// `--exclusive`: the platform started this as the only server of the deployment's storage (no
+// other revision of it runs anywhere), so runs still marked running belong to a dead process and
+// are settled now rather than when their lease expires.
+const agent = await createAgentServerApp({ project, store, box, authenticate, log, serverId, home: state, databaseUrl, pgSchema, exclusive: values.exclusive === true });
 // Assistants follow the revision: those of graphs this build no longer has stop being listed
 // (their threads stay readable; a graph that comes back gets its system assistant again).
 const graphIds = [...agent.ctx.graphs.keys()];

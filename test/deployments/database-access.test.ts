@@ -1,0 +1,167 @@
+import assert from "node:assert/strict";
+import net from "node:net";
+import { describe, test } from "node:test";
+import { deploymentDatabaseNames, dropPlan, provisionPlan, upstreamOf } from "../../src/deployments/runtime/database-access.ts";
+import { admitStartup, DatabaseForwarder, errorResponse, parseFirstMessage } from "../../src/deployments/runtime/database-forwarder.ts";
+import { soleServer, type OtherRevision } from "../../src/deployments/rollout/sole-server.ts";
+
+/** A StartupMessage as a client sends it: length, protocol 3.0, key/value pairs, final NUL. */
+function startup(params: Record<string, string>): Buffer {
+  const body = Buffer.from(Object.entries(params).map(([k, v]) => `${k}\0${v}\0`).join("") + "\0");
+  const head = Buffer.alloc(8);
+  head.writeInt32BE(body.length + 8, 0);
+  head.writeInt32BE(196608, 4);
+  return Buffer.concat([head, body]);
+}
+
+/** The same message one byte shorter, its length field adjusted. */
+function withoutFinalNul(msg: Buffer): Buffer {
+  const cut = Buffer.from(msg.subarray(0, msg.length - 1));
+  cut.writeInt32BE(cut.length, 0);
+  return cut;
+}
+
+function request(code: number, length = 8): Buffer {
+  const b = Buffer.alloc(length);
+  b.writeInt32BE(length, 0);
+  b.writeInt32BE(code, 4);
+  return b;
+}
+
+describe("the database forwarder's first-message decision", () => {
+  const full = startup({ user: "wharf_dep_a", database: "test", application_name: "x" });
+  const cases: Array<[string, Buffer, string]> = [
+    ["nothing yet", Buffer.alloc(3), "incomplete"],
+    ["a partial startup message", full.subarray(0, full.length - 2), "incomplete"],
+    ["a whole startup message", full, "startup"],
+    ["a startup message and the first query behind it", Buffer.concat([full, Buffer.from("Q")]), "startup"],
+    ["TLS negotiation", request(80877103), "ssl"],
+    ["GSS negotiation", request(80877104), "gssenc"],
+    ["a cancel request", request(80877102, 16), "cancel"],
+    ["protocol 2", request(131072), "invalid"],
+    ["a huge length", (() => { const b = request(196608); b.writeInt32BE(1 << 20, 0); return b; })(), "invalid"],
+    ["parameters without the final NUL", withoutFinalNul(startup({ user: "a" })), "invalid"],
+    ["a key without its value", withoutFinalNul(Buffer.concat([startup({ user: "a" }).subarray(0, -1), Buffer.from("k\0\0")])), "invalid"],
+  ];
+  for (const [name, buf, kind] of cases) test(name, () => assert.equal(parseFirstMessage(buf).kind, kind));
+
+  test("parameters are read", () => {
+    const m = parseFirstMessage(full);
+    assert.ok(m.kind === "startup");
+    assert.deepEqual(m.params, { user: "wharf_dep_a", database: "test", application_name: "x" });
+  });
+
+  const target = { user: "wharf_dep_a", database: "test" };
+  const admits: Array<[string, Record<string, string>, boolean]> = [
+    ["its role and database", { user: "wharf_dep_a", database: "test" }, true],
+    ["another role", { user: "postgres", database: "test" }, false],
+    ["another deployment's role", { user: "wharf_dep_b", database: "test" }, false],
+    ["another database", { user: "wharf_dep_a", database: "postgres" }, false],
+    ["no database: PostgreSQL would use the role's name", { user: "wharf_dep_a" }, false],
+    ["no user", { database: "test" }, false],
+    ["replication", { user: "wharf_dep_a", database: "test", replication: "database" }, false],
+    ["replication off", { user: "wharf_dep_a", database: "test", replication: "false" }, true],
+  ];
+  for (const [name, params, ok] of admits) test(`admit: ${name}`, () => assert.equal(admitStartup(params, target).ok, ok));
+
+  test("an ErrorResponse is framed as PostgreSQL frames it", () => {
+    const b = errorResponse("28000", "no");
+    assert.equal(b.subarray(0, 1).toString(), "E");
+    assert.equal(b.readInt32BE(1), b.length - 1);
+    assert.equal(b.at(-1), 0);
+    assert.match(b.toString("latin1"), /C28000\0Mno\0\0$/);
+  });
+});
+
+describe("a deployment's database plan", () => {
+  test("names: the UUID without dashes; anything else hashed", () => {
+    assert.deepEqual(deploymentDatabaseNames("01a20aba-8faa-7197-8313-f8c051e2a849"), { role: "wharf_dep_01a20aba8faa71978313f8c051e2a849", schema: "wharf_dep_01a20aba8faa71978313f8c051e2a849" });
+    assert.match(deploymentDatabaseNames("x\"; drop table y").role, /^wharf_dep_[0-9a-f]{32}$/);
+  });
+
+  const base = { role: "wharf_dep_a", schema: "wharf_dep_a", password: "pw'x", database: "test", platformSchema: "wharf_t_1", platformIsSuperuser: true };
+  const cases: Array<[string, Partial<typeof base>, RegExp[], RegExp[]]> = [
+    [
+      "a superuser platform in its own schema",
+      {},
+      [/^CREATE ROLE "wharf_dep_a" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT \d+ PASSWORD 'pw''x'$/, /^ALTER ROLE "wharf_dep_a" SET search_path = "wharf_dep_a"$/, /^CREATE SCHEMA IF NOT EXISTS "wharf_dep_a" AUTHORIZATION "wharf_dep_a"$/, /^REVOKE ALL ON SCHEMA "wharf_dep_a" FROM PUBLIC$/, /^REVOKE CREATE ON SCHEMA "wharf_t_1" FROM PUBLIC$/, /^REVOKE CREATE ON SCHEMA "public" FROM PUBLIC$/],
+      [/^GRANT "wharf_dep_a" TO/, /GRANT .* ON .*"wharf_t_1"/],
+    ],
+    ["a platform in public", { platformSchema: "public" }, [/^REVOKE CREATE ON SCHEMA "public" FROM PUBLIC$/], []],
+    ["a platform role that is not a superuser becomes a member", { platformIsSuperuser: false }, [/^GRANT "wharf_dep_a" TO CURRENT_USER$/], []],
+  ];
+  for (const [name, over, present, absent] of cases) {
+    test(name, () => {
+      const sqls = provisionPlan({ ...base, ...over }).map((s) => s.sql);
+      for (const re of present) assert.ok(sqls.some((s) => re.test(s)), `${re} in\n${sqls.join("\n")}`);
+      for (const re of absent) assert.ok(!sqls.some((s) => re.test(s)), `${re} not in\n${sqls.join("\n")}`);
+      assert.equal(sqls.filter((s) => /REVOKE CREATE ON SCHEMA "public"/.test(s)).length, 1);
+    });
+  }
+  test("unsafe names are refused rather than quoted", () => assert.throws(() => provisionPlan({ ...base, role: 'a"b' }), /not a safe PostgreSQL name/));
+  test("drop: sessions, schema, what the role owns, the role", () => {
+    assert.deepEqual(
+      dropPlan({ role: "wharf_dep_a", schema: "wharf_dep_a" }).map((s) => s.sql.split(" ").slice(0, 2).join(" ")),
+      ["SELECT pg_terminate_backend(pid)", "DROP SCHEMA", "DROP OWNED", "DROP ROLE"],
+    );
+  });
+  const urls: Array<[string, ReturnType<typeof upstreamOf>]> = [
+    ["postgres://root@127.0.0.1:5432/test", { host: "127.0.0.1", port: 5432 }],
+    ["postgresql://u:p@db.example:6432/x", { host: "db.example", port: 6432 }],
+    ["postgres://u@[::1]/x", { host: "::1", port: 5432 }],
+    ["postgres:///test?host=/var/run/postgresql", { path: "/var/run/postgresql/.s.PGSQL.5432" }],
+  ];
+  for (const [url, expected] of urls) test(`upstream of ${url}`, () => assert.deepEqual(upstreamOf(url), expected));
+});
+
+describe("the forwarder on a socket", () => {
+  test("refuses another role with a PostgreSQL error and pipes the admitted one", async (t) => {
+    // A stand-in PostgreSQL that echoes what it receives.
+    const upstream = net.createServer((s) => s.pipe(s));
+    await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
+    const listener = net.createServer();
+    await new Promise<void>((r) => listener.listen(0, "127.0.0.1", r));
+    const refused: string[] = [];
+    const fwd = new DatabaseForwarder({ host: "127.0.0.1", port: (upstream.address() as net.AddressInfo).port }, { user: "wharf_dep_a", database: "test" }, (r) => refused.push(r));
+    fwd.attach(listener);
+    t.after(() => {
+      fwd.close();
+      upstream.close();
+    });
+    const port = (listener.address() as net.AddressInfo).port;
+    const exchange = (chunks: Buffer[], until: (b: Buffer) => boolean) =>
+      new Promise<Buffer>((resolve) => {
+        const s = net.connect(port, "127.0.0.1");
+        let got = Buffer.alloc(0);
+        s.on("data", (d) => {
+          got = Buffer.concat([got, d]);
+          if (until(got)) s.destroy();
+        });
+        s.on("close", () => resolve(got));
+        for (const c of chunks) s.write(c);
+      });
+    const denied = await exchange([startup({ user: "postgres", database: "test" })], () => false);
+    assert.equal(denied.subarray(0, 1).toString(), "E");
+    assert.match(denied.toString("latin1"), /C28000/);
+    assert.equal(refused.length, 1);
+    const hello = startup({ user: "wharf_dep_a", database: "test" });
+    // TLS is declined ("N"), then the startup message and what follows reach the server unchanged.
+    const echoed = await exchange([request(80877103), hello.subarray(0, 5), Buffer.concat([hello.subarray(5), Buffer.from("Q")])], (b) => b.length >= 1 + hello.length + 1);
+    assert.deepEqual(echoed, Buffer.concat([Buffer.from("N"), hello, Buffer.from("Q")]));
+  });
+});
+
+describe("--exclusive: the only server of a deployment's storage", () => {
+  const now = "2026-01-01T00:00:10.000Z";
+  const other = (o: Partial<OtherRevision>): OtherRevision => ({ runningHere: false, owner: null, leaseUntil: null, hasServer: false, ...o });
+  const cases: Array<[string, OtherRevision[], boolean]> = [
+    ["no other revision", [], true],
+    ["a replaced revision still draining here", [other({ runningHere: true, owner: "me", hasServer: true })], false],
+    ["ours in the database but not running here (our previous process)", [other({ owner: "me", hasServer: true, leaseUntil: "2026-01-01T00:00:20.000Z" })], true],
+    ["another process serves one under a live lease", [other({ owner: "node-b", hasServer: true, leaseUntil: "2026-01-01T00:00:20.000Z" })], false],
+    ["another process's lease ran out (it died, its servers with it)", [other({ owner: "node-b", hasServer: true, leaseUntil: "2026-01-01T00:00:05.000Z" })], true],
+    ["another process builds one (no server yet)", [other({ owner: "node-b", hasServer: false, leaseUntil: "2026-01-01T00:00:20.000Z" })], true],
+    ["an old revision nobody owns", [other({ owner: null })], true],
+  ];
+  for (const [name, others, expected] of cases) test(name, () => assert.equal(soleServer(others, "me", now), expected));
+});
