@@ -1,7 +1,7 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../store/schema.ts";
 import type { StoredProxyConfig } from "./config/proxy-config.ts";
-import { egressRuntime } from "./egress-runtime.ts";
+import { currentEgressRuntime, egressRuntime } from "./egress-runtime.ts";
 import { SandboxEgress } from "./capture/sandbox-egress.ts";
 import { closeNamespaceListeners, type NamespaceListeners } from "./capture/netns-capture.ts";
 import { deleteValues } from "./credentials/sealed-values.ts";
@@ -58,6 +58,53 @@ export async function attachEgress(target: EgressTarget): Promise<EgressAttachme
     update: (proxyConfig) => egress.update(proxyConfig),
     detach: () => egress.detach(),
   };
+}
+
+/**
+ * An attachment whose environment and files are known before the namespace exists: a confined
+ * service (a deployment's agent server or build step) fixes its environment and mounts when it is
+ * spawned, and its namespace appears only then. `attach` completes it exactly as `attachEgress`
+ * would (a PATCH that arrived in between is applied once attached); `cancel` when the namespace
+ * never came.
+ */
+export interface PreparedEgress {
+  env: Record<string, string>;
+  files: Record<string, string>;
+  attach(netnsPid: number, captured: NamespaceListeners | null): Promise<EgressAttachment>;
+  update(proxyConfig: StoredProxyConfig | null): Promise<void>;
+  cancel(): Promise<void>;
+}
+
+export async function prepareEgress(target: Omit<EgressTarget, "netnsPid" | "captured">): Promise<PreparedEgress> {
+  const rt = await egressRuntime();
+  const egress = new SandboxEgress(rt, { ...target, netnsPid: 0 });
+  await egress.prepare();
+  const attachment: EgressAttachment = {
+    env: egress.env,
+    files: egress.files,
+    update: (proxyConfig) => egress.update(proxyConfig),
+    detach: () => egress.detach(),
+  };
+  return {
+    env: egress.env,
+    files: egress.files,
+    async attach(netnsPid, captured) {
+      try {
+        await egress.attach(captured, netnsPid);
+      } catch (err) {
+        if (captured) closeNamespaceListeners(captured);
+        throw err;
+      }
+      return attachment;
+    },
+    update: (proxyConfig) => egress.update(proxyConfig),
+    cancel: () => egress.detach(),
+  };
+}
+
+/** Whether this platform runs the egress proxy (the feature is mounted): without it, namespaces have no way out. */
+export function egressAvailable(): boolean {
+  return currentEgressRuntime() !== null;
 }
 
 /**

@@ -5,7 +5,8 @@ import { describe, test } from "node:test";
 import { WHARF_ROOT } from "../../src/deployments/layout.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import type { TestPlatform } from "../support/platform.ts";
-import { copyProject, lastMessage, logsOf, pollRevision, runWait, startDeploymentsPlatform } from "./support.ts";
+import { startEgressPlatform } from "./egress-support.ts";
+import { copyProject, lastMessage, logsOf, pollRevision, runWait } from "./support.ts";
 
 async function deploy(p: TestPlatform, name: string, dir: string) {
   const res = await p.api("/v2/deployments", {
@@ -32,7 +33,8 @@ const PROBES = ["readMasterKey", "readDatabase", "listHome", "otherState", "othe
 describe("deployed code is confined", () => {
   test("a hostile project's install script and graph cannot read the platform's home, database, processes or other deployments, reach host services, or write outside its state folder", async (t) => {
     if (!requireCapability(t, isRoot(), "confining deployments needs root (namespaces, cgroups)")) return;
-    const p = (await startDeploymentsPlatform(t, { options: { isolation: true } }))!;
+    // With the egress proxy, as the platform runs: the way out must not open a way to the host.
+    const p = await startEgressPlatform(t);
     const other = await deploy(p, "victim", copyProject(t, "echo"));
     // The victim writes something to its own state folder so there is something to steal.
     assert.equal((await runWait(other.url, p.apiKey, "secret")).status, 200);
@@ -83,9 +85,11 @@ describe("deployed code is confined", () => {
     assert.ok(!fs.existsSync(path.join(p.home, "evil")));
     assert.ok(!fs.existsSync(path.join(p.home, "deployments", "builds", hostile.revisionId, "evil")));
 
-    // Deleting the deployment deletes its state folder (its database).
+    // Deleting the deployment deletes its state folder (its database) before DELETE answers: a
+    // server (re)start racing the deletion stops itself before the folder is removed.
     const del = await p.api(`/v2/deployments/${hostile.id}`, { method: "DELETE" });
     assert.equal(del.status, 204);
     assert.ok(!fs.existsSync(path.join(p.home, "deployments", "state", hostile.id)));
+    assert.ok(!fs.existsSync(path.join(p.home, "deployments", "egress", `dep-${hostile.revisionId}`)), "its egress files are gone with its server");
   });
 });

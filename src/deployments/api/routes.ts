@@ -36,6 +36,7 @@ import {
   UUIDISH,
 } from "./schemas.ts";
 import { createUploadUrl } from "./upload-urls.ts";
+import { presentStoredProxyConfig, releaseProxyConfig, storedProxyConfig } from "./deployment-proxy-config.ts";
 
 const TAGS = ["deployments"];
 const deploymentParams = z.object({ deployment_id: idParam });
@@ -89,7 +90,7 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
   const db = ctx.db;
 
   async function record(row: DeploymentsTable) {
-    return toDeploymentRecord(row, ctx.baseUrl(), await latestCommitSha(db, row));
+    return { ...toDeploymentRecord(row, ctx.baseUrl(), await latestCommitSha(db, row)), proxy_config: presentStoredProxyConfig(row.proxy_config) };
   }
 
   async function queue(deploymentId: string, revisionId: string): Promise<void> {
@@ -136,6 +137,8 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
       const id = newId();
       const now = nowIso();
       const sourceConfig = { ...body.source_config, custom_url: null };
+      // Last of the checks: it seals the config's opaque values.
+      const proxyConfig = (await storedProxyConfig(ctx, ws, body.proxy_config)) ?? null;
       let revisionId: string | null = null;
       try {
         await db.transaction().execute(async (tx) => {
@@ -163,6 +166,7 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
               run_uid: null,
               agent_key_key_id: null,
               agent_key_ciphertext: null,
+              proxy_config: proxyConfig,
               created_at: now,
               updated_at: now,
             })
@@ -178,6 +182,7 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
           }
         });
       } catch (err) {
+        await releaseProxyConfig(db, ws, proxyConfig);
         if (isUniqueViolation(err)) throw conflict(`A deployment named ${body.name} already exists in this workspace`);
         throw err;
       }
@@ -284,6 +289,9 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
         }
       }
       const now = nowIso();
+      // Last of the checks: it seals the config's opaque values. No new revision: the running one
+      // and its build steps take the new rules at once (below).
+      const proxyConfig = await storedProxyConfig(ctx, ws, body.proxy_config);
       let revisionId: string | null = null;
       await db.transaction().execute(async (tx) => {
         if (plan) revisionId = await insertRevision(tx, row.id, ws, plan, reuse, now);
@@ -294,13 +302,19 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
             source_revision_config: JSON.stringify(merged),
             ...(secretsChanged ? sealSecrets(ctx.box, ws, row.id, secrets) : {}),
             ...(revisionId ? { latest_revision_id: revisionId } : {}),
+            ...(proxyConfig !== undefined ? { proxy_config: proxyConfig } : {}),
             updated_at: now,
           })
           .where("id", "=", row.id)
           .execute();
       });
+      if (proxyConfig !== undefined) {
+        await engine().runtime.updateEgress(row.id, proxyConfig === null ? null : JSON.parse(proxyConfig));
+        // The replaced config's sealed values: nothing refers to them any more.
+        await releaseProxyConfig(db, ws, row.proxy_config);
+      }
       if (revisionId) await queue(row.id, revisionId);
-      ctx.log.info({ deployment: row.id, revision: revisionId, secretsChanged, sourceChanged }, "deployment updated");
+      ctx.log.info({ deployment: row.id, revision: revisionId, secretsChanged, sourceChanged, proxyConfigChanged: proxyConfig !== undefined }, "deployment updated");
       return c.json(await record((await getDeploymentRow(db, ws, row.id))!));
     },
   });
@@ -312,8 +326,11 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
     const revisions = await db.selectFrom("deployment_revisions").select("id").where("deployment_id", "=", id).execute();
     await db.updateTable("deployment_revisions").set({ cancel_requested: 1 }).where("deployment_id", "=", id).execute();
     await engine().forget(id, revisions.map((r) => r.id));
+    // Gone on this machine before the answer: a server start racing the deletion included.
+    await engine().runtime.purge(id);
     await revokeApiKey(db, workspaceId, row.api_key_id);
     await db.deleteFrom("deployments").where("id", "=", id).execute();
+    await releaseProxyConfig(db, workspaceId, row.proxy_config);
     for (const r of revisions) engine().removeBuild(r.id);
     ctx.log.info({ deployment: id }, "deployment deleted");
     return true;

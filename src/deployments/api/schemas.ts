@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { proxyConfigSchema } from "../../egress/index.ts";
 import { REVISION_STATUSES } from "../rollout/revision-states.ts";
 
 /** Sources of the real control plane. Only the buildable ones run on this platform's local driver. */
@@ -60,6 +61,8 @@ export const createDeploymentBody = z.object({
   source_revision_config: sourceRevisionConfigSchema,
   secrets: z.array(z.object({ name: secretName, value: secretValue })).max(100).default([]),
   secret_references: z.array(secretReference).nullish(),
+  /** Egress of the deployment's agent servers and build steps: the sandboxes' proxy_config. */
+  proxy_config: proxyConfigSchema.nullish(),
 });
 export type CreateDeploymentBody = z.infer<typeof createDeploymentBody>;
 
@@ -71,6 +74,8 @@ export const patchDeploymentBody = z.object({
   secrets: z.array(z.object({ name: secretName, value: secretValue.nullable() })).max(100).nullish(),
   secret_references: z.array(secretReference).nullish(),
   tracked_packages: z.array(z.string()).nullish(),
+  /** Replaces the egress rules of the running revision at once (no new revision); null = the default posture. */
+  proxy_config: proxyConfigSchema.nullish(),
 });
 export type PatchDeploymentBody = z.infer<typeof patchDeploymentBody>;
 
@@ -118,6 +123,7 @@ export const deploymentRecord = z.object({
   latest_revision_id: z.string().nullable(),
   active_revision_id: z.string().nullable(),
   image_version: z.string().nullable(),
+  proxy_config: z.record(z.string(), z.unknown()).nullable(),
   created_at: z.string(),
   updated_at: z.string(),
 });

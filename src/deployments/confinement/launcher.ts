@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import type { Limits } from "../../sandboxes/driver/cgroups.ts";
-import { killConfined, startConfined } from "../../sandboxes/driver/confined-service.ts";
+import { killConfined, prepareConfinement, startConfined } from "../../sandboxes/driver/confined-service.ts";
 import type { CapturedNetwork } from "../../sandboxes/driver/driver.ts";
 import type { MountPlan } from "./confinement.ts";
 
@@ -61,6 +61,20 @@ export class Launcher {
       hostname: "deployment",
     });
     return { pid: p.child.pid, stdout: p.stdout, stderr: p.stderr, exited: p.exited, stop: p.stop };
+  }
+
+  /**
+   * Whether the confinement's base image has a regular file at `insidePath` (so a file can be
+   * bound over it: the base's `/usr` and `/etc` are read-only, nothing new can be created there).
+   */
+  baseHasFile(insidePath: string): boolean {
+    if (!this.opts.isolation) return false;
+    const { baseDir } = prepareConfinement(this.opts.baseCacheDir, this.opts.scratchRoot);
+    try {
+      return fs.lstatSync(path.join(baseDir, insidePath)).isFile();
+    } catch {
+      return false;
+    }
   }
 
   /** Kills whatever is left of a process a previous platform process started (by its cgroup). */

@@ -6,7 +6,7 @@ import type { PlatformContext } from "../../platform/context.ts";
 import type { Database } from "../../store/schema.ts";
 import { AgentProcess, type RunnerCommand } from "./agent-process.ts";
 import type { BuildStep } from "../build/builder.ts";
-import { buildLimits, buildPlan, insidePath, type MountPlan, DEPLOYMENT_UID_BASE, limitsFor, servePlan, SOCKET_DIR_INSIDE, SOCKET_NAME, socketRoot, STATE_INSIDE } from "../confinement/confinement.ts";
+import { buildLimits, buildPlan, insidePath, type Bind, type MountPlan, DEPLOYMENT_UID_BASE, limitsFor, servePlan, SOCKET_DIR_INSIDE, SOCKET_NAME, socketRoot, STATE_INSIDE } from "../confinement/confinement.ts";
 import { DeploymentsLayout } from "../layout.ts";
 import { ownFolder, type Launcher } from "../confinement/launcher.ts";
 import type { RevisionLog } from "../store/revision-logs.ts";
@@ -14,6 +14,11 @@ import net from "node:net";
 import { DataPlaneGateway, deleteLabelledSandboxes, DEPLOYMENT_LABEL, deploymentUser, GATEWAY_PORT, GATEWAY_URL, newGatewayKey, REVISION_LABEL } from "./data-plane-gateway.ts";
 import { CommandFailed } from "../build/run-command.ts";
 import { prepareDatabaseAccess } from "./database-access.ts";
+import type { StoredProxyConfig } from "../../egress/index.ts";
+import { registryHosts } from "../build/registry-hosts.ts";
+import { buildEgressId, serverEgressId } from "../confinement/egress-plan.ts";
+import type { Launched } from "../confinement/launcher.ts";
+import { DeploymentEgress } from "./revision-egress.ts";
 
 type Deployment = Database["deployments"];
 
@@ -37,7 +42,46 @@ export class RevisionRuntime {
     readonly launcher: Launcher,
     private readonly runner: RunnerCommand,
     private readonly runnerBinds: string[] = [],
-  ) {}
+  ) {
+    this.egress = new DeploymentEgress(ctx.db, path.join(layout.root, "egress"), (p) => launcher.baseHasFile(p), ctx.log);
+  }
+
+  /** Every running process's way out, updated when the deployment's proxy_config changes. */
+  private readonly egress: DeploymentEgress;
+  /** Deployments being deleted: nothing of theirs starts any more (see `purge`). */
+  private readonly deleted = new Set<string>();
+  /** Server starts and build steps in flight, per deployment (`purge` waits for them). */
+  private readonly inflight = new Map<string, Set<Promise<unknown>>>();
+
+  private track<T>(deploymentId: string, work: () => Promise<T>): Promise<T> {
+    if (this.deleted.has(deploymentId)) return Promise.reject(new Error("the deployment is being deleted"));
+    const run = work();
+    const set = this.inflight.get(deploymentId) ?? new Set<Promise<unknown>>();
+    set.add(run);
+    this.inflight.set(deploymentId, set);
+    const done = () => {
+      set.delete(run);
+      if (set.size === 0 && this.inflight.get(deploymentId) === set) this.inflight.delete(deploymentId);
+    };
+    run.then(done, done);
+    return run;
+  }
+
+  /** A PATCH of the deployment's proxy_config: its running servers and build steps get the new rules now. */
+  updateEgress(deploymentId: string, proxyConfig: StoredProxyConfig | null): Promise<void> {
+    return this.egress.update(deploymentId, proxyConfig);
+  }
+
+  /**
+   * The end of a deleted deployment on this machine: nothing of it starts any more, starts and
+   * build steps in flight have ended (a start racing the deletion stops itself), then its state
+   * folder and npm cache are removed. DELETE answers after this, so the folder is gone by then.
+   */
+  async purge(deploymentId: string): Promise<void> {
+    this.deleted.add(deploymentId);
+    await Promise.allSettled([...(this.inflight.get(deploymentId) ?? [])]);
+    this.removeState(deploymentId);
+  }
 
   private get isolated(): boolean {
     return this.launcher.isolated;
@@ -88,51 +132,85 @@ export class RevisionRuntime {
     execFileSync("chown", ["-R", "--no-dereference", `${uid}:${uid}`, artifactDir]);
   }
 
-  /** Runs build steps confined as the deployment, their output going to the build log. */
+  /**
+   * Runs build steps confined as the deployment, their output going to the build log. Each step
+   * reaches out only through the egress proxy, under the deployment's `proxy_config` with its
+   * package registries allowed.
+   */
   buildStep(deployment: Deployment, revisionId: string, ident: DeploymentIdentity, log: RevisionLog, signal: AbortSignal): BuildStep {
     const limits = buildLimits(limitsFor(resourceSpecOf(deployment)));
     const npmCache = this.layout.npmCacheFor(deployment.id);
-    return async (step) => {
-      signal.throwIfAborted();
-      ownFolder(npmCache, ident.uid, this.isolated);
-      const artifactDir = this.layout.buildDir(revisionId);
-      const env: Record<string, string> = {
-        PATH: "/usr/bin:/bin",
-        HOME: this.isolated ? "/tmp" : npmCache,
-        LANG: process.env.LANG ?? "C.UTF-8",
-        npm_config_cache: this.isolated ? "/npm-cache" : npmCache,
-        ...step.env,
-      };
-      const launched = await this.launcher.launch({
-        id: `dep-build-${revisionId}`,
-        uid: ident.uid,
-        limits,
-        plan: buildPlan({ layout: this.layout, artifactDir, projectDir: step.cwd, npmCache, writable: step.writable }),
-        argv: step.argv.map((a) => this.inside(a)),
-        env,
-        cwd: this.inside(step.cwd),
-      });
-      let captured = "";
-      launched.stdout.on("data", step.capture ? (d: Buffer) => (captured += d.toString()) : log.lineSink("info"));
-      launched.stderr.on("data", log.lineSink("info"));
-      const kill = () => void launched.stop(0);
-      // An interrupt that arrived while the confinement was starting has already fired its event.
-      if (signal.aborted) kill();
-      else signal.addEventListener("abort", kill, { once: true });
-      try {
-        const code = await launched.exited;
-        await launched.stop(0);
+    return (step) =>
+      this.track(deployment.id, async () => {
         signal.throwIfAborted();
-        if (code !== 0) throw new CommandFailed(`${step.what} failed (exit ${code ?? "signal"})`);
-        return captured;
-      } finally {
-        signal.removeEventListener("abort", kill);
-      }
-    };
+        ownFolder(npmCache, ident.uid, this.isolated);
+        const artifactDir = this.layout.buildDir(revisionId);
+        const registries = registryHosts({ npmrc: readIfExists(path.join(step.cwd, ".npmrc")), env: step.env });
+        const egress = this.isolated ? await this.egress.open({ id: buildEgressId(revisionId), deploymentId: deployment.id, workspaceId: deployment.workspace_id, registries, onUnplaced: unplacedNote(log) }) : null;
+        const env: Record<string, string> = {
+          PATH: "/usr/bin:/bin",
+          HOME: this.isolated ? "/tmp" : npmCache,
+          LANG: process.env.LANG ?? "C.UTF-8",
+          npm_config_cache: this.isolated ? "/npm-cache" : npmCache,
+          ...step.env,
+          ...egress?.env,
+        };
+        let launched: Launched;
+        try {
+          const plan = buildPlan({ layout: this.layout, artifactDir, projectDir: step.cwd, npmCache, writable: step.writable });
+          launched = await this.launcher.launch({
+            id: buildEgressId(revisionId),
+            uid: ident.uid,
+            limits,
+            plan: { ...plan, binds: [...plan.binds, ...(egress?.binds ?? [])] },
+            argv: step.argv.map((a) => this.inside(a)),
+            env,
+            cwd: this.inside(step.cwd),
+            capture: egress?.capture ?? null,
+            onNetwork: egress ? (pid, captured) => egress.attach(pid, captured) : undefined,
+          });
+        } catch (err) {
+          await egress?.close();
+          throw err;
+        }
+        let captured = "";
+        launched.stdout.on("data", step.capture ? (d: Buffer) => (captured += d.toString()) : log.lineSink("info"));
+        launched.stderr.on("data", log.lineSink("info"));
+        const kill = () => void launched.stop(0);
+        // An interrupt that arrived while the confinement was starting has already fired its event.
+        if (signal.aborted) kill();
+        else signal.addEventListener("abort", kill, { once: true });
+        try {
+          const code = await launched.exited;
+          await launched.stop(0);
+          signal.throwIfAborted();
+          if (code !== 0) throw new CommandFailed(`${step.what} failed (exit ${code ?? "signal"})`);
+          return captured;
+        } finally {
+          signal.removeEventListener("abort", kill);
+          await egress?.close();
+        }
+      });
   }
 
-  /** Starts a revision's agent server; it listens on a unix socket only the platform reaches. */
-  async startServer(
+  /**
+   * Starts a revision's agent server; it listens on a unix socket only the platform reaches. Never
+   * for a deployment being deleted: a start racing the deletion stops again before `purge` removes
+   * the state folder, so the folder cannot come back.
+   */
+  startServer(...a: Parameters<RevisionRuntime["startServerNow"]>): Promise<AgentProcess> {
+    const deploymentId = a[0].id;
+    return this.track(deploymentId, async () => {
+      const proc = await this.startServerNow(...a);
+      if (this.deleted.has(deploymentId)) {
+        await proc.stop(0);
+        throw new Error("the deployment is being deleted");
+      }
+      return proc;
+    });
+  }
+
+  private async startServerNow(
     deployment: Deployment,
     revisionId: string,
     project: { artifactDir: string; projectDir: string; configFile: string },
@@ -167,11 +245,14 @@ export class RevisionRuntime {
       gateway.attach(l);
       gatewayUrl = `http://127.0.0.1:${(l.address() as net.AddressInfo).port}`;
     }
-    const env = { ...this.agentEnv(deployment, revisionId, secrets, ident, inside.state), LANGSMITH_ENDPOINT: gatewayUrl, LANGSMITH_API_KEY: key, WHARF_URL: gatewayUrl, ...database?.env };
+    // The way out: the egress proxy under the deployment's proxy_config (confined only).
+    const egress = this.isolated ? await this.egress.open({ id: serverEgressId(revisionId), deploymentId: deployment.id, workspaceId: deployment.workspace_id, registries: null, onUnplaced: unplacedNote(log) }) : null;
+    const env = { ...this.agentEnv(deployment, revisionId, secrets, ident, inside.state), ...egress?.env, LANGSMITH_ENDPOINT: gatewayUrl, LANGSMITH_API_KEY: key, WHARF_URL: gatewayUrl, ...database?.env };
     const cleanup = () => {
       database?.close();
       gateway.close();
       hostListener?.close();
+      void egress?.close();
     };
     return AgentProcess.start(
       this.launcher,
@@ -179,16 +260,17 @@ export class RevisionRuntime {
         id: `dep-${revisionId}`,
         uid: ident.uid,
         limits: limitsFor(resourceSpecOf(deployment)),
-        plan: withExtraBinds(servePlan({ layout: buildLayout, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, socketDir }), this.runnerBinds),
+        plan: withExtraBinds(servePlan({ layout: buildLayout, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, socketDir }), this.runnerBinds, egress?.binds),
         argv: [command, ...args],
         env,
         cwd: this.inside(project.projectDir, buildLayout),
-        capture: this.isolated ? { tcpPorts: [GATEWAY_PORT, ...(database?.tcpPorts ?? [])], dns: false } : null,
-        onNetwork: async (_pid, captured) => {
+        capture: this.isolated ? { tcpPorts: [GATEWAY_PORT, ...(database?.tcpPorts ?? []), ...(egress?.capture.tcpPorts ?? [])], dns: egress?.capture.dns ?? false } : null,
+        onNetwork: async (pid, captured) => {
           const listener = captured?.tcp.get(GATEWAY_PORT);
           if (!listener) throw new Error(`no data-plane listener in the namespace: ${captured?.errors.join("; ") || "none handed over"}`);
           gateway.attach(listener);
           database?.attach(captured);
+          await egress?.attach(pid, captured);
         },
       },
       path.join(socketDir, SOCKET_NAME),
@@ -247,9 +329,20 @@ export class RevisionRuntime {
   }
 }
 
-function withExtraBinds(plan: MountPlan, extra: string[]): MountPlan {
-  return { ...plan, binds: [...plan.binds, ...extra.map((src) => ({ src }))] };
+function withExtraBinds(plan: MountPlan, extra: string[], egress: Bind[] = []): MountPlan {
+  return { ...plan, binds: [...plan.binds, ...extra.map((src) => ({ src })), ...egress] };
 }
+
+function readIfExists(file: string): string | null {
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+/** Egress files that cannot appear in the confinement (a new file under read-only `/etc`), told in the log. */
+const unplacedNote = (log: RevisionLog) => (paths: string[]) => log.line(`egress: ${paths.join(", ")} cannot be shown in the confinement (no such folder in its read-only tree)`, "warning");
 
 function resourceSpecOf(deployment: Deployment): Record<string, unknown> | null {
   try {

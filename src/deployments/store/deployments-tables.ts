@@ -29,6 +29,11 @@ export interface DeploymentsTable {
   /** The deployment's own agent-server key (sealed): what its agent server seals with. */
   agent_key_key_id: string | null;
   agent_key_ciphertext: string | null;
+  /**
+   * JSON: the egress rules of the deployment's processes, in the egress proxy's stored form
+   * (`opaque` values are ids of sealed rows, never values); null = the default posture.
+   */
+  proxy_config: string | null;
   created_at: string;
   updated_at: string;
 }

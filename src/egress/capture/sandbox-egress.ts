@@ -60,12 +60,41 @@ export class SandboxEgress implements SecretDependent {
   private untrack: (() => void) | null = null;
   private keys: Set<string> | null = null;
   private updating: Promise<void> = Promise.resolve();
+  /** Raw ports the prepared rules open (listened on at attach). */
+  private rawPorts: number[] = [];
+  /** Set at attach: the namespace's process (prepare runs before the namespace exists). */
+  private netnsPid: number;
+  private attached = false;
+  private pending: { stored: unknown } | null = null;
 
   constructor(
     private readonly rt: EgressRuntime,
     private readonly target: AttachTarget,
   ) {
     this.stored = target.proxyConfig;
+    this.netnsPid = target.netnsPid;
+  }
+
+  /**
+   * Everything that does not need the namespace: the workspace CA, the rules resolved now, the
+   * engines, and the environment and files the sandbox's processes start with. Split from
+   * `attach` for callers that must know `env`/`files` before the namespace exists (a confined
+   * service's environment and mounts are fixed when it is spawned).
+   */
+  async prepare(): Promise<void> {
+    if (this.spec) return;
+    const { sandboxId, workspaceId } = this.target;
+    const ca = await this.rt.caFor(workspaceId);
+    const compiled = await this.rt.resolveConfig(workspaceId, this.stored);
+    const policy = policyOf(compiled);
+    const engines = this.rt.enginesFor({ id: sandboxId, workspaceId }, policy);
+    this.spec = { id: sandboxId, workspaceId, ca, compiled, owner: this.owner };
+    this.rawPorts = policy.rawPorts();
+    this.files[SANDBOX_CA_FILE] = ca.certPem;
+    this.files[SANDBOX_CA_BUNDLE] = systemRoots().trimEnd() + "\n" + ca.certPem;
+    this.files["/etc/resolv.conf"] = "nameserver 127.0.0.1\noptions timeout:2 attempts:2\n";
+    Object.assign(this.files, engines.files);
+    this.setEnv(policy, engines.env);
   }
 
   /**
@@ -73,16 +102,12 @@ export class SandboxEgress implements SecretDependent {
    * only raw ports this sandbox's allow_list opens are added, through the in-namespace helper.
    * Without them, everything is set up here.
    */
-  async attach(prepared: NamespaceListeners | null = null): Promise<void> {
-    const { sandboxId, workspaceId, netnsPid } = this.target;
-    const ca = await this.rt.caFor(workspaceId);
-    const compiled = await this.rt.resolveConfig(workspaceId, this.stored);
-    const policy = policyOf(compiled);
-    const engines = this.rt.enginesFor({ id: sandboxId, workspaceId }, policy);
-    this.spec = { id: sandboxId, workspaceId, ca, compiled, owner: this.owner };
-    this.rt.plane.upsertSandbox(this.spec);
+  async attach(prepared: NamespaceListeners | null = null, netnsPid = this.target.netnsPid): Promise<void> {
+    await this.prepare();
+    this.netnsPid = netnsPid;
+    this.rt.plane.upsertSandbox(this.spec!);
     try {
-      const ports = [...new Set([80, 443, this.rt.settings.proxyPort, ...policy.rawPorts()])];
+      const ports = [...new Set([80, 443, this.rt.settings.proxyPort, ...this.rawPorts])];
       if (prepared) {
         this.listeners = prepared;
         const missing = ports.filter((p) => !prepared.tcp.has(p));
@@ -100,12 +125,13 @@ export class SandboxEgress implements SecretDependent {
       await this.detach();
       throw err;
     }
-    this.files[SANDBOX_CA_FILE] = ca.certPem;
-    this.files[SANDBOX_CA_BUNDLE] = systemRoots().trimEnd() + "\n" + ca.certPem;
-    this.files["/etc/resolv.conf"] = "nameserver 127.0.0.1\noptions timeout:2 attempts:2\n";
-    Object.assign(this.files, engines.files);
-    this.setEnv(policy, engines.env);
+    this.attached = true;
     this.untrack = this.rt.track(this);
+    if (this.pending) {
+      const { stored } = this.pending;
+      this.pending = null;
+      await this.update(stored);
+    }
   }
 
   get workspaceId(): string {
@@ -156,8 +182,14 @@ export class SandboxEgress implements SecretDependent {
   /** Applies a new proxy_config at once; opens/closes raw-port listeners; deletes replaced sealed values. */
   update(stored: unknown): Promise<void> {
     const run = this.updating.then(async () => {
-      if (this.closed || !this.spec) return;
-      const { workspaceId, netnsPid } = this.target;
+      if (this.closed) return;
+      // Prepared, not attached yet: the attach applies it once the listeners are up.
+      if (!this.attached) {
+        this.pending = { stored };
+        return;
+      }
+      const { workspaceId } = this.target;
+      const netnsPid = this.netnsPid;
       const compiled = await this.rt.resolveConfig(workspaceId, stored);
       const policy = policyOf(compiled);
       const oldRefs = new Set(this.rt.storedRefs(this.stored));
@@ -172,7 +204,7 @@ export class SandboxEgress implements SecretDependent {
         }
       }
       const engines = this.rt.enginesFor({ id: this.target.sandboxId, workspaceId }, policy);
-      this.spec = { ...this.spec, compiled };
+      this.spec = { ...this.spec!, compiled };
       this.rt.plane.upsertSandbox(this.spec);
       for (const [port, server] of this.listeners.tcp) {
         if (!wanted.has(port)) {

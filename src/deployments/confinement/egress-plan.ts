@@ -1,0 +1,85 @@
+import path from "node:path";
+import type { Bind } from "./confinement.ts";
+
+/**
+ * Decisions about a deployment's egress (pure, table-tested): which rules each confined process
+ * gets, and how the egress attachment's files (the interception CA, the system bundle with it,
+ * compatibility credentials) appear in a confinement whose `/usr` and `/etc` are read-only binds.
+ */
+
+/**
+ * The egress target id of a revision's agent server and of its build steps: the same names as
+ * their cgroups. Sandbox ids are bare UUIDs, so these never collide with a sandbox's, and the
+ * `dep-` prefix is what the egress audit log shows for a deployment.
+ */
+export const serverEgressId = (revisionId: string) => `dep-${revisionId}`;
+export const buildEgressId = (revisionId: string) => `dep-build-${revisionId}`;
+
+/**
+ * A build step's rules: the deployment's `proxy_config` (header rules, credentials, deny_list) with
+ * the package registries the build needs added to an `allow_list`, so a config written for the
+ * agent (`allow_list: ["api.openai.com"]`) still installs its dependencies. A deny_list is kept as
+ * written: a registry the owner denied stays denied. No config: the default posture, which already
+ * reaches every registry on 80/443.
+ */
+export function buildStepProxyConfig<T>(stored: T, registries: string[]): T {
+  if (!stored || typeof stored !== "object" || registries.length === 0) return stored;
+  const ac = (stored as { access_control?: unknown }).access_control as { allow_list?: unknown } | null | undefined;
+  if (!ac || !Array.isArray(ac.allow_list)) return stored;
+  const allow = [...new Set([...(ac.allow_list as string[]), ...registries])];
+  return { ...stored, access_control: { allow_list: allow } };
+}
+
+/** Where the egress files of one process are mounted from (a root-owned folder of the platform's). */
+export interface EgressMounts {
+  /** Files to write under the process's egress folder: relative path → content. */
+  writes: Record<string, string>;
+  /** Binds of entries of that folder (`src` relative to it). */
+  binds: Array<{ rel: string; dest: string }>;
+  /** Paths that have no place to appear (a missing folder under a read-only tree). */
+  unplaced: string[];
+}
+
+/** `/usr/local` of the base image holds only an empty `bin/`; the egress folder's copy replaces it whole. */
+const USR_LOCAL = "/usr/local";
+/** Top folders that exist only on the confinement's own root (tmpfs): bubblewrap creates mount points there. */
+const ON_ROOT = ["/home/", "/root/"];
+
+/**
+ * How each file of an attachment is shown: under `/usr/local` through one bind of the folder's
+ * `usr-local` (the CA under `share/ca-certificates`, a folder the base image lacks); a file the
+ * base image has (`/etc/ssl/certs/ca-certificates.crt`, `/etc/resolv.conf`) by a file bind over
+ * it; a file under `/home` or `/root` by a file bind whose parents bubblewrap creates; anything
+ * else (a new file under `/etc` or `/usr`) cannot appear on the read-only trees and is reported.
+ */
+export function egressMounts(files: Record<string, string>, baseHasFile: (insidePath: string) => boolean): EgressMounts {
+  const out: EgressMounts = { writes: {}, binds: [], unplaced: [] };
+  let usrLocal = false;
+  for (const [file, content] of Object.entries(files)) {
+    const p = path.posix.normalize(file);
+    if (!path.posix.isAbsolute(p) || p.split("/").includes("..")) {
+      out.unplaced.push(file);
+      continue;
+    }
+    if (p.startsWith(USR_LOCAL + "/")) {
+      out.writes[path.posix.join("usr-local", p.slice(USR_LOCAL.length + 1))] = content;
+      usrLocal = true;
+      continue;
+    }
+    const rel = path.posix.join("files", p.slice(1));
+    if (baseHasFile(p) || ON_ROOT.some((r) => p.startsWith(r))) {
+      out.writes[rel] = content;
+      out.binds.push({ rel, dest: p });
+    } else out.unplaced.push(file);
+  }
+  if (usrLocal) {
+    out.writes["usr-local/bin/.keep"] = "";
+    out.binds.unshift({ rel: "usr-local", dest: USR_LOCAL });
+  }
+  return out;
+}
+
+/** The binds of an egress folder on the host, for a mount plan (read-only). */
+export function egressBinds(hostDir: string, mounts: EgressMounts): Bind[] {
+  return mounts.binds.map((b) => ({ src: path.join(hostDir, b.rel), dest: b.dest }));
+}
