@@ -53,7 +53,7 @@ describe("deployment egress", () => {
     const rev = await pollRevision(p, d.id, d.latest_revision_id, 120_000);
     const buildLog = await logsOf(p, d.id, rev.id, "build");
     assert.equal(rev.status, "DEPLOYED", `${rev.status_message}\n${buildLog}\n${await logsOf(p, d.id, rev.id, "deploy")}`);
-    console.log(`create → DEPLOYED with a dependency fetched from the local registry through the proxy: ${Math.round(performance.now() - started)} ms`);
+    console.log(`create → DEPLOYED with a dependency fetched from the local registry through the proxy: ${Math.round(performance.now() - started)} ms (${buildLog.match(/build finished in \d+ ms/)?.[0]})`);
     assert.ok(registry.seen.includes("/wharf-egress-fixture"), `the build asked the registry: ${registry.seen.join(", ")}`);
     assert.ok(registry.seen.some((u) => u.endsWith(".tgz")), "and downloaded the tarball");
     assert.match(buildLog, /dependencies installed and cached/);
@@ -107,6 +107,21 @@ describe("deployment egress", () => {
     assert.equal(out.results["https://ws.test/"], 200, "a deny_list lets other hosts through");
     const revs = await (await p.api(`/v2/deployments/${d.id}/revisions`)).json();
     assert.equal(revs.resources.length, 1);
+
+    // A PATCH served by another platform process (here: the row changed underneath) reaches the
+    // running revision within a few seconds.
+    await p.ctx.db
+      .updateTable("deployments")
+      .set({ proxy_config: JSON.stringify({ version: 1, rules: [], callbacks: [], access_control: { deny_list: ["ws.test"] }, no_proxy: [] }) })
+      .where("id", "=", d.id)
+      .execute();
+    const changedAt = Date.now();
+    while ((await run(["https://ws.test/"])).results["https://ws.test/"] !== 403) {
+      assert.ok(Date.now() - changedAt < 8000, "another process's change did not arrive");
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    console.log(`another process's proxy_config change applied within ${Date.now() - changedAt} ms`);
+    await p.api(`/v2/deployments/${d.id}`, { method: "PATCH", json: { proxy_config: { rules: [{ name: "api2", match_hosts: ["api.test"], headers: [{ name: "Authorization", type: "opaque", value: `Bearer ${ROTATED}` }] }], access_control: { deny_list: ["other.test"] } } } });
 
     // The replaced opaque value was released; deleting the deployment releases the current one.
     const sealed = async () => Number((await p.ctx.db.selectFrom("egress_sealed_values").select((eb) => eb.fn.countAll().as("n")).where("workspace_id", "=", d.tenant_id).executeTakeFirst())?.n ?? 0);

@@ -54,13 +54,21 @@ export function takeListeners(captured: CapturedNetwork, ports: number[]): Captu
   return { tcp, udp, errors: captured.errors };
 }
 
-export async function readProxyConfig(db: Kysely<Database>, deploymentId: string): Promise<StoredProxyConfig | null> {
+async function readProxyConfigText(db: Kysely<Database>, deploymentId: string): Promise<string | null> {
   const row = await db.selectFrom("deployments").select("proxy_config").where("id", "=", deploymentId).executeTakeFirst();
-  return row?.proxy_config ? (JSON.parse(row.proxy_config) as StoredProxyConfig) : null;
+  return row?.proxy_config ?? null;
 }
+
+const parseStored = (text: string | null): StoredProxyConfig | null => (text ? (JSON.parse(text) as StoredProxyConfig) : null);
+
+/** How often running processes re-read their deployment's proxy_config (a PATCH served by another platform process). */
+export const PROXY_CONFIG_POLL_MS = 2000;
 
 export class DeploymentEgress {
   private readonly live = new Map<string, Set<Entry>>();
+  /** The config text each deployment's processes run with, to notice another process's PATCH. */
+  private readonly applied = new Map<string, string | null>();
+  private timer: NodeJS.Timeout | null = null;
   private warned = false;
 
   constructor(
@@ -91,18 +99,24 @@ export class DeploymentEgress {
     const set = this.live.get(p.deploymentId) ?? new Set<Entry>();
     set.add(entry);
     this.live.set(p.deploymentId, set);
+    this.watch();
     let closed = false;
     const close = async () => {
       if (closed) return;
       closed = true;
       set.delete(entry);
-      if (set.size === 0 && this.live.get(p.deploymentId) === set) this.live.delete(p.deploymentId);
+      if (set.size === 0 && this.live.get(p.deploymentId) === set) {
+        this.live.delete(p.deploymentId);
+        this.applied.delete(p.deploymentId);
+      }
       // At once (the caller may not wait): the process that showed them is gone.
       fs.rmSync(dir, { recursive: true, force: true });
       await entry.prepared?.cancel().catch((err) => this.log.warn({ err, id: p.id }, "egress detach failed"));
     };
     try {
-      const stored = await readProxyConfig(this.db, p.deploymentId);
+      const text = await readProxyConfigText(this.db, p.deploymentId);
+      if (!this.applied.has(p.deploymentId)) this.applied.set(p.deploymentId, text);
+      const stored = parseStored(text);
       const prepared = await prepareEgress({ sandboxId: p.id, workspaceId: p.workspaceId, proxyConfig: derive(stored) });
       entry.prepared = prepared;
       if (entry.latest) await prepared.update(derive(entry.latest.stored));
@@ -135,6 +149,7 @@ export class DeploymentEgress {
    * start; files it already shows are rewritten in place.
    */
   async update(deploymentId: string, stored: StoredProxyConfig | null): Promise<void> {
+    if (this.live.has(deploymentId)) this.applied.set(deploymentId, stored ? JSON.stringify(stored) : null);
     const entries = [...(this.live.get(deploymentId) ?? [])];
     await Promise.all(
       entries.map(async (e) => {
@@ -146,6 +161,36 @@ export class DeploymentEgress {
         e.rewriteFiles();
       }),
     );
+  }
+
+  /**
+   * With several platform processes on one PostgreSQL, a PATCH may land on another process than
+   * the one running the revision: every few seconds the running deployments' configs are read
+   * again (one query) and a changed one is applied here.
+   */
+  private watch(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.poll().catch((err) => this.log.warn({ err }, "re-reading deployments' proxy_config failed")), PROXY_CONFIG_POLL_MS);
+    this.timer.unref();
+  }
+
+  private async poll(): Promise<void> {
+    const ids = [...this.live.keys()];
+    if (ids.length === 0) {
+      if (this.timer) clearInterval(this.timer);
+      this.timer = null;
+      return;
+    }
+    const rows = await this.db.selectFrom("deployments").select(["id", "proxy_config"]).where("id", "in", ids).execute();
+    for (const row of rows) {
+      if (!this.live.has(row.id) || this.applied.get(row.id) === row.proxy_config) continue;
+      if (this.applied.has(row.id)) await this.update(row.id, parseStored(row.proxy_config));
+    }
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
   }
 }
 
