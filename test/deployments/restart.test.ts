@@ -99,3 +99,67 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+for (const dialect of DIALECTS) {
+  describe(`a run in flight when the platform dies (${dialect})`, () => {
+    test("the revision's server comes back --exclusive and settles it at start, not when its lease expires (20-30 s)", async (t) => {
+      const s = await storageSettings(t, dialect);
+      if (!s) return;
+      const port = await freePort();
+      const env: Record<string, string> = { WHARF_HOME: s.home, WHARF_PORT: String(port), ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}), TEST_PG_SCHEMA: s.pgSchema ?? "", TEST_REAL_RUNNER: "1" };
+      let current = await startChild(env);
+      t.after(async () => {
+        current.child.kill("SIGTERM");
+        await new Promise((r) => current.child.once("exit", r).once("error", r));
+        await s.dropSchema();
+      });
+      const apiKey = fs.readFileSync(path.join(s.home, "bootstrap-key"), "utf8").trim();
+      const headers = { "x-api-key": apiKey, "content-type": "application/json" };
+      const call = async (url: string, init: { method?: string; json?: unknown } = {}) => {
+        const res = await fetch(url, { method: init.method ?? "GET", headers, body: init.json === undefined ? undefined : JSON.stringify(init.json) });
+        return { status: res.status, body: await res.json().catch(() => null) };
+      };
+      const created = await call(`${current.url}/v2/deployments`, { method: "POST", json: { name: "resumable", source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: copyProject(t, "resumable") }, secrets: [] } });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const d = created.body as { id: string; latest_revision_id: string; source_config: { custom_url: string } };
+      const url = d.source_config.custom_url;
+      const deployDeadline = Date.now() + 90_000;
+      for (;;) {
+        const st = (await call(`${current.url}/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`)).body.status as string;
+        if (st === "DEPLOYED") break;
+        if (TERMINAL.has(st) || Date.now() > deployDeadline) assert.fail(`revision ended ${st}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      // A background run on a thread, in its slow first attempt.
+      const thread = (await call(`${url}/threads`, { method: "POST", json: {} })).body as { thread_id: string };
+      const started = await call(`${url}/threads/${thread.thread_id}/runs`, { method: "POST", json: { assistant_id: "slow", input: { messages: [{ role: "human", content: "survive" }] } } });
+      assert.equal(started.status, 200, JSON.stringify(started.body));
+      const runUrl = `${url}/threads/${thread.thread_id}/runs/${(started.body as { run_id: string }).run_id}`;
+      const runStatus = async () => ((await call(runUrl).catch(() => ({ status: 0, body: null }))).body as { status?: string } | null)?.status ?? "unreachable";
+      const runningBy = Date.now() + 20_000;
+      while ((await runStatus()) !== "running") {
+        assert.ok(Date.now() < runningBy, "the run did not start");
+        await new Promise((r) => setTimeout(r, 100));
+      }
+
+      current.child.kill("SIGKILL");
+      await new Promise((r) => current.child.once("exit", r));
+      const killedAt = Date.now();
+      current = await startChild(env);
+      // Settled at the server's start (resumed: attempt 2 answers at once) instead of 20-30 s later.
+      let status = await runStatus();
+      while (status !== "success" && Date.now() - killedAt < 40_000) {
+        await new Promise((r) => setTimeout(r, 200));
+        status = await runStatus();
+      }
+      const settledMs = Date.now() - killedAt;
+      assert.equal(status, "success");
+      assert.ok(settledMs < 20_000, `the run settled ${settledMs} ms after the kill: later than a lease expiry would have`);
+      const state = (await call(`${url}/threads/${thread.thread_id}/state`)).body as { values: { messages: Array<{ content: string }> } };
+      assert.equal(state.values.messages.at(-1)?.content, "attempt 2: survive");
+      const logs = (await call(`${current.url}/v2/deployments/${d.id}/revisions/${d.latest_revision_id}/deploy_logs?limit=1000`)).body.logs.map((l: { message: string }) => l.message).join("\n");
+      assert.match(logs, /serving again after a platform restart/);
+      assert.match(logs, /the deployment's only server/);
+    });
+  });
+}
