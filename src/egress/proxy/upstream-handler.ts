@@ -30,6 +30,13 @@ export function endsConnection(raw: string[]): boolean {
  */
 export class UpstreamHandler {
   private abortFn: ((err?: Error) => void) | null = null;
+  /**
+   * The client left (its response closed) before the answer completed: abort upstream, also when it
+   * left before undici started the request. Not `res.writableFinished`: an HTTP/2 stream the client
+   * reset reads as finished.
+   */
+  private clientClosed = false;
+  private completed = false;
   private resumeFn: (() => void) | null = null;
   /** The response ends its upstream connection: never pause undici (see `endsConnection`). */
   private noPause = false;
@@ -43,13 +50,15 @@ export class UpstreamHandler {
   }
 
   private readonly onClose = () => {
-    if (!this.res.writableFinished) this.abortFn?.(new Error("client went away"));
+    this.clientClosed = true;
+    if (!this.completed) this.abortFn?.(new Error("client went away"));
   };
 
   private readonly onDrain = () => this.resumeFn?.();
 
   onConnect(abort: (err?: Error) => void): void {
     this.abortFn = abort;
+    if (this.clientClosed) abort(new Error("client went away"));
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
@@ -73,6 +82,7 @@ export class UpstreamHandler {
 
   /** Trailers arrive as raw pairs over HTTP/1.1 and as an object over HTTP/2 (gRPC's status lives there). */
   onComplete(trailers: Buffer[] | Record<string, string | string[]> | null): void {
+    this.completed = true;
     if (Array.isArray(trailers)) {
       if (trailers.length) this.res.addTrailers(pairs(trailers.map((b) => b.toString("latin1"))));
     } else if (trailers && Object.keys(trailers).length) {
@@ -85,4 +95,3 @@ export class UpstreamHandler {
     this.onFailure(err);
   }
 }
-
