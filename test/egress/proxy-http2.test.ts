@@ -7,6 +7,8 @@ import tls from "node:tls";
 import { test, type TestContext } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { LeafMinter } from "../../src/egress/proxy/certificates.ts";
+import { echoService } from "./fixtures/grpc-echo-service.ts";
+import { startGrpcUpstream } from "./fixtures/grpc-upstream.ts";
 import { startProxy, type TestProxy } from "./support/proxy.ts";
 import { hostsSetting, startUpstreams, type Upstreams } from "./support/upstreams.ts";
 
@@ -171,4 +173,31 @@ test("gRPC (@grpc/grpc-js) through the proxy: unary and server streaming with th
   });
   assert.deepEqual(items, [0, 1, 2, 3, 4], "a server stream arrives whole, with its grpc-status trailer");
   assert.deepEqual(seen, [`Bearer ${SECRET}`]);
+});
+
+test("gRPC: a client's cancel of a server stream reaches the upstream server through the proxy", async (t) => {
+  const up = await startUpstreams(t, ["api.test"]);
+  const grpcUp = await startGrpcUpstream(t, up, ["grpc.test"]);
+  const config = { rules: [{ name: "grpc", match_hosts: ["grpc.test"], headers: [{ name: "Authorization", type: "plaintext", value: `Bearer ${SECRET}` }] }] };
+  const p = await startProxy(t, up, config, { env: { WHARF_EGRESS_HOSTS: `grpc.test:443=${up.address}:${grpcUp.port}` } });
+  const Client = grpc.makeGenericClientConstructor(echoService, "Test");
+  // A captured connection to grpc.test:443, as in a sandbox whose client ignores the proxy settings.
+  const port = await p.transparent("grpc.test", 443);
+  const options = { "grpc.ssl_target_name_override": "grpc.test", "grpc.default_authority": "grpc.test", "grpc.enable_http_proxy": 0 };
+  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createSsl(Buffer.from(p.sandboxCaPem)), options) as grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+  t.after(() => client.close());
+  for (let round = 1; round <= 3; round++) {
+    const call = client.watch({}, { deadline: Date.now() + 20_000 }) as grpc.ClientReadableStream<{ i: number }>;
+    await new Promise<void>((resolve, reject) => {
+      call.on("data", (d: { i: number }) => d.i === 2 && resolve());
+      call.on("error", reject);
+    });
+    call.on("error", () => {});
+    call.cancel();
+    const deadline = Date.now() + 5_000;
+    while (grpcUp.cancelled < round && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(grpcUp.cancelled, round, `cancel ${round} reached the server (an upstream stream the client left must not keep running)`);
+  }
+  assert.equal(grpcUp.calls.filter((c) => c.method === "Watch").length, 3);
+  assert.ok(grpcUp.calls.every((c) => c.metadata.authorization?.[0] === `Bearer ${SECRET}`));
 });
