@@ -1,0 +1,72 @@
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { test } from "node:test";
+import { startSandboxPlatform } from "../sandboxes/support.ts";
+import { isRoot, requireCapability } from "../support/requirements.ts";
+import { startH2Upstream } from "./fixtures/h2-upstream.ts";
+import { startUpstreams } from "./support/upstreams.ts";
+
+const SECRET = "h2m_" + crypto.randomBytes(16).toString("hex");
+
+interface Probe {
+  status: number;
+  ms: number;
+  error?: string;
+  body?: string;
+}
+
+/**
+ * Malformed HTTP/2 from inside a real sandbox (captured connections, the supervised data plane):
+ * a bad preface, an oversized header list, a rapid-reset flood and a CONTINUATION flood each end
+ * that connection only (the flood with a GOAWAY); healthy sessions of the same sandbox answer before,
+ * during and after every one of them, with the credential injected, and the data plane never
+ * restarts. Known gap (see the note at the end): the flood's resets are forwarded to an HTTP/2
+ * upstream, whose own rapid-reset limit may then end the upstream connection the sandbox's other
+ * requests to that host share.
+ */
+test("malformed HTTP/2 from inside a sandbox closes that connection only; the sandbox's healthy sessions keep working", async (t) => {
+  if (!requireCapability(t, process.platform === "linux" && isRoot(), "sandboxes need root on Linux")) return;
+  const up = await startUpstreams(t, ["api.test"]);
+  const h2 = await startH2Upstream(t, up, ["h2.test", "other.test"]);
+  const hosts = ["h2.test", "other.test"].map((n) => `${n}:443=${up.address}:${h2.port}`).join(",");
+  Object.assign(process.env, { WHARF_EGRESS_HOSTS: hosts, WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
+  const p = await startSandboxPlatform(t);
+  if (!p) return;
+  const proxy_config = { rules: [{ name: "h2", match_hosts: ["h2.test", "other.test"], headers: [{ name: "Authorization", type: "plaintext", value: `Bearer ${SECRET}` }] }] };
+  const sbx = await p.create({ name: "h2-malformed", proxy_config, wait_for_ready: true });
+  const form = new FormData();
+  form.append("file", new Blob([fs.readFileSync(path.join(import.meta.dirname, "fixtures/h2-malformed-in-sandbox.mjs"))]), "h2m.mjs");
+  const upload = await fetch(`${sbx.dataplane_url}/upload?path=/tmp/h2m.mjs`, { method: "POST", headers: { "x-api-key": p.apiKey }, body: form });
+  assert.equal(upload.status, 200, await upload.clone().text());
+
+  const r = await p.exec(sbx, "node /tmp/h2m.mjs h2.test other.test", { timeout: 55 });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.exit_code, 0, r.body.stderr);
+  const out = JSON.parse(r.body.stdout) as { attacks: Record<string, any>; healthy: Array<{ what: string; same: Probe; other: Probe }> };
+  const timings = out.healthy.map((h) => `${h.what}=${h.same.status}/${h.same.ms}ms,${h.other.status}/${h.other.ms}ms`).join(" ");
+  console.log(`inside the sandbox: ${JSON.stringify(out.attacks)}; healthy (same host, other host): ${timings}`);
+
+  assert.equal(out.attacks.preface.closed, true, "a bad preface closes that connection");
+  assert.notEqual(out.attacks.oversized.status, 200, "an oversized header list is refused");
+  assert.equal(out.attacks.rapidReset.goaway || out.attacks.rapidReset.destroyed, true, `a rapid-reset flood is cut: ${JSON.stringify(out.attacks.rapidReset)}`);
+  assert.equal(out.attacks.continuation.closed, true, "a CONTINUATION flood closes that connection");
+  assert.ok(out.attacks.continuation.frames < 20_000, "…before it ran its course");
+  assert.deepEqual(out.healthy.map((h) => h.what), ["start", "preface", "oversized", "mid-rapid-reset", "rapid-reset", "continuation"]);
+  for (const h of out.healthy) {
+    assert.equal(h.other.status, 200, `the sandbox's session to another host after ${h.what}: ${JSON.stringify(h.other)}`);
+    if (h.what !== "rapid-reset") assert.equal(h.same.status, 200, `the sandbox's healthy session to the same host after ${h.what}: ${JSON.stringify(h.same)}`);
+  }
+
+  const healthySeen = h2.seen.filter((s) => String(s.headers[":path"]).startsWith("/healthy/"));
+  assert.ok(healthySeen.length >= 2 * out.healthy.length - 1);
+  assert.ok(healthySeen.every((s) => s.headers.authorization === `Bearer ${SECRET}`), "every healthy request got the credential");
+  assert.ok(!h2.seen.some((s) => s.headers[":path"] === "/big"), "the oversized request never went upstream");
+  assert.ok(!/data plane (exited|crashed)|taking over/i.test(p.logs()), "the data plane never restarted");
+  // Known gap, reported to the proxy's owner: every reset stream whose HEADERS the proxy dispatched
+  // before reading its RST_STREAM is opened and reset upstream too; an HTTP/2 upstream's own limit
+  // may answer GOAWAY, and the sandbox's request to the same host then fails (502 UND_ERR_SOCKET).
+  const after = out.healthy.find((h) => h.what === "rapid-reset")!.same;
+  if (after.status !== 200) console.log(`known gap: the same-host session after the flood got ${after.status} ${after.body ?? after.error ?? ""}`);
+});
