@@ -3,7 +3,8 @@
  * proxy-loopback.test.ts checks with HTTP/1.1): `:authority` (and `Host`) must name the verified
  * destination, an absolute `:path` too; SNI must name it; paths are normalised before rules match
  * them; injected values replace the client's copies; access control wins over rules; a live update
- * reaches the next stream of an open session. Table-driven, through CONNECT and transparent capture.
+ * reaches the next stream of an open session; a no_proxy host is tunnelled untouched. Table-driven,
+ * through CONNECT and transparent capture.
  */
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
@@ -178,4 +179,22 @@ describe("HTTP/2 through interception: the destination checks and the rule contr
     assert.equal(r.status, 403, "h2.test left the allow_list: the open session's next stream is refused");
     assert.equal(h2.seen.length, before);
   });
+});
+
+test("a no_proxy host is tunnelled untouched over HTTP/2 too: the upstream's own certificate and ALPN, no credential", async (t) => {
+  const up = await startUpstreams(t, ["api.test"]);
+  const h2 = await startH2Upstream(t, up, NAMES);
+  const config = { ...CONFIG, no_proxy: ["h2.test"] };
+  const p = await startProxy(t, up, config, { env: { WHARF_EGRESS_HOSTS: NAMES.map((n) => `${n}:443=${up.address}:${h2.port}`).join(",") } });
+  for (const mode of ["connect", "capture"] as const) {
+    const socket = await streamTo(p, mode, "h2.test", new Map());
+    // Trusting only the upstream's CA: the sandbox CA's leaf would fail here.
+    const session = await h2Session({ ...p, sandboxCaPem: up.ca.certPem }, socket, "h2.test");
+    const r = await request(session, { ":path": "/np" });
+    session.destroy();
+    assert.equal(r.status, 200, `${mode}: ${r.body}`);
+    assert.equal(JSON.parse(r.body).headers.authorization, undefined, `${mode}: no credential through no_proxy`);
+  }
+  assert.ok(p.audit.events.some((e) => e.kind === "tunnel" && e.host === "h2.test"));
+  assert.ok(!p.audit.events.some((e) => e.kind === "inject"));
 });
