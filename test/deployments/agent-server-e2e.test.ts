@@ -47,8 +47,9 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(assistants.map((a) => a.graph_id).sort(), ["echo", "echo2"]);
       const thread = await client.threads.create();
       await client.runs.wait(thread.thread_id, "echo2", { input: { messages: [{ role: "human", content: "kept" }] } });
-      // The deployment's own database, in its state folder.
-      assert.ok(fs.existsSync(path.join(p.home, "deployments", "state", d.id, "wharf.db")));
+      // The deployment's own database: a file in its state folder, or on PostgreSQL its own schema
+      // (test/deployments/postgres-storage.test.ts looks inside).
+      assert.equal(fs.existsSync(path.join(p.home, "deployments", "state", d.id, "wharf.db")), dialect === "sqlite");
 
       res = await p.api(`/v2/deployments/${d.id}`, { method: "PATCH", json: { source_revision_config: { local_path: ECHO }, secrets: [{ name: "SOME_SECRET", value: "y" }] } });
       const next = (await res.json()).latest_revision_id;
