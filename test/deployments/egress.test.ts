@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -57,6 +59,42 @@ describe("deployment egress", () => {
     assert.ok(registry.seen.includes("/wharf-egress-fixture"), `the build asked the registry: ${registry.seen.join(", ")}`);
     assert.ok(registry.seen.some((u) => u.endsWith(".tgz")), "and downloaded the tarball");
     assert.match(buildLog, /dependencies installed and cached/);
+    // Baseline in the same run: the host's npm, unconfined and without the proxy, fresh cache.
+    const host = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-npm-baseline-"));
+    t.after(() => fs.rmSync(host, { recursive: true, force: true }));
+    fs.copyFileSync(path.join(dir, "package.json"), path.join(host, "package.json"));
+    const npmStart = performance.now();
+    // Asynchronously: the registry answers from this very process.
+    await promisify(execFile)("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--no-package-lock", "--replace-registry-host=always", `--registry=http://${registry.address}:${registry.port}/`, `--cache=${path.join(host, ".cache")}`], { cwd: host });
+    console.log(`baseline: the host's npm install of the same dependency straight from the registry: ${Math.round(performance.now() - npmStart)} ms`);
+    // Again with the data plane warm (the first connection above waited for its process to
+    // start): another install command is another dependency key, so npm fetches again.
+    const warmStart = performance.now();
+    res = await p.api("/v2/deployments", {
+      method: "POST",
+      json: { name: "egress-warm", source: "internal_source", source_config: { install_command: "npm install --no-audit --no-fund --no-package-lock" }, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: dir }, secrets: [], proxy_config },
+    });
+    const dw = await res.json();
+    const revw = await pollRevision(p, dw.id, dw.latest_revision_id, 120_000);
+    const logw = await logsOf(p, dw.id, revw.id, "build");
+    assert.equal(revw.status, "DEPLOYED", logw);
+    console.log(`again, the data plane warm: create → DEPLOYED ${Math.round(performance.now() - warmStart)} ms (${logw.match(/build finished in \d+ ms/)?.[0]})`);
+    assert.equal((await p.api(`/v2/deployments/${dw.id}`, { method: "DELETE" })).status, 204);
+    // The same project again: its dependencies come from the cache, nothing from the registry.
+    const before = registry.seen.length;
+    const cachedStart = performance.now();
+    res = await p.api("/v2/deployments", {
+      method: "POST",
+      json: { name: "egress-cached", source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: dir }, secrets: [], proxy_config },
+    });
+    const d2 = await res.json();
+    const rev2 = await pollRevision(p, d2.id, d2.latest_revision_id, 120_000);
+    assert.equal(rev2.status, "DEPLOYED");
+    const log2 = await logsOf(p, d2.id, rev2.id, "build");
+    assert.match(log2, /are cached: reusing them/);
+    assert.equal(registry.seen.length, before);
+    console.log(`the same project with its dependencies cached: create → DEPLOYED ${Math.round(performance.now() - cachedStart)} ms (${log2.match(/build finished in \d+ ms/)?.[0]})`);
+    assert.equal((await p.api(`/v2/deployments/${d2.id}`, { method: "DELETE" })).status, 204);
 
     const url = d.source_config.custom_url as string;
     const run = async (probes: string[]) => {
