@@ -4,38 +4,17 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import tls from "node:tls";
-import { test, type TestContext } from "node:test";
+import { test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { LeafMinter } from "../../src/egress/proxy/certificates.ts";
 import { echoService } from "./fixtures/grpc-echo-service.ts";
+import { startH2Upstream } from "./fixtures/h2-upstream.ts";
 import { startGrpcUpstream } from "./fixtures/grpc-upstream.ts";
 import { startProxy, type TestProxy } from "./support/proxy.ts";
-import { hostsSetting, startUpstreams, type Upstreams } from "./support/upstreams.ts";
+import { hostsSetting, startUpstreams } from "./support/upstreams.ts";
 
 const SECRET = "grpc-secret-" + crypto.randomBytes(8).toString("hex");
 const listen = (server: net.Server, address: string) => new Promise<number>((resolve, reject) => server.once("error", reject).listen(0, address, () => resolve((server.address() as net.AddressInfo).port)));
-
-/** An HTTP/2 upstream over TLS (the upstream CA) that echoes headers and body, then sends a trailer. */
-async function startH2Upstream(t: TestContext, up: Upstreams, name: string): Promise<number> {
-  const context = await new LeafMinter(up.ca).contextFor({ kind: "name", host: name });
-  // SNICallback, not `secureContext`: with the latter Node's HTTP/2 server fails every handshake.
-  const server = http2.createSecureServer({ SNICallback: (_name, cb) => cb(null, context), allowHTTP1: false });
-  const sessions = new Set<http2.ServerHttp2Session>();
-  server.on("session", (s) => (sessions.add(s), s.once("close", () => sessions.delete(s))));
-  server.on("stream", (stream, headers) => {
-    const chunks: Buffer[] = [];
-    stream.on("data", (c: Buffer) => chunks.push(c));
-    stream.on("end", () => {
-      stream.respond({ ":status": 200, "content-type": "application/json" }, { waitForTrailers: true });
-      stream.on("wantTrailers", () => stream.sendTrailers({ "x-checksum": String(Buffer.concat(chunks).length) }));
-      stream.end(JSON.stringify({ headers, body: Buffer.concat(chunks).toString() }));
-    });
-  });
-  const port = await listen(server, up.address);
-  // The proxy keeps its upstream HTTP/2 connection open for reuse: end it here.
-  t.after(() => new Promise((r) => (sessions.forEach((s) => s.destroy()), server.close(r))));
-  return port;
-}
 
 /** A CONNECT tunnel through the explicit proxy, then TLS trusting only the sandbox CA, then HTTP/2. */
 async function h2Through(p: TestProxy, authority: string): Promise<http2.ClientHttp2Session> {
@@ -76,7 +55,7 @@ function h2Request(session: http2.ClientHttp2Session, headers: http2.OutgoingHtt
 
 test("HTTP/2 through interception: the header rule injects, bodies stream both ways, trailers come back; HTTP/1.1-only upstreams still work", async (t) => {
   const up = await startUpstreams(t, ["api.test", "h2.test"]);
-  const h2Port = await startH2Upstream(t, up, "h2.test");
+  const { port: h2Port } = await startH2Upstream(t, up, ["h2.test"]);
   const config = {
     rules: [{ name: "h2", match_hosts: ["h2.test", "api.test"], headers: [{ name: "Authorization", type: "plaintext", value: `Bearer ${SECRET}` }] }],
     access_control: { allow_list: ["h2.test", "api.test"] },
