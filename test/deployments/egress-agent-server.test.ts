@@ -1,0 +1,47 @@
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { defaultRunnerCommand } from "../../src/deployments/runtime/agent-process.ts";
+import { hostsSetting, startUpstreams } from "../egress/support/upstreams.ts";
+import { isRoot, requireCapability } from "../support/requirements.ts";
+import { EGRESS_FIXTURES, startEgressPlatform } from "./egress-support.ts";
+import { lastMessage, logsOf, pollRevision, runWait } from "./support.ts";
+
+const SECRET = "tok_" + crypto.randomBytes(16).toString("hex");
+
+/**
+ * The real agent server (not the fixture) confined with egress attached: it starts with the
+ * proxy's environment and CA files, and a LangGraph node's `fetch` to an HTTPS host goes through
+ * interception with the deployment's header rule (from a workspace secret) applied.
+ */
+describe("deployment egress with the real agent server", () => {
+  test("a graph node's fetch is intercepted and gets the workspace secret injected", async (t) => {
+    if (!requireCapability(t, process.platform === "linux" && isRoot(), "confined deployments need root on Linux")) return;
+    const up = await startUpstreams(t);
+    Object.assign(process.env, { WHARF_EGRESS_HOSTS: hostsSetting(up), WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
+    const p = await startEgressPlatform(t, { options: { runnerCommand: defaultRunnerCommand, runnerBinds: [] } });
+    assert.equal((await p.api("/v2/secrets", { method: "PUT", json: [{ key: "API_TOKEN", value: SECRET }] })).status, 200);
+    const res = await p.api("/v2/deployments", {
+      method: "POST",
+      json: {
+        name: "real-egress",
+        source: "internal_source",
+        source_config: {},
+        source_revision_config: { langgraph_config_path: "langgraph.json", local_path: path.join(EGRESS_FIXTURES, "real-project") },
+        secrets: [],
+        proxy_config: { rules: [{ name: "api", match_hosts: ["api.test"], match_paths: ["/v1/*"], headers: [{ name: "Authorization", type: "workspace_secret", value: "Bearer {API_TOKEN}" }] }] },
+      },
+    });
+    assert.equal(res.status, 201, await res.clone().text());
+    const d = await res.json();
+    const rev = await pollRevision(p, d.id, d.latest_revision_id, 120_000);
+    assert.equal(rev.status, "DEPLOYED", `${rev.status_message}\n${await logsOf(p, d.id, rev.id, "build")}\n${await logsOf(p, d.id, rev.id, "deploy")}`);
+    const run = await runWait(d.source_config.custom_url, p.apiKey, "https://api.test/v1/real", "call");
+    assert.equal(run.status, 200, JSON.stringify(run.body));
+    assert.equal(lastMessage(run.body), "200");
+    assert.equal(up.seen.find((e) => e.url === "/v1/real")?.headers.authorization, `Bearer ${SECRET}`);
+    assert.equal((await p.api(`/v2/deployments/${d.id}`, { method: "DELETE" })).status, 204);
+    assert.ok(!p.logs().includes(SECRET));
+  });
+});
