@@ -2,9 +2,12 @@
  * Deployments rollout benchmark: create → DEPLOYED and patch → new revision serving for the echo
  * example (warm dependency and transform caches), and failed requests during a switch under load.
  * Baseline, measured in the same run: starting one agent server process for the same project by
- * hand until GET /ok answers (the floor any rollout pays). Run: node bin/run-ts.js bench/deployments-rollout.ts
+ * hand until GET /ok answers (the floor any rollout pays). Then stateless run latency through the
+ * deployment's URL against `wharf dev` and against the confined server's own socket, and what
+ * each proxy shortcut buys (see measureRunLatency).
+ * Run: ROUNDS=3 LATENCY_ROUNDS=5 node bin/run-ts.js bench/deployments-rollout.ts
  */
-import { spawn } from "node:child_process";
+import { fork, spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -15,9 +18,14 @@ import { WHARF_BIN, WHARF_ROOT } from "../src/deployments/layout.ts";
 import { createLogger } from "../src/log/logger.ts";
 import { allFeatures } from "../src/platform/features.ts";
 import { startPlatform } from "../src/platform/start-platform.ts";
+import { proxyTuning } from "../src/deployments/api/proxy.ts";
+import { socketRoot, SOCKET_NAME } from "../src/deployments/confinement/confinement.ts";
+import { encodePrincipal, PRINCIPAL_HEADER } from "../src/deployments/runtime/principal-header.ts";
 
 const PROJECT = path.join(WHARF_ROOT, "examples/echo-agent");
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const LATENCY_ROUNDS = Number(process.env.LATENCY_ROUNDS ?? 5);
+const socketPathOf = (revisionId: string) => path.join(socketRoot(), revisionId, SOCKET_NAME);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
 
@@ -44,30 +52,15 @@ async function untilOk(url: string): Promise<void> {
 const home = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-deploy-"));
 const config = loadConfig({ WHARF_HOME: home, WHARF_PORT: "0" });
 
-const RUNS = 40;
-/** Sequential stateless runs: their latencies. */
-async function runLatencies(url: string, headers: Record<string, string>): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const t0 = performance.now();
-    const res = await fetch(`${url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ assistant_id: "echo", input: { messages: [{ role: "human", content: "hi" }] } }) });
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`run answered ${res.status}`);
-    out.push(performance.now() - t0);
-  }
-  return out;
-}
 
 // Baseline: one agent server started by hand (as `wharf dev` does: open on loopback, unconfined).
 const baseline: number[] = [];
-let devRuns: number[] = [];
 for (let i = 0; i < ROUNDS; i++) {
   const port = await freePort();
   const started = performance.now();
   const child = spawn(process.execPath, [WHARF_BIN, "agent-server", "--project", PROJECT, "--port", String(port), "--server-id", `bench-${i}`, "--open"], { env: { ...process.env, WHARF_HOME: home, WHARF_LOG_LEVEL: "warn" }, stdio: "ignore" });
   await untilOk(`http://127.0.0.1:${port}/ok`);
   baseline.push(performance.now() - started);
-  if (i === 0) devRuns = await runLatencies(`http://127.0.0.1:${port}`, {});
   child.kill("SIGTERM");
   await new Promise((r) => child.once("exit", r));
 }
@@ -90,6 +83,74 @@ async function waitDeployed(id: string, rev: string): Promise<void> {
 }
 const runWait = (url: string) =>
   fetch(`${url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": apiKey }, body: JSON.stringify({ assistant_id: "echo", input: { messages: [{ role: "human", content: "hi" }] } }) });
+
+/**
+ * Stateless run latency, sequential, from a client in its own process: `wharf dev` on the same
+ * project (an agent server by hand, open on loopback), the revision's confined agent server on its
+ * unix socket directly (what the confinement costs), and the deployment's URL (what the proxy hop
+ * adds). Blocks of each alternate so that the host's load drifts evenly over them. Then the same
+ * for the proxy with its shortcuts turned off one by one: what each buys, in latency and in the
+ * platform process's CPU time per run (less noisy than latency on a shared host).
+ */
+async function measureRunLatency(revisionId: string) {
+  const port = await freePort();
+  const dev = spawn(process.execPath, [WHARF_BIN, "agent-server", "--project", PROJECT, "--port", String(port), "--server-id", "bench-latency", "--open"], { env: { ...process.env, WHARF_HOME: home, WHARF_LOG_LEVEL: "warn" }, stdio: "ignore" });
+  await untilOk(`http://127.0.0.1:${port}/ok`);
+  const client = fork(path.join(WHARF_ROOT, "bench/deployments-latency-client.mjs"), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const body = JSON.stringify({ assistant_id: "echo", input: { messages: [{ role: "human", content: "hi" }] } });
+  const principal = encodePrincipal({ userId: platform.bootstrap.userId!, workspaceId: platform.bootstrap.workspaceId!, scheme: "api_key", apiKeyId: null });
+  const platformPort = Number(new URL(platform.url).port);
+  const targets = {
+    dev: { target: { host: "127.0.0.1", port }, path: "/runs/wait", headers: {} },
+    direct: { target: { socketPath: socketPathOf(revisionId) }, path: "/runs/wait", headers: { [PRINCIPAL_HEADER]: principal } },
+    proxied: { target: { host: "127.0.0.1", port: platformPort }, path: `/deployments/${deployment.id}/runs/wait`, headers: { "x-api-key": apiKey } },
+  };
+  type Name = keyof typeof targets;
+  const call = (name: Name, n: number) =>
+    new Promise<number[]>((resolve, reject) => {
+      client.once("message", (m: { times?: number[]; error?: string }) => (m.times ? resolve(m.times) : reject(new Error(m.error))));
+      client.send({ ...targets[name], body, n });
+    });
+  const variants: Array<[string, Partial<typeof proxyTuning>]> = [
+    ["neither (a web Response, the Fetch Request's signal)", { pipeResponses: false, nodeSignals: false }],
+    ["+ responses piped to the client's socket", { pipeResponses: true, nodeSignals: false }],
+    ["+ client disconnects watched on the socket (current)", { pipeResponses: true, nodeSignals: true }],
+  ];
+  const defaults = { ...proxyTuning };
+  const times: Record<string, number[]> = {};
+  const cpu: Record<string, number[]> = {};
+  const block = async (key: string, name: Name, n: number) => {
+    const before = process.cpuUsage();
+    const t = await call(name, n);
+    const used = process.cpuUsage(before);
+    (times[key] ??= []).push(...t);
+    (cpu[key] ??= []).push((used.user + used.system) / 1000 / n);
+  };
+  for (const name of Object.keys(targets) as Name[]) await call(name, 30); // warm-up
+  for (let round = 0; round < LATENCY_ROUNDS; round++) {
+    for (const name of Object.keys(targets) as Name[]) await block(name, name, 40);
+    for (const [label, tuning] of variants) {
+      Object.assign(proxyTuning, tuning);
+      await block(label, "proxied", 40);
+      Object.assign(proxyTuning, defaults);
+    }
+  }
+  client.kill();
+  dev.kill("SIGTERM");
+  const devP50 = median(times.dev);
+  return {
+    print() {
+      console.log(`\nstateless run p50, sequential, client in its own process (${LATENCY_ROUNDS} rounds of 40 per target, interleaved):`);
+      const line = (label: string, key: string, note = "") => console.log(`  ${label.padEnd(54)} ${median(times[key]).toFixed(2).padStart(6)} ms   ${(median(times[key]) / devP50).toFixed(2)}x${note}`);
+      line("wharf dev (agent server by hand, open)", "dev", "   baseline");
+      line("confined agent server, its unix socket directly", "direct", "   (the confinement's share)");
+      line("deployment URL (platform proxy → confined server)", "proxied", "   (goal ≤ 1.5x)");
+      console.log(`  platform CPU per proxied run ${median(cpu.proxied).toFixed(2)} ms (per dev run, the platform idling: ${median(cpu.dev).toFixed(2)} ms)`);
+      console.log("what each proxy change buys (same run, deployment URL):");
+      for (const [label] of variants) console.log(`  ${label.padEnd(54)} ${median(times[label]).toFixed(2).padStart(6)} ms   ${(median(times[label]) / devP50).toFixed(2)}x   platform CPU ${median(cpu[label]).toFixed(2)} ms/run`);
+    },
+  };
+}
 
 // Warm-up: fills tsx's transform cache as a first deployment on a machine would.
 const warm = await api("/v2/deployments", "POST", { name: "warmup", source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: PROJECT }, secrets: [] });
@@ -117,7 +178,6 @@ for (let i = 0; i < ROUNDS; i++) {
 
 // Failed requests during a switch: 8 clients on the stable URL while a PATCH rolls out.
 const url = `${platform.url}/deployments/${deployment.id}`;
-const deployedRuns = await runLatencies(url, { "x-api-key": apiKey });
 let failed = 0;
 let ok = 0;
 const latencies: number[] = [];
@@ -143,6 +203,8 @@ await waitDeployed(deployment.id, p.latest_revision_id);
 await new Promise((r) => setTimeout(r, 1500));
 stop = true;
 await Promise.all(clients);
+
+const latency = await measureRunLatency(p.latest_revision_id);
 await platform.stop();
 fs.rmSync(home, { recursive: true, force: true });
 
@@ -154,5 +216,5 @@ row("create → DEPLOYED (build + deploy)", create);
 row("patch secrets → new revision serving", patchSecrets);
 row("patch source → new revision serving", patchSource);
 console.log(`requests during a switch under 8 clients: ${ok} ok, ${failed} failed (${((failed / Math.max(1, ok + failed)) * 100).toFixed(2)}%); latency p50 ${pct(latencies, 50).toFixed(1)} ms, p99 ${pct(latencies, 99).toFixed(1)} ms`);
-console.log(`stateless run p50: wharf dev (agent server by hand) ${median(devRuns).toFixed(1)} ms, through the deployment's URL (confined, proxied) ${median(deployedRuns).toFixed(1)} ms = ${(median(deployedRuns) / median(devRuns)).toFixed(2)}x`);
+latency.print();
 process.exit(0);

@@ -18,7 +18,9 @@ export function createDeploymentsFeature(options: DeploymentsOptions = {}): Feat
   };
   return {
     name: "deployments",
-    streamedBodies: [/^\/deployments-uploads\/[^/]+$/],
+    // The stable URL's proxy enforces the body limit itself while streaming: the app-wide limit would
+    // make the HTTP adapter build a whole Fetch Request and body stream for every proxied call.
+    streamedBodies: [/^\/deployments-uploads\/[^/]+$/, /^\/deployments\/[^/]+(\/|$)/],
     routes(router, ctx) {
       ensure(ctx);
       registerDeploymentRoutes(router, ctx, get);

@@ -1,5 +1,6 @@
 import http from "node:http";
 import { Readable } from "node:stream";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context, Hono } from "hono";
 import type { AppEnv } from "../../http/principal.ts";
 import type { LiveRevision } from "../rollout/live-revision.ts";
@@ -13,6 +14,19 @@ import { sendUpstream } from "./upstream.ts";
 
 /** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host"]);
+
+/**
+ * @hono/node-server's answer for "the handler wrote the Node response itself". It must be a real
+ * `Response`: one made after the server replaced the global `Response` with its own light class
+ * (which it writes out from its cache without looking at this marker) would answer twice.
+ */
+const alreadySentUsable = !Object.getOwnPropertySymbols(RESPONSE_ALREADY_SENT).some((s) => s.description === "cache");
+
+/**
+ * The proxy's shortcuts past web streams, each on by default. `bench/deployments-rollout.ts` turns
+ * them off one by one to print what each buys, measured in the same run.
+ */
+export const proxyTuning = { pipeResponses: true, nodeSignals: true };
 
 /** Answered by the agent server without credentials. */
 const PUBLIC_PATHS = new Set(["/ok", "/info"]);
@@ -29,6 +43,96 @@ interface Upstream {
 /** Whether resending is safe: the upstream never saw the request (refused, or a stale keep-alive socket). */
 function retryable(err: NodeJS.ErrnoException & { reusedSocket?: boolean }): boolean {
   return err.code === "ECONNREFUSED" || (err.code === "ECONNRESET" && err.reusedSocket === true);
+}
+
+/** The agent server's response headers for the client: hop-by-hop ones dropped, locations kept under the stable URL. */
+export function responseHeaders(upstream: http.IncomingHttpHeaders, prefix: string): http.OutgoingHttpHeaders {
+  const out: http.OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(upstream)) {
+    if (v === undefined || HOP_BY_HOP.has(k)) continue;
+    // Locations the agent server gives relative to its root stay under the stable URL.
+    const fix = (s: string) => ((k === "location" || k === "content-location") && s.startsWith("/") ? prefix + s : s);
+    out[k] = Array.isArray(v) ? v.map(fix) : fix(v);
+  }
+  return out;
+}
+
+/** Thrown when a request body passes the platform's body limit. */
+class BodyTooLarge extends Error {}
+
+/**
+ * The request body, whole, within the platform's body limit. The stable URL applies the limit
+ * itself (the feature lists it among the streamed bodies the app-wide limiter skips: that limiter
+ * looks at `c.req.raw.body`, which makes @hono/node-server build a whole Fetch `Request` with a
+ * body stream per call). A Content-Length past the limit is refused unread; otherwise
+ * `arrayBuffer()` takes @hono/node-server's path that reads the Node request directly. A chunked
+ * body is counted as it comes.
+ */
+async function requestBody(c: Context<AppEnv>, limit: number): Promise<Buffer> {
+  const length = c.req.header("content-length");
+  if (length !== undefined && !c.req.header("transfer-encoding")) {
+    if (Number(length) > limit) throw new BodyTooLarge();
+    return Buffer.from(await c.req.arrayBuffer());
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = c.req.raw.body?.getReader();
+  for (;;) {
+    const next = await reader?.read();
+    if (!next || next.done) break;
+    size += next.value.length;
+    if (size > limit) {
+      await reader?.cancel();
+      throw new BodyTooLarge();
+    }
+    chunks.push(next.value);
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Aborts when the client goes away before its response is complete. From the Node response when
+ * there is one: `c.req.raw.signal` would make @hono/node-server build a whole Fetch `Request`
+ * (headers, body stream, signal) for every proxied call just to watch the connection.
+ */
+function clientGone(c: Context<AppEnv>): AbortSignal {
+  const outgoing = proxyTuning.nodeSignals ? nodeResponseOf(c) : null;
+  if (!outgoing) return c.req.raw.signal;
+  const controller = new AbortController();
+  outgoing.once("close", () => {
+    if (!outgoing.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/** The Node response under the Hono context, when the app is served by @hono/node-server (not in `app.request`). */
+function nodeResponseOf(c: Context<AppEnv>): http.ServerResponse | null {
+  const env = c.env as { outgoing?: unknown } | undefined;
+  return env?.outgoing instanceof http.ServerResponse ? env.outgoing : null;
+}
+
+/**
+ * Writes the agent server's response straight to the client's socket. A web `Response` around a
+ * Node stream costs a stream conversion per chunk and, in @hono/node-server, a timer tick while it
+ * probes whether the body is already complete; piping keeps SSE frames unbuffered all the same.
+ * Hono is told the response is already sent.
+ */
+function pipeToClient(res: http.IncomingMessage, outgoing: http.ServerResponse, status: number, headers: http.OutgoingHttpHeaders, bodyless: boolean): Response {
+  outgoing.writeHead(status, headers);
+  if (bodyless) {
+    res.resume();
+    outgoing.end();
+  } else {
+    res.pipe(outgoing);
+    // The upstream failing midway cuts the client's response short (never a truncated body that looks whole).
+    res.once("error", () => outgoing.destroy());
+    res.once("aborted", () => outgoing.destroy());
+    // The client leaving stops the upstream request (the agent server applies on_disconnect).
+    outgoing.once("close", () => {
+      if (!res.complete) res.destroy();
+    });
+  }
+  return RESPONSE_ALREADY_SENT;
 }
 
 /**
@@ -71,7 +175,16 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
     const incoming = new URL(c.req.url);
     const rest = incoming.pathname.slice(prefix.length) || "/";
     const method = c.req.method;
-    const body = method === "GET" || method === "HEAD" ? null : Buffer.from(await c.req.arrayBuffer());
+    let body: Buffer | null = null;
+    if (method !== "GET" && method !== "HEAD") {
+      const limit = engine().bodyLimitBytes;
+      try {
+        body = await requestBody(c, limit);
+      } catch (err) {
+        if (err instanceof BodyTooLarge) return problem(413, `Request body too large: the limit is ${limit} bytes`);
+        throw err;
+      }
+    }
     const headers: http.OutgoingHttpHeaders = {};
     c.req.raw.headers.forEach((v, k) => {
       if (HOP_BY_HOP.has(k) || k === PRINCIPAL_HEADER) return;
@@ -88,6 +201,7 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
     headers["x-forwarded-prefix"] = prefix;
     if (body) headers["content-length"] = String(body.length);
 
+    const signal = clientGone(c);
     let upstream: Upstream | null = null;
     let lastError: Error | null = null;
     for (let attempt = 0; attempt < 3 && !upstream; attempt++) {
@@ -109,37 +223,36 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
         }
       };
       try {
-        const res = await sendUpstream(base, rest + incoming.search, { method, headers, body, signal: c.req.raw.signal });
+        const res = await sendUpstream(base, rest + incoming.search, { method, headers, body, signal });
         upstream = { res, done };
       } catch (err) {
         done();
         lastError = err as Error;
-        if (!retryable(err as NodeJS.ErrnoException) || c.req.raw.signal.aborted) break;
+        if (!retryable(err as NodeJS.ErrnoException) || signal.aborted) break;
         await new Promise((r) => setTimeout(r, 20 * (attempt + 1)));
       }
     }
     if (!upstream) {
-      if (c.req.raw.signal.aborted) return problem(499, "client closed the request");
+      if (signal.aborted) return problem(499, "client closed the request");
       return problem(502, `The deployment's agent server did not answer: ${lastError?.message ?? "unknown error"}`);
     }
     const { res, done } = upstream;
     res.once("close", done);
     res.once("end", done);
     res.once("error", done);
-    const out = new Headers();
-    for (const [k, v] of Object.entries(res.headers)) {
-      if (v === undefined || HOP_BY_HOP.has(k)) continue;
-      // Locations the agent server gives relative to its root stay under the stable URL.
-      const fix = (s: string) => ((k === "location" || k === "content-location") && s.startsWith("/") ? prefix + s : s);
-      if (Array.isArray(v)) for (const one of v) out.append(k, fix(one));
-      else out.set(k, fix(v));
-    }
     const status = res.statusCode ?? 502;
-    if (method === "HEAD" || status === 204 || status === 304) {
+    const bodyless = method === "HEAD" || status === 204 || status === 304;
+    const out = responseHeaders(res.headers, prefix);
+    const outgoing = nodeResponseOf(c);
+    // Not for HEAD: Hono answers HEAD by running the GET route and copying its Response.
+    if (outgoing && alreadySentUsable && proxyTuning.pipeResponses && method !== "HEAD") return pipeToClient(res, outgoing, status, { ...out, "x-request-id": c.get("requestId") }, bodyless);
+    const webHeaders = new Headers();
+    for (const [k, v] of Object.entries(out)) for (const one of Array.isArray(v) ? v : [String(v)]) webHeaders.append(k, one);
+    if (bodyless) {
       res.resume();
-      return new Response(null, { status, headers: out });
+      return new Response(null, { status, headers: webHeaders });
     }
-    return new Response(Readable.toWeb(res) as ReadableStream<Uint8Array>, { status, headers: out });
+    return new Response(Readable.toWeb(res) as ReadableStream<Uint8Array>, { status, headers: webHeaders });
   };
   app.all("/deployments/:deployment_id", handler);
   app.all("/deployments/:deployment_id/*", handler);

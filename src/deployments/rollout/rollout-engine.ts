@@ -705,6 +705,11 @@ export class RolloutEngine {
     }
   }
 
+  /** The platform's request body limit, which the stable URL applies itself (it streams bodies past the app-wide limiter). */
+  get bodyLimitBytes(): number {
+    return this.ctx.config.bodyLimitBytes;
+  }
+
   /** Where the stable URL of a deployment goes right now. */
   async route(deploymentId: string, fresh = false): Promise<Route> {
     let cached = this.routes.get(deploymentId);
