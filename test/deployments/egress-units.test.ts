@@ -39,7 +39,9 @@ describe("deployment egress decisions", () => {
   });
 
   test("egress files in a read-only confinement: /usr/local whole, files over the base's, new files under home only", () => {
-    const base = new Set(["/etc/ssl/certs/ca-certificates.crt", "/etc/resolv.conf"]);
+    const files = new Set(["/etc/ssl/certs/ca-certificates.crt", "/etc/resolv.conf"]);
+    const dirs = new Set(["/usr/local", "/etc"]);
+    const baseHas = (p: string) => (files.has(p) ? "file" : dirs.has(p) ? "dir" : null);
     const m = egressMounts(
       {
         "/usr/local/share/ca-certificates/wharf-egress-ca.crt": "CA",
@@ -51,7 +53,7 @@ describe("deployment egress decisions", () => {
         "relative/path": "x",
         "/home/../etc/passwd": "x",
       },
-      (p) => base.has(p),
+      baseHas,
     );
     assert.deepEqual(m.binds, [
       { rel: "usr-local", dest: "/usr/local" },
@@ -63,6 +65,15 @@ describe("deployment egress decisions", () => {
     assert.equal(m.writes["usr-local/bin/.keep"], "", "the base image's empty /usr/local/bin stays");
     assert.deepEqual(m.unplaced, ["/etc/wharf/google-service-account.json", "/usr/lib/evil", "relative/path", "/home/../etc/passwd"]);
     assert.deepEqual(egressBinds("/h/egress/dep-x", m)[0], { src: "/h/egress/dep-x/usr-local", dest: "/usr/local" });
+    // A base image with Wharf's /etc/wharf folder shows the Google compatibility file there.
+    dirs.add("/etc/wharf");
+    const withWharf = egressMounts({ "/etc/wharf/google-service-account.json": "{}", "/usr/local/share/ca-certificates/x.crt": "CA" }, baseHas);
+    assert.deepEqual(withWharf.binds, [
+      { rel: "usr-local", dest: "/usr/local" },
+      { rel: "etc-wharf", dest: "/etc/wharf" },
+    ]);
+    assert.equal(withWharf.writes["etc-wharf/google-service-account.json"], "{}");
+    assert.deepEqual(withWharf.unplaced, []);
   });
 
   test("the egress listeners are taken out of what a confinement handed over; the gateway's and the database's stay", () => {

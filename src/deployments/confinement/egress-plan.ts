@@ -40,41 +40,50 @@ export interface EgressMounts {
   unplaced: string[];
 }
 
-/** `/usr/local` of the base image holds only an empty `bin/`; the egress folder's copy replaces it whole. */
-const USR_LOCAL = "/usr/local";
+/**
+ * Folders of the base image that hold nothing of the base's own (`/usr/local`: an empty `bin/`,
+ * kept; `/etc/wharf`: Wharf's, for the Google compatibility file): a folder of the egress folder
+ * replaces each whole, so files can appear in them although the trees around are read-only.
+ */
+const OWN_FOLDERS: Array<{ dir: string; rel: string; keep: string[] }> = [
+  { dir: "/usr/local", rel: "usr-local", keep: ["bin/.keep"] },
+  { dir: "/etc/wharf", rel: "etc-wharf", keep: [] },
+];
 /** Top folders that exist only on the confinement's own root (tmpfs): bubblewrap creates mount points there. */
 const ON_ROOT = ["/home/", "/root/"];
 
 /**
- * How each file of an attachment is shown: under `/usr/local` through one bind of the folder's
- * `usr-local` (the CA under `share/ca-certificates`, a folder the base image lacks); a file the
+ * How each file of an attachment is shown: under `/usr/local` (the CA under
+ * `share/ca-certificates`, a folder the base image lacks) or `/etc/wharf` (when the base image has
+ * it) through one bind of a whole folder; a file the
  * base image has (`/etc/ssl/certs/ca-certificates.crt`, `/etc/resolv.conf`) by a file bind over
  * it; a file under `/home` or `/root` by a file bind whose parents bubblewrap creates; anything
  * else (a new file under `/etc` or `/usr`) cannot appear on the read-only trees and is reported.
  */
-export function egressMounts(files: Record<string, string>, baseHasFile: (insidePath: string) => boolean): EgressMounts {
+export function egressMounts(files: Record<string, string>, baseHas: (insidePath: string) => "file" | "dir" | null): EgressMounts {
   const out: EgressMounts = { writes: {}, binds: [], unplaced: [] };
-  let usrLocal = false;
+  const folders = new Set<(typeof OWN_FOLDERS)[number]>();
   for (const [file, content] of Object.entries(files)) {
     const p = path.posix.normalize(file);
     if (!path.posix.isAbsolute(p) || p.split("/").includes("..")) {
       out.unplaced.push(file);
       continue;
     }
-    if (p.startsWith(USR_LOCAL + "/")) {
-      out.writes[path.posix.join("usr-local", p.slice(USR_LOCAL.length + 1))] = content;
-      usrLocal = true;
+    const own = OWN_FOLDERS.find((f) => p.startsWith(f.dir + "/") && baseHas(f.dir) === "dir");
+    if (own) {
+      out.writes[path.posix.join(own.rel, p.slice(own.dir.length + 1))] = content;
+      folders.add(own);
       continue;
     }
     const rel = path.posix.join("files", p.slice(1));
-    if (baseHasFile(p) || ON_ROOT.some((r) => p.startsWith(r))) {
+    if (baseHas(p) === "file" || ON_ROOT.some((r) => p.startsWith(r))) {
       out.writes[rel] = content;
       out.binds.push({ rel, dest: p });
     } else out.unplaced.push(file);
   }
-  if (usrLocal) {
-    out.writes["usr-local/bin/.keep"] = "";
-    out.binds.unshift({ rel: "usr-local", dest: USR_LOCAL });
+  for (const f of OWN_FOLDERS.filter((o) => folders.has(o)).reverse()) {
+    for (const k of f.keep) out.writes[path.posix.join(f.rel, k)] = "";
+    out.binds.unshift({ rel: f.rel, dest: f.dir });
   }
   return out;
 }

@@ -64,16 +64,17 @@ export class Launcher {
   }
 
   /**
-   * Whether the confinement's base image has a regular file at `insidePath` (so a file can be
-   * bound over it: the base's `/usr` and `/etc` are read-only, nothing new can be created there).
+   * What the confinement's base image has at `insidePath` (a bind can cover only what exists: the
+   * base's `/usr` and `/etc` are read-only, nothing new can be created there). Links count as absent.
    */
-  baseHasFile(insidePath: string): boolean {
-    if (!this.opts.isolation) return false;
+  baseHas(insidePath: string): "file" | "dir" | null {
+    if (!this.opts.isolation) return null;
     const { baseDir } = prepareConfinement(this.opts.baseCacheDir, this.opts.scratchRoot);
     try {
-      return fs.lstatSync(path.join(baseDir, insidePath)).isFile();
+      const st = fs.lstatSync(path.join(baseDir, insidePath));
+      return st.isFile() ? "file" : st.isDirectory() ? "dir" : null;
     } catch {
-      return false;
+      return null;
     }
   }
 

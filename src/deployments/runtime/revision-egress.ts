@@ -75,8 +75,8 @@ export class DeploymentEgress {
     private readonly db: Kysely<Database>,
     /** Root-owned folder of the processes' egress files (`$WHARF_HOME/deployments/egress`). */
     private readonly filesRoot: string,
-    /** Whether the confinement's base image has a regular file at an inside path. */
-    private readonly baseHasFile: (insidePath: string) => boolean,
+    /** What the confinement's base image has at an inside path. */
+    private readonly baseHas: (insidePath: string) => "file" | "dir" | null,
     private readonly log: Logger,
   ) {}
 
@@ -120,7 +120,7 @@ export class DeploymentEgress {
       const prepared = await prepareEgress({ sandboxId: p.id, workspaceId: p.workspaceId, proxyConfig: derive(stored) });
       entry.prepared = prepared;
       if (entry.latest) await prepared.update(derive(entry.latest.stored));
-      mounts = egressMounts(prepared.files, this.baseHasFile);
+      mounts = egressMounts(prepared.files, this.baseHas);
       if (mounts.unplaced.length) p.onUnplaced?.(mounts.unplaced);
       fs.rmSync(dir, { recursive: true, force: true });
       writeAll(dir, mounts.writes);
@@ -205,13 +205,13 @@ function writeAll(dir: string, writes: Record<string, string>): void {
 
 /** Rewrites, in place (the bind shows the same inode), the shown files whose content changed. */
 function rewrite(dir: string, mounts: EgressMounts, files: Record<string, string>): void {
-  const fresh = egressMounts(files, () => true).writes;
+  // Same placement as at the start: every path maps to the relative path it had then.
+  const fresh = egressMounts(files, (p) => (p === "/usr/local" || p === "/etc/wharf" ? "dir" : "file")).writes;
   for (const rel of Object.keys(mounts.writes)) {
-    const key = rel.startsWith("files/") || rel.startsWith("usr-local/") ? rel : null;
-    if (!key || !(key in fresh) || fresh[key] === mounts.writes[rel]) continue;
+    if (!(rel in fresh) || fresh[rel] === mounts.writes[rel]) continue;
     try {
-      fs.writeFileSync(path.join(dir, rel), fresh[key]);
-      mounts.writes[rel] = fresh[key];
+      fs.writeFileSync(path.join(dir, rel), fresh[rel]);
+      mounts.writes[rel] = fresh[rel];
     } catch {
       /* the process is gone meanwhile */
     }

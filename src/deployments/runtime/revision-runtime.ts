@@ -43,7 +43,7 @@ export class RevisionRuntime {
     private readonly runner: RunnerCommand,
     private readonly runnerBinds: string[] = [],
   ) {
-    this.egress = new DeploymentEgress(ctx.db, path.join(layout.root, "egress"), (p) => launcher.baseHasFile(p), ctx.log);
+    this.egress = new DeploymentEgress(ctx.db, path.join(layout.root, "egress"), (p) => launcher.baseHas(p), ctx.log);
   }
 
   /** Every running process's way out, updated when the deployment's proxy_config changes. */
@@ -316,6 +316,8 @@ export class RevisionRuntime {
   async killLeftover(revisionId: string): Promise<void> {
     await this.launcher.killLeftover(`dep-${revisionId}`);
     await this.launcher.killLeftover(`dep-build-${revisionId}`);
+    // Their egress files (a process killed with the platform never removed them).
+    for (const id of [serverEgressId(revisionId), buildEgressId(revisionId)]) fs.rmSync(path.join(this.layout.root, "egress", id), { recursive: true, force: true });
   }
 
   /** Removes a deleted deployment's private state (its database) and npm cache. */
