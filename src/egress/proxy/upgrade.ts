@@ -6,6 +6,7 @@ import { normalisePath } from "../policy/path-patterns.ts";
 import type { EgressProxy } from "./egress-proxy.ts";
 import { responseHeaders, upstreamHeaders } from "./header-filter.ts";
 import { CTX, type WithCtx } from "./types.ts";
+import { credentialsFor } from "./request-path.ts";
 
 /**
  * WebSocket upgrades on an intercepted connection: the same Host verification, access decision,
@@ -41,7 +42,7 @@ export function handleUpgrade(proxy: EgressProxy, req: http.IncomingMessage, soc
       proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, path, reason: target.blocked });
       return fail(403, `egress blocked: ${target.blocked}`);
     }
-    const cred = proxy.credentialsFor(sb, policy, host, path);
+    const cred = credentialsFor(proxy, sb, policy, host, path);
     if (cred?.error) return fail(502, `egress: credential for rule ${cred.rule} is unavailable`);
     if (cred?.headers) proxy.audit(sb, { kind: "inject", decision: "injected", rule: cred.rule, host: host.host, port, method: req.method, path, reason: "upgrade" });
     const authority = port === (ctx.tls ? 443 : 80) ? hostForUrl(host) : `${hostForUrl(host)}:${port}`;

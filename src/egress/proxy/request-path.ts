@@ -1,0 +1,222 @@
+import crypto from "node:crypto";
+import type http from "node:http";
+import type http2 from "node:http2";
+import type { Readable } from "node:stream";
+import { Pool, type Dispatcher } from "undici";
+import { DROP_REQUEST, pairs, upstreamHeaders } from "./header-filter.ts";
+import { CTX, type AuthorizeOutcome, type OutboundRequest, type SandboxHandle, type WithCtx } from "./types.ts";
+import { UpstreamHandler } from "./upstream-handler.ts";
+import { hostForUrl, parseAuthority, type CanonicalHost } from "../policy/canonical-host.ts";
+import { normalisePath } from "../policy/path-patterns.ts";
+import type { InjectedHeader, SandboxPolicy } from "../policy/policy.ts";
+import type { Target } from "./resolver.ts";
+import type { EgressProxy } from "./egress-proxy.ts";
+
+const CONNECT_TIMEOUT_MS = 10_000;
+
+// One intercepted HTTP request: Host verification, access decision, injection, forwarding.
+
+/**
+ * Every request's handling is contained: an unexpected error answers that request 502 with a
+ * request id (logged with it) and goes no further.
+ */
+export function onRequest(proxy: EgressProxy, req: http.IncomingMessage, res: http.ServerResponse): void {
+  try {
+    if (proxy.settings.faultHook && req.headers["x-wharf-egress-fault"] === "crash") injectCrash();
+    handleRequest(proxy, req, res);
+  } catch (err) {
+    internalError(proxy, res, err);
+  }
+}
+
+export function internalError(proxy: EgressProxy, res: http.ServerResponse, err: unknown): void {
+  const requestId = crypto.randomUUID();
+  proxy.log?.error({ err, requestId }, "egress request failed unexpectedly");
+  if (!res.headersSent) reply(proxy, res, 502, `egress: internal error (request id ${requestId})`, { "x-request-id": requestId });
+  else res.destroy();
+}
+
+export function handleRequest(proxy: EgressProxy, req: http.IncomingMessage, res: http.ServerResponse): void {
+  const ctx = (req.socket as WithCtx)[CTX];
+  if (!ctx) return void res.destroy();
+  proxy.stats.requests++;
+  const sb = ctx.sandbox;
+  let host: CanonicalHost;
+  let port: number;
+  let target = req.url ?? "";
+  if (ctx.mode === "explicit") {
+    // Absolute-form request to the proxy: the destination is the URL's authority.
+    const m = /^http:\/\/([^/?#]*)(.*)$/i.exec(target);
+    let a = m && ctx.lastAuthority?.text === m[1] ? ctx.lastAuthority.parsed : null;
+    if (m && !a) {
+      a = m[1].includes("@") ? null : parseAuthority(m[1], 80);
+      if (a) ctx.lastAuthority = { text: m[1], parsed: a };
+    }
+    if (!m || !a) return reply(proxy, res, 400, "egress: the proxy accepts absolute http:// URLs and CONNECT only");
+    host = a.host;
+    port = a.port;
+    target = m[2] === "" ? "/" : m[2].startsWith("?") ? `/${m[2]}` : m[2];
+  } else {
+    host = ctx.host!;
+    port = ctx.port!;
+    if (/^https?:\/\//i.test(target)) {
+      const m = /^(https?):\/\/([^/?#]*)(.*)$/i.exec(target)!;
+      const a = parseAuthority(m[2], ctx.tls ? 443 : 80);
+      if (!a || a.host.kind !== host.kind || a.host.host !== host.host || a.port !== port) return misdirected(proxy, sb, res, req, host, port, "request target names another host");
+      target = m[3] === "" ? "/" : m[3];
+    }
+  }
+  // Every request's Host must name the verified destination (no domain fronting).
+  const hostHeader = req.headers.host ?? (req.httpVersionMajor === 2 ? (req.headers[":authority"] as string | undefined) : undefined);
+  const verifiedKey = ctx.mode === "intercept" ? hostHeader : `${hostHeader}|${host.host}|${port}`;
+  if (verifiedKey === undefined || verifiedKey !== ctx.verifiedHost) {
+    const h = hostHeader === undefined ? null : parseAuthority(hostHeader, ctx.tls ? 443 : 80);
+    if (!h || h.host.kind !== host.kind || h.host.host !== host.host || h.port !== port) return misdirected(proxy, sb, res, req, host, port, `Host ${JSON.stringify(hostHeader ?? null)} does not match the destination`);
+    ctx.verifiedHost = verifiedKey;
+  }
+  const q = target.indexOf("?");
+  const rawPath = q < 0 ? target : target.slice(0, q);
+  const path = normalisePath(rawPath);
+  if (path === null) return reply(proxy, res, 400, "egress: malformed request path");
+  const query = q < 0 ? "" : target.slice(q);
+  void forward(proxy, req, res, sb, host, port, ctx.tls, path, query).catch((err) => internalError(proxy, res, err));
+}
+
+export function misdirected(proxy: EgressProxy, sb: SandboxHandle, res: http.ServerResponse, req: http.IncomingMessage, host: CanonicalHost, port: number, reason: string): void {
+  proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, reason });
+  reply(proxy, res, 421, `egress: ${reason}`);
+}
+
+export function reply(proxy: EgressProxy, res: http.ServerResponse, status: number, text: string, extra: Record<string, string> = {}): void {
+  if (res.headersSent) return void res.destroy();
+  const body = text + "\n";
+  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(body), ...extra });
+  res.end(body);
+}
+
+/** Decides, injects and forwards one request; the rules are read once, at its start. */
+export async function forward(proxy: EgressProxy, req: http.IncomingMessage, res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, path: string, query: string): Promise<void> {
+  const policy = sb.policy;
+  if (!policy.isNoProxy(host)) {
+    for (const a of sb.authorizers) {
+      const local = a.answerLocally?.({ method: req.method ?? "GET", host, port, secure, target: path + query, headers: pairs(req.rawHeaders) });
+      if (!local) continue;
+      req.resume();
+      if (res.headersSent) return void res.destroy();
+      res.writeHead(local.status, { ...local.headers, "content-length": Buffer.byteLength(local.body) });
+      return void res.end(local.body);
+    }
+  }
+  const verdict = policy.connectionVerdict(host, port);
+  const target = await proxy.targets.check(sb, policy, host, port, verdict);
+  if ("blocked" in target) {
+    proxy.stats.blocked++;
+    proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, path, reason: target.blocked });
+    return reply(proxy, res, 403, `egress blocked: ${target.blocked}`, { "x-wharf-egress": "blocked" });
+  }
+  const cred = credentialsFor(proxy, sb, policy, host, path);
+  if (cred && cred.error) {
+    proxy.audit(sb, { kind: "credential", decision: "failed", rule: cred.rule, host: host.host, port, method: req.method, path, reason: cred.error });
+    return reply(proxy, res, 502, `egress: credential for rule ${cred.rule} is unavailable`);
+  }
+  if (cred?.headers) {
+    proxy.stats.injected++;
+    proxy.audit(sb, { kind: "inject", decision: "injected", rule: cred.rule, host: host.host, port, method: req.method, path });
+  }
+  const authority = port === (secure ? 443 : 80) ? hostForUrl(host) : `${hostForUrl(host)}:${port}`;
+  const h2 = req.httpVersionMajor === 2;
+  const headers = upstreamHeaders(req, cred?.headers ?? null, authority, h2);
+  // HTTP/2 frames bodies itself: a request has one unless its HEADERS frame ended the stream.
+  const hasBody = h2 ? !(req as unknown as { stream: http2.ServerHttp2Stream }).stream.endAfterHeaders : req.headers["content-length"] !== undefined ? req.headers["content-length"] !== "0" : req.headers["transfer-encoding"] !== undefined;
+  if (sb.authorizers.length === 0 || policy.isNoProxy(host)) return dispatchUpstream(proxy, res, sb, host, port, secure, h2, target, req.method ?? "GET", path, path + query, headers, hasBody ? req : null);
+  // Extensions run in order, each on the previous one's result; the last word is what is sent.
+  let out: OutboundRequest = { method: req.method ?? "GET", host, port, secure, target: path + query, headers: pairs(headers), body: hasBody ? req : null, staticRule: cred?.rule ?? null };
+  for (const a of sb.authorizers) {
+    let outcome: AuthorizeOutcome;
+    try {
+      outcome = await a.authorize(out);
+    } catch (err) {
+      proxy.audit(sb, { kind: "credential", decision: "failed", rule: a.name, host: host.host, port, method: req.method, path, reason: (err as Error).message.slice(0, 300) });
+      return reply(proxy, res, 502, `egress: credential engine ${a.name} failed`);
+    }
+    if (outcome.action === "respond") {
+      if (res.headersSent) return void res.destroy();
+      res.writeHead(outcome.status, { ...outcome.headers, "content-length": Buffer.byteLength(outcome.body) });
+      return void res.end(outcome.body);
+    }
+    if (outcome.action === "forward") out = { ...out, headers: outcome.headers, body: outcome.body };
+  }
+  const flat: string[] = [];
+  for (const [n, v] of out.headers) {
+    const lower = n.toLowerCase();
+    if (lower === "host" || !DROP_REQUEST.has(lower) || (h2 && lower === "te")) flat.push(n, v);
+  }
+  dispatchUpstream(proxy, res, sb, host, port, secure, h2, target, out.method, path, out.target, flat, out.body);
+}
+
+/**
+ * Sends one request upstream through the sandbox's undici pool for the checked address (keep-alive,
+ * no pipelining) and streams the answer back with backpressure. undici frames request bodies
+ * itself (a streamed body is always chunked, whatever the method) and checks Content-Length.
+ */
+export function dispatchUpstream(proxy: EgressProxy, res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, h2: boolean, target: Target, method: string, path: string, requestTarget: string, headers: string[], body: Readable | null): void {
+  const pool = poolFor(proxy, sb, secure, target, host, h2);
+  const handler = new UpstreamHandler(res, (err) => {
+    const code = err.code ?? err.name ?? "error";
+    const verify = /CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS/.test(code) || /certificate/i.test(err.message);
+    proxy.audit(sb, { kind: "block", decision: "failed", host: host.host, port, method, path, reason: verify ? `upstream certificate rejected (${code})` : `upstream connection failed (${code})` });
+    if (!res.headersSent) reply(proxy, res, 502, verify ? `egress: upstream certificate verification failed (${code})` : `egress: upstream connection failed (${code})`);
+    else res.destroy();
+  });
+  pool.dispatch({ method, path: requestTarget, headers, body, idempotent: false }, handler as unknown as Dispatcher.DispatchHandler);
+}
+
+/**
+ * `h2`: the sandbox's client speaks HTTP/2, so upstream is offered HTTP/2 as well (gRPC needs it
+ * end to end; a server that only knows HTTP/1.1 still works). HTTP/1.1 clients keep HTTP/1.1.
+ */
+export function poolFor(proxy: EgressProxy, sb: SandboxHandle, secure: boolean, target: Target, host: CanonicalHost, h2 = false): Pool {
+  const servername = secure && host.kind === "name" ? host.host : "";
+  const useH2 = h2 && secure;
+  const key = `${secure ? "s" : "p"}${useH2 ? "2" : ""}|${target.address}|${target.port}|${servername}`;
+  let pool = sb.pools.get(key);
+  if (!pool) {
+    const origin = `${secure ? "https" : "http"}://${target.address.includes(":") ? `[${target.address}]` : target.address}:${target.port}`;
+    pool = new Pool(origin, {
+      connections: 512,
+      pipelining: 1,
+      keepAliveTimeout: 15_000,
+      headersTimeout: 300_000,
+      bodyTimeout: 300_000,
+      allowH2: useH2,
+      connect: secure ? { secureContext: proxy.upstreamContext, servername: servername || undefined, ALPNProtocols: useH2 ? ["h2", "http/1.1"] : ["http/1.1"], timeout: CONNECT_TIMEOUT_MS } : { timeout: CONNECT_TIMEOUT_MS },
+    });
+    if (sb.pools.size > 256) {
+      const [oldKey, old] = sb.pools.entries().next().value!;
+      sb.pools.delete(oldKey);
+      void old.close();
+    }
+    sb.pools.set(key, pool);
+  }
+  return pool;
+}
+
+/** The headers to inject for this request (first matching header rule), or an unavailable credential. */
+export function credentialsFor(proxy: EgressProxy, _sb: SandboxHandle, policy: SandboxPolicy, host: CanonicalHost, path: string): { rule: string; headers: InjectedHeader[] | null; error: string | null } | null {
+  if (policy.isNoProxy(host)) return null;
+  const rule = policy.headerRuleFor(host, path);
+  if (!rule) return null;
+  if (!rule.headers) return { rule: rule.name, headers: null, error: rule.problem ?? "unresolved" };
+  return { rule: rule.name, headers: rule.headers, error: null };
+}
+
+/**
+ * The operator's fault hook (`WHARF_EGRESS_FAULT_HOOK=1`, off by default): an exception thrown
+ * outside any request's handling, as a bug in a library would, to prove a crash stays in the
+ * data-plane process.
+ */
+function injectCrash(): void {
+  setImmediate(() => {
+    throw new Error("egress fault hook: injected crash");
+  });
+}

@@ -1,0 +1,123 @@
+import net from "node:net";
+import tls from "node:tls";
+import { readAtLeast } from "./socket-helpers.ts";
+import { CTX, type RawTunnel, type SandboxHandle, type WithCtx } from "./types.ts";
+import { isWebPort } from "../policy/access-patterns.ts";
+import { canonicalHost, type CanonicalHost } from "../policy/canonical-host.ts";
+import { looksLikeTls, parseClientHello } from "./client-hello.ts";
+import type { ConnectionVerdict } from "../policy/policy.ts";
+import type { EgressProxy } from "./egress-proxy.ts";
+
+const CONNECT_TIMEOUT_MS = 10_000;
+
+// Streams to a known destination (captured, or CONNECTed): raw tunnel, TLS interception or plain HTTP.
+
+/**
+ * A byte stream to a known destination: raw tunnel, TLS interception or plain HTTP, decided by
+ * the rules and by the first bytes. `connectReply` is the CONNECT socket still owed its answer.
+ */
+export async function handleStream(proxy: EgressProxy, socket: net.Socket, sb: SandboxHandle, host: CanonicalHost, port: number, connectReply: "pending" | null): Promise<void> {
+  // A reset from the sandbox is routine; whoever owns the socket next adds its own handling.
+  if (!socket.listenerCount("error")) socket.on("error", () => socket.destroy());
+  const verdict = sb.policy.connectionVerdict(host, port);
+  if (verdict.kind === "allow" && verdict.raw) return rawTunnel(proxy, socket, sb, host, port, verdict, connectReply);
+  if (!isWebPort(port)) {
+    const reason = verdict.kind === "deny" ? verdict.reason : "raw TCP is not allowed";
+    proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason });
+    if (connectReply) socket.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nX-Wharf-Egress: blocked\r\nConnection: close\r\n\r\negress blocked: ${reason}\n`);
+    else socket.destroy();
+    return;
+  }
+  if (connectReply) socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+  // Ports 80/443: always intercepted. A denied destination is still answered (403) over HTTP(S),
+  // so the sandbox sees why; the decision is re-made for every request anyway.
+  // One deadline for the whole peek: a ClientHello dribbled a byte at a time is cut all the same.
+  const deadline = Date.now() + proxy.settings.headerTimeoutMs;
+  const first = await readAtLeast(socket, 1, deadline - Date.now());
+  if (!first) return void socket.destroy();
+  if (looksLikeTls(first[0])) {
+    let buf = first;
+    let hello = parseClientHello(buf, proxy.settings.maxPeekBytes);
+    while (hello.status === "need-more") {
+      const more = await readAtLeast(socket, 1, deadline - Date.now());
+      if (!more) return void socket.destroy();
+      buf = Buffer.concat([buf, more]);
+      hello = parseClientHello(buf, proxy.settings.maxPeekBytes);
+    }
+    if (hello.status === "invalid") {
+      proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason: `unreadable TLS ClientHello: ${hello.reason}` });
+      return void socket.destroy();
+    }
+    if (!sniMatches(proxy, hello.serverName, host)) {
+      proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason: `TLS server name ${JSON.stringify(hello.serverName)} does not match the destination` });
+      return void socket.destroy();
+    }
+    const context = sb.minter.peek(host) ?? (await sb.minter.contextFor(host));
+    socket.unshift(buf);
+    const secure = new tls.TLSSocket(socket, { isServer: true, secureContext: context, ALPNProtocols: ["h2", "http/1.1"] });
+    secure.on("error", () => secure.destroy());
+    // The handshake must finish within what is left of the deadline (the HTTP servers time the rest).
+    const handshake = setTimeout(() => secure.destroy(), Math.max(0, deadline - Date.now()));
+    secure.once("close", () => clearTimeout(handshake));
+    (secure as WithCtx)[CTX] = { sandbox: sb, mode: "intercept", host, port, tls: true };
+    // The protocol is known once the handshake is done: HTTP/2 only for clients that ask for it.
+    secure.once("secure", () => {
+      clearTimeout(handshake);
+      // What tls.Server does for its own sockets; an HTTP/2 session waits for it before reading.
+      (secure as tls.TLSSocket & { secureConnecting: boolean }).secureConnecting = false;
+      (secure.alpnProtocol === "h2" ? proxy.h2server : proxy.server).emit("connection", secure);
+    });
+    return;
+  }
+  if (!/^[A-Z]/.test(String.fromCharCode(first[0]))) {
+    proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason: "neither HTTP nor TLS on a web port" });
+    return void socket.destroy();
+  }
+  socket.unshift(first);
+  (socket as WithCtx)[CTX] = { sandbox: sb, mode: "intercept", host, port, tls: false };
+  proxy.server.emit("connection", socket);
+}
+
+/** SNI must name the destination; it may be absent only when the destination is an IP literal. */
+export function sniMatches(proxy: EgressProxy, serverName: string | null, host: CanonicalHost): boolean {
+  if (serverName === null) return host.kind !== "name";
+  const sni = canonicalHost(serverName);
+  return sni !== null && sni.kind === host.kind && sni.host === host.host;
+}
+
+export async function rawTunnel(proxy: EgressProxy, client: net.Socket, sb: SandboxHandle, host: CanonicalHost, port: number, verdict: ConnectionVerdict, connectReply: "pending" | null): Promise<void> {
+  const target = await proxy.targets.check(sb, sb.policy, host, port, verdict);
+  if ("blocked" in target) {
+    proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason: target.blocked });
+    if (connectReply) client.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nX-Wharf-Egress: blocked\r\nConnection: close\r\n\r\negress blocked: ${target.blocked}\n`);
+    else client.destroy();
+    return;
+  }
+  const upstream = net.connect({ host: target.address, port: target.port, allowHalfOpen: true, noDelay: true, timeout: CONNECT_TIMEOUT_MS });
+  const tunnel: RawTunnel = { host, port, address: target.address, client, upstream };
+  upstream.once("timeout", () => upstream.destroy(new Error("connect timeout")));
+  upstream.once("connect", () => {
+    upstream.setTimeout(0);
+    sb.tunnels.add(tunnel);
+    proxy.stats.tunnels++;
+    proxy.audit(sb, { kind: "tunnel", decision: "allowed", host: host.host, port, reason: sb.policy.isNoProxy(host) ? "no_proxy (not intercepted)" : "raw TCP (not intercepted)" });
+    if (connectReply) client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  const done = () => {
+    sb.tunnels.delete(tunnel);
+    client.destroy();
+    upstream.destroy();
+  };
+  upstream.once("error", (err) => {
+    if (!sb.tunnels.has(tunnel)) {
+      proxy.audit(sb, { kind: "block", decision: "failed", host: host.host, port, reason: `upstream connection failed (${(err as NodeJS.ErrnoException).code ?? err.message})` });
+      if (connectReply) client.end(`HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\negress: upstream connection failed\n`);
+    }
+    done();
+  });
+  client.once("error", done);
+  upstream.once("close", done);
+  client.once("close", done);
+}
