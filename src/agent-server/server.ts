@@ -53,6 +53,12 @@ export interface AgentServerOptions {
   exclusive?: boolean;
   /** The URL the server is reachable at (for `langgraph_api_url` in run metadata). */
   apiUrl?: () => string;
+  /**
+   * A secret every process of this server id shares (a deployment's agent key): names the
+   * PostgreSQL channel of cross-process cancels, so servers of other tenants on the same database
+   * can neither see nor send them (see run-signals.ts).
+   */
+  signalSecret?: string;
   /** How often the cron scheduler looks for due crons (default `WHARF_CRON_TICK_MS`, else 5 s). */
   cronTickMs?: number;
 }
@@ -117,7 +123,7 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
     await checkpointer.close();
     throw err;
   }
-  const engine = new RunEngine(ctx, { leaseMs: options.leaseMs ?? 30_000, apiUrl: options.apiUrl, databaseUrl: options.databaseUrl });
+  const engine = new RunEngine(ctx, { leaseMs: options.leaseMs ?? 30_000, apiUrl: options.apiUrl, databaseUrl: options.databaseUrl, signalSecret: options.signalSecret });
   try {
     await engine.listen();
   } catch (err) {

@@ -4,6 +4,7 @@ import { describe, test } from "node:test";
 import { deploymentDatabaseNames, dropPlan, provisionPlan, upstreamOf } from "../../src/deployments/runtime/database-access.ts";
 import { admitStartup, DatabaseForwarder, errorResponse, parseFirstMessage } from "../../src/deployments/runtime/database-forwarder.ts";
 import { soleServer, type OtherRevision } from "../../src/deployments/rollout/sole-server.ts";
+import { signalChannel } from "../../src/agent-server/runs/run-signals.ts";
 
 /** A StartupMessage as a client sends it: length, protocol 3.0, key/value pairs, final NUL. */
 function startup(params: Record<string, string>): Buffer {
@@ -164,4 +165,16 @@ describe("--exclusive: the only server of a deployment's storage", () => {
     ["an old revision nobody owns", [other({ owner: null })], true],
   ];
   for (const [name, others, expected] of cases) test(name, () => assert.equal(soleServer(others, "me", now), expected));
+});
+
+describe("cross-process cancel channels on a shared PostgreSQL", () => {
+  test("a deployment's channel is named from its agent key: others can neither listen to it nor send on it", () => {
+    assert.equal(signalChannel("project:x"), "wharf_agent_run_cancel");
+    const a = signalChannel("dep-a", "key-a");
+    assert.match(a, /^wharf_agent_run_cancel_[0-9a-f]{32}$/);
+    assert.ok(a.length <= 63, "a PostgreSQL identifier");
+    assert.equal(signalChannel("dep-a", "key-a"), a, "every process of the deployment agrees");
+    assert.notEqual(signalChannel("dep-a", "key-b"), a);
+    assert.notEqual(signalChannel("dep-b", "key-a"), a);
+  });
 });

@@ -10,7 +10,7 @@ import type { AuthContext } from "../auth/custom-auth.ts";
 import { AgentError } from "../errors.ts";
 import { asJson, parseJson } from "../storage/json-columns.ts";
 import { RunChannel } from "./run-channel.ts";
-import { openRunSignals, type RunSignals } from "./run-signals.ts";
+import { openRunSignals, signalChannel, type RunSignals } from "./run-signals.ts";
 import { executeGraph, serializeError, type RunOutcome } from "./run-executor.ts";
 import { INFLIGHT, toRun, type MultitaskStrategy, type Run, type RunKwargs, type RunPrivate } from "./runs.ts";
 import type { AgentRunsTable } from "../storage/tables.ts";
@@ -56,7 +56,7 @@ export class RunEngine {
 
   constructor(
     private readonly ctx: AgentServerContext,
-    private readonly options: { leaseMs: number; apiUrl?: () => string; databaseUrl?: string | null } = { leaseMs: 30_000 },
+    private readonly options: { leaseMs: number; apiUrl?: () => string; databaseUrl?: string | null; signalSecret?: string } = { leaseMs: 30_000 },
   ) {
     this.housekeeper = new RunHousekeeper({
       ctx: this.ctx,
@@ -515,7 +515,7 @@ export class RunEngine {
       if (s.serverId !== this.ctx.serverId) return;
       const local = this.active.get(s.runId);
       if (local && !local.abort.signal.aborted) local.abort.abort(s.action);
-    });
+    }, signalChannel(this.ctx.serverId, this.options.signalSecret));
   }
 
   /** Periodic housekeeping (one timer per process): renew our leases, end runs whose process died. */

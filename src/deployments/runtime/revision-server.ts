@@ -49,7 +49,7 @@ const authenticate = async (headers: Headers): Promise<Principal> => {
 // `--exclusive`: the platform started this as the only server of the deployment's storage (no
 // other revision of it runs anywhere), so runs still marked running belong to a dead process and
 // are settled now rather than when their lease expires.
-const agent = await createAgentServerApp({ project, store, box, authenticate, log, serverId, home: state, databaseUrl, pgSchema, exclusive: values.exclusive === true });
+const agent = await createAgentServerApp({ project, store, box, authenticate, log, serverId, home: state, databaseUrl, pgSchema, exclusive: values.exclusive === true, signalSecret: agentKey });
 // Assistants follow the revision: those of graphs this build no longer has stop being listed
 // (their threads stay readable; a graph that comes back gets its system assistant again).
 const graphIds = [...agent.ctx.graphs.keys()];
