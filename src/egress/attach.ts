@@ -6,6 +6,7 @@ import { SandboxEgress } from "./capture/sandbox-egress.ts";
 import { closeNamespaceListeners, type NamespaceListeners } from "./capture/netns-capture.ts";
 import { deleteValues } from "./credentials/sealed-values.ts";
 import { asStoredConfig, sealedRefs } from "./config/stored-config.ts";
+import type { AuditRow } from "./audit/audit-log.ts";
 
 /**
  * CONTRACT between the sandbox driver and the egress proxy. The sandbox driver
@@ -114,6 +115,29 @@ export function egressAvailable(): boolean {
  */
 export async function releaseEgressValues(db: Kysely<Database>, workspaceId: string, proxyConfig: unknown): Promise<void> {
   await deleteValues(db, workspaceId, sealedRefs(asStoredConfig(proxyConfig)));
+}
+
+/**
+ * The egress audit log of several attachments together (a deployment's processes: `dep-<revision>`,
+ * `dep-build-<revision>`), newest first, after writing what is still buffered. Never a value.
+ */
+export async function egressLog(
+  db: Kysely<Database>,
+  workspaceId: string,
+  targetIds: string[],
+  opts: { limit: number; before?: string; kind?: string },
+): Promise<Array<AuditRow & { target: string }>> {
+  await currentEgressRuntime()?.audit.flush();
+  if (targetIds.length === 0) return [];
+  let q = db
+    .selectFrom("egress_audit_log")
+    .select(["id", "sandbox_id", "at", "last_at", "count", "kind", "decision", "rule", "host", "port", "method", "path", "status", "reason"])
+    .where("workspace_id", "=", workspaceId)
+    .where("sandbox_id", "in", targetIds);
+  if (opts.before) q = q.where("id", "<", opts.before);
+  if (opts.kind) q = q.where("kind", "=", opts.kind);
+  const rows = await q.orderBy("id", "desc").limit(opts.limit).execute();
+  return rows.map(({ sandbox_id, ...r }) => ({ ...r, target: sandbox_id, count: Number(r.count), port: Number(r.port), status: r.status === null ? null : Number(r.status) }));
 }
 
 /** What a sandbox driver should capture while it creates a namespace: the ports every sandbox has, and DNS. */

@@ -3,7 +3,7 @@
  * namespace (listeners, policy, sealed values) through `attachEgress`; the sandboxes API validates,
  * stores and presents `proxy_config` through the config functions; the platform mounts the feature.
  */
-export { attachEgress, egressAvailable, egressCaptureSpec, prepareEgress, releaseEgressValues, type EgressAttachment, type EgressTarget, type PreparedEgress } from "./attach.ts";
+export { attachEgress, egressAvailable, egressCaptureSpec, egressLog, prepareEgress, releaseEgressValues, type EgressAttachment, type EgressTarget, type PreparedEgress } from "./attach.ts";
 export { proxyConfigSchema, prepareProxyConfig, presentProxyConfig, type StoredProxyConfig } from "./config/proxy-config.ts";
 export { createEgressFeature } from "./egress-feature.ts";
 /** Sealed columns of the egress area, for master-key rotation and its tests. */

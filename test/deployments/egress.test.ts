@@ -164,16 +164,23 @@ describe("deployment egress", () => {
     // The replaced opaque value was released; deleting the deployment releases the current one.
     const sealed = async () => Number((await p.ctx.db.selectFrom("egress_sealed_values").select((eb) => eb.fn.countAll().as("n")).where("workspace_id", "=", d.tenant_id).executeTakeFirst())?.n ?? 0);
     assert.equal(await sealed(), 1);
-    // Audit rows name the deployment's process, never a value.
-    const auditRows = () => p.ctx.db.selectFrom("egress_audit_log").selectAll().where("sandbox_id", "like", "dep-%").execute();
-    let audit = await auditRows();
-    for (let i = 0; i < 50 && !audit.some((a) => a.kind === "block" && a.host === "other.test"); i++) {
+    // The deployment's egress log names each row's revision and process, never a value.
+    type Entry = { revision_id: string; process: string; kind: string; host: string; rule: string | null };
+    const egressLog = async (query = "") => {
+      const r = await p.api(`/v2/deployments/${d.id}/egress-log?limit=1000${query}`);
+      assert.equal(r.status, 200, await r.clone().text());
+      return (await r.json()) as { entries: Entry[]; next_before: string | null };
+    };
+    let log = await egressLog();
+    for (let i = 0; i < 50 && !log.entries.some((e) => e.kind === "block" && e.host === "other.test"); i++) {
       await new Promise((r) => setTimeout(r, 100));
-      audit = await auditRows();
+      log = await egressLog();
     }
-    assert.ok(audit.some((a) => a.sandbox_id === `dep-${rev.id}` && a.kind === "inject" && a.host === "api.test"), JSON.stringify(audit));
-    assert.ok(audit.some((a) => a.sandbox_id === `dep-${rev.id}` && a.kind === "block" && a.host === "other.test"));
-    assert.ok(!JSON.stringify(audit).includes(OPAQUE) && !JSON.stringify(audit).includes(ROTATED));
+    assert.ok(log.entries.some((e) => e.revision_id === rev.id && e.process === "server" && e.kind === "inject" && e.rule === "api" && e.host === "api.test"), JSON.stringify(log));
+    assert.ok(log.entries.some((e) => e.process === "server" && e.kind === "block" && e.host === "other.test"));
+    assert.ok(!JSON.stringify(log).includes(OPAQUE) && !JSON.stringify(log).includes(ROTATED));
+    assert.ok((await egressLog("&kind=block")).entries.every((e) => e.kind === "block"));
+    assert.equal((await p.api("/v2/deployments/00000000-0000-0000-0000-000000000000/egress-log")).status, 404);
     assert.equal((await p.api(`/v2/deployments/${d.id}`, { method: "DELETE" })).status, 204);
     assert.equal(await sealed(), 0);
     assert.ok(!p.logs().includes(OPAQUE) && !p.logs().includes(ROTATED), "no credential in the platform's logs");

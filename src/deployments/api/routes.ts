@@ -37,6 +37,7 @@ import {
 } from "./schemas.ts";
 import { createUploadUrl } from "./upload-urls.ts";
 import { presentStoredProxyConfig, releaseProxyConfig, storedProxyConfig } from "./deployment-proxy-config.ts";
+import { registerEgressLogRoute } from "./egress-log-route.ts";
 
 const TAGS = ["deployments"];
 const deploymentParams = z.object({ deployment_id: idParam });
@@ -447,6 +448,8 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
       return c.json(toRevisionRecord(now));
     },
   });
+
+  registerEgressLogRoute(router, ctx);
 
   for (const kind of ["build", "deploy"] as LogKind[]) {
     router.add({
