@@ -94,7 +94,9 @@ const runWait = (url: string) =>
  */
 async function measureRunLatency(revisionId: string) {
   const port = await freePort();
-  const dev = spawn(process.execPath, [WHARF_BIN, "agent-server", "--project", PROJECT, "--port", String(port), "--server-id", "bench-latency", "--open"], { env: { ...process.env, WHARF_HOME: home, WHARF_LOG_LEVEL: "warn" }, stdio: "ignore" });
+  // Its own home, as on a developer's machine: sharing the platform's SQLite file would slow it down.
+  const devHome = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-dev-"));
+  const dev = spawn(process.execPath, [WHARF_BIN, "agent-server", "--project", PROJECT, "--port", String(port), "--server-id", "bench-latency", "--open"], { env: { ...process.env, WHARF_HOME: devHome, WHARF_LOG_LEVEL: "warn" }, stdio: "ignore" });
   await untilOk(`http://127.0.0.1:${port}/ok`);
   const client = fork(path.join(WHARF_ROOT, "bench/deployments-latency-client.mjs"), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const body = JSON.stringify({ assistant_id: "echo", input: { messages: [{ role: "human", content: "hi" }] } });
@@ -137,6 +139,8 @@ async function measureRunLatency(revisionId: string) {
   }
   client.kill();
   dev.kill("SIGTERM");
+  await new Promise((r) => dev.once("exit", r));
+  fs.rmSync(devHome, { recursive: true, force: true });
   const devP50 = median(times.dev);
   return {
     print() {
