@@ -18,7 +18,7 @@ export const BASE_PACKAGES = [
 ];
 /** Packages the base cannot do without; the rest are taken when installed. */
 export const REQUIRED_BASE_PACKAGES = ["bash", "coreutils", "perl-base", "python3", "curl", "ca-certificates", "mawk", "debianutils"];
-const BUILD_VERSION = "5";
+const BUILD_VERSION = "6";
 
 export const SANDBOX_USER = { uid: 1000, gid: 1000, name: "user", home: "/home/user" };
 
@@ -191,7 +191,7 @@ export function ensureBaseImage(cacheDir: string, log?: (msg: string, extra?: ob
     writeEtc(tmp);
     const alternatives = carryAlternatives(tmp);
     log?.("sandbox base image: alternatives carried over", { count: alternatives.length });
-    for (const d of ["home/user", "root", "tmp", "var/tmp", "run", "proc", "dev", "sys", "mnt", "opt", "srv", "usr/local/bin", "var/lib", "var/cache", "var/log"]) fs.mkdirSync(path.join(tmp, d), { recursive: true });
+    for (const d of ["home/user", "root", "tmp", "var/tmp", "run", "proc", "dev", "sys", "mnt", "opt", "srv", "usr/local/bin", "etc/wharf", "var/lib", "var/cache", "var/log"]) fs.mkdirSync(path.join(tmp, d), { recursive: true });
     fs.chmodSync(path.join(tmp, "tmp"), 0o1777);
     fs.chmodSync(path.join(tmp, "var/tmp"), 0o1777);
     fs.writeFileSync(path.join(tmp, ".wharf-base-complete"), JSON.stringify({ id, packages: pkgs.map((p) => `${p.name}=${p.version}`) }, null, 1));
