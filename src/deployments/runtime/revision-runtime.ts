@@ -18,7 +18,7 @@ import type { StoredProxyConfig } from "../../egress/index.ts";
 import { registryHosts } from "../build/registry-hosts.ts";
 import { buildEgressId, serverEgressId } from "../confinement/egress-plan.ts";
 import type { Launched } from "../confinement/launcher.ts";
-import { DeploymentEgress } from "./revision-egress.ts";
+import { DeploymentEgress, type ProcessEgress } from "./revision-egress.ts";
 
 type Deployment = Database["deployments"];
 
@@ -246,7 +246,14 @@ export class RevisionRuntime {
       gatewayUrl = `http://127.0.0.1:${(l.address() as net.AddressInfo).port}`;
     }
     // The way out: the egress proxy under the deployment's proxy_config (confined only).
-    const egress = this.isolated ? await this.egress.open({ id: serverEgressId(revisionId), deploymentId: deployment.id, workspaceId: deployment.workspace_id, registries: null, onUnplaced: unplacedNote(log) }) : null;
+    let egress: ProcessEgress | null = null;
+    try {
+      if (this.isolated) egress = await this.egress.open({ id: serverEgressId(revisionId), deploymentId: deployment.id, workspaceId: deployment.workspace_id, registries: null, onUnplaced: unplacedNote(log) });
+    } catch (err) {
+      database?.close();
+      gateway.close();
+      throw err;
+    }
     const env = { ...this.agentEnv(deployment, revisionId, secrets, ident, inside.state), ...egress?.env, LANGSMITH_ENDPOINT: gatewayUrl, LANGSMITH_API_KEY: key, WHARF_URL: gatewayUrl, ...database?.env };
     const cleanup = () => {
       database?.close();
