@@ -151,19 +151,31 @@ export interface DeploymentDatabase extends DeploymentDatabaseNames {
   database: string;
 }
 
+/**
+ * Deployments whose role and schema this process has already made (or re-asserted) once: later
+ * starts of their servers (restarts, new revisions, takeovers) skip the DDL, which takes catalog
+ * locks that a busy database makes slow. Dropping a deployment's database forgets it.
+ */
+const ensured = new Map<string, DeploymentDatabase>();
+
 /** Creates (or re-asserts) the deployment's role and schema; returns how to log in as it. */
 export async function ensureDeploymentDatabase(ctx: PlatformContext, deployment: { id: string; workspace_id: string }): Promise<DeploymentDatabase> {
+  const known = ensured.get(deployment.id);
+  if (known) return known;
   const names = deploymentDatabaseNames(deployment.id);
   const password = await rolePassword(ctx, deployment);
   const { rows } = await sql<{ db: string; schema: string; su: string }>`select current_database() as db, current_schema() as schema, current_setting('is_superuser') as su`.execute(ctx.db);
   const { db: database, schema: platformSchema, su } = rows[0]!;
   await runPlan(ctx.db, provisionPlan({ ...names, password, database, platformSchema, platformIsSuperuser: su === "on" }));
-  return { ...names, password, database };
+  const made = { ...names, password, database };
+  ensured.set(deployment.id, made);
+  return made;
 }
 
 /** Drops the deployment's schema (its threads, runs, checkpoints, store) and its role. No-op on SQLite. */
 export async function dropDeploymentDatabase(ctx: PlatformContext, deploymentId: string): Promise<void> {
   if (ctx.store.dialect !== "postgres") return;
+  ensured.delete(deploymentId);
   await runPlan(ctx.db, dropPlan(deploymentDatabaseNames(deploymentId)));
 }
 
