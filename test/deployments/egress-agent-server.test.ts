@@ -4,6 +4,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { defaultRunnerCommand } from "../../src/deployments/runtime/agent-process.ts";
 import { hostsSetting, startUpstreams } from "../egress/support/upstreams.ts";
+import { DIALECTS } from "../support/dialects.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import { EGRESS_FIXTURES, startEgressPlatform } from "./egress-support.ts";
 import { lastMessage, logsOf, pollRevision, runWait } from "./support.ts";
@@ -15,12 +16,14 @@ const SECRET = "tok_" + crypto.randomBytes(16).toString("hex");
  * proxy's environment and CA files, and a LangGraph node's `fetch` to an HTTPS host goes through
  * interception with the deployment's header rule (from a workspace secret) applied.
  */
-describe("deployment egress with the real agent server", () => {
+for (const dialect of DIALECTS) describe(`deployment egress with the real agent server (${dialect})`, () => {
   test("a graph node's fetch is intercepted and gets the workspace secret injected", async (t) => {
     if (!requireCapability(t, process.platform === "linux" && isRoot(), "confined deployments need root on Linux")) return;
     const up = await startUpstreams(t);
     Object.assign(process.env, { WHARF_EGRESS_HOSTS: hostsSetting(up), WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
-    const p = await startEgressPlatform(t, { options: { runnerCommand: defaultRunnerCommand, runnerBinds: [] } });
+    // On PostgreSQL the namespace also holds the database forwarder's listener: both ways coexist.
+    const p = await startEgressPlatform(t, { dialect, options: { runnerCommand: defaultRunnerCommand, runnerBinds: [] } });
+    if (!p) return;
     assert.equal((await p.api("/v2/secrets", { method: "PUT", json: [{ key: "API_TOKEN", value: SECRET }] })).status, 200);
     const res = await p.api("/v2/deployments", {
       method: "POST",

@@ -32,7 +32,7 @@ describe("deployment proxy_config validation matches sandboxes", () => {
   test("the same 422 details for a table of bad configs", async (t) => {
     if (!requireCapability(t, process.platform === "linux" && isRoot(), "the sandboxes feature needs root on Linux")) return;
     const sandboxes = createSandboxesFeature({ ...process.env, WHARF_SANDBOX_BASE_CACHE: BASE_CACHE, WHARF_SANDBOX_WARM_POOL: "0" });
-    const p = await startEgressPlatform(t, { also: [sandboxes] });
+    const p = (await startEgressPlatform(t, { also: [sandboxes] }))!;
     const base = { source: "internal_source", source_config: {}, source_revision_config: {}, secrets: [] };
     let res = await p.api("/v2/deployments", { method: "POST", json: { ...base, name: "target" } });
     assert.equal(res.status, 201, await res.clone().text());

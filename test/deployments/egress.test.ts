@@ -33,7 +33,7 @@ describe("deployment egress", () => {
       WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile,
       WHARF_EGRESS_SYSTEM_DNS: "0",
     });
-    const p = await startEgressPlatform(t);
+    const p = (await startEgressPlatform(t))!;
     const platformPort = new URL(p.url).port;
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-proj-egress-"));

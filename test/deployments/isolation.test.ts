@@ -34,7 +34,7 @@ describe("deployed code is confined", () => {
   test("a hostile project's install script and graph cannot read the platform's home, database, processes or other deployments, reach host services, or write outside its state folder", async (t) => {
     if (!requireCapability(t, isRoot(), "confining deployments needs root (namespaces, cgroups)")) return;
     // With the egress proxy, as the platform runs: the way out must not open a way to the host.
-    const p = await startEgressPlatform(t);
+    const p = (await startEgressPlatform(t))!;
     const other = await deploy(p, "victim", copyProject(t, "echo"));
     // The victim writes something to its own state folder so there is something to steal.
     assert.equal((await runWait(other.url, p.apiKey, "secret")).status, 200);
