@@ -39,8 +39,14 @@ describe("deployment egress", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-proj-egress-"));
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
     fs.cpSync(path.join(EGRESS_FIXTURES, "project"), dir, { recursive: true });
+    // A cloud_b rule too: its compatibility file must appear under the read-only /etc.
+    const { privateKey } = crypto.generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const serviceAccount = JSON.stringify({ type: "service_account", project_id: "p", private_key_id: "real-key", private_key: privateKey.export({ type: "pkcs8", format: "pem" }).toString(), client_email: "agent@p.iam.gserviceaccount.com" });
     const proxy_config = {
-      rules: [{ name: "api", match_hosts: ["api.test"], headers: [{ name: "Authorization", type: "opaque", value: `Bearer ${OPAQUE}` }] }],
+      rules: [
+        { name: "api", match_hosts: ["api.test"], headers: [{ name: "Authorization", type: "opaque", value: `Bearer ${OPAQUE}` }] },
+        { name: "gcp", type: "cloud_b", cloud_b: { service_account_json: { type: "opaque", value: serviceAccount }, scopes: ["https://www.googleapis.com/auth/devstorage.read_only"] } },
+      ],
       access_control: { allow_list: ["api.test"] },
     };
     const started = performance.now();
@@ -111,6 +117,7 @@ describe("deployment egress", () => {
       "http://127.0.0.1/ok",
       `proxy:http://127.0.0.1:${platformPort}/ok`,
       `proxy:http://${up.address}:${up.httpPort}/`,
+      "file:/etc/wharf/google-service-account.json",
     ];
     let out = await run(probes);
     assert.equal(out.dependency, "hello from the local registry");
@@ -129,6 +136,8 @@ describe("deployment egress", () => {
     assert.equal(out.env.NODE_EXTRA_CA_CERTS, "/usr/local/share/ca-certificates/wharf-egress-ca.crt");
     assert.equal(out.env.HTTPS_PROXY, "http://127.0.0.1:3128");
     assert.ok(!JSON.stringify(out).includes(OPAQUE), "the graph never sees the credential");
+    assert.equal(out.results["file:/etc/wharf/google-service-account.json"], "wharf-placeholder", "the cloud_b compatibility file, with a throwaway key");
+    assert.equal(out.env.GOOGLE_APPLICATION_CREDENTIALS, "/etc/wharf/google-service-account.json");
 
     // PATCH: new header value and a deny_list instead of the allow_list, on the running revision.
     res = await p.api(`/v2/deployments/${d.id}`, {
