@@ -44,7 +44,17 @@ for (const dialect of DIALECTS) describe(`deployment egress with the real agent 
     assert.equal(run.status, 200, JSON.stringify(run.body));
     assert.equal(lastMessage(run.body), "200");
     assert.equal(up.seen.find((e) => e.url === "/v1/real")?.headers.authorization, `Bearer ${SECRET}`);
+    // Rotating the workspace secret reaches the running revision at once (no PATCH, no restart).
+    const ROTATED = "tok_" + crypto.randomBytes(16).toString("hex");
+    assert.equal((await p.api("/v2/secrets", { method: "PUT", json: [{ key: "API_TOKEN", value: ROTATED }] })).status, 200);
+    const rotatedAt = Date.now();
+    for (;;) {
+      const again = await runWait(d.source_config.custom_url, p.apiKey, "https://api.test/v1/rotated", "call");
+      assert.equal(lastMessage(again.body), "200");
+      if (up.seen.filter((e) => e.url === "/v1/rotated").at(-1)?.headers.authorization === `Bearer ${ROTATED}`) break;
+      assert.ok(Date.now() - rotatedAt < 5000, "the rotated secret did not arrive");
+    }
     assert.equal((await p.api(`/v2/deployments/${d.id}`, { method: "DELETE" })).status, 204);
-    assert.ok(!p.logs().includes(SECRET));
+    assert.ok(!p.logs().includes(SECRET) && !p.logs().includes(ROTATED));
   });
 });
