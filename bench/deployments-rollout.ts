@@ -98,12 +98,28 @@ async function measureRunLatency(revisionId: string) {
   const devHome = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-dev-"));
   const dev = spawn(process.execPath, [WHARF_BIN, "agent-server", "--project", PROJECT, "--port", String(port), "--server-id", "bench-latency", "--open"], { env: { ...process.env, WHARF_HOME: devHome, WHARF_LOG_LEVEL: "warn" }, stdio: "ignore" });
   await untilOk(`http://127.0.0.1:${port}/ok`);
+  // How the previous version of this benchmark measured: wharf dev on the platform's own home
+  // (one SQLite file for both) and the client's fetch in the platform's own event loop.
+  const sharedPort = await freePort();
+  const devShared = spawn(process.execPath, [WHARF_BIN, "agent-server", "--project", PROJECT, "--port", String(sharedPort), "--server-id", "bench-latency-shared", "--open"], { env: { ...process.env, WHARF_HOME: home, WHARF_LOG_LEVEL: "warn" }, stdio: "ignore" });
+  await untilOk(`http://127.0.0.1:${sharedPort}/ok`);
+  const inProcess = async (n: number) => {
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      const res = await fetch(`${platform.url}/deployments/${deployment.id}/runs/wait`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": apiKey }, body });
+      await res.arrayBuffer();
+      out.push(performance.now() - t0);
+    }
+    return out;
+  };
   const client = fork(path.join(WHARF_ROOT, "bench/deployments-latency-client.mjs"), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const body = JSON.stringify({ assistant_id: "echo", input: { messages: [{ role: "human", content: "hi" }] } });
   const principal = encodePrincipal({ userId: platform.bootstrap.userId!, workspaceId: platform.bootstrap.workspaceId!, scheme: "api_key", apiKeyId: null });
   const platformPort = Number(new URL(platform.url).port);
   const targets = {
     dev: { target: { host: "127.0.0.1", port }, path: "/runs/wait", headers: {} },
+    devShared: { target: { host: "127.0.0.1", port: sharedPort }, path: "/runs/wait", headers: {} },
     direct: { target: { socketPath: socketPathOf(revisionId) }, path: "/runs/wait", headers: { [PRINCIPAL_HEADER]: principal } },
     proxied: { target: { host: "127.0.0.1", port: platformPort }, path: `/deployments/${deployment.id}/runs/wait`, headers: { "x-api-key": apiKey } },
   };
@@ -131,6 +147,7 @@ async function measureRunLatency(revisionId: string) {
   for (const name of Object.keys(targets) as Name[]) await call(name, 30); // warm-up
   for (let round = 0; round < LATENCY_ROUNDS; round++) {
     for (const name of Object.keys(targets) as Name[]) await block(name, name, 40);
+    (times.inProcess ??= []).push(...(await inProcess(40)));
     for (const [label, tuning] of variants) {
       Object.assign(proxyTuning, tuning);
       await block(label, "proxied", 40);
@@ -138,6 +155,7 @@ async function measureRunLatency(revisionId: string) {
     }
   }
   client.kill();
+  devShared.kill("SIGTERM");
   dev.kill("SIGTERM");
   await new Promise((r) => dev.once("exit", r));
   fs.rmSync(devHome, { recursive: true, force: true });
@@ -149,6 +167,9 @@ async function measureRunLatency(revisionId: string) {
       line("wharf dev (agent server by hand, open)", "dev", "   baseline");
       line("confined agent server, its unix socket directly", "direct", "   (the confinement's share)");
       line("deployment URL (platform proxy → confined server)", "proxied", "   (goal ≤ 1.5x)");
+      console.log("  measured as before (what fixing the measurement changed):");
+      line("  wharf dev on the platform's home (one SQLite file)", "devShared");
+      line("  deployment URL, client in the platform's event loop", "inProcess");
       console.log(`  platform CPU per proxied run ${median(cpu.proxied).toFixed(2)} ms (per dev run, the platform idling: ${median(cpu.dev).toFixed(2)} ms)`);
       console.log("what each proxy change buys (same run, deployment URL):");
       for (const [label] of variants) console.log(`  ${label.padEnd(54)} ${median(times[label]).toFixed(2).padStart(6)} ms   ${(median(times[label]) / devP50).toFixed(2)}x   platform CPU ${median(cpu[label]).toFixed(2)} ms/run`);

@@ -765,7 +765,8 @@ export class RolloutEngine {
       this.runtime.removeSocket(id);
     }
     // The deployment's own database and files go with it, and the sandboxes its code created.
-    this.runtime.removeState(deploymentId);
+    // Starts in flight end first (`purge`), so none makes the role and schema again after the drop.
+    await this.runtime.purge(deploymentId);
     // A failure here must not keep the deployment from being deleted: its servers are stopped and
     // its password goes with the row, so what is left is an unusable role for an operator to drop.
     await dropDeploymentDatabase(this.ctx, deploymentId).catch((err) => this.ctx.log.error({ err, deployment: deploymentId }, "could not drop the deployment's PostgreSQL schema and role"));
