@@ -63,6 +63,8 @@ export class SupervisedDataPlane implements DataPlane {
     private readonly audit: AuditSink,
     private readonly log: Logger | null,
     private readonly env: NodeJS.ProcessEnv = process.env,
+    /** Extra Node options for each child (a benchmark's `--cpu-prof`, which NODE_OPTIONS refuses). */
+    private readonly nodeArgs: string[] = [],
   ) {}
 
   /** Started with the first sandbox: a platform that runs none pays nothing. */
@@ -85,7 +87,7 @@ export class SupervisedDataPlane implements DataPlane {
 
   private spawn(): ChildProcess {
     this.starts++;
-    const child = fork(CHILD, [], { execArgv: ["--import", TSX], env: this.env, stdio: ["ignore", "inherit", "pipe", "ipc"] });
+    const child = fork(CHILD, [], { execArgv: [...this.nodeArgs, "--import", TSX], env: this.env, stdio: ["ignore", "inherit", "pipe", "ipc"] });
     let stderr = "";
     child.stderr?.setEncoding("utf8");
     child.stderr?.on("data", (d: string) => (stderr = (stderr + d).slice(-4096)));
