@@ -4,6 +4,7 @@ import { nowIso } from "../../store/database.ts";
 import { newId } from "../../store/ids.ts";
 import type { Database } from "../../store/schema.ts";
 import type { EgressAuditLogTable } from "../egress-tables.ts";
+import { auditKey } from "./audit-batch.ts";
 
 /**
  * One audited egress decision: an injection, a signing, a callback, a raw tunnel or a block. Never
@@ -21,6 +22,8 @@ export interface AuditEvent {
   path?: string | null;
   status?: number | null;
   reason?: string | null;
+  /** How many identical events this one stands for (the data plane folds them before sending). */
+  count?: number;
 }
 
 export interface AuditSink {
@@ -58,18 +61,20 @@ export class DbAuditLog implements AuditSink {
   record(event: AuditEvent): void {
     const path = event.path ? event.path.slice(0, MAX_AUDIT_PATH) : null;
     const e = { ...event, path };
-    const key = [e.sandboxId, e.kind, e.decision, e.rule ?? "", e.host, e.port, e.method ?? "", path ?? "", e.status ?? "", e.reason ?? ""].join("\u0000");
+    // Events folded by the data plane arrive with their count.
+    const n = event.count ?? 1;
+    const key = auditKey(e);
     const now = nowIso();
     const hit = this.pending.get(key);
     if (hit) {
-      hit.count++;
+      hit.count += n;
       hit.lastAt = now;
     } else if (this.pending.size < this.maxPending) {
-      this.pending.set(key, { event: e, at: now, lastAt: now, count: 1 });
+      this.pending.set(key, { event: e, at: now, lastAt: now, count: n });
     } else {
       const d = this.dropped.get(e.sandboxId);
-      if (d) d.count++;
-      else this.dropped.set(e.sandboxId, { event: e, count: 1 });
+      if (d) d.count += n;
+      else this.dropped.set(e.sandboxId, { event: e, count: n });
     }
     this.timer ??= setTimeout(() => void this.flush(), this.flushMs);
     this.timer.unref?.();

@@ -75,6 +75,9 @@ export function createCloudAuthorizerFactory(rt: EngineDeps, homeDir = SANDBOX_H
       audit({ kind: "credential", decision: "failed", rule: names.b, host: "", port: 0, reason: `service account JSON: ${(err as Error).message}`.slice(0, 300) });
       engines = createCloudEngines({ cloudA, cloudB: null }, { audit: sink, fetch: proxyFetch }, homeDir);
     }
+    // Without a cloud rule or a callback the engine can only ever pass: no authorizer at all, so a
+    // sandbox with header rules alone pays nothing per request for it.
+    if (!a && !b && policy.callbacks.length === 0) return { authorizers: [], env: engines.env, files: engines.files };
     const callbacks = new CallbackResolver({ fetch: proxyFetch as never, audit: sink });
     const specs = callbackSpecs(policy);
     const google = engines.google;

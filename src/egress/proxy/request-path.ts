@@ -6,6 +6,8 @@ import { Pool, type Dispatcher } from "undici";
 import { DROP_REQUEST, pairs, upstreamHeaders } from "./header-filter.ts";
 import { CTX, type AuthorizeOutcome, type OutboundRequest, type SandboxHandle, type WithCtx } from "./types.ts";
 import { UpstreamHandler } from "./upstream-handler.ts";
+import { ClientResponse, clientGone } from "./client-response.ts";
+import { H1Pool } from "./h1-upstream.ts";
 import { hostForUrl, parseAuthority, type CanonicalHost } from "../policy/canonical-host.ts";
 import { normalisePath } from "../policy/path-patterns.ts";
 import type { InjectedHeader, SandboxPolicy } from "../policy/policy.ts";
@@ -66,12 +68,15 @@ export function handleRequest(proxy: EgressProxy, req: http.IncomingMessage, res
       target = m[3] === "" ? "/" : m[3];
     }
   }
-  // Every request's Host must name the verified destination (no domain fronting).
-  const hostHeader = req.headers.host ?? (req.httpVersionMajor === 2 ? (req.headers[":authority"] as string | undefined) : undefined);
-  const verifiedKey = ctx.mode === "intercept" ? hostHeader : `${hostHeader}|${host.host}|${port}`;
+  // Every request's Host must name the verified destination (no domain fronting). Over HTTP/2 a
+  // request may carry both Host and :authority: then both must (RFC 9113 §8.3.1).
+  const authority = req.httpVersionMajor === 2 ? (req.headers[":authority"] as string | undefined) : undefined;
+  const hostHeader = req.headers.host ?? authority;
+  const second = authority !== undefined && authority !== hostHeader ? authority : undefined;
+  const verifiedKey = hostHeader === undefined ? undefined : (ctx.mode === "intercept" ? hostHeader : `${hostHeader}|${host.host}|${port}`) + (second === undefined ? "" : `|${second}`);
   if (verifiedKey === undefined || verifiedKey !== ctx.verifiedHost) {
-    const h = hostHeader === undefined ? null : parseAuthority(hostHeader, ctx.tls ? 443 : 80);
-    if (!h || h.host.kind !== host.kind || h.host.host !== host.host || h.port !== port) return misdirected(proxy, sb, res, req, host, port, `Host ${JSON.stringify(hostHeader ?? null)} does not match the destination`);
+    if (!namesDestination(hostHeader, host, port, ctx.tls)) return misdirected(proxy, sb, res, req, host, port, `Host ${JSON.stringify(hostHeader ?? null)} does not match the destination`);
+    if (second !== undefined && !namesDestination(second, host, port, ctx.tls)) return misdirected(proxy, sb, res, req, host, port, `:authority ${JSON.stringify(second)} does not match the destination`);
     ctx.verifiedHost = verifiedKey;
   }
   const q = target.indexOf("?");
@@ -79,7 +84,13 @@ export function handleRequest(proxy: EgressProxy, req: http.IncomingMessage, res
   const path = normalisePath(rawPath);
   if (path === null) return reply(proxy, res, 400, "egress: malformed request path");
   const query = q < 0 ? "" : target.slice(q);
-  void forward(proxy, req, res, sb, host, port, ctx.tls, path, query).catch((err) => internalError(proxy, res, err));
+  forward(proxy, req, res, sb, host, port, ctx.tls, path, query);
+}
+
+/** Does a Host or :authority value name this destination (default port by scheme)? */
+function namesDestination(value: string | undefined, host: CanonicalHost, port: number, secure: boolean): boolean {
+  const h = value === undefined ? null : parseAuthority(value, secure ? 443 : 80);
+  return h !== null && h.host.kind === host.kind && h.host.host === host.host && h.port === port;
 }
 
 export function misdirected(proxy: EgressProxy, sb: SandboxHandle, res: http.ServerResponse, req: http.IncomingMessage, host: CanonicalHost, port: number, reason: string): void {
@@ -94,10 +105,14 @@ export function reply(proxy: EgressProxy, res: http.ServerResponse, status: numb
   res.end(body);
 }
 
-/** Decides, injects and forwards one request; the rules are read once, at its start. */
-export async function forward(proxy: EgressProxy, req: http.IncomingMessage, res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, path: string, query: string): Promise<void> {
+/**
+ * Decides, injects and forwards one request; the rules are read once, at its start. Synchronous
+ * up to the upstream dispatch when the checked target is cached (the usual keep-alive case): no
+ * promise per request.
+ */
+export function forward(proxy: EgressProxy, req: http.IncomingMessage, res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, path: string, query: string): void {
   const policy = sb.policy;
-  if (!policy.isNoProxy(host)) {
+  if (sb.authorizers.length && !policy.isNoProxy(host)) {
     for (const a of sb.authorizers) {
       const local = a.answerLocally?.({ method: req.method ?? "GET", host, port, secure, target: path + query, headers: pairs(req.rawHeaders) });
       if (!local) continue;
@@ -107,8 +122,15 @@ export async function forward(proxy: EgressProxy, req: http.IncomingMessage, res
       return void res.end(local.body);
     }
   }
-  const verdict = policy.connectionVerdict(host, port);
-  const target = await proxy.targets.check(sb, policy, host, port, verdict);
+  const hit = proxy.targets.cached(sb, policy, host, port);
+  if (hit) return decided(proxy, req, res, sb, policy, host, port, secure, path, query, hit);
+  proxy.targets
+    .check(sb, policy, host, port, policy.connectionVerdict(host, port))
+    .then((target) => decided(proxy, req, res, sb, policy, host, port, secure, path, query, target))
+    .catch((err) => internalError(proxy, res, err));
+}
+
+function decided(proxy: EgressProxy, req: http.IncomingMessage, res: http.ServerResponse, sb: SandboxHandle, policy: SandboxPolicy, host: CanonicalHost, port: number, secure: boolean, path: string, query: string, target: Target | { blocked: string }): void {
   if ("blocked" in target) {
     proxy.stats.blocked++;
     proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, path, reason: target.blocked });
@@ -128,9 +150,13 @@ export async function forward(proxy: EgressProxy, req: http.IncomingMessage, res
   const headers = upstreamHeaders(req, cred?.headers ?? null, authority, h2);
   // HTTP/2 frames bodies itself: a request has one unless its HEADERS frame ended the stream.
   const hasBody = h2 ? !(req as unknown as { stream: http2.ServerHttp2Stream }).stream.endAfterHeaders : req.headers["content-length"] !== undefined ? req.headers["content-length"] !== "0" : req.headers["transfer-encoding"] !== undefined;
-  if (sb.authorizers.length === 0 || policy.isNoProxy(host)) return dispatchUpstream(proxy, res, sb, host, port, secure, h2, target, req.method ?? "GET", path, path + query, headers, hasBody ? req : null);
-  // Extensions run in order, each on the previous one's result; the last word is what is sent.
-  let out: OutboundRequest = { method: req.method ?? "GET", host, port, secure, target: path + query, headers: pairs(headers), body: hasBody ? req : null, staticRule: cred?.rule ?? null };
+  if (sb.authorizers.length === 0 || policy.isNoProxy(host)) return dispatchUpstream(proxy, req, res, sb, host, port, secure, h2, target, req.method ?? "GET", path, path + query, headers, hasBody ? req : null);
+  const out: OutboundRequest = { method: req.method ?? "GET", host, port, secure, target: path + query, headers: pairs(headers), body: hasBody ? req : null, staticRule: cred?.rule ?? null };
+  authorizeAndDispatch(proxy, req, res, sb, host, port, secure, h2, target, path, out).catch((err) => internalError(proxy, res, err));
+}
+
+/** Extensions run in order, each on the previous one's result; the last word is what is sent. */
+async function authorizeAndDispatch(proxy: EgressProxy, req: http.IncomingMessage, res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, h2: boolean, target: Target, path: string, out: OutboundRequest): Promise<void> {
   for (const a of sb.authorizers) {
     let outcome: AuthorizeOutcome;
     try {
@@ -151,35 +177,76 @@ export async function forward(proxy: EgressProxy, req: http.IncomingMessage, res
     const lower = n.toLowerCase();
     if (lower === "host" || !DROP_REQUEST.has(lower) || (h2 && lower === "te")) flat.push(n, v);
   }
-  dispatchUpstream(proxy, res, sb, host, port, secure, h2, target, out.method, path, out.target, flat, out.body);
+  dispatchUpstream(proxy, req, res, sb, host, port, secure, h2, target, out.method, path, out.target, flat, out.body);
 }
 
 /**
- * Sends one request upstream through the sandbox's undici pool for the checked address (keep-alive,
- * no pipelining) and streams the answer back with backpressure. undici frames request bodies
- * itself (a streamed body is always chunked, whatever the method) and checks Content-Length.
+ * Sends one request upstream and streams the answer back with backpressure. HTTP/1.1 clients go
+ * through the sandbox's own HTTP/1.1 pool for the checked address (`h1-upstream.ts`: keep-alive, no
+ * pipelining, bodies framed by the client: a streamed body is chunked, a Content-Length is checked);
+ * HTTP/2 clients through an undici pool that offers h2 upstream.
  */
-export function dispatchUpstream(proxy: EgressProxy, res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, h2: boolean, target: Target, method: string, path: string, requestTarget: string, headers: string[], body: Readable | null): void {
-  const pool = poolFor(proxy, sb, secure, target, host, h2);
-  const handler = new UpstreamHandler(res, (err) => {
-    const code = err.code ?? err.name ?? "error";
-    const verify = /CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS/.test(code) || /certificate/i.test(err.message);
-    proxy.audit(sb, { kind: "block", decision: "failed", host: host.host, port, method, path, reason: verify ? `upstream certificate rejected (${code})` : `upstream connection failed (${code})` });
-    if (!res.headersSent) reply(proxy, res, 502, verify ? `egress: upstream certificate verification failed (${code})` : `egress: upstream connection failed (${code})`);
-    else res.destroy();
-  });
-  pool.dispatch({ method, path: requestTarget, headers, body, idempotent: false }, handler as unknown as Dispatcher.DispatchHandler);
+export function dispatchUpstream(proxy: EgressProxy, req: http.IncomingMessage, res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, h2: boolean, target: Target, method: string, path: string, requestTarget: string, headers: string[], body: Readable | null): void {
+  // The client left while the request was being decided: nothing goes upstream.
+  if (clientGone(req, res)) return;
+  const failed: FailedRequest = { proxy, sb, host, port, method, path };
+  if (!h2) {
+    const sink = new ClientResponse(res, upstreamFailed, failed);
+    sink.exchange = h1PoolFor(proxy, sb, secure, target, host).request({ method, target: requestTarget, headers, body }, sink);
+    return;
+  }
+  const handler = new UpstreamHandler(res, (err) => upstreamFailed(res, err, failed));
+  poolFor(proxy, sb, secure, target, host, true).dispatch({ method, path: requestTarget, headers, body, idempotent: false }, handler as unknown as Dispatcher.DispatchHandler);
+}
+
+interface FailedRequest {
+  proxy: EgressProxy;
+  sb: SandboxHandle;
+  host: CanonicalHost;
+  port: number;
+  method: string;
+  path: string;
+}
+
+/** An upstream that could not be reached or answered badly: audited, 502 (or a cut answer). */
+function upstreamFailed(res: http.ServerResponse, err: Error & { code?: string }, f: FailedRequest): void {
+  const code = err.code ?? err.name ?? "error";
+  const verify = /CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS/.test(code) || /certificate/i.test(err.message);
+  f.proxy.audit(f.sb, { kind: "block", decision: "failed", host: f.host.host, port: f.port, method: f.method, path: f.path, reason: verify ? `upstream certificate rejected (${code})` : `upstream connection failed (${code})` });
+  if (!res.headersSent) reply(f.proxy, res, 502, verify ? `egress: upstream certificate verification failed (${code})` : `egress: upstream connection failed (${code})`);
+  else res.destroy();
+}
+
+/** The sandbox's HTTP/1.1 pool for a checked address (and TLS name). */
+function h1PoolFor(proxy: EgressProxy, sb: SandboxHandle, secure: boolean, target: Target, host: CanonicalHost): H1Pool {
+  const servername = secure && host.kind === "name" ? host.host : "";
+  const key = `${secure ? "s" : "p"}1|${target.address}|${target.port}|${servername}`;
+  let pool = sb.pools.get(key) as H1Pool | undefined;
+  if (!pool) {
+    pool = new H1Pool({ address: target.address, port: target.port, tls: secure ? { secureContext: proxy.upstreamContext, servername: servername || undefined } : null });
+    addPool(sb, key, pool);
+  }
+  return pool;
+}
+
+function addPool(sb: SandboxHandle, key: string, pool: Pool | H1Pool): void {
+  if (sb.pools.size > 256) {
+    const [oldKey, old] = sb.pools.entries().next().value!;
+    sb.pools.delete(oldKey);
+    void old.close();
+  }
+  sb.pools.set(key, pool);
 }
 
 /**
  * `h2`: the sandbox's client speaks HTTP/2, so upstream is offered HTTP/2 as well (gRPC needs it
- * end to end; a server that only knows HTTP/1.1 still works). HTTP/1.1 clients keep HTTP/1.1.
+ * end to end; a server that only knows HTTP/1.1 still works).
  */
 export function poolFor(proxy: EgressProxy, sb: SandboxHandle, secure: boolean, target: Target, host: CanonicalHost, h2 = false): Pool {
   const servername = secure && host.kind === "name" ? host.host : "";
   const useH2 = h2 && secure;
   const key = `${secure ? "s" : "p"}${useH2 ? "2" : ""}|${target.address}|${target.port}|${servername}`;
-  let pool = sb.pools.get(key);
+  let pool = sb.pools.get(key) as Pool | undefined;
   if (!pool) {
     const origin = `${secure ? "https" : "http"}://${target.address.includes(":") ? `[${target.address}]` : target.address}:${target.port}`;
     pool = new Pool(origin, {
@@ -191,12 +258,7 @@ export function poolFor(proxy: EgressProxy, sb: SandboxHandle, secure: boolean, 
       allowH2: useH2,
       connect: secure ? { secureContext: proxy.upstreamContext, servername: servername || undefined, ALPNProtocols: useH2 ? ["h2", "http/1.1"] : ["http/1.1"], timeout: CONNECT_TIMEOUT_MS } : { timeout: CONNECT_TIMEOUT_MS },
     });
-    if (sb.pools.size > 256) {
-      const [oldKey, old] = sb.pools.entries().next().value!;
-      sb.pools.delete(oldKey);
-      void old.close();
-    }
-    sb.pools.set(key, pool);
+    addPool(sb, key, pool);
   }
   return pool;
 }

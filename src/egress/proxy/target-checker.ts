@@ -29,6 +29,12 @@ export class TargetChecker {
     };
   }
 
+  /** The cached answer of `check` for this policy, if still fresh (no promise on the hot path). */
+  cached(sb: SandboxHandle, policy: SandboxPolicy, host: CanonicalHost, port: number): Target | { blocked: string } | null {
+    const hit = sb.targets.get(`${host.kind}:${host.host}:${port}`);
+    return hit && hit.policy === policy && Date.now() - hit.at < TARGET_CACHE_MS ? hit.target : null;
+  }
+
   /**
    * Resolves the destination once, classifies every answer and returns the address to dial (the
    * one that was checked), or why none may be dialled. Cached per policy for a short while: the

@@ -4,6 +4,7 @@
 // events back. A crash here costs only the
 // connections in flight; the control plane keeps answering.
 import type net from "node:net";
+import { AuditBatch } from "../audit/audit-batch.ts";
 import type { AuditEvent } from "../audit/audit-log.ts";
 import { createCloudAuthorizerFactory } from "../credentials/cloud-authorizer.ts";
 import { loadEgressSettings } from "../egress-settings.ts";
@@ -12,18 +13,15 @@ import type { FromDataPlane, ToDataPlane } from "./messages.ts";
 
 const send = (m: FromDataPlane) => process.send?.(m);
 
-let pending: AuditEvent[] = [];
-let flushTimer: NodeJS.Timeout | null = null;
+const batch = new AuditBatch();
+const flushAudit = () => {
+  if (batch.size) send({ t: "audit", events: batch.take() });
+};
 const audit = {
   record(event: AuditEvent): void {
-    pending.push(event);
-    // Batched: one IPC message per burst, not per event (the control plane folds them anyway).
-    flushTimer ??= setTimeout(() => {
-      flushTimer = null;
-      const events = pending;
-      pending = [];
-      send({ t: "audit", events });
-    }, 20);
+    // Batched and folded: one IPC message per burst, one entry per distinct event in it.
+    if (batch.add(event)) setTimeout(flushAudit, 20);
+    else if (batch.size >= 1000) flushAudit();
   },
 };
 
