@@ -99,9 +99,8 @@ const ROWS: Row[] = [
   { name: ":authority naming another port", dest: "h2.test", headers: { ":path": "/", ":authority": "h2.test:8443" }, status: 421, upstream: null },
   { name: ":authority with userinfo", dest: "other.test", headers: { ":path": "/", ":authority": "h2.test@other.test" }, status: 421, upstream: null },
   { name: "a Host header naming another host than :authority", dest: "other.test", headers: { ":path": "/", host: "h2.test" }, status: 421, upstream: null },
-  // RFC 9113 §8.3.1: a server SHOULD treat Host != :authority as malformed. Today the proxy checks
-  // Host when both are present: accepted, but upstream only ever sees the verified authority.
-  { name: "a Host header naming the destination, :authority another host", dest: "h2.test", headers: { ":path": "/", ":authority": "other.test", host: "h2.test" }, status: 200, upstream: { path: "/", rule: "any" } },
+  // RFC 9113 §8.3.1: both must name the destination when both are sent.
+  { name: "a Host header naming the destination, :authority another host", dest: "h2.test", headers: { ":path": "/", ":authority": "other.test", host: "h2.test" }, status: 421, upstream: null },
   // nghttp2 itself resets a stream whose :path is not origin-form (status 0 here).
   { name: "an absolute :path naming another host", dest: "other.test", headers: { ":path": "https://h2.test/x" }, status: 0, upstream: null },
   { name: "a deny-listed host a rule names", dest: "denied.test", headers: { ":path": "/x" }, status: 403, upstream: null },
