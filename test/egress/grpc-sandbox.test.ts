@@ -64,6 +64,10 @@ test("gRPC from inside a sandbox: unary + server streaming with the credential i
   const upload = await fetch(`${sbx.dataplane_url}/upload?path=/tmp/grpc.cjs`, { method: "POST", headers: { "x-api-key": p.apiKey }, body: form });
   assert.equal(upload.status, 200, await upload.clone().text());
 
+  // The data plane's process starts with the first sandbox: on a loaded machine that can take
+  // longer than one client's timeout, so wait for it once (any answer from the proxy will do).
+  const warm = await p.exec(sbx, "curl -s --max-time 55 -o /dev/null -w '%{http_code}' http://warmup.test/", { timeout: 60 });
+  assert.match(String(warm.body?.stdout), /^[1-5]\d\d$/, `the egress proxy answers: ${JSON.stringify(warm.body)}`);
   const outputs: string[] = [];
   const grpcRun = async (args: string, env = "") => {
     const r = await sh(`${env} node /tmp/grpc.cjs ${args}`);

@@ -52,6 +52,10 @@ test("curl --http2 from inside a sandbox: h2 negotiated, rule applied, :authorit
     return { body: out.stdout.slice(0, m.index), status: m[1], version: m[2], exit: Number(m[3]), stderr: out.stderr };
   };
 
+  // The data plane's process starts with the first sandbox: on a loaded machine that can take
+  // longer than one client's timeout, so wait for it once (any answer from the proxy will do).
+  const warm = await p.exec(sbx, "curl -s --max-time 55 -o /dev/null -w '%{http_code}' http://warmup.test/", { timeout: 60 });
+  assert.match(String(warm.body?.stdout), /^[1-5]\d\d$/, `the egress proxy answers: ${JSON.stringify(warm.body)}`);
   const cases: Case[] = [
     { name: "explicit proxy (CONNECT)", args: "https://h2.test/v1/explicit", status: "200", version: "2", upstream: "injected" },
     { name: "transparent capture", args: "--noproxy '*' https://h2.test/v1/captured", status: "200", version: "2", upstream: "injected" },
