@@ -18,7 +18,7 @@
  * Run: node bin/run-ts.js bench/egress-proxy.ts [seconds-per-row] [--rounds=N] [--only=text] [--local]
  * (BENCH_PROF=dir writes a CPU profile of the data-plane child.)
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execSync, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -33,12 +33,14 @@ const SECONDS = Number(process.argv.slice(2).find((a) => !a.startsWith("--")) ??
 const ROUNDS = Number(flag("rounds") ?? 1);
 const ONLY = flag("only");
 const LOCAL = flags.includes("--local");
+/** `--before=REV`: the same rows through the proxy of that git revision too (its src/ extracted; this benchmark's roles). */
+const BEFORE = flag("before");
 
 /** What each optimisation bought, measured with this benchmark before and after the change (same machine). */
 const CHANGES: string[] = [];
 
-function spawnRole(args: string[]): Promise<{ child: ChildProcess; info: any }> {
-  const child = spawn(process.execPath, [path.resolve("bin/run-ts.js"), path.resolve("bench/egress-proxy.ts"), ...args], { stdio: ["ignore", "pipe", "inherit"] });
+function spawnRole(args: string[], root = process.cwd()): Promise<{ child: ChildProcess; info: any }> {
+  const child = spawn(process.execPath, [path.join(root, "bin/run-ts.js"), path.join(root, "bench/egress-proxy.ts"), ...args], { stdio: ["ignore", "pipe", "inherit"], cwd: root });
   return new Promise((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (d) => {
@@ -76,8 +78,8 @@ interface Contender {
   wrk?: WrkTarget;
   node?: NodeTarget;
   h2?: H2Target;
-  /** Ours: measure its CPU. */
-  ours?: boolean;
+  /** Ours: measure the CPU of its data plane and control plane. */
+  cpu?: { plane: number; control: number };
 }
 
 interface Group {
@@ -91,8 +93,8 @@ interface Group {
 interface Measured {
   group: Group;
   rows: Map<string, Row[]>;
-  /** µs per request of our processes during our rows: data plane [user, system], control plane total. */
-  cpu: { plane: [number, number]; control: number } | null;
+  /** µs per request of our processes during their rows: data plane [user, system], control plane total. */
+  cpu: Map<string, { plane: [number, number]; control: number }>;
   upstreamCpu: number;
 }
 
@@ -117,8 +119,24 @@ async function main(): Promise<void> {
   const hosts = `${NAME}:80=${UP_ADDR}:${up.info.http},${NAME}:443=${UP_ADDR}:${up.info.https},${H2_NAME}:443=${UP_ADDR}:${up.info.h2}`;
   const ours = await spawnRole(["--role=ours", hosts, path.join(dir, "up-ca.pem"), "1", LOCAL ? "local" : "supervised"]);
   children.push(ours.child);
-  const oursPids = [ours.info.dataPlanePid, ours.child.pid!].filter((p, i, a) => a.indexOf(p) === i);
   const oursPort: number = ours.info.ports[0];
+  const cpuOf = (role: { child: ChildProcess; info: any }) => ({ plane: role.info.dataPlanePid as number, control: role.child.pid! });
+  let before: { child: ChildProcess; info: any } | null = null;
+  if (BEFORE) {
+    // The proxy of another revision, driven by this benchmark's roles (git archive: the work tree is untouched).
+    const root = path.join(dir, "before");
+    fs.mkdirSync(path.join(root, "bench"), { recursive: true });
+    execSync(`git archive ${BEFORE} src | tar -x -C ${root}`);
+    fs.symlinkSync(path.resolve("node_modules"), path.join(root, "node_modules"));
+    fs.cpSync(path.resolve("bin"), path.join(root, "bin"), { recursive: true });
+    fs.cpSync(path.resolve("package.json"), path.join(root, "package.json"));
+    fs.cpSync(path.resolve("bench/egress-proxy.ts"), path.join(root, "bench/egress-proxy.ts"));
+    fs.cpSync(path.resolve("bench/egress-proxy"), path.join(root, "bench/egress-proxy"), { recursive: true });
+    fs.cpSync(path.join(dir, "up-ca.pem"), path.join(root, "up-ca.pem"));
+    before = await spawnRole(["--role=ours", hosts, path.join(root, "up-ca.pem"), "1", LOCAL ? "local" : "supervised"], root);
+    children.push(before.child);
+  }
+  const beforeName = `wharf egress before (${BEFORE})`;
   const sandboxCa = fs.readFileSync(path.join(dir, "sandbox-ca.pem"), "utf8");
   const naive = await spawnRole(["--role=naive", JSON.stringify({ [`${NAME}:80`]: { host: UP_ADDR, port: up.info.http }, [`${NAME}:443`]: { host: UP_ADDR, port: up.info.https }, [`${H2_NAME}:443`]: { host: UP_ADDR, port: up.info.h2 } })]);
   children.push(naive.child);
@@ -136,12 +154,14 @@ async function main(): Promise<void> {
   const absReq = Buffer.from(`GET http://${NAME}/v1/items HTTP/1.1\r\nHost: ${NAME}\r\nUser-Agent: bench\r\n\r\n`);
   const tlsTo = (port: number, host: string, ca: string): NodeTarget => ({ open: async () => startTls(await connectTcp(port, host), { servername: NAME, ca }), request: originReq });
   const httpDirect: Contender = { name: "direct", wrk: { scheme: "http", connect: at(up.info.http, UP_ADDR), host: NAME, target: "/v1/items" }, node: { open: () => connectTcp(up.info.http, UP_ADDR), request: originReq } };
-  const httpVia = (name: string, port: number, isOurs = false): Contender => ({ name, ours: isOurs, wrk: { scheme: "http", connect: at(port), host: NAME, target: `http://${NAME}/v1/items` }, node: { open: () => connectTcp(port), request: absReq } });
-  const httpsTo = (name: string, port: number, host: string, ca: string, isOurs = false): Contender => ({ name, ours: isOurs, wrk: { scheme: "https", connect: at(port, host), host: NAME, target: "/v1/items" }, node: tlsTo(port, host, ca) });
-  const h2To = (name: string, port: number, host: string, isOurs = false): Contender => ({ name, ours: isOurs, h2: { connect: at(port, host), host: H2_NAME, target: "/v1/items" } });
-  const httpRow = [httpDirect, httpVia("wharf egress", oursPort, true), httpVia("naive Node proxy", naive.info.port), ...(hasMitm ? [{ ...httpVia("mitmproxy", mitmPort) }] : [])];
-  const httpsRow = [httpsTo("direct", up.info.https, UP_ADDR, upCa.certPem), httpsTo("wharf egress", ours.info.transparent.https, "127.0.0.1", sandboxCa, true), httpsTo("naive Node proxy (tunnel only)", naive.info.pipes[`${NAME}:443`], "127.0.0.1", upCa.certPem)];
-  const h2Row = [h2To("direct", up.info.h2, UP_ADDR), h2To("wharf egress", ours.info.transparent.h2, "127.0.0.1", true), h2To("naive Node proxy (tunnel only)", naive.info.pipes[`${H2_NAME}:443`], "127.0.0.1")];
+  type Cpu = Contender["cpu"];
+  const httpVia = (name: string, port: number, cpu?: Cpu): Contender => ({ name, cpu, wrk: { scheme: "http", connect: at(port), host: NAME, target: `http://${NAME}/v1/items` }, node: { open: () => connectTcp(port), request: absReq } });
+  const httpsTo = (name: string, port: number, host: string, ca: string, cpu?: Cpu): Contender => ({ name, cpu, wrk: { scheme: "https", connect: at(port, host), host: NAME, target: "/v1/items" }, node: tlsTo(port, host, ca) });
+  const h2To = (name: string, port: number, host: string, cpu?: Cpu): Contender => ({ name, cpu, h2: { connect: at(port, host), host: H2_NAME, target: "/v1/items" } });
+  const b = before;
+  const httpRow = [httpDirect, httpVia("wharf egress", oursPort, cpuOf(ours)), ...(b ? [httpVia(beforeName, b.info.ports[0], cpuOf(b))] : []), httpVia("naive Node proxy", naive.info.port), ...(hasMitm ? [{ ...httpVia("mitmproxy", mitmPort) }] : [])];
+  const httpsRow = [httpsTo("direct", up.info.https, UP_ADDR, upCa.certPem), httpsTo("wharf egress", ours.info.transparent.https, "127.0.0.1", sandboxCa, cpuOf(ours)), ...(b ? [httpsTo(beforeName, b.info.transparent.https, "127.0.0.1", sandboxCa, cpuOf(b))] : []), httpsTo("naive Node proxy (tunnel only)", naive.info.pipes[`${NAME}:443`], "127.0.0.1", upCa.certPem)];
+  const h2Row = [h2To("direct", up.info.h2, UP_ADDR), h2To("wharf egress", ours.info.transparent.h2, "127.0.0.1", cpuOf(ours)), ...(b ? [h2To(beforeName, b.info.transparent.h2, "127.0.0.1", cpuOf(b))] : []), h2To("naive Node proxy (tunnel only)", naive.info.pipes[`${H2_NAME}:443`], "127.0.0.1")];
   const groups: Group[] = [
     { title: "HTTP keep-alive, 16 conns, header rule", conns: 16, contenders: httpRow },
     { title: "HTTP keep-alive, 1 conn, header rule", conns: 1, contenders: httpRow },
@@ -166,26 +186,28 @@ async function main(): Promise<void> {
   };
   const results: Measured[] = [];
   for (const g of groups) {
-    const m: Measured = { group: g, rows: new Map(), cpu: null, upstreamCpu: NaN };
-    const cpu = { plane: [0, 0] as [number, number], control: 0, requests: 0 };
+    const m: Measured = { group: g, rows: new Map(), cpu: new Map(), upstreamCpu: NaN };
+    const cpu = new Map<string, { plane: [number, number]; control: number; requests: number }>();
     const upCpu = { us: 0, requests: 0 };
     if (hasWrk && !g.streams) for (const c of g.contenders) await one(g, c, 1); // warm-up (JIT, pools); h2load warms itself
     for (let round = 0; round < ROUNDS; round++) {
       for (const c of g.contenders) {
-        const p0 = cpuMicros([ours.info.dataPlanePid]);
-        const c0 = cpuMicros([ours.child.pid!]);
+        const p0 = c.cpu ? cpuMicros([c.cpu.plane]) : [0, 0];
+        const c0 = c.cpu ? cpuMicros([c.cpu.control]) : [0, 0];
         const u0 = cpuMicros([up.child.pid!]);
         const r = await one(g, c, SECONDS);
         if (!r) continue;
         if (!m.rows.has(c.name)) m.rows.set(c.name, []);
         m.rows.get(c.name)!.push(r);
-        if (c.ours) {
-          const p1 = cpuMicros([ours.info.dataPlanePid]);
-          const c1 = cpuMicros([ours.child.pid!]);
-          cpu.plane[0] += p1[0] - p0[0];
-          cpu.plane[1] += p1[1] - p0[1];
-          if (oursPids.length > 1) cpu.control += c1[0] - c0[0] + c1[1] - c0[1];
-          cpu.requests += r.requests;
+        if (c.cpu) {
+          const p1 = cpuMicros([c.cpu.plane]);
+          const c1 = cpuMicros([c.cpu.control]);
+          const acc = cpu.get(c.name) ?? { plane: [0, 0], control: 0, requests: 0 };
+          acc.plane[0] += p1[0] - p0[0];
+          acc.plane[1] += p1[1] - p0[1];
+          if (c.cpu.control !== c.cpu.plane) acc.control += c1[0] - c0[0] + c1[1] - c0[1];
+          acc.requests += r.requests;
+          cpu.set(c.name, acc);
         }
         if (c.name === "direct") {
           const u1 = cpuMicros([up.child.pid!]);
@@ -196,7 +218,7 @@ async function main(): Promise<void> {
     }
     // Requests counted by the generator cover its measured window; CPU covers the whole run (a
     // little warm-up and teardown), so these figures err high.
-    if (cpu.requests) m.cpu = { plane: [cpu.plane[0] / cpu.requests, cpu.plane[1] / cpu.requests], control: cpu.control / cpu.requests };
+    for (const [name, a] of cpu) if (a.requests) m.cpu.set(name, { plane: [a.plane[0] / a.requests, a.plane[1] / a.requests], control: a.control / a.requests });
     m.upstreamCpu = upCpu.requests ? upCpu.us / upCpu.requests : NaN;
     results.push(m);
   }
@@ -204,10 +226,10 @@ async function main(): Promise<void> {
   const load1 = loadavg();
 
   // Memory: 100 sandboxes, 1,000 open intercepted TLS connections (10 per sandbox), no request yet.
-  let memory = "";
-  if (!ONLY || "memory".includes(ONLY)) {
-    const mem = await spawnRole(["--role=ours", hosts, path.join(dir, "up-ca.pem"), "100", LOCAL ? "local" : "supervised"]);
-    const ca2 = fs.readFileSync(path.join(dir, "sandbox-ca.pem"), "utf8");
+  const memory: string[] = [];
+  const measureMemory = async (label: string, root: string, caFile: string) => {
+    const mem = await spawnRole(["--role=ours", hosts, caFile, "100", LOCAL ? "local" : "supervised"], root);
+    const ca2 = fs.readFileSync(path.join(path.dirname(caFile), "sandbox-ca.pem"), "utf8");
     const planePid: number = mem.info.dataPlanePid;
     await new Promise((r) => setTimeout(r, 500));
     const idle = [rssMiB(planePid), rssMiB(mem.child.pid!)];
@@ -218,10 +240,15 @@ async function main(): Promise<void> {
     for (const s of open) s.destroy();
     mem.child.kill("SIGTERM");
     const per = (i: number) => (((full[i] - idle[i]) * 1024) / 1000).toFixed(1);
-    memory =
+    memory.push(
       planePid === mem.child.pid
-        ? `memory (one process): 100 sandboxes idle ${idle[0].toFixed(1)} MiB RSS; with 1,000 open intercepted TLS connections ${full[0].toFixed(1)} MiB (+${per(0)} KiB per connection)`
-        : `memory, data-plane child: 100 sandboxes idle ${idle[0].toFixed(1)} MiB RSS; with 1,000 open intercepted TLS connections ${full[0].toFixed(1)} MiB (+${per(0)} KiB per connection); control plane +${per(1)} KiB per connection`;
+        ? `memory, ${label} (one process): 100 sandboxes idle ${idle[0].toFixed(1)} MiB RSS; with 1,000 open intercepted TLS connections ${full[0].toFixed(1)} MiB (+${per(0)} KiB per connection)`
+        : `memory, ${label}, data-plane child: 100 sandboxes idle ${idle[0].toFixed(1)} MiB RSS; with 1,000 open intercepted TLS connections ${full[0].toFixed(1)} MiB (+${per(0)} KiB per connection); control plane +${per(1)} KiB per connection`,
+    );
+  };
+  if (!ONLY || "memory".includes(ONLY)) {
+    await measureMemory("wharf egress", process.cwd(), path.join(dir, "up-ca.pem"));
+    if (BEFORE) await measureMemory(beforeName, path.join(dir, "before"), path.join(dir, "before", "up-ca.pem"));
   }
   fs.rmSync(dir, { recursive: true, force: true });
 
@@ -240,17 +267,18 @@ async function main(): Promise<void> {
       const vsDirect = rs.map((r, i) => r.rps / (base[i]?.rps ?? NaN));
       const vsNaive = rs.map((r, i) => r.rps / (naiveRows[i]?.rps ?? NaN));
       const range = ROUNDS > 1 && name !== "direct" ? ` (${fmt(Math.min(...vsDirect), 2)}–${fmt(Math.max(...vsDirect), 2)})` : "";
-      const naiveCol = name === "wharf egress" ? fmt(median(vsNaive), 2) : "";
+      const naiveCol = name.startsWith("wharf") ? fmt(median(vsNaive), 2) : "";
       console.log(`| ${m.group.title} | ${name} | ${fmt(median(rs.map((r) => r.rps)))} | ${fmt(median(rs.map((r) => r.latency)), 2)} | ${fmt(median(vsDirect), 2)}${range} | ${naiveCol} | ${rs.reduce((a, r) => a + r.errors, 0)} |`);
     }
   }
   console.log("");
   for (const m of results) {
-    if (!m.cpu) continue;
-    const total = m.cpu.plane[0] + m.cpu.plane[1] + m.cpu.control;
-    console.log(`${m.group.title}: wharf egress CPU per request ${fmt(total)} µs (data plane user ${fmt(m.cpu.plane[0])} + kernel ${fmt(m.cpu.plane[1])}, control plane ${fmt(m.cpu.control)}); the upstream server itself, direct: ${fmt(m.upstreamCpu)} µs`);
+    for (const [name, c] of m.cpu) {
+      const total = c.plane[0] + c.plane[1] + c.control;
+      console.log(`${m.group.title}: ${name} CPU per request ${fmt(total)} µs (data plane user ${fmt(c.plane[0])} + kernel ${fmt(c.plane[1])}, control plane ${fmt(c.control)}); the upstream server itself, direct: ${fmt(m.upstreamCpu)} µs`);
+    }
   }
-  if (memory) console.log(memory);
+  for (const line of memory) console.log(line);
   if (CHANGES.length) {
     console.log("\nWhat bought what (this benchmark before and after each change, same machine):");
     for (const c of CHANGES) console.log(`- ${c}`);
