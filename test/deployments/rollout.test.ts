@@ -36,15 +36,18 @@ describe("deployment rollouts", () => {
     const client = new Client({ apiUrl: d.url, apiKey: p.apiKey });
     const failures: string[] = [];
     const seen = new Map<string, number>();
-    let slowOnOld = 0;
+    // When the new revision first answered, seen by the clients themselves (a poll of the revision's
+    // status can notice DEPLOYED after the old revision's in-flight requests already finished).
+    let firstNewAt = Infinity;
+    const slowDone: Array<{ at: number; revision: string }> = [];
     let stop = false;
-    let switchedAt = Infinity;
     const worker = async () => {
       while (!stop) {
         try {
           const out = (await client.runs.wait(null, "echo", { input: { messages: [{ role: "human", content: "ping" }] } })) as Record<string, unknown>;
           const text = lastMessage(out);
           seen.set(text, (seen.get(text) ?? 0) + 1);
+          if (text.startsWith("new:")) firstNewAt = Math.min(firstNewAt, Date.now());
           if (!/^(old|new): ping$/.test(text)) failures.push(`unexpected answer ${text}`);
         } catch (err) {
           failures.push(String(err));
@@ -59,21 +62,21 @@ describe("deployment rollouts", () => {
           continue;
         }
         const body = await res.json();
-        if (body.revision === d.revisionId && Date.now() > switchedAt) slowOnOld++;
+        slowDone.push({ at: Date.now(), revision: body.revision });
       }
     };
     const workers = [worker(), worker(), worker(), worker(), slow(), slow()];
     await new Promise((r) => setTimeout(r, 500));
     const next = await patch(p, d.id, { secrets: [{ name: "REPLY_PREFIX", value: "new" }] });
     const rev = await pollRevision(p, d.id, next);
-    switchedAt = Date.now();
     assert.equal(rev.status, "DEPLOYED");
     await new Promise((r) => setTimeout(r, 1500));
     stop = true;
     await Promise.all(workers);
     assert.deepEqual(failures, []);
     assert.ok((seen.get("old: ping") ?? 0) > 0 && (seen.get("new: ping") ?? 0) > 0, JSON.stringify([...seen]));
-    assert.ok(slowOnOld > 0, "requests in flight at the switch finished on the old revision");
+    const slowOnOld = slowDone.filter((r) => r.revision === d.revisionId && r.at > firstNewAt).length;
+    assert.ok(slowOnOld > 0, `requests in flight at the switch finished on the old revision: ${JSON.stringify({ firstNewAt, slowDone })}`);
     // A secrets-only change deploys the same build again: no BUILDING step.
     assert.deepEqual(await steps(p, d.id, next), ["CREATING", "QUEUED", "AWAITING_BUILD", "AWAITING_DEPLOY", "DEPLOYING", "DEPLOYED"]);
     // The old revision's server is stopped once drained.

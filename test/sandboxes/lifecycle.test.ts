@@ -164,8 +164,11 @@ for (const dialect of DIALECTS) {
       stale.stdin.end();
       let staleErr = "";
       stale.stderr.on("data", (d: Buffer) => (staleErr += d));
+      // The exit can be reported before the last of stderr is read: wait for both.
+      const stderrEnded = new Promise((resolve) => stale.stderr.once("end", resolve).once("close", resolve));
       stale.stdout.resume();
       assert.equal(await stale.exited, 125);
+      await stderrEnded;
       assert.match(staleErr, /not running|not a sandbox|cgroup/);
       const failed = await waitFor(async () => {
         const s = await (await p.api("/v2/sandboxes/boxes/doomed/status")).json();
