@@ -7,6 +7,7 @@ import { CTX, type RequestAuthorizer, type SandboxHandle, type WithCtx } from ".
 import { handleUpgrade } from "./upgrade.ts";
 import { onRequest } from "./request-path.ts";
 import { handleStream } from "./streams.ts";
+import { ResetCounter } from "./h2-resets.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { AuditEvent, AuditSink } from "../audit/audit-log.ts";
 import { canonicalHost, parseAuthority, type CanonicalHost } from "../policy/canonical-host.ts";
@@ -56,7 +57,8 @@ export class EgressProxy {
     // Node tracks connections for its header and request timeouts from the server's 'listening'
     // event; this server never listens (connections are handed to it), so start the tracking here.
     this.server.emit("listening");
-    this.h2server = http2.createServer({ maxHeaderListPairs: 256, settings: { enablePush: false } });
+    // At most 128 streams at once per session (Node's server default is unlimited).
+    this.h2server = http2.createServer({ maxHeaderListPairs: 256, settings: { enablePush: false, maxConcurrentStreams: 128 } });
     this.h2server.on("request", (req, res) => onRequest(this, req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse));
     this.h2server.on("session", (session: http2.Http2Session) => {
       this.h2sessions.add(session);
@@ -64,6 +66,13 @@ export class EgressProxy {
       session.setTimeout(idleTimeoutMs, () => session.close());
       session.once("close", () => this.h2sessions.delete(session));
       session.on("error", () => session.destroy());
+      // Rapid reset: a session whose client aborts too many streams too fast is closed.
+      const resets = new ResetCounter();
+      session.on("stream", (stream: http2.ServerHttp2Stream) => {
+        stream.once("aborted", () => {
+          if (resets.hit(Date.now()) && !session.destroyed) session.destroy();
+        });
+      });
     });
     this.h2server.on("sessionError", () => {});
     this.server.on("connect", (req, socket, head) => this.onConnect(req, socket as net.Socket, head));
