@@ -12,6 +12,13 @@ import { restartDelay } from "./restart-policy.ts";
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), "data-plane-child.ts");
 /** tsx's loader by absolute URL, so the child resolves it whatever its working folder. */
 const TSX = import.meta.resolve("tsx");
+/**
+ * A young generation of 2 MiB (V8's default is 16): the data plane's garbage is short-lived (per
+ * request, per handshake), and a large young generation only shows as resident memory. Measured
+ * with bench/egress-proxy.ts: 1,000 open intercepted connections cost 24 KiB each instead of 37,
+ * keep-alive CPU per request unchanged within the noise.
+ */
+const CHILD_NODE_ARGS = ["--max-semi-space-size=2"];
 /** Connections accepted while the data plane restarts wait here (beyond this, they are refused). */
 const MAX_QUEUED = 1024;
 
@@ -87,7 +94,7 @@ export class SupervisedDataPlane implements DataPlane {
 
   private spawn(): ChildProcess {
     this.starts++;
-    const child = fork(CHILD, [], { execArgv: [...this.nodeArgs, "--import", TSX], env: this.env, stdio: ["ignore", "inherit", "pipe", "ipc"] });
+    const child = fork(CHILD, [], { execArgv: [...CHILD_NODE_ARGS, ...this.nodeArgs, "--import", TSX], env: this.env, stdio: ["ignore", "inherit", "pipe", "ipc"] });
     let stderr = "";
     child.stderr?.setEncoding("utf8");
     child.stderr?.on("data", (d: string) => (stderr = (stderr + d).slice(-4096)));
