@@ -31,7 +31,11 @@ export interface DeploymentsOptions {
   drainTimeoutMs?: number;
   /** Work loop period: picks up work from other processes, heartbeats, supervises. Default 1 s. */
   pollIntervalMs?: number;
-  /** Lease of a rollout or a served revision; another process takes over once it expires. Default 30 s. */
+  /**
+   * Lease of a rollout or a served revision; another process takes over once it expires. Default
+   * 4 s: renewed every poll (1 s), so only four missed heartbeats in a row hand the work over, and a
+   * dead process's deployments serve again elsewhere within 10 s (lease + poll + a confined start).
+   */
   leaseMs?: number;
   /**
    * Run builds and agent servers confined (own uid, namespaces, cgroups; see confinement.ts).
@@ -96,7 +100,7 @@ export class RolloutEngine {
       deployTimeoutMs: options.deployTimeoutMs ?? 3 * 60_000,
       drainTimeoutMs: options.drainTimeoutMs ?? 60_000,
       pollIntervalMs: options.pollIntervalMs ?? 1000,
-      leaseMs: options.leaseMs ?? 5_000,
+      leaseMs: options.leaseMs ?? 4_000,
       isolation: options.isolation ?? defaultIsolation(ctx.config.settings.WHARF_DEPLOYMENT_ISOLATION),
       runnerBinds: options.runnerBinds ?? [],
     };
