@@ -20,11 +20,10 @@ interface Probe {
 /**
  * Malformed HTTP/2 from inside a real sandbox (captured connections, the supervised data plane):
  * a bad preface, an oversized header list, a rapid-reset flood and a CONTINUATION flood each end
- * that connection only (the flood with a GOAWAY); healthy sessions of the same sandbox answer before,
- * during and after every one of them, with the credential injected, and the data plane never
- * restarts. Known gap (see the note at the end): the flood's resets are forwarded to an HTTP/2
- * upstream, whose own rapid-reset limit may then end the upstream connection the sandbox's other
- * requests to that host share.
+ * that connection only; healthy sessions of the same sandbox, to the same host and to another, answer
+ * before, during and after every one of them, with the credential injected, and the data plane never
+ * restarts. (The flood's resets once reached the HTTP/2 upstream in the thousands, whose own limit
+ * then ended the upstream connection the sandbox's request to the same host shared: a 502.)
  */
 test("malformed HTTP/2 from inside a sandbox closes that connection only; the sandbox's healthy sessions keep working", async (t) => {
   if (!requireCapability(t, process.platform === "linux" && isRoot(), "sandboxes need root on Linux")) return;
@@ -50,23 +49,19 @@ test("malformed HTTP/2 from inside a sandbox closes that connection only; the sa
 
   assert.equal(out.attacks.preface.closed, true, "a bad preface closes that connection");
   assert.notEqual(out.attacks.oversized.status, 200, "an oversized header list is refused");
-  assert.equal(out.attacks.rapidReset.goaway || out.attacks.rapidReset.destroyed, true, `a rapid-reset flood is cut: ${JSON.stringify(out.attacks.rapidReset)}`);
+  assert.equal(out.attacks.rapidReset.destroyed, true, `a rapid-reset flood closes that connection: ${JSON.stringify(out.attacks.rapidReset)}`);
+  assert.ok(out.attacks.rapidReset.pairs < 20_000, "…before it ran its course");
   assert.equal(out.attacks.continuation.closed, true, "a CONTINUATION flood closes that connection");
   assert.ok(out.attacks.continuation.frames < 20_000, "…before it ran its course");
   assert.deepEqual(out.healthy.map((h) => h.what), ["start", "preface", "oversized", "mid-rapid-reset", "rapid-reset", "continuation"]);
   for (const h of out.healthy) {
     assert.equal(h.other.status, 200, `the sandbox's session to another host after ${h.what}: ${JSON.stringify(h.other)}`);
-    if (h.what !== "rapid-reset") assert.equal(h.same.status, 200, `the sandbox's healthy session to the same host after ${h.what}: ${JSON.stringify(h.same)}`);
+    assert.equal(h.same.status, 200, `the sandbox's healthy session to the same host after ${h.what}: ${JSON.stringify(h.same)}`);
   }
 
   const healthySeen = h2.seen.filter((s) => String(s.headers[":path"]).startsWith("/healthy/"));
-  assert.ok(healthySeen.length >= 2 * out.healthy.length - 1);
+  assert.equal(healthySeen.length, 2 * out.healthy.length);
   assert.ok(healthySeen.every((s) => s.headers.authorization === `Bearer ${SECRET}`), "every healthy request got the credential");
   assert.ok(!h2.seen.some((s) => s.headers[":path"] === "/big"), "the oversized request never went upstream");
   assert.ok(!/data plane (exited|crashed)|taking over/i.test(p.logs()), "the data plane never restarted");
-  // Known gap, reported to the proxy's owner: every reset stream whose HEADERS the proxy dispatched
-  // before reading its RST_STREAM is opened and reset upstream too; an HTTP/2 upstream's own limit
-  // may answer GOAWAY, and the sandbox's request to the same host then fails (502 UND_ERR_SOCKET).
-  const after = out.healthy.find((h) => h.what === "rapid-reset")!.same;
-  if (after.status !== 200) console.log(`known gap: the same-host session after the flood got ${after.status} ${after.body ?? after.error ?? ""}`);
 });

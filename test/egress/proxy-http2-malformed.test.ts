@@ -1,7 +1,7 @@
 /**
  * Malformed HTTP/2 from a sandbox closes that connection only: bad preface, oversized header
- * lists, a rapid-reset flood (raw HEADERS + RST_STREAM pairs: answered GOAWAY, no reset stream sent
- * upstream) and a CONTINUATION flood; another session of the same sandbox keeps working throughout.
+ * lists, a rapid-reset flood (raw HEADERS + RST_STREAM pairs: the connection closed, no reset stream
+ * sent upstream) and a CONTINUATION flood; another session of the same sandbox keeps working throughout.
  * Plus `curl --http2` through interception with the header rule applied.
  */
 import assert from "node:assert/strict";
@@ -131,7 +131,7 @@ test("HTTP/2: malformed input closes only that connection; curl --http2 gets the
   for (; pairs < 20_000 && !flood.destroyed && !goaway.seen(); pairs++) {
     const id = 2 * pairs + 1;
     if (!flood.write(Buffer.concat([frame(1, 0x5, id, GET_API), frame(3, 0, id, Buffer.from([0, 0, 0, 8]))]))) await new Promise((r) => (flood.destroyed ? r(null) : flood.once("drain", r).once("close", r)));
-    if (pairs === 500) await check("500 reset streams on another connection");
+    if (pairs === 50) await check("50 reset streams on another connection");
   }
   assert.ok(goaway.seen() || flood.destroyed, `the proxy cut the flood (${pairs} pairs sent)`);
   // Work stops with the GOAWAY: streams sent after it never reach upstream.
@@ -142,8 +142,9 @@ test("HTTP/2: malformed input closes only that connection; curl --http2 gets the
   assert.equal(up.seen.length, upAtGoaway, "nothing after the GOAWAY reaches upstream");
   // A stream reset right after its HEADERS is aborted before it goes upstream (all of them went before).
   assert.ok(upAtGoaway - upBefore < 100, `reset streams are not sent upstream: ${upAtGoaway - upBefore} requests for ${pairs} pairs`);
-  const gone = await Promise.race([floodClosed, new Promise<string>((r) => setTimeout(() => r("still open"), 2_000))]);
-  console.log(`rapid reset: GOAWAY after ${pairs} pairs, ${upAtGoaway - upBefore} requests upstream, the flooding connection: ${typeof gone === "number" ? `closed after ${gone} ms` : gone}`);
+  const gone = await Promise.race([floodClosed, new Promise<string>((r) => setTimeout(() => r("still open"), 5_000))]);
+  console.log(`rapid reset: cut after ${pairs} pairs, ${upAtGoaway - upBefore} requests upstream, the flooding connection: ${typeof gone === "number" ? `closed after ${gone} ms` : gone}`);
+  assert.equal(typeof gone, "number", "the proxy closes the flooding connection (not only a GOAWAY)");
   flood.destroy();
   // No dead requests left queued in the sandbox's upstream pool ahead of the healthy one (11.9 s before).
   await check("a rapid-reset flood", 5_000);
