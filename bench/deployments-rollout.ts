@@ -65,7 +65,8 @@ for (let i = 0; i < ROUNDS; i++) {
   await new Promise((r) => child.once("exit", r));
 }
 
-const features = allFeatures().filter((f) => f.name === "identity" || f.name === "secrets");
+// Egress too: every build step and agent server gets its proxy attachment, as under `wharf up`.
+const features = allFeatures().filter((f) => f.name === "identity" || f.name === "secrets" || f.name === "egress");
 features.push(createDeploymentsFeature({ pollIntervalMs: 200, drainTimeoutMs: 5000 }));
 const platform = await startPlatform(config, { features, log: createLogger({ level: "warn" }) });
 const apiKey = platform.bootstrap.apiKey!;
@@ -182,6 +183,15 @@ const warm = await api("/v2/deployments", "POST", { name: "warmup", source: "int
 await waitDeployed(warm.id, warm.latest_revision_id);
 
 const create: number[] = [];
+/** Where a create's time goes: milliseconds spent in each status, from the revision's transitions. */
+const phases: Array<Record<string, number>> = [];
+async function phasesOf(id: string, rev: string): Promise<Record<string, number>> {
+  const body = (await api(`/v2/deployments/${id}/revisions/${rev}/transitions`)) as { transitions?: Array<{ to_status: string; at: string }> } | Array<{ to_status: string; at: string }>;
+  const list = Array.isArray(body) ? body : (body.transitions ?? []);
+  const out: Record<string, number> = {};
+  for (let i = 0; i + 1 < list.length; i++) out[list[i].to_status] = Date.parse(list[i + 1].at) - Date.parse(list[i].at);
+  return out;
+}
 const patchSecrets: number[] = [];
 const patchSource: number[] = [];
 let deployment = warm;
@@ -190,6 +200,7 @@ for (let i = 0; i < ROUNDS; i++) {
   const d = await api("/v2/deployments", "POST", { name: `bench-${i}`, source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: PROJECT }, secrets: [{ name: "ROUND", value: String(i) }] });
   await waitDeployed(d.id, d.latest_revision_id);
   create.push(performance.now() - t0);
+  phases.push(await phasesOf(d.id, d.latest_revision_id));
   t0 = performance.now();
   let p = await api(`/v2/deployments/${d.id}`, "PATCH", { secrets: [{ name: "ROUND", value: `${i}b` }] });
   await waitDeployed(d.id, p.latest_revision_id);
@@ -238,6 +249,7 @@ const row = (name: string, xs: number[]) => console.log(`${name.padEnd(44)} ${me
 console.log(`\nDeployments rollout (${ROUNDS} rounds, medians; baseline = one agent server started by hand until /ok)`);
 console.log(`${"baseline: agent server start → /ok".padEnd(44)} ${b.toFixed(0).padStart(6)} ms   1.00x`);
 row("create → DEPLOYED (build + deploy)", create);
+for (const status of Object.keys(phases[0] ?? {})) console.log(`  of which ${status.padEnd(35)} ${median(phases.map((ph) => ph[status] ?? 0)).toFixed(0).padStart(6)} ms`);
 row("patch secrets → new revision serving", patchSecrets);
 row("patch source → new revision serving", patchSource);
 console.log(`requests during a switch under 8 clients: ${ok} ok, ${failed} failed (${((failed / Math.max(1, ok + failed)) * 100).toFixed(2)}%); latency p50 ${pct(latencies, 50).toFixed(1)} ms, p99 ${pct(latencies, 99).toFixed(1)} ms`);
