@@ -6,7 +6,8 @@ import { listAudit } from "./audit/audit-log.ts";
 import { installCloudAuthorizers } from "./credentials/cloud-authorizer.ts";
 import { EgressRuntime, setEgressRuntime } from "./egress-runtime.ts";
 
-const entry = z.object({
+/** One egress audit row as the API shows it (sandboxes' and deployments' egress logs). */
+export const auditEntrySchema = z.object({
   id: z.string(),
   at: z.string(),
   last_at: z.string(),
@@ -48,7 +49,7 @@ export function createEgressFeature(): Feature {
           before: z.string().max(64).optional(),
           kind: z.enum(["inject", "block", "tunnel", "sign", "callback", "credential"]).optional(),
         }),
-        responses: { 200: { description: "Audit entries", schema: z.object({ entries: z.array(entry), next_before: z.string().nullable() }) }, 404: { description: "No such sandbox" } },
+        responses: { 200: { description: "Audit entries", schema: z.object({ entries: z.array(auditEntrySchema), next_before: z.string().nullable() }) }, 404: { description: "No such sandbox" } },
         handler: async ({ c, principal, params, query }) => {
           // The sandboxes feature owns the table; read it by name or id within the caller's workspace.
           const db = ctx.db as unknown as Kysely<any>;

@@ -1,29 +1,14 @@
 import { z } from "zod";
 import { HttpError } from "../../http/errors.ts";
 import type { Router } from "../../http/route.ts";
-import { egressLog } from "../../egress/index.ts";
+import { auditEntrySchema, egressLog } from "../../egress/index.ts";
 import type { PlatformContext } from "../../platform/context.ts";
 import { getDeploymentRow } from "../store/deployment-store.ts";
 import { buildEgressId, serverEgressId } from "../confinement/egress-plan.ts";
 import { idParam } from "./schemas.ts";
 
-const entry = z.object({
-  id: z.string(),
-  revision_id: z.string(),
-  process: z.enum(["server", "build"]),
-  at: z.string(),
-  last_at: z.string(),
-  count: z.number().int(),
-  kind: z.string(),
-  decision: z.string(),
-  rule: z.string().nullable(),
-  host: z.string(),
-  port: z.number().int(),
-  method: z.string().nullable(),
-  path: z.string().nullable(),
-  status: z.number().int().nullable(),
-  reason: z.string().nullable(),
-});
+/** An egress audit row of a deployment: which revision, and its agent server or a build step. */
+const entry = auditEntrySchema.extend({ revision_id: z.string(), process: z.enum(["server", "build"]) });
 
 /**
  * `GET /v2/deployments/{id}/egress-log`: what the egress proxy did for the deployment's agent
