@@ -74,7 +74,8 @@ for (const dialect of DIALECTS) {
       // Confined servers and build steps die with the platform process: no orphans.
       const gone = Date.now() + 5000;
       while ((processesWithArg(one.id).length || processesWithArg(two.id).length) && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
-      assert.deepEqual([...processesWithArg(one.id), ...processesWithArg(two.id)], [], "no orphaned agent server after SIGKILL");
+      const orphans = [...processesWithArg(one.id), ...processesWithArg(two.id)];
+      assert.deepEqual(orphans, [], `no orphaned agent server after SIGKILL: ${orphans.map(describeProcess).join(" | ")}`);
 
       current = await startChild(env);
       // The DEPLOYED revision serves again, from a fresh process; the orphan is gone.
@@ -162,4 +163,24 @@ for (const dialect of DIALECTS) {
       assert.match(logs, /the deployment's only server/);
     });
   });
+}
+
+/** What a leftover process is (for the failure message): its command line, parent and cgroup. */
+function describeProcess(pid: number): string {
+  const read = (f: string) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/${f}`, "utf8");
+    } catch {
+      return "?";
+    }
+  };
+  const ppid = /PPid:\s*(\d+)/.exec(read("status"))?.[1];
+  const pidsCgroup = /:pids:(\S+)/.exec(read("cgroup"))?.[1];
+  let members = "";
+  try {
+    if (pidsCgroup) members = fs.readFileSync(`/sys/fs/cgroup/pids${pidsCgroup}/cgroup.procs`, "utf8").trim().split("\n").map((m) => `${m}:${fs.readFileSync(`/proc/${m}/cmdline`, "utf8").split("\0").slice(0, 3).join(" ")}`).join(", ");
+  } catch (err) {
+    members = String(err);
+  }
+  return `${pid} (parent ${ppid}, cgroup ${read("cgroup").replace(/\n/g, " ")}, members ${members}): ${read("cmdline").split("\0").join(" ").slice(0, 200)}`;
 }

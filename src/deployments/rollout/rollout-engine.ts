@@ -100,7 +100,7 @@ export class RolloutEngine {
       deployTimeoutMs: options.deployTimeoutMs ?? 3 * 60_000,
       drainTimeoutMs: options.drainTimeoutMs ?? 60_000,
       pollIntervalMs: options.pollIntervalMs ?? 1000,
-      leaseMs: options.leaseMs ?? 4_000,
+      leaseMs: options.leaseMs ?? 5_000,
       isolation: options.isolation ?? defaultIsolation(ctx.config.settings.WHARF_DEPLOYMENT_ISOLATION),
       runnerBinds: options.runnerBinds ?? [],
     };
