@@ -32,6 +32,9 @@ const args = [
   // A test file whose tests have all finished exits even if a library left a handle open (an HTTP/2
   // session, a gRPC channel): one leaked handle must not stall the whole run until CI's deadline.
   "--test-force-exit",
+  // A test that hangs (a peer that never answers) fails after 5 minutes instead of holding the whole
+  // run until CI's deadline; the slowest tests take about a minute.
+  "--test-timeout=300000",
   "--test-reporter=spec", "--test-reporter-destination=stdout",
   ...files,
 ];

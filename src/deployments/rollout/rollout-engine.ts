@@ -33,8 +33,8 @@ export interface DeploymentsOptions {
   pollIntervalMs?: number;
   /**
    * Lease of a rollout or a served revision; another process takes over once it expires. Default
-   * 4 s: renewed every poll (1 s), so only four missed heartbeats in a row hand the work over, and a
-   * dead process's deployments serve again elsewhere within 10 s (lease + poll + a confined start).
+   * 5 s, renewed every poll (1 s): shorter, a process stalled by load could see its own lease lapse
+   * and start a revision's server a second time.
    */
   leaseMs?: number;
   /**
