@@ -145,7 +145,9 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(acknowledgedSecrets.filter((k) => !present.has(k)), [], "acknowledged secrets are all there");
 
       // The rollout resumes and ends DEPLOYED; the agent serves.
-      assert.equal(await until("the interrupted rollout ends", 120_000, async () => ((seen = (await revisionStatus(deployment, rollout)) ?? "") && TERMINAL_REVISION.has(seen) ? seen : null), () => seen), "DEPLOYED");
+      const rolloutEnd = await until("the interrupted rollout ends", 120_000, async () => ((seen = (await revisionStatus(deployment, rollout)) ?? "") && TERMINAL_REVISION.has(seen) ? seen : null), () => seen);
+      const deployLog = async () => JSON.stringify((await api(`/v2/deployments/${deployment}/revisions/${rollout}/deploy_logs?limit=100`)).body).slice(-3000);
+      assert.equal(rolloutEnd, "DEPLOYED", rolloutEnd === "DEPLOYED" ? "" : await deployLog());
 
       phase("restart, secrets, rollout");
       // No run stays pending or running: each finished, or ended in error.
