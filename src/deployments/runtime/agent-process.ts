@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import { killGroupsAndProcesses } from "../../sandboxes/driver/proc.ts";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { RevisionLog } from "../store/revision-logs.ts";
@@ -98,14 +99,6 @@ export function killOrphan(pid: number, serverMarker: string): boolean {
   } catch {
     return false;
   }
-  try {
-    process.kill(-pid, "SIGKILL");
-  } catch {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      /* gone */
-    }
-  }
+  killGroupsAndProcesses([pid]);
   return true;
 }
