@@ -1,43 +1,41 @@
-import type http from "node:http";
-import { pairs, responseHeaders } from "./header-filter.ts";
+import { responseHeaders } from "./header-filter.ts";
 import type { Exchange, ResponseSink, UpstreamError } from "./h1-upstream.ts";
-
-/** Has the client already left (its connection or HTTP/2 stream closed)? Then nothing is sent upstream. */
-export function clientGone(req: http.IncomingMessage, res: http.ServerResponse): boolean {
-  const stream = (res as unknown as { stream?: { destroyed: boolean } }).stream;
-  if (stream) return stream.destroyed;
-  // Not `res.socket`: a pipelined request's response gets its socket only when its turn comes.
-  return res.destroyed || req.socket.destroyed;
-}
+import type { ClientReply, ReplyWatcher } from "./types.ts";
 
 /**
- * Streams an answer of the HTTP/1.1 upstream client into the client's response, with
- * backpressure: a slow client pauses the upstream socket until its response drains. A client
- * that leaves aborts the exchange (queued or on the wire).
+ * Streams an answer of the HTTP/1.1 upstream client into the client's reply, with backpressure: a
+ * slow client pauses the upstream socket until its reply drains. A client that leaves aborts the
+ * exchange (queued or on the wire). Called from the upstream parser's callbacks, so nothing here
+ * may throw: a reply that cannot be written is cut instead.
  */
-export class ClientResponse<C = unknown> implements ResponseSink {
+export class ClientResponse<C = unknown> implements ResponseSink, ReplyWatcher {
   exchange: Exchange | null = null;
   private completed = false;
 
   /** `onFailure` gets `context` back: one shared function, no closure per request. */
   constructor(
-    private readonly res: http.ServerResponse,
-    private readonly onFailure: (res: http.ServerResponse, err: UpstreamError, context: C) => void,
+    private readonly res: ClientReply,
+    private readonly onFailure: (res: ClientReply, err: UpstreamError, context: C) => void,
     private readonly context: C,
   ) {
-    res.on("close", this.onClose);
-    res.on("drain", this.onDrain);
+    res.watch(this);
   }
 
-  private readonly onClose = () => {
+  clientClosed(): void {
     if (!this.completed) this.exchange?.abort();
-  };
+  }
 
-  private readonly onDrain = () => this.exchange?.resume();
+  clientDrained(): void {
+    this.exchange?.resume();
+  }
 
   onHeaders(status: number, statusText: string, raw: string[]): void {
-    this.res.sendDate = false;
-    this.res.writeHead(status, statusText, responseHeaders(raw) as unknown as http.OutgoingHttpHeaders);
+    try {
+      this.res.writeHead(status, statusText, responseHeaders(raw));
+    } catch {
+      // An answer the client's protocol cannot carry (a header HTTP/2 refuses): cut, not crashed.
+      this.cut();
+    }
   }
 
   onData(chunk: Buffer): boolean {
@@ -46,12 +44,23 @@ export class ClientResponse<C = unknown> implements ResponseSink {
 
   onComplete(trailers: string[]): void {
     this.completed = true;
-    if (trailers.length) this.res.addTrailers(pairs(trailers));
-    this.res.end();
+    try {
+      if (trailers.length) this.res.addTrailers(trailers);
+      this.res.end();
+    } catch {
+      // As in onHeaders: trailers the client's protocol refuses end the reply abruptly.
+      this.res.destroy();
+    }
   }
 
   onError(err: UpstreamError): void {
     this.completed = true;
     this.onFailure(this.res, err, this.context);
+  }
+
+  private cut(): void {
+    this.completed = true;
+    this.exchange?.abort();
+    this.res.destroy();
   }
 }

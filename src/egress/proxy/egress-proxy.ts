@@ -1,9 +1,10 @@
-import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import tls from "node:tls";
 import { track } from "./socket-helpers.ts";
-import { CTX, type RequestAuthorizer, type SandboxHandle, type WithCtx } from "./types.ts";
+import { CTX, type ClientRequest, type RequestAuthorizer, type SandboxHandle, type WithCtx } from "./types.ts";
+import { H1Front } from "./h1-front.ts";
+import { H2Reply, H2Request } from "./h2-exchange.ts";
 import { handleUpgrade } from "./upgrade.ts";
 import { onRequest } from "./request-path.ts";
 import { handleStream } from "./streams.ts";
@@ -27,7 +28,8 @@ export interface EgressProxyOptions {
 }
 
 export class EgressProxy {
-  readonly server: http.Server;
+  /** HTTP/1.1 from the sandboxes: explicit-proxy connections and intercepted ones (`h1-front.ts`). */
+  readonly front: H1Front;
   /**
    * Intercepted TLS connections whose client picks HTTP/2 (gRPC needs it) go here; every request is
    * handled by the same `onRequest` as HTTP/1.1, through Node's compatibility request/response.
@@ -50,16 +52,20 @@ export class EgressProxy {
     this.upstreamContext = tls.createSecureContext({ ca: this.upstreamCa, minVersion: "TLSv1.2" });
     this.log = opts.log ?? null;
     const { headerTimeoutMs, idleTimeoutMs } = opts.settings;
-    // Slow headers are cut after `headerTimeoutMs` (checked every second at most; Node's default
-    // check runs every 30 s), idle keep-alive connections after `idleTimeoutMs`.
-    this.server = http.createServer({ noDelay: true, keepAliveTimeout: idleTimeoutMs, headersTimeout: headerTimeoutMs, requestTimeout: 0, maxHeaderSize: 32 * 1024, connectionsCheckingInterval: Math.min(1_000, Math.max(100, headerTimeoutMs >> 1)) });
-    this.server.on("request", (req, res) => onRequest(this, req, res));
-    // Node tracks connections for its header and request timeouts from the server's 'listening'
-    // event; this server never listens (connections are handed to it), so start the tracking here.
-    this.server.emit("listening");
+    // Slow heads are cut after `headerTimeoutMs`, idle keep-alive connections after `idleTimeoutMs`.
+    this.front = new H1Front(
+      {
+        request: (req, res) => onRequest(this, req, res),
+        handOver: (kind, req, socket, head) => (kind === "connect" ? this.onConnect(req, socket, head) : handleUpgrade(this, req, socket, head)),
+        rejected: (ctx, reason) => {
+          if (ctx) this.audit(ctx.sandbox, { kind: "block", decision: "blocked", host: ctx.host?.host ?? "", port: ctx.port ?? 0, reason });
+        },
+      },
+      { headerTimeoutMs, idleTimeoutMs, maxHeaderSize: 32 * 1024 },
+    );
     // At most 128 streams at once per session (Node's server default is unlimited).
     this.h2server = http2.createServer({ maxHeaderListPairs: 256, settings: { enablePush: false, maxConcurrentStreams: 128 } });
-    this.h2server.on("request", (req, res) => onRequest(this, req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse));
+    this.h2server.on("request", (req, res) => onRequest(this, new H2Request(req), new H2Reply(res)));
     this.h2server.on("session", (session: http2.Http2Session) => {
       this.h2sessions.add(session);
       // An HTTP/2 connection with no stream and no frame for this long is closed.
@@ -75,14 +81,6 @@ export class EgressProxy {
       });
     });
     this.h2server.on("sessionError", () => {});
-    this.server.on("connect", (req, socket, head) => this.onConnect(req, socket as net.Socket, head));
-    this.server.on("upgrade", (req, socket, head) => handleUpgrade(this, req, socket as net.Socket, head));
-    this.server.on("clientError", (err, socket) => {
-      const ctx = (socket as WithCtx)[CTX];
-      if (ctx) this.audit(ctx.sandbox, { kind: "block", decision: "blocked", host: ctx.host?.host ?? "", port: ctx.port ?? 0, reason: `malformed HTTP from the sandbox (${(err as NodeJS.ErrnoException).code ?? "parse error"})` });
-      if (socket.writable && !(err as NodeJS.ErrnoException).code?.startsWith("ECONN")) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
-      else socket.destroy();
-    });
   }
 
   get settings(): EgressSettings {
@@ -151,7 +149,7 @@ export class EgressProxy {
     if (!this.admit(sb, socket, true)) return;
     socket.setNoDelay(true);
     (socket as WithCtx)[CTX] = { sandbox: sb, mode: "explicit", tls: false };
-    this.server.emit("connection", socket);
+    this.front.accept(socket);
   }
 
   /** A captured connection whose original destination is known (transparent capture). */
@@ -216,17 +214,17 @@ export class EgressProxy {
   async close(): Promise<void> {
     for (const l of this.listeners) l.close();
     for (const id of [...this.sandboxes.keys()]) this.removeSandbox(id);
-    this.server.closeAllConnections?.();
+    this.front.closeAll();
     for (const session of this.h2sessions) session.destroy();
   }
 
   // ---------------------------------------------------------------- CONNECT
 
-  private onConnect(req: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
-    const ctx = (socket as WithCtx)[CTX];
+  private onConnect(req: ClientRequest, socket: net.Socket, head: Buffer): void {
+    const ctx = req.ctx;
     if (!ctx || ctx.mode !== "explicit") return void socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
     const sb = ctx.sandbox;
-    const target = parseAuthority(req.url ?? "", null);
+    const target = parseAuthority(req.url, null);
     if (!target) {
       this.audit(sb, { kind: "block", decision: "blocked", host: String(req.url).slice(0, 300), port: 0, reason: "malformed CONNECT target" });
       return void socket.end("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\negress: malformed CONNECT target\n");

@@ -1,7 +1,7 @@
-import { createRequire } from "node:module";
 import net from "node:net";
 import type { Readable } from "node:stream";
 import tls from "node:tls";
+import { HTTPParser } from "./llhttp.ts";
 
 /*
  * The HTTP/1.1 upstream client of the data plane, hand-written on Node's own native llhttp binding.
@@ -19,24 +19,6 @@ import tls from "node:tls";
  * event loop, so bytes or a FIN the upstream sent after its answer are seen before the socket is
  * reused; any byte arriving while no request is outstanding closes the socket.
  */
-
-interface NativeParser {
-  initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;
-  execute(data: Buffer): number | Error;
-  finish(): number | Error | undefined;
-  [callback: number]: unknown;
-}
-interface NativeParserClass {
-  new (): NativeParser;
-  RESPONSE: number;
-  kOnHeaders: number;
-  kOnHeadersComplete: number;
-  kOnBody: number;
-  kOnMessageComplete: number;
-  kOnExecute: number;
-}
-// `_http_common` is how Node's own `http` client reaches the binding (process.binding warns).
-const { HTTPParser } = createRequire(import.meta.url)("_http_common") as { HTTPParser: NativeParserClass };
 
 const CONNECT_TIMEOUT_MS = 10_000;
 /** Headers and body each within this of the last byte (what undici's headersTimeout/bodyTimeout were). */
@@ -268,6 +250,9 @@ class H1Conn {
   private finishExchange(): void {
     this.current = null;
     if (!this.keepAlive || !this.bodyDone) return void this.socket.destroy();
+    // Backpressure was the finished exchange's: the last chunk may have paused the socket, and the
+    // next exchange (or the check for unsolicited bytes) must read it.
+    this.socket.resume();
     this.socket.setTimeout(IDLE_TIMEOUT_MS);
     // An idle upstream connection does not keep the process alive (undici's behaviour too).
     this.socket.unref();

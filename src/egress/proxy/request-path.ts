@@ -1,12 +1,12 @@
 import crypto from "node:crypto";
-import type http from "node:http";
-import type http2 from "node:http2";
+import http from "node:http";
 import type { Readable } from "node:stream";
 import { Pool, type Dispatcher } from "undici";
 import { DROP_REQUEST, pairs, upstreamHeaders } from "./header-filter.ts";
-import { CTX, type AuthorizeOutcome, type OutboundRequest, type SandboxHandle, type WithCtx } from "./types.ts";
+import type { AuthorizeOutcome, ClientReply, ClientRequest, OutboundRequest, SandboxHandle } from "./types.ts";
 import { UpstreamHandler } from "./upstream-handler.ts";
-import { ClientResponse, clientGone } from "./client-response.ts";
+import { ClientResponse } from "./client-response.ts";
+import { H2Reply } from "./h2-exchange.ts";
 import { H1Pool } from "./h1-upstream.ts";
 import { hostForUrl, parseAuthority, type CanonicalHost } from "../policy/canonical-host.ts";
 import { normalisePath } from "../policy/path-patterns.ts";
@@ -22,30 +22,30 @@ const CONNECT_TIMEOUT_MS = 10_000;
  * Every request's handling is contained: an unexpected error answers that request 502 with a
  * request id (logged with it) and goes no further.
  */
-export function onRequest(proxy: EgressProxy, req: http.IncomingMessage, res: http.ServerResponse): void {
+export function onRequest(proxy: EgressProxy, req: ClientRequest, res: ClientReply): void {
   try {
-    if (proxy.settings.faultHook && req.headers["x-wharf-egress-fault"] === "crash") injectCrash();
+    if (proxy.settings.faultHook && req.header("x-wharf-egress-fault") === "crash") injectCrash();
     handleRequest(proxy, req, res);
   } catch (err) {
     internalError(proxy, res, err);
   }
 }
 
-export function internalError(proxy: EgressProxy, res: http.ServerResponse, err: unknown): void {
+export function internalError(proxy: EgressProxy, res: ClientReply, err: unknown): void {
   const requestId = crypto.randomUUID();
   proxy.log?.error({ err, requestId }, "egress request failed unexpectedly");
-  if (!res.headersSent) reply(proxy, res, 502, `egress: internal error (request id ${requestId})`, { "x-request-id": requestId });
+  if (!res.headersSent) reply(proxy, res, 502, `egress: internal error (request id ${requestId})`, ["x-request-id", requestId]);
   else res.destroy();
 }
 
-export function handleRequest(proxy: EgressProxy, req: http.IncomingMessage, res: http.ServerResponse): void {
-  const ctx = (req.socket as WithCtx)[CTX];
+export function handleRequest(proxy: EgressProxy, req: ClientRequest, res: ClientReply): void {
+  const ctx = req.ctx;
   if (!ctx) return void res.destroy();
   proxy.stats.requests++;
   const sb = ctx.sandbox;
   let host: CanonicalHost;
   let port: number;
-  let target = req.url ?? "";
+  let target = req.url;
   if (ctx.mode === "explicit") {
     // Absolute-form request to the proxy: the destination is the URL's authority.
     const m = /^http:\/\/([^/?#]*)(.*)$/i.exec(target);
@@ -70,8 +70,8 @@ export function handleRequest(proxy: EgressProxy, req: http.IncomingMessage, res
   }
   // Every request's Host must name the verified destination (no domain fronting). Over HTTP/2 a
   // request may carry both Host and :authority: then both must (RFC 9113 §8.3.1).
-  const authority = req.httpVersionMajor === 2 ? (req.headers[":authority"] as string | undefined) : undefined;
-  const hostHeader = req.headers.host ?? authority;
+  const authority = req.h2 ? req.header(":authority") : undefined;
+  const hostHeader = req.header("host") ?? authority;
   const second = authority !== undefined && authority !== hostHeader ? authority : undefined;
   const verifiedKey = hostHeader === undefined ? undefined : (ctx.mode === "intercept" ? hostHeader : `${hostHeader}|${host.host}|${port}`) + (second === undefined ? "" : `|${second}`);
   if (verifiedKey === undefined || verifiedKey !== ctx.verifiedHost) {
@@ -93,15 +93,25 @@ function namesDestination(value: string | undefined, host: CanonicalHost, port: 
   return h !== null && h.host.kind === host.kind && h.host.host === host.host && h.port === port;
 }
 
-export function misdirected(proxy: EgressProxy, sb: SandboxHandle, res: http.ServerResponse, req: http.IncomingMessage, host: CanonicalHost, port: number, reason: string): void {
+export function misdirected(proxy: EgressProxy, sb: SandboxHandle, res: ClientReply, req: ClientRequest, host: CanonicalHost, port: number, reason: string): void {
   proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, reason });
   reply(proxy, res, 421, `egress: ${reason}`);
 }
 
-export function reply(proxy: EgressProxy, res: http.ServerResponse, status: number, text: string, extra: Record<string, string> = {}): void {
+export function reply(_proxy: EgressProxy, res: ClientReply, status: number, text: string, extra: string[] = []): void {
   if (res.headersSent) return void res.destroy();
   const body = text + "\n";
-  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(body), ...extra });
+  res.writeHead(status, http.STATUS_CODES[status] ?? "", ["content-type", "text/plain; charset=utf-8", "content-length", String(Buffer.byteLength(body)), ...extra]);
+  res.end(body);
+}
+
+/** An answer made here (an engine's local or final word), nothing from upstream. */
+function answer(res: ClientReply, status: number, headers: Record<string, string>, body: string): void {
+  if (res.headersSent) return void res.destroy();
+  const flat: string[] = [];
+  for (const [n, v] of Object.entries(headers)) if (n.toLowerCase() !== "content-length") flat.push(n, v);
+  flat.push("content-length", String(Buffer.byteLength(body)));
+  res.writeHead(status, http.STATUS_CODES[status] ?? "", flat);
   res.end(body);
 }
 
@@ -110,16 +120,14 @@ export function reply(proxy: EgressProxy, res: http.ServerResponse, status: numb
  * up to the upstream dispatch when the checked target is cached (the usual keep-alive case): no
  * promise per request.
  */
-export function forward(proxy: EgressProxy, req: http.IncomingMessage, res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, path: string, query: string): void {
+export function forward(proxy: EgressProxy, req: ClientRequest, res: ClientReply, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, path: string, query: string): void {
   const policy = sb.policy;
   if (sb.authorizers.length && !policy.isNoProxy(host)) {
     for (const a of sb.authorizers) {
-      const local = a.answerLocally?.({ method: req.method ?? "GET", host, port, secure, target: path + query, headers: pairs(req.rawHeaders) });
+      const local = a.answerLocally?.({ method: req.method, host, port, secure, target: path + query, headers: pairs(req.rawHeaders) });
       if (!local) continue;
-      req.resume();
-      if (res.headersSent) return void res.destroy();
-      res.writeHead(local.status, { ...local.headers, "content-length": Buffer.byteLength(local.body) });
-      return void res.end(local.body);
+      req.discard();
+      return answer(res, local.status, local.headers, local.body);
     }
   }
   const hit = proxy.targets.cached(sb, policy, host, port);
@@ -130,11 +138,11 @@ export function forward(proxy: EgressProxy, req: http.IncomingMessage, res: http
     .catch((err) => internalError(proxy, res, err));
 }
 
-function decided(proxy: EgressProxy, req: http.IncomingMessage, res: http.ServerResponse, sb: SandboxHandle, policy: SandboxPolicy, host: CanonicalHost, port: number, secure: boolean, path: string, query: string, target: Target | { blocked: string }): void {
+function decided(proxy: EgressProxy, req: ClientRequest, res: ClientReply, sb: SandboxHandle, policy: SandboxPolicy, host: CanonicalHost, port: number, secure: boolean, path: string, query: string, target: Target | { blocked: string }): void {
   if ("blocked" in target) {
     proxy.stats.blocked++;
     proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, path, reason: target.blocked });
-    return reply(proxy, res, 403, `egress blocked: ${target.blocked}`, { "x-wharf-egress": "blocked" });
+    return reply(proxy, res, 403, `egress blocked: ${target.blocked}`, ["x-wharf-egress", "blocked"]);
   }
   const cred = credentialsFor(proxy, sb, policy, host, path);
   if (cred && cred.error) {
@@ -146,17 +154,15 @@ function decided(proxy: EgressProxy, req: http.IncomingMessage, res: http.Server
     proxy.audit(sb, { kind: "inject", decision: "injected", rule: cred.rule, host: host.host, port, method: req.method, path });
   }
   const authority = port === (secure ? 443 : 80) ? hostForUrl(host) : `${hostForUrl(host)}:${port}`;
-  const h2 = req.httpVersionMajor === 2;
+  const h2 = req.h2;
   const headers = upstreamHeaders(req, cred?.headers ?? null, authority, h2);
-  // HTTP/2 frames bodies itself: a request has one unless its HEADERS frame ended the stream.
-  const hasBody = h2 ? !(req as unknown as { stream: http2.ServerHttp2Stream }).stream.endAfterHeaders : req.headers["content-length"] !== undefined ? req.headers["content-length"] !== "0" : req.headers["transfer-encoding"] !== undefined;
-  if (sb.authorizers.length === 0 || policy.isNoProxy(host)) return dispatchUpstream(proxy, req, res, sb, host, port, secure, h2, target, req.method ?? "GET", path, path + query, headers, hasBody ? req : null);
-  const out: OutboundRequest = { method: req.method ?? "GET", host, port, secure, target: path + query, headers: pairs(headers), body: hasBody ? req : null, staticRule: cred?.rule ?? null };
+  if (sb.authorizers.length === 0 || policy.isNoProxy(host)) return dispatchUpstream(proxy, req, res, sb, host, port, secure, h2, target, req.method, path, path + query, headers, req.body);
+  const out: OutboundRequest = { method: req.method, host, port, secure, target: path + query, headers: pairs(headers), body: req.body, staticRule: cred?.rule ?? null };
   authorizeAndDispatch(proxy, req, res, sb, host, port, secure, h2, target, path, out).catch((err) => internalError(proxy, res, err));
 }
 
 /** Extensions run in order, each on the previous one's result; the last word is what is sent. */
-async function authorizeAndDispatch(proxy: EgressProxy, req: http.IncomingMessage, res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, h2: boolean, target: Target, path: string, out: OutboundRequest): Promise<void> {
+async function authorizeAndDispatch(proxy: EgressProxy, req: ClientRequest, res: ClientReply, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, h2: boolean, target: Target, path: string, out: OutboundRequest): Promise<void> {
   for (const a of sb.authorizers) {
     let outcome: AuthorizeOutcome;
     try {
@@ -165,11 +171,7 @@ async function authorizeAndDispatch(proxy: EgressProxy, req: http.IncomingMessag
       proxy.audit(sb, { kind: "credential", decision: "failed", rule: a.name, host: host.host, port, method: req.method, path, reason: (err as Error).message.slice(0, 300) });
       return reply(proxy, res, 502, `egress: credential engine ${a.name} failed`);
     }
-    if (outcome.action === "respond") {
-      if (res.headersSent) return void res.destroy();
-      res.writeHead(outcome.status, { ...outcome.headers, "content-length": Buffer.byteLength(outcome.body) });
-      return void res.end(outcome.body);
-    }
+    if (outcome.action === "respond") return answer(res, outcome.status, outcome.headers, outcome.body);
     if (outcome.action === "forward") out = { ...out, headers: outcome.headers, body: outcome.body };
   }
   const flat: string[] = [];
@@ -186,16 +188,16 @@ async function authorizeAndDispatch(proxy: EgressProxy, req: http.IncomingMessag
  * pipelining, bodies framed by the client: a streamed body is chunked, a Content-Length is checked);
  * HTTP/2 clients through an undici pool that offers h2 upstream.
  */
-export function dispatchUpstream(proxy: EgressProxy, req: http.IncomingMessage, res: http.ServerResponse, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, h2: boolean, target: Target, method: string, path: string, requestTarget: string, headers: string[], body: Readable | null): void {
+export function dispatchUpstream(proxy: EgressProxy, req: ClientRequest, res: ClientReply, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, h2: boolean, target: Target, method: string, path: string, requestTarget: string, headers: string[], body: Readable | null): void {
   // The client left while the request was being decided: nothing goes upstream.
-  if (clientGone(req, res)) return;
+  if (res.gone) return;
   const failed: FailedRequest = { proxy, sb, host, port, method, path };
   if (!h2) {
     const sink = new ClientResponse(res, upstreamFailed, failed);
     sink.exchange = h1PoolFor(proxy, sb, secure, target, host).request({ method, target: requestTarget, headers, body }, sink);
     return;
   }
-  const handler = new UpstreamHandler(res, (err) => upstreamFailed(res, err, failed));
+  const handler = new UpstreamHandler((res as H2Reply).res, (err) => upstreamFailed(res, err, failed));
   poolFor(proxy, sb, secure, target, host, true).dispatch({ method, path: requestTarget, headers, body, idempotent: false }, handler as unknown as Dispatcher.DispatchHandler);
 }
 
@@ -209,7 +211,7 @@ interface FailedRequest {
 }
 
 /** An upstream that could not be reached or answered badly: audited, 502 (or a cut answer). */
-function upstreamFailed(res: http.ServerResponse, err: Error & { code?: string }, f: FailedRequest): void {
+function upstreamFailed(res: ClientReply, err: Error & { code?: string }, f: FailedRequest): void {
   const code = err.code ?? err.name ?? "error";
   const verify = /CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS/.test(code) || /certificate/i.test(err.message);
   f.proxy.audit(f.sb, { kind: "block", decision: "failed", host: f.host.host, port: f.port, method: f.method, path: f.path, reason: verify ? `upstream certificate rejected (${code})` : `upstream connection failed (${code})` });

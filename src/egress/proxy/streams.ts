@@ -65,7 +65,8 @@ export async function handleStream(proxy: EgressProxy, socket: net.Socket, sb: S
       clearTimeout(handshake);
       // What tls.Server does for its own sockets; an HTTP/2 session waits for it before reading.
       (secure as tls.TLSSocket & { secureConnecting: boolean }).secureConnecting = false;
-      (secure.alpnProtocol === "h2" ? proxy.h2server : proxy.server).emit("connection", secure);
+      if (secure.alpnProtocol === "h2") proxy.h2server.emit("connection", secure);
+      else proxy.front.accept(secure);
     });
     return;
   }
@@ -75,7 +76,7 @@ export async function handleStream(proxy: EgressProxy, socket: net.Socket, sb: S
   }
   socket.unshift(first);
   (socket as WithCtx)[CTX] = { sandbox: sb, mode: "intercept", host, port, tls: false };
-  proxy.server.emit("connection", socket);
+  proxy.front.accept(socket);
 }
 
 /** SNI must name the destination; it may be absent only when the destination is an IP literal. */

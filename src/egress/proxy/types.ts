@@ -51,6 +51,51 @@ export interface ConnContext {
 }
 
 export const CTX = Symbol("wharf-egress-context");
+
+/**
+ * A client's request as the request path reads it: HTTP/1.1 from the proxy's own front
+ * (`h1-front.ts`), HTTP/2 from Node's compatibility layer (`h2-exchange.ts`).
+ */
+export interface ClientRequest {
+  readonly method: string;
+  /** The request target as sent (HTTP/2: `:path`). */
+  readonly url: string;
+  /** Name/value pairs as received (HTTP/2: pseudo-headers included). */
+  readonly rawHeaders: string[];
+  readonly h2: boolean;
+  /** What the proxy knows of the connection the request came on. */
+  readonly ctx: ConnContext | undefined;
+  /** The first value of a header; `name` in lower case. */
+  header(name: string): string | undefined;
+  /** The body to forward, or null when the request has none. */
+  readonly body: Readable | null;
+  /** The request is answered without its body: read and drop what is left of it. */
+  discard(): void;
+}
+
+/** The answer to a `ClientRequest`; it frames the body itself (Content-Length as given, else chunked). */
+export interface ClientReply {
+  readonly headersSent: boolean;
+  /** The client has left (its connection or stream closed): nothing more reaches it. */
+  readonly gone: boolean;
+  /** Flat name/value pairs, without hop-by-hop headers. */
+  writeHead(status: number, statusText: string, headers: string[]): void;
+  /** False: wait for `onDrain` before writing more. */
+  write(chunk: Buffer): boolean;
+  /** Flat name/value pairs, sent with the end of the body where the framing allows. */
+  addTrailers(trailers: string[]): void;
+  end(last?: string): void;
+  destroy(): void;
+  /** One watcher per reply (an object, not closures: one is made per request). */
+  watch(watcher: ReplyWatcher): void;
+}
+
+export interface ReplyWatcher {
+  /** The client left before the end of the reply. */
+  clientClosed(): void;
+  /** The reply is writable again after `write` returned false. */
+  clientDrained(): void;
+}
 export type WithCtx = { [CTX]?: ConnContext };
 
 /**

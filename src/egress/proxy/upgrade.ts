@@ -5,32 +5,34 @@ import { hostForUrl, parseAuthority } from "../policy/canonical-host.ts";
 import { normalisePath } from "../policy/path-patterns.ts";
 import type { EgressProxy } from "./egress-proxy.ts";
 import { responseHeaders, upstreamHeaders } from "./header-filter.ts";
-import { CTX, type WithCtx } from "./types.ts";
+import type { ClientRequest } from "./types.ts";
 import { credentialsFor } from "./request-path.ts";
 
 /**
  * WebSocket upgrades on an intercepted connection: the same Host verification, access decision,
  * address check and header injection as a request; then bytes are spliced both ways.
  */
-export function handleUpgrade(proxy: EgressProxy, req: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
-  const ctx = (socket as WithCtx)[CTX];
+export function handleUpgrade(proxy: EgressProxy, req: ClientRequest, socket: net.Socket, head: Buffer): void {
+  const ctx = req.ctx;
   const fail = (status: number, text: string): void => void socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${text}\n`);
   if (!ctx || ctx.mode !== "intercept") return fail(400, "egress: upgrades go through CONNECT or a captured connection");
   const sb = ctx.sandbox;
   // Only WebSocket: any other protocol (h2c among them) would become a pipe the proxy cannot read.
-  const token = String(req.headers.upgrade ?? "").trim().toLowerCase();
+  const upgrade = req.header("upgrade") ?? "";
+  const token = upgrade.trim().toLowerCase();
   if (token !== "websocket") {
     proxy.audit(sb, { kind: "block", decision: "blocked", host: ctx.host!.host, port: ctx.port!, method: req.method, reason: `upgrade to ${JSON.stringify(token.slice(0, 40))} refused (only websocket)` });
     return fail(400, "egress: only websocket upgrades are allowed");
   }
   const host = ctx.host!;
   const port = ctx.port!;
-  const h = req.headers.host === undefined ? null : parseAuthority(req.headers.host, ctx.tls ? 443 : 80);
+  const hostHeader = req.header("host");
+  const h = hostHeader === undefined ? null : parseAuthority(hostHeader, ctx.tls ? 443 : 80);
   if (!h || h.host.host !== host.host || h.port !== port) {
     proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, reason: "Host does not match the destination" });
     return fail(421, "egress: Host does not match the destination");
   }
-  const url = req.url ?? "/";
+  const url = req.url;
   const q = url.indexOf("?");
   const path = normalisePath(q < 0 ? url : url.slice(0, q));
   if (path === null) return fail(400, "egress: malformed request path");
@@ -47,7 +49,7 @@ export function handleUpgrade(proxy: EgressProxy, req: http.IncomingMessage, soc
     if (cred?.headers) proxy.audit(sb, { kind: "inject", decision: "injected", rule: cred.rule, host: host.host, port, method: req.method, path, reason: "upgrade" });
     const authority = port === (ctx.tls ? 443 : 80) ? hostForUrl(host) : `${hostForUrl(host)}:${port}`;
     const headers = upstreamHeaders(req, cred?.headers ?? null, authority);
-    headers.push("Connection", "Upgrade", "Upgrade", String(req.headers.upgrade ?? ""));
+    headers.push("Connection", "Upgrade", "Upgrade", upgrade);
     const options: https.RequestOptions = { host: target.address, port: target.port, method: req.method, path: path + query, headers: headers as unknown as http.OutgoingHttpHeaders, setHost: false, agent: false };
     if (ctx.tls) Object.assign(options, { secureContext: proxy.upstreamContext, servername: host.kind === "name" ? host.host : undefined, minVersion: "TLSv1.2" });
     const up = (ctx.tls ? https : http).request(options);

@@ -1,4 +1,5 @@
 import type http from "node:http";
+import type http2 from "node:http2";
 import { pairs, headerObject, responseHeaders } from "./header-filter.ts";
 
 /**
@@ -24,7 +25,7 @@ export function endsConnection(raw: string[]): boolean {
 }
 
 /**
- * Streams one upstream answer into the client's response (undici's dispatch handler), with
+ * Streams one upstream answer into an HTTP/2 client's response (undici's dispatch handler), with
  * backpressure: when the client is slow, undici is paused until the response drains. A class, not
  * closures: this runs for every request.
  */
@@ -42,7 +43,7 @@ export class UpstreamHandler {
   private noPause = false;
 
   constructor(
-    private readonly res: http.ServerResponse,
+    private readonly res: http2.Http2ServerResponse,
     private readonly onFailure: (err: Error & { code?: string }) => void,
   ) {
     res.on("close", this.onClose);
@@ -61,15 +62,14 @@ export class UpstreamHandler {
     if (this.clientClosed) abort(new Error("client went away"));
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     this.resumeFn = resume;
     const raw: string[] = new Array(rawHeaders.length);
     for (let i = 0; i < rawHeaders.length; i++) raw[i] = rawHeaders[i].toString("latin1");
     this.res.sendDate = false;
-    // An HTTP/2 answer has neither header; over HTTP/2 only an explicit close is evidence of HTTP/1.1.
-    this.noPause = "stream" in this.res ? raw.some((v, i) => i % 2 === 0 && v.toLowerCase() === "connection") && endsConnection(raw) : endsConnection(raw);
-    if ("stream" in this.res) this.res.writeHead(statusCode, headerObject(responseHeaders(raw)));
-    else this.res.writeHead(statusCode, statusText, responseHeaders(raw) as unknown as http.OutgoingHttpHeaders);
+    // An HTTP/2 answer has neither header; only an explicit close is evidence of an HTTP/1.1 upstream.
+    this.noPause = raw.some((v, i) => i % 2 === 0 && v.toLowerCase() === "connection") && endsConnection(raw);
+    this.res.writeHead(statusCode, headerObject(responseHeaders(raw)));
     return true;
   }
 
@@ -84,7 +84,7 @@ export class UpstreamHandler {
   onComplete(trailers: Buffer[] | Record<string, string | string[]> | null): void {
     this.completed = true;
     if (Array.isArray(trailers)) {
-      if (trailers.length) this.res.addTrailers(pairs(trailers.map((b) => b.toString("latin1"))));
+      if (trailers.length) this.res.addTrailers(Object.fromEntries(pairs(trailers.map((b) => b.toString("latin1")))));
     } else if (trailers && Object.keys(trailers).length) {
       this.res.addTrailers(trailers as http.OutgoingHttpHeaders);
     }

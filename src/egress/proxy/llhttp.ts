@@ -1,0 +1,31 @@
+import { createRequire } from "node:module";
+
+/*
+ * Node's own native llhttp binding, as its `http` module reaches it (`process.binding` warns). The
+ * data plane's HTTP/1.1 front and upstream client parse with it directly: the same strict parser
+ * (no lenient flags) without the request/response objects and streams of `http` around it.
+ */
+
+export interface NativeParser {
+  initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;
+  execute(data: Buffer): number | (Error & { code?: string; bytesParsed?: number });
+  finish(): number | (Error & { code?: string }) | undefined;
+  [callback: number]: unknown;
+}
+
+interface NativeParserClass {
+  new (): NativeParser;
+  REQUEST: number;
+  RESPONSE: number;
+  kOnMessageBegin: number;
+  kOnHeaders: number;
+  kOnHeadersComplete: number;
+  kOnBody: number;
+  kOnMessageComplete: number;
+}
+
+const common = createRequire(import.meta.url)("_http_common") as { HTTPParser: NativeParserClass; methods: string[] };
+
+export const HTTPParser = common.HTTPParser;
+/** Method names by llhttp's method number (what `kOnHeadersComplete` passes). */
+export const METHODS = common.methods;
