@@ -131,8 +131,14 @@ export async function startTlsFront(t: TestContext, up: Upstreams, names: string
     c.pipe(back).pipe(c);
     c.on("error", () => back.destroy());
     back.on("error", () => c.destroy());
+    // A stand-in that answers and closes while the client is still sending (an error before the
+    // body was read) can leave `c` paused by the pipe's backpressure, and unpiping does not resume
+    // it: nothing would read its end, so it was never destroyed and `front.close` waited forever.
+    back.on("close", () => c.resume());
   });
+  const open = new Set<net.Socket>();
+  front.on("connection", (raw: net.Socket) => (open.add(raw), raw.once("close", () => open.delete(raw))));
   const port = await listen(front, up.address);
-  t.after(() => new Promise((r) => front.close(r)));
+  t.after(() => new Promise((r) => (open.forEach((c) => c.destroy()), front.close(r))));
   return names.map((n) => `${n}:443=${up.address}:${port}`);
 }
