@@ -50,7 +50,10 @@ test("malformed HTTP/2 from inside a sandbox closes that connection only; the sa
   assert.equal(out.attacks.preface.closed, true, "a bad preface closes that connection");
   assert.notEqual(out.attacks.oversized.status, 200, "an oversized header list is refused");
   assert.equal(out.attacks.rapidReset.destroyed, true, `a rapid-reset flood closes that connection: ${JSON.stringify(out.attacks.rapidReset)}`);
-  assert.ok(out.attacks.rapidReset.pairs < 20_000, "…before it ran its course");
+  // How many pairs the flood got written depends on the kernel's buffers and the machine's load (all
+  // 20,000 fit); what matters is what the proxy did with them: cut the connection, relay almost none.
+  const floodUpstream = h2.seen.filter((s) => s.headers[":path"] === "/").length;
+  assert.ok(floodUpstream < 1_000, `the reset streams were not relayed: ${floodUpstream} of ${out.attacks.rapidReset.pairs} reached the upstream`);
   assert.equal(out.attacks.continuation.closed, true, "a CONTINUATION flood closes that connection");
   assert.ok(out.attacks.continuation.frames < 20_000, "…before it ran its course");
   assert.deepEqual(out.healthy.map((h) => h.what), ["start", "preface", "oversized", "mid-rapid-reset", "rapid-reset", "continuation"]);
