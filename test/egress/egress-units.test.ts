@@ -10,6 +10,8 @@ import { compileHostGlob } from "../../src/egress/policy/host-glob.ts";
 import { normalisePath, pathMatches, compilePathPattern } from "../../src/egress/policy/path-patterns.ts";
 import { CidrSet } from "../../src/egress/policy/address-class.ts";
 import { policyFrom } from "./support/proxy.ts";
+import { responseHeaders } from "../../src/egress/proxy/header-filter.ts";
+import { auditKey } from "../../src/egress/audit/audit-batch.ts";
 
 const name = (host: string) => ({ kind: "name" as const, host });
 
@@ -246,4 +248,21 @@ describe("leaf certificates", () => {
     const cert = new (await import("node:crypto")).X509Certificate(ipPem);
     assert.match(cert.subjectAltName ?? "", /IP Address:2001:DB8:0:0:0:0:0:1/i);
   });
+});
+
+describe("response headers relayed to the sandbox", () => {
+  const CASES: Array<[string, string[], string[]]> = [
+    ["hop-by-hop dropped", ["Content-Type", "a/b", "Connection", "keep-alive", "Keep-Alive", "timeout=5", "Transfer-Encoding", "chunked"], ["Content-Type", "a/b"]],
+    ["headers named by Connection dropped", ["Connection", "close, X-Hop", "X-Hop", "1", "X-End", "2"], ["X-End", "2"]],
+    ["Connection in any case", ["CONNECTION", "Keep-Alive", "x-a", "1"], ["x-a", "1"]],
+    ["repeats and order kept", ["Set-Cookie", "a=1", "X", "y", "Set-Cookie", "b=2"], ["Set-Cookie", "a=1", "X", "y", "Set-Cookie", "b=2"]],
+  ];
+  for (const [what, raw, want] of CASES) test(what, () => assert.deepEqual(responseHeaders(raw), want));
+});
+
+test("audit key: events differing in any recorded field are different rows", () => {
+  const base = { sandboxId: "s", workspaceId: "w", kind: "inject", decision: "injected", rule: "r", host: "h", port: 443, method: "GET", path: "/p" } as const;
+  const keys = new Set([base, { ...base, rule: undefined }, { ...base, port: 80 }, { ...base, path: "/q" }, { ...base, method: "POST" }, { ...base, reason: "x" }, { ...base, sandboxId: "t" }].map((e) => auditKey(e as never)));
+  assert.equal(keys.size, 7);
+  assert.equal(auditKey({ ...base } as never), auditKey({ ...base, workspaceId: "other" } as never), "the workspace follows from the sandbox");
 });

@@ -56,7 +56,10 @@ export function responseHeaders(raw: string[]): string[] {
   const out: string[] = [];
   let connTokens: Set<string> | null = null;
   for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i].length === 10 && raw[i].toLowerCase() === "connection") connTokens = new Set(raw[i + 1].toLowerCase().split(",").map((s) => s.trim()));
+    if (raw[i].length !== 10 || raw[i].toLowerCase() !== "connection") continue;
+    // The usual `keep-alive` or `close` names no header of its own (and both are dropped anyway).
+    const value = raw[i + 1].trim().toLowerCase();
+    if (value !== "keep-alive" && value !== "close") connTokens = new Set(value.split(",").map((s) => s.trim()));
   }
   for (let i = 0; i < raw.length; i += 2) {
     const lower = raw[i].toLowerCase();
