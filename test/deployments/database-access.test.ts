@@ -3,7 +3,7 @@ import net from "node:net";
 import { describe, test } from "node:test";
 import { deploymentDatabaseNames, dropPlan, provisionPlan, upstreamOf } from "../../src/deployments/runtime/database-access.ts";
 import { admitStartup, DatabaseForwarder, errorResponse, parseFirstMessage } from "../../src/deployments/runtime/database-forwarder.ts";
-import { soleServer, type OtherRevision } from "../../src/deployments/rollout/sole-server.ts";
+import { LocalServers, soleServer, type OtherRevision } from "../../src/deployments/rollout/sole-server.ts";
 import { signalChannel } from "../../src/agent-server/runs/run-signals.ts";
 
 /** A StartupMessage as a client sends it: length, protocol 3.0, key/value pairs, final NUL. */
@@ -165,6 +165,78 @@ describe("--exclusive: the only server of a deployment's storage", () => {
     ["an old revision nobody owns", [other({ owner: null })], true],
   ];
   for (const [name, others, expected] of cases) test(name, () => assert.equal(soleServer(others, "me", now), expected));
+});
+
+describe("--exclusive: starts of one deployment in one platform process take turns", () => {
+  const now = "2026-01-01T00:00:10.000Z";
+  /** Whether a promise has settled after the microtasks queued so far. */
+  const settled = async (p: Promise<unknown>) => {
+    let done = false;
+    p.then(() => (done = true), () => (done = true));
+    await new Promise((r) => setImmediate(r));
+    return done;
+  };
+  const sole = (s: { others(): OtherRevision[] }) => soleServer(s.others(), "me", now);
+
+  test("a revision served again and a rollout resuming beside it: exactly one starts exclusive, the second after the first answered /ok", async () => {
+    const here = new LocalServers();
+    const served = here.begin("dep", "rev-1");
+    const rollout = here.begin("dep", "rev-2");
+    assert.equal(await served.turn(), true);
+    assert.equal(sole(served), true, "the first start has nothing before it");
+    const turn = rollout.turn();
+    assert.equal(await settled(turn), false, "the second waits while the first starts (and settles the abandoned runs)");
+    served.up();
+    assert.equal(await turn, true);
+    assert.equal(sole(rollout), false, "the first still runs: the second is not alone");
+  });
+
+  test("a start that failed (or a server that exited) lets the next one go and no longer counts", async () => {
+    const here = new LocalServers();
+    const a = here.begin("dep", "rev-1");
+    const b = here.begin("dep", "rev-2");
+    a.end();
+    assert.equal(await settled(b.turn()), true);
+    assert.equal(sole(b), true);
+    assert.equal(here.count("dep"), 1);
+  });
+
+  test("a replaced server still draining here counts for a later start, which does not wait for it again", async () => {
+    const here = new LocalServers();
+    const old = here.begin("dep", "rev-1");
+    old.up();
+    const next = here.begin("dep", "rev-2");
+    assert.equal(await settled(next.turn()), true);
+    assert.equal(sole(next), false);
+    old.end();
+    assert.equal(sole(next), true, "once it exited, nothing else runs");
+  });
+
+  test("another deployment's starts neither wait nor count", async () => {
+    const here = new LocalServers();
+    here.begin("dep-a", "rev-1");
+    const b = here.begin("dep-b", "rev-2");
+    assert.equal(await settled(b.turn()), true);
+    assert.equal(sole(b), true);
+  });
+
+  test("a start before it that never answers is waited for only so long, and still counts", async () => {
+    const here = new LocalServers(20);
+    here.begin("dep", "rev-broken");
+    const b = here.begin("dep", "rev-active");
+    assert.equal(await b.turn(), false);
+    assert.equal(sole(b), false);
+  });
+
+  test("a start whose phase is aborted while it waits gives up its turn", async () => {
+    const here = new LocalServers();
+    here.begin("dep", "rev-1");
+    const b = here.begin("dep", "rev-2");
+    const ac = new AbortController();
+    const turn = b.turn(ac.signal);
+    ac.abort(new Error("deploy deadline"));
+    await assert.rejects(turn, /deploy deadline/);
+  });
 });
 
 describe("cross-process cancel channels on a shared PostgreSQL", () => {

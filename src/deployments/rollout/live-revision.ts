@@ -1,4 +1,5 @@
 import type { AgentProcess } from "../runtime/agent-process.ts";
+import type { LocalServer } from "./sole-server.ts";
 import type { RevisionLog } from "../store/revision-logs.ts";
 
 /**
@@ -22,6 +23,8 @@ export class LiveRevision {
     readonly revisionId: string,
     public proc: AgentProcess,
     readonly log: RevisionLog,
+    /** Its place among this process's servers of the deployment (see LocalServers). */
+    readonly here: Pick<LocalServer, "up">,
   ) {
     this.ready = new Promise<void>((resolve, reject) => {
       this.readyResolve = resolve;

@@ -17,7 +17,7 @@ import { DeploymentsLayout } from "../layout.ts";
 import { LiveRevision } from "./live-revision.ts";
 import { RevisionLog } from "../store/revision-logs.ts";
 import { LostRevision, transition, type RevisionStatus } from "./revision-states.ts";
-import { soleServer, type OtherRevision } from "./sole-server.ts";
+import { LocalServers, soleServer, type LocalServer, type OtherRevision } from "./sole-server.ts";
 import { dropDeploymentDatabase } from "../runtime/database-access.ts";
 
 export interface DeploymentsOptions {
@@ -88,6 +88,8 @@ export class RolloutEngine {
   private stopped = false;
   readonly runtime: RevisionRuntime;
   private readonly tasks = new Set<Promise<unknown>>();
+  /** Agent servers of this process, starting or running: a start decides `--exclusive` by them. */
+  private readonly servers = new LocalServers();
 
   constructor(
     private readonly ctx: PlatformContext,
@@ -499,32 +501,50 @@ export class RolloutEngine {
     await transition(this.db, rev.id, [from], failed, { owner: me, reason: message, set: { ...base, status_message: message } });
   }
 
-  /** Starts an agent server for a built revision (confined); `/ok` is awaited by the caller. */
+  /**
+   * Starts an agent server for a built revision (confined); `/ok` is awaited by the caller, which
+   * then calls `live.here.up()` (its failure stops the process, which does the same). Waits first
+   * for the deployment's other starts in this process (see LocalServers).
+   */
   private async startProcess(
     deployment: Database["deployments"],
     revisionId: string,
     project: { artifactDir: string; projectDir: string; configFile: string },
     secrets: Array<{ name: string; value: string }>,
     log: RevisionLog,
+    signal?: AbortSignal,
   ): Promise<LiveRevision> {
-    const exclusive = await this.soleServerOf(deployment.id, revisionId);
-    const proc = await this.runtime.startServer(deployment, revisionId, project, secrets, log, { exclusive });
-    log.line(`started the agent server (pid ${proc.pid}${this.opts.isolation ? ", confined" : ""}${exclusive ? ", the deployment's only server" : ""}) on ${proc.url}`);
-    return new LiveRevision(deployment.id, revisionId, proc, log);
+    const here = this.servers.begin(deployment.id, revisionId);
+    try {
+      const waitStarted = performance.now();
+      const theirTurnEnded = await here.turn(signal);
+      const waited = Math.round(performance.now() - waitStarted);
+      if (!theirTurnEnded) log.line(`another server of the deployment starting here did not answer GET /ok within ${waited} ms: starting beside it`, "warning");
+      else if (waited >= 100) log.line(`waited ${waited} ms for another server of the deployment starting here to answer GET /ok`);
+      // The wait may have ended with the platform's shutdown (the other start was aborted by it).
+      if (this.stopped) throw new Error("the platform is shutting down");
+      const exclusive = await this.soleServerOf(here);
+      const proc = await this.runtime.startServer(deployment, revisionId, project, secrets, log, { exclusive });
+      void proc.exited.then(() => here.end());
+      log.line(`started the agent server (pid ${proc.pid}${this.opts.isolation ? ", confined" : ""}${exclusive ? ", the deployment's only server" : ""}) on ${proc.url}`);
+      return new LiveRevision(deployment.id, revisionId, proc, log, here);
+    } catch (err) {
+      here.end();
+      throw err;
+    }
   }
 
   /** Whether no other revision of the deployment runs, here or in a live platform process (see sole-server.ts). */
-  private async soleServerOf(deploymentId: string, revisionId: string): Promise<boolean> {
+  private async soleServerOf(here: LocalServer): Promise<boolean> {
     const rows = await this.db
       .selectFrom("deployment_revisions")
       .select(["id", "owner", "lease_until", "pid", "serving_url"])
-      .where("deployment_id", "=", deploymentId)
-      .where("id", "!=", revisionId)
+      .where("deployment_id", "=", here.deploymentId)
+      .where("id", "!=", here.revisionId)
       .where("owner", "is not", null)
       .execute();
     const others: OtherRevision[] = rows.map((r) => ({ runningHere: false, owner: r.owner, leaseUntil: r.lease_until, hasServer: r.pid !== null || r.serving_url !== null }));
-    for (const l of this.live.values()) if (l.deploymentId === deploymentId && l.revisionId !== revisionId && l.proc.running) others.push({ runningHere: true, owner: this.nodeId, leaseUntil: null, hasServer: true });
-    return soleServer(others, this.nodeId, nowIso());
+    return soleServer([...others, ...here.others()], this.nodeId, nowIso());
   }
 
   private async deployPhase(
@@ -541,9 +561,10 @@ export class RolloutEngine {
     const phase = this.phaseSignal(entry, this.opts.deployTimeoutMs);
     let live: LiveRevision | null = null;
     try {
-      live = await this.startProcess(deployment, rev.id, { ...project, artifactDir: project.artifactDir ?? this.layout.buildDir(rev.id) }, secrets, log);
+      live = await this.startProcess(deployment, rev.id, { ...project, artifactDir: project.artifactDir ?? this.layout.buildDir(rev.id) }, secrets, log, phase.signal);
       await this.db.updateTable("deployment_revisions").set({ pid: live.proc.pid ?? null }).where("id", "=", rev.id).execute();
       await waitUntilUp(live.proc, phase.signal, log);
+      live.here.up();
       await checkReady(live.proc, project.graphs, {
         workspaceId: deployment.workspace_id,
         hasCustomAuth: project.hasCustomAuth,
@@ -558,6 +579,7 @@ export class RolloutEngine {
     } catch (err) {
       if (err instanceof LostRevision) throw err;
       const exited = live && !live.proc.running;
+      live?.here.up();
       await live?.proc.stop(2000);
       if (exited) log.line(`the agent server exited with code ${await live!.proc.exited}`, "error");
       await this.failPhase(rev, "DEPLOYING", "DEPLOY_FAILED", entry.reason, err as Error, log, this.opts.deployTimeoutMs);
@@ -693,11 +715,13 @@ export class RolloutEngine {
       const timer = setTimeout(() => controller.abort(), this.opts.deployTimeoutMs);
       try {
         await waitUntilUp(live.proc, controller.signal, log);
+        live.here.up();
         await this.db.updateTable("deployment_revisions").set({ serving_url: live.url, pid: live.proc.pid ?? null }).where("id", "=", rev.id).execute();
         live.markReady();
         this.routes.delete(rev.deployment_id);
       } catch (err) {
         log.line(`the agent server did not come up: ${(err as Error).message}`, "error");
+        live.here.up();
         live.markFailed(err as Error);
         await live.proc.stop(2000);
       } finally {
