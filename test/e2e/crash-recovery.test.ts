@@ -146,8 +146,15 @@ for (const dialect of DIALECTS) {
 
       // The rollout resumes and ends DEPLOYED; the agent serves.
       const rolloutEnd = await until("the interrupted rollout ends", 120_000, async () => ((seen = (await revisionStatus(deployment, rollout)) ?? "") && TERMINAL_REVISION.has(seen) ? seen : null), () => seen);
-      const deployLog = async () => JSON.stringify((await api(`/v2/deployments/${deployment}/revisions/${rollout}/deploy_logs?limit=100`)).body).slice(-3000);
-      assert.equal(rolloutEnd, "DEPLOYED", rolloutEnd === "DEPLOYED" ? "" : await deployLog());
+      // Both revisions' deploy logs, one line per entry: which server started (exclusive or not) when,
+      // and how the failing one ended (a stack's first lines say where).
+      const deployLog = async (revision: string) => {
+        const body = (await api(`/v2/deployments/${deployment}/revisions/${revision}/deploy_logs?limit=100`)).body as { logs?: Array<{ timestamp: string; message: string }> } | null;
+        const lines = (body?.logs ?? []).map((e) => `  ${e.timestamp.slice(11, 23)} ${e.message.slice(0, 200)}`).filter((l) => !/^\S+\s+at /.test(l.trim()));
+        return lines.join("\n").slice(-4000);
+      };
+      const logs = async () => `\nthe rollout's deploy log:\n${await deployLog(rollout)}\nthe revision it replaces:\n${await deployLog(created.body.latest_revision_id)}`;
+      assert.equal(rolloutEnd, "DEPLOYED", rolloutEnd === "DEPLOYED" ? "" : await logs());
 
       phase("restart, secrets, rollout");
       // No run stays pending or running: each finished, or ended in error.
