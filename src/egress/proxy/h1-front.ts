@@ -1,6 +1,7 @@
 import type net from "node:net";
 import { Readable } from "node:stream";
 import { H1Reply, type ReplyOwner } from "./h1-reply.ts";
+import { destroySelf } from "./socket-helpers.ts";
 import { HTTPParser, METHODS, type NativeParser } from "./llhttp.ts";
 import { CTX, type ClientReply, type ClientRequest, type ConnContext, type ReplyWatcher, type WithCtx } from "./types.ts";
 
@@ -158,26 +159,29 @@ class H1Connection {
   ) {
     // A client that half-closes after its request still gets its answer.
     socket.allowHalfOpen = true;
-    socket.on("data", this.onData);
-    socket.on("end", this.onEnd);
-    socket.on("drain", this.onSocketDrain);
-    socket.on("close", this.onClose);
+    (socket as Owned<net.Socket>)[OWNER] = this;
+    socket.on("data", socketData);
+    socket.on("end", socketEnd);
+    socket.on("drain", socketDrain);
+    socket.on("close", socketClose);
     // A reset from the client is routine: the close handler cleans up.
-    if (!socket.listenerCount("error")) socket.on("error", () => socket.destroy());
+    if (!socket.listenerCount("error")) socket.on("error", destroySelf);
   }
 
   private createParser(): NativeParser {
     const p = new HTTPParser();
     p.initialize(HTTPParser.REQUEST, {}, this.front.limits.maxHeaderSize, 0);
-    p[HTTPParser.kOnMessageBegin] = this.onMessageBegin;
-    p[HTTPParser.kOnHeaders] = this.onHeaders;
-    p[HTTPParser.kOnHeadersComplete] = this.onHeadersComplete;
-    p[HTTPParser.kOnBody] = this.onBody;
-    p[HTTPParser.kOnMessageComplete] = this.onMessageComplete;
+    (p as Owned<NativeParser>)[OWNER] = this;
+    p[HTTPParser.kOnMessageBegin] = parserMessageBegin;
+    p[HTTPParser.kOnHeaders] = parserHeaders;
+    p[HTTPParser.kOnHeadersComplete] = parserHeadersComplete;
+    p[HTTPParser.kOnBody] = parserBody;
+    p[HTTPParser.kOnMessageComplete] = parserMessageComplete;
     return p;
   }
 
-  private readonly onData = (data: Buffer) => {
+  /** @internal (socket listener) */
+  onData(data: Buffer): void {
     // The parser is made on the first bytes: an idle connection costs none.
     const parser = (this.parser ??= this.createParser());
     const r = parser.execute(data);
@@ -192,17 +196,19 @@ class H1Connection {
     }
   };
 
-  private readonly onMessageBegin = () => {
+  /** @internal (parser callback) */
+  onMessageBegin(): void {
     this.headStart = Date.now();
-    return 0;
-  };
+  }
 
-  private readonly onHeaders = (headers: string[], url: string) => {
+  /** @internal (parser callback) */
+  onHeaders(headers: string[], url: string): void {
     for (let i = 0; i < headers.length; i++) this.partialHeaders.push(headers[i]);
     this.partialUrl += url;
-  };
+  }
 
-  private readonly onHeadersComplete = (_major: number, minor: number, headers: string[] | undefined, method: number, url: string | undefined, _status: unknown, _text: unknown, upgrade: boolean, keepAlive: boolean): number => {
+  /** @internal (parser callback) */
+  onHeadersComplete(minor: number, headers: string[] | undefined, method: number, url: string | undefined, upgrade: boolean, keepAlive: boolean): number {
     this.headStart = 0;
     const raw = headers ?? this.partialHeaders;
     this.partialHeaders = [];
@@ -227,20 +233,22 @@ class H1Connection {
     return 0;
   };
 
-  private readonly onBody = (chunk: Buffer) => {
+  /** @internal (parser callback) */
+  onBody(chunk: Buffer): void {
     const ex = this.reading;
     if (!ex || ex.discarding || !ex.body) return;
     if (!ex.body.push(chunk)) this.pauseReading();
-  };
+  }
 
-  private readonly onMessageComplete = () => {
+  /** @internal (parser callback) */
+  onMessageComplete(): void {
     const ex = this.reading;
     this.reading = null;
     if (!ex) return;
     ex.requestDone = true;
     ex.body?.push(null);
     if (ex.answered) this.next();
-  };
+  }
 
   private start(ex: H1Exchange): void {
     this.active = ex;
@@ -305,17 +313,22 @@ class H1Connection {
     else this.socket.destroy();
   }
 
-  private readonly onEnd = () => {
+  /** @internal (socket listener) */
+  onEnd(): void {
     const r = this.parser?.finish();
     if (r !== undefined && typeof r !== "number") return void this.socket.destroy();
     this.closing = true;
     // Half-closed after its requests: they are still answered, then the connection ends.
     if (this.active === null) this.socket.end();
-  };
+  }
 
-  private readonly onSocketDrain = () => this.active?.watcher?.clientDrained();
+  /** @internal (socket listener) */
+  onDrain(): void {
+    this.active?.watcher?.clientDrained();
+  }
 
-  private readonly onClose = () => {
+  /** @internal (socket listener) */
+  onClose(): void {
     this.front.forget(this);
     const ex = this.active;
     this.active = null;
@@ -323,17 +336,17 @@ class H1Connection {
     if (this.reading?.body && !this.reading.requestDone) this.reading.body.destroy(new Error("client closed the connection"));
     this.reading = null;
     if (ex && !ex.answered) ex.watcher?.clientClosed();
-  };
+  }
 
   /** Stops reading HTTP from the socket: it is closing, or `handingOver` to another handler. */
   private detach(handingOver: boolean): void {
-    this.socket.off("data", this.onData);
-    this.socket.off("end", this.onEnd);
-    this.socket.off("drain", this.onSocketDrain);
+    this.socket.off("data", socketData);
+    this.socket.off("end", socketEnd);
+    this.socket.off("drain", socketDrain);
     this.front.forget(this);
     if (!handingOver) return;
     // The handler reads the socket from here (paused until it does).
-    this.socket.off("close", this.onClose);
+    this.socket.off("close", socketClose);
     this.socket.pause();
   }
 
@@ -347,6 +360,44 @@ class H1Connection {
     }
     if (this.active === null && this.headStart === 0 && this.reading === null && now - this.lastActive > limits.idleTimeoutMs) this.socket.destroy();
   }
+}
+
+/*
+ * Listeners and parser callbacks shared by every connection: Node calls a socket's listeners with
+ * the socket as `this` and the parser's callbacks with the parser as `this`, so the connection
+ * rides on both and no connection makes closures of its own (an idle intercepted connection costs
+ * less memory, a new one less work).
+ */
+const OWNER = Symbol("h1-connection");
+type Owned<T> = T & { [OWNER]: H1Connection };
+
+function socketData(this: Owned<net.Socket>, data: Buffer): void {
+  this[OWNER].onData(data);
+}
+function socketEnd(this: Owned<net.Socket>): void {
+  this[OWNER].onEnd();
+}
+function socketDrain(this: Owned<net.Socket>): void {
+  this[OWNER].onDrain();
+}
+function socketClose(this: Owned<net.Socket>): void {
+  this[OWNER].onClose();
+}
+function parserMessageBegin(this: Owned<NativeParser>): number {
+  this[OWNER].onMessageBegin();
+  return 0;
+}
+function parserHeaders(this: Owned<NativeParser>, headers: string[], url: string): void {
+  this[OWNER].onHeaders(headers, url);
+}
+function parserHeadersComplete(this: Owned<NativeParser>, _major: number, minor: number, headers: string[] | undefined, method: number, url: string | undefined, _status: unknown, _text: unknown, upgrade: boolean, keepAlive: boolean): number {
+  return this[OWNER].onHeadersComplete(minor, headers, method, url, upgrade, keepAlive);
+}
+function parserBody(this: Owned<NativeParser>, chunk: Buffer): void {
+  this[OWNER].onBody(chunk);
+}
+function parserMessageComplete(this: Owned<NativeParser>): void {
+  this[OWNER].onMessageComplete();
 }
 
 /** Does a request head announce a body (llhttp has already refused a bad or conflicting framing)? */

@@ -1,6 +1,11 @@
 import type net from "node:net";
 import type { SandboxHandle } from "./types.ts";
 
+/** An `error` listener shared by every socket whose errors (a reset from the sandbox) are routine. */
+export function destroySelf(this: net.Socket): void {
+  this.destroy();
+}
+
 export function track(sb: SandboxHandle, socket: net.Socket): void {
   sb.sockets.add(socket);
   socket.once("close", () => sb.sockets.delete(socket));

@@ -1,6 +1,6 @@
 import net from "node:net";
 import tls from "node:tls";
-import { readAtLeast } from "./socket-helpers.ts";
+import { destroySelf, readAtLeast } from "./socket-helpers.ts";
 import { CTX, type RawTunnel, type SandboxHandle, type WithCtx } from "./types.ts";
 import { isWebPort } from "../policy/access-patterns.ts";
 import { canonicalHost, type CanonicalHost } from "../policy/canonical-host.ts";
@@ -12,13 +12,17 @@ const CONNECT_TIMEOUT_MS = 10_000;
 
 // Streams to a known destination (captured, or CONNECTed): raw tunnel, TLS interception or plain HTTP.
 
+/** What intercepted TLS offers, in OpenSSL's wire form once (Node converts an array per socket). */
+const ALPN = Buffer.from([2, ...Buffer.from("h2"), 8, ...Buffer.from("http/1.1")]);
+
+
 /**
  * A byte stream to a known destination: raw tunnel, TLS interception or plain HTTP, decided by
  * the rules and by the first bytes. `connectReply` is the CONNECT socket still owed its answer.
  */
 export async function handleStream(proxy: EgressProxy, socket: net.Socket, sb: SandboxHandle, host: CanonicalHost, port: number, connectReply: "pending" | null): Promise<void> {
   // A reset from the sandbox is routine; whoever owns the socket next adds its own handling.
-  if (!socket.listenerCount("error")) socket.on("error", () => socket.destroy());
+  if (!socket.listenerCount("error")) socket.on("error", destroySelf);
   const verdict = sb.policy.connectionVerdict(host, port);
   if (verdict.kind === "allow" && verdict.raw) return rawTunnel(proxy, socket, sb, host, port, verdict, connectReply);
   if (!isWebPort(port)) {
@@ -54,15 +58,18 @@ export async function handleStream(proxy: EgressProxy, socket: net.Socket, sb: S
     }
     const context = sb.minter.peek(host) ?? (await sb.minter.contextFor(host));
     socket.unshift(buf);
-    const secure = new tls.TLSSocket(socket, { isServer: true, secureContext: context, ALPNProtocols: ["h2", "http/1.1"] });
-    secure.on("error", () => secure.destroy());
+    const secure = new tls.TLSSocket(socket, { isServer: true, secureContext: context, ALPNProtocols: ALPN });
+    secure.on("error", destroySelf);
     // The handshake must finish within what is left of the deadline (the HTTP servers time the rest).
     const handshake = setTimeout(() => secure.destroy(), Math.max(0, deadline - Date.now()));
-    secure.once("close", () => clearTimeout(handshake));
+    const abandoned = () => clearTimeout(handshake);
+    secure.once("close", abandoned);
     (secure as WithCtx)[CTX] = { sandbox: sb, mode: "intercept", host, port, tls: true };
     // The protocol is known once the handshake is done: HTTP/2 only for clients that ask for it.
     secure.once("secure", () => {
       clearTimeout(handshake);
+      // Nothing of the handshake stays attached to a connection that may idle for long.
+      secure.off("close", abandoned);
       // What tls.Server does for its own sockets; an HTTP/2 session waits for it before reading.
       (secure as tls.TLSSocket & { secureConnecting: boolean }).secureConnecting = false;
       if (secure.alpnProtocol === "h2") proxy.h2server.emit("connection", secure);
