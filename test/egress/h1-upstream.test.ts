@@ -8,7 +8,7 @@ import { Readable } from "node:stream";
 import { test } from "node:test";
 import { AuditBatch } from "../../src/egress/audit/audit-batch.ts";
 import type { AuditEvent } from "../../src/egress/audit/audit-log.ts";
-import { H1Pool, requestHead, type H1Request, type ResponseSink, type UpstreamError } from "../../src/egress/proxy/h1-upstream.ts";
+import { H1Pool, requestHead, type H1Request, type ResponseSink, type UpstreamError } from "../../src/egress/proxy/http1/h1-upstream.ts";
 
 const req = (over: Partial<H1Request>): H1Request => ({ method: "GET", target: "/", headers: ["Host", "a.test"], body: null, ...over });
 const body = () => Readable.from([Buffer.from("x")]);

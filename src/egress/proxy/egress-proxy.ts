@@ -3,7 +3,7 @@ import net from "node:net";
 import tls from "node:tls";
 import { track } from "./socket-helpers.ts";
 import { CTX, type ClientRequest, type RequestAuthorizer, type SandboxHandle, type WithCtx } from "./types.ts";
-import { H1Front } from "./h1-front.ts";
+import { H1Front } from "./http1/h1-front.ts";
 import { H2Reply, H2Request } from "./h2-exchange.ts";
 import { handleUpgrade } from "./upgrade.ts";
 import { onRequest } from "./request-path.ts";

@@ -1,7 +1,7 @@
 import type net from "node:net";
 import type { Readable } from "node:stream";
 import type { Pool } from "undici";
-import type { H1Pool } from "./h1-upstream.ts";
+import type { H1Pool } from "./http1/h1-upstream.ts";
 import type { CanonicalHost } from "../policy/canonical-host.ts";
 import type { SandboxPolicy } from "../policy/policy.ts";
 import type { LeafMinter } from "./certificates.ts";
@@ -54,7 +54,7 @@ export const CTX = Symbol("wharf-egress-context");
 
 /**
  * A client's request as the request path reads it: HTTP/1.1 from the proxy's own front
- * (`h1-front.ts`), HTTP/2 from Node's compatibility layer (`h2-exchange.ts`).
+ * (`http1/h1-front.ts`), HTTP/2 from Node's compatibility layer (`h2-exchange.ts`).
  */
 export interface ClientRequest {
   readonly method: string;

@@ -1,6 +1,6 @@
-import { responseHeaders } from "./header-filter.ts";
+import { responseHeaders } from "../header-filter.ts";
 import type { Exchange, ResponseSink, UpstreamError } from "./h1-upstream.ts";
-import type { ClientReply, ReplyWatcher } from "./types.ts";
+import type { ClientReply, ReplyWatcher } from "../types.ts";
 
 /**
  * Streams an answer of the HTTP/1.1 upstream client into the client's reply, with backpressure: a

@@ -1,5 +1,5 @@
 import type net from "node:net";
-import type { ClientReply, ReplyWatcher } from "./types.ts";
+import type { ClientReply, ReplyWatcher } from "../types.ts";
 
 /** What a reply needs of its exchange and connection (`h1-front.ts`). */
 export interface ReplyOwner {
