@@ -19,12 +19,15 @@ async function setUp(t: TestContext, env: Record<string, string> = {}): Promise<
 }
 
 /** Writes `chunks` (then half-closes if `end`) and collects everything until the proxy closes or `ms` pass. */
-function raw(port: number, chunks: Array<string | Buffer>, opts: { end?: boolean; ms?: number } = {}): Promise<{ text: string; closedBy: "proxy" | "timeout"; ms: number }> {
+function raw(port: number, chunks: Array<string | Buffer>, opts: { end?: boolean; ms?: number; gapMs?: number } = {}): Promise<{ text: string; closedBy: "proxy" | "timeout"; ms: number }> {
   return new Promise((resolve) => {
     const t0 = Date.now();
     const bufs: Buffer[] = [];
-    const s = net.connect(port, "127.0.0.1", () => {
-      for (const c of chunks) s.write(c);
+    const s = net.connect(port, "127.0.0.1", async () => {
+      for (const c of chunks) {
+        s.write(c);
+        if (opts.gapMs) await new Promise((r) => setTimeout(r, opts.gapMs));
+      }
       if (opts.end) s.end();
     });
     const done = (closedBy: "proxy" | "timeout") => {
@@ -47,9 +50,11 @@ test("pipelined requests, bodies among them, are answered in order on one connec
   const r = await raw(port, [
     "GET http://api.test/one HTTP/1.1\r\nHost: api.test\r\n\r\n" +
       "POST http://api.test/two HTTP/1.1\r\nHost: api.test\r\nContent-Length: 5\r\n\r\nhello" +
-      "POST http://api.test/three HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" +
-      "GET http://api.test/four HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n",
-  ]);
+      "POST http://api.test/three HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Trailer: t\r\n\r\n",
+    // The last head comes in two reads: its first pairs reach the front before the rest.
+    `GET http://api.test/four HTTP/1.1\r\nHost: api.test\r\n${"X-Pad: p\r\n".repeat(40)}`,
+    "Connection: close\r\n\r\n",
+  ], { gapMs: 100 });
   assert.equal(r.closedBy, "proxy");
   assert.deepEqual(statuses(r.text), [200, 200, 200, 200]);
   const order = [...r.text.matchAll(/"url":"(\/\w+)"/g)].map((m) => m[1]);
@@ -57,6 +62,8 @@ test("pipelined requests, bodies among them, are answered in order on one connec
   assert.equal(seen.find((e) => e.url === "/two")!.bodyBytes, 5);
   assert.equal(seen.find((e) => e.url === "/three")!.bodyBytes, 3);
   assert.ok(seen.every((e) => e.headers.authorization === "Bearer injected"));
+  assert.ok(!seen.some((e) => "x-trailer" in e.headers), "a request's trailers never become headers of the next one");
+  assert.equal(seen.find((e) => e.url === "/four")!.rawHeaders.filter((h) => h === "X-Pad").length, 40, "a head read in parts arrives whole");
 });
 
 test("Expect: 100-continue is answered before the body is sent; another expectation gets 417", async (t) => {

@@ -187,6 +187,11 @@ class H1Connection implements ExchangeConnection {
 
   /** @internal (parser callback) */
   onMessageComplete(): void {
+    // A chunked request's trailers arrive through onHeaders just before this, with the request's
+    // URL again: they are not forwarded (the upstream client sends none) and must not become part
+    // of the next request's head or target.
+    if (this.partialHeaders.length) this.partialHeaders = [];
+    this.partialUrl = "";
     const ex = this.reading;
     this.reading = null;
     if (!ex) return;
