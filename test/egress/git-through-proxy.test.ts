@@ -89,7 +89,10 @@ test("git clone and a large push through the proxy, over HTTPS and plain HTTP, c
 
   const p = await startProxy(t, up, { rules: [{ name: "git", match_hosts: ["git.test"], headers: [{ name: "Authorization", type: "opaque", value: AUTH }] }] }, { env: { WHARF_EGRESS_HOSTS: `git.test:443=${up.address}:${git.port},git.test:80=${up.address}:${git.plainPort}` } });
   const env = { ...process.env, GIT_TERMINAL_PROMPT: "0", GIT_CONFIG_NOSYSTEM: "1", HOME: dir, GIT_AUTHOR_NAME: "a", GIT_AUTHOR_EMAIL: "a@x", GIT_COMMITTER_NAME: "a", GIT_COMMITTER_EMAIL: "a@x" };
-  const g = (args: string[], cwd = dir) => run("git", args, { cwd, env: { ...env, GIT_SSL_CAINFO: p.caFile }, maxBuffer: 16 << 20 });
+  // HTTP/1.1: Debian 12's libcurl (7.88) stalls a streamed HTTP/2 upload now and then even straight
+  // to Node's own http2 server, no proxy between (a push hung about 1 run in 8); the proxy's
+  // HTTP/2 path is covered with grpc-js, curl --http2 and h2load elsewhere.
+  const g = (args: string[], cwd = dir) => run("git", ["-c", "http.version=HTTP/1.1", ...args], { cwd, env: { ...env, GIT_SSL_CAINFO: p.caFile }, maxBuffer: 16 << 20 });
 
   // Explicit proxy: CONNECT git.test:443, intercepted; git has no credentials of its own.
   const work = path.join(dir, "work");
