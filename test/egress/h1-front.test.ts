@@ -178,3 +178,14 @@ test("a request answered here (blocked) with a body leaves the connection usable
   assert.ok(!seen.some((e) => e.url === "/denied"));
   assert.ok(seen.some((e) => e.url === "/next"));
 });
+
+test("an engine's own answer keeps its status and body; a header of it that cannot go on the wire is left out", async (t) => {
+  const up = await startUpstreams(t, ["api.test"]);
+  const local = { name: "local", authorize: async () => ({ action: "pass" as const }), answerLocally: () => ({ action: "respond" as const, status: 418, headers: { "x-good": "yes", "x-bad": "a\r\nInjected: 1", "bad name": "x" }, body: "teapot" }) };
+  const p = await startProxy(t, up, { rules: [] }, { authorizers: [local] });
+  const r = await raw(Number(new URL(p.proxyUrl).port), ["GET http://api.test/x HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"]);
+  assert.deepEqual(statuses(r.text), [418]);
+  assert.match(r.text, /x-good: yes/i);
+  assert.doesNotMatch(r.text, /Injected|bad name/);
+  assert.ok(r.text.endsWith("teapot"));
+});

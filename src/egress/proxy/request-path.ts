@@ -105,14 +105,29 @@ export function reply(_proxy: EgressProxy, res: ClientReply, status: number, tex
   res.end(body);
 }
 
-/** An answer made here (an engine's local or final word), nothing from upstream. */
+/**
+ * An answer made here (an engine's local or final word), nothing from upstream. Its headers may come
+ * from a callback service: one that could not go on the wire (a bad name, CR/LF in a value) is left
+ * out, the answer still goes.
+ */
 function answer(res: ClientReply, status: number, headers: Record<string, string>, body: string): void {
   if (res.headersSent) return void res.destroy();
   const flat: string[] = [];
-  for (const [n, v] of Object.entries(headers)) if (n.toLowerCase() !== "content-length") flat.push(n, v);
+  for (const [n, v] of Object.entries(headers)) if (n.toLowerCase() !== "content-length" && validHeader(n, String(v))) flat.push(n, String(v));
   flat.push("content-length", String(Buffer.byteLength(body)));
   res.writeHead(status, http.STATUS_CODES[status] ?? "", flat);
   res.end(body);
+}
+
+function validHeader(name: string, value: string): boolean {
+  try {
+    http.validateHeaderName(name);
+    http.validateHeaderValue(name, value);
+    return true;
+  } catch {
+    // Refused by Node's own rules for outgoing headers: not sent.
+    return false;
+  }
 }
 
 /**
