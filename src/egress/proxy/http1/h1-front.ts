@@ -139,7 +139,7 @@ class H1Connection implements ExchangeConnection {
       const kind = over.method === "CONNECT" ? "connect" : "upgrade";
       this.front.handlers.handOver(kind, over, this.socket, data.subarray(r));
     }
-  };
+  }
 
   /** @internal (parser callback) */
   onMessageBegin(): void {
@@ -155,8 +155,12 @@ class H1Connection implements ExchangeConnection {
   /** @internal (parser callback) */
   onHeadersComplete(minor: number, headers: string[] | undefined, method: number, url: string | undefined, upgrade: boolean, keepAlive: boolean): number {
     this.headStart = 0;
-    const raw = headers ?? this.partialHeaders;
-    this.partialHeaders = [];
+    // Heads read in one piece (the usual case) come whole here: no array is made for them.
+    let raw = headers;
+    if (raw === undefined || this.partialHeaders.length) {
+      raw = headers ? this.partialHeaders.concat(headers) : this.partialHeaders;
+      this.partialHeaders = [];
+    }
     const target = url ?? this.partialUrl;
     this.partialUrl = "";
     const ex = new H1Exchange(this, METHODS[method] ?? "UNKNOWN", target, raw, minor, keepAlive);
@@ -176,7 +180,7 @@ class H1Connection implements ExchangeConnection {
       if (this.queue.length >= MAX_QUEUED) this.pauseReading();
     }
     return 0;
-  };
+  }
 
   /** @internal (parser callback) */
   onBody(chunk: Buffer): void {
