@@ -36,18 +36,20 @@ describe("deployment rollouts", () => {
     const client = new Client({ apiUrl: d.url, apiKey: p.apiKey });
     const failures: string[] = [];
     const seen = new Map<string, number>();
-    // When the new revision first answered, seen by the clients themselves (a poll of the revision's
-    // status can notice DEPLOYED after the old revision's in-flight requests already finished).
+    // When the switch had happened at the latest: the start of the first request the new revision
+    // answered, seen by the clients themselves (a poll of the revision's status, or the time that
+    // answer arrived, can come after the old revision's in-flight requests already finished).
     let firstNewAt = Infinity;
     const slowDone: Array<{ at: number; revision: string }> = [];
     let stop = false;
     const worker = async () => {
       while (!stop) {
         try {
+          const startedAt = Date.now();
           const out = (await client.runs.wait(null, "echo", { input: { messages: [{ role: "human", content: "ping" }] } })) as Record<string, unknown>;
           const text = lastMessage(out);
           seen.set(text, (seen.get(text) ?? 0) + 1);
-          if (text.startsWith("new:")) firstNewAt = Math.min(firstNewAt, Date.now());
+          if (text.startsWith("new:")) firstNewAt = Math.min(firstNewAt, startedAt);
           if (!/^(old|new): ping$/.test(text)) failures.push(`unexpected answer ${text}`);
         } catch (err) {
           failures.push(String(err));
