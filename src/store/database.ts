@@ -1,9 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
+import { Kysely, SqliteDialect, sql } from "kysely";
 import pg from "pg";
 import { redactUrl } from "../log/redact-url.ts";
+import { OwnSchemaPostgresDialect } from "./own-schema-postgres.ts";
 import type { Database } from "./schema.ts";
 
 export type Dialect = "sqlite" | "postgres";
@@ -62,7 +63,7 @@ async function openPostgres(url: string, schema: string | undefined, poolSize: n
   pool.on("error", () => {
     /* idle client errors are surfaced on the next query */
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   return { db, dialect: "postgres", location: redactUrl(url), close: () => db.destroy() };
 }
 

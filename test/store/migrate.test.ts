@@ -23,7 +23,7 @@ test("migrations on PostgreSQL survive other schemas of the same database being 
     await churn.end();
   })();
   try {
-    for (let i = 0; i < 6; i++) {
+    for (let i = 0; i < 12; i++) {
       const s = await openTestStore(t, "postgres");
       if (!s) return;
       try {
