@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import net from "node:net";
 import { test, type TestContext } from "node:test";
+import { HTTPParser, watchParsers } from "./support/parsers.ts";
 import { startProxy, type TestProxy } from "./support/proxy.ts";
 import { hostsSetting, startUpstreams, type Echo } from "./support/upstreams.ts";
 
@@ -188,4 +189,19 @@ test("an engine's own answer keeps its status and body; a header of it that cann
   assert.match(r.text, /x-good: yes/i);
   assert.doesNotMatch(r.text, /Injected|bad name/);
   assert.ok(r.text.endsWith("teapot"));
+});
+
+test("every request parser is deleted with its connection or when a CONNECT hands the socket over (Node keeps them otherwise)", async (t) => {
+  // The front's parsers: request parsers with a head limit (Node's own servers pass none).
+  const parsers = watchParsers(t, (type, maxHeaderSize) => type === HTTPParser.REQUEST && maxHeaderSize > 0);
+  const { port } = await setUp(t);
+  const closing = Array.from({ length: 30 }, () => raw(port, ["GET http://api.test/p HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"]));
+  const reset = Array.from({ length: 10 }, () => raw(port, ["GET http://api.test/p HTTP/1.1\r\nHost: api.test\r\n\r\n"], { ms: 300 }));
+  const tunnels = Array.from({ length: 10 }, () => raw(port, ["CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n"], { ms: 300 }));
+  const results = await Promise.all([...closing, ...reset, ...tunnels]);
+  assert.ok(results.slice(0, 40).every((r) => statuses(r.text)[0] === 200));
+  assert.ok(results.slice(40).every((r) => r.text.startsWith("HTTP/1.1 200 Connection Established")));
+  for (let i = 0; i < 50 && parsers.live.size > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(parsers.closed(), 50, "one parser per connection, each deleted");
+  assert.equal(parsers.live.size, 0, "no parser left behind");
 });

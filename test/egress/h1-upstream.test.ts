@@ -8,6 +8,7 @@ import { Readable } from "node:stream";
 import { test } from "node:test";
 import { AuditBatch } from "../../src/egress/audit/audit-batch.ts";
 import type { AuditEvent } from "../../src/egress/audit/audit-log.ts";
+import { HTTPParser, watchParsers } from "./support/parsers.ts";
 import { H1Pool, requestHead, type H1Request, type ResponseSink, type UpstreamError } from "../../src/egress/proxy/http1/h1-upstream.ts";
 
 const req = (over: Partial<H1Request>): H1Request => ({ method: "GET", target: "/", headers: ["Host", "a.test"], body: null, ...over });
@@ -132,4 +133,23 @@ test("the pool reuses a keep-alive connection, frames bodies, and drops connecti
   for (const s of sockets) if (!s.destroyed) s.write("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
   await new Promise((r) => setTimeout(r, 50));
   assert.equal([before, pool.size].join(), "1,0");
+});
+
+test("each upstream connection's parser is deleted when the connection closes", async (t) => {
+  // Response parsers: only the pool makes them here (the test's server parses requests).
+  const parsers = watchParsers(t, (type) => type === HTTPParser.RESPONSE);
+  const server = http.createServer((_q, s) => s.setHeader("connection", "close") && s.end("bye"));
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => server.close());
+  const pool = new H1Pool({ address: "127.0.0.1", port: (server.address() as net.AddressInfo).port, tls: null });
+  t.after(() => pool.destroy());
+  for (let i = 0; i < 20; i++) {
+    const sink = new Collect();
+    pool.request(req({ target: `/${i}` }), sink);
+    await sink.done;
+    assert.equal(sink.body, "bye");
+  }
+  for (let i = 0; i < 50 && parsers.live.size > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(parsers.closed(), 20, "one parser per connection, each deleted");
+  assert.equal(parsers.live.size, 0);
 });

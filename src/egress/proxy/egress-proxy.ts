@@ -27,6 +27,18 @@ export interface EgressProxyOptions {
   resolve?: Resolve;
 }
 
+/**
+ * Node 20 marks a closing HTTP/2 session destroyed before its `setTimeout(0)`, which then does
+ * nothing: the idle timer stays armed and holds the session, its socket and everything they reach
+ * until it fires (`idleTimeoutMs` later: 2.6 KiB per closed session, measured). The timer lives
+ * under Node's `timeout` symbol; without it (another Node), nothing is done.
+ */
+function clearSessionTimer(session: http2.Http2Session): void {
+  const key = Object.getOwnPropertySymbols(session).find((s) => s.description === "timeout");
+  const timer = key && (session as unknown as Record<symbol, unknown>)[key];
+  if (timer) clearTimeout(timer as NodeJS.Timeout);
+}
+
 export class EgressProxy {
   /** HTTP/1.1 from the sandboxes: explicit-proxy connections and intercepted ones (`h1-front.ts`). */
   readonly front: H1Front;
@@ -70,7 +82,10 @@ export class EgressProxy {
       this.h2sessions.add(session);
       // An HTTP/2 connection with no stream and no frame for this long is closed.
       session.setTimeout(idleTimeoutMs, () => session.close());
-      session.once("close", () => this.h2sessions.delete(session));
+      session.once("close", () => {
+        this.h2sessions.delete(session);
+        clearSessionTimer(session);
+      });
       session.on("error", () => session.destroy());
       // Rapid reset: a session whose client aborts too many streams too fast is closed.
       const resets = new ResetCounter();

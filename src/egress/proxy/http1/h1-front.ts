@@ -284,6 +284,7 @@ class H1Connection implements ExchangeConnection {
   /** @internal (socket listener) */
   onClose(): void {
     this.front.forget(this);
+    this.releaseParser();
     const ex = this.active;
     this.active = null;
     this.queue.length = 0;
@@ -299,9 +300,17 @@ class H1Connection implements ExchangeConnection {
     this.socket.off("drain", socketDrain);
     this.front.forget(this);
     if (!handingOver) return;
-    // The handler reads the socket from here (paused until it does).
+    // The handler reads the socket from here (paused until it does); nothing of HTTP stays with it.
     this.socket.off("close", socketClose);
     this.socket.pause();
+    this.releaseParser();
+    (this.socket as Partial<Owned<net.Socket>>)[OWNER] = undefined;
+  }
+
+  /** Called between reads (a socket event, after `execute` returned), never from a parser callback. */
+  private releaseParser(): void {
+    this.parser?.close();
+    this.parser = null;
   }
 
   /** @internal (the front's sweep) */

@@ -288,6 +288,8 @@ class H1Conn {
     if (this.current && !this.current.done) this.fail(failure("upstream closed the connection", "UPSTREAM_CLOSED"));
     this.current = null;
     this.bodyWaiter = null;
+    // Emitted after the socket's last read: no parser call is under way.
+    this.parser.close();
     this.pool.closed(this);
   };
 
