@@ -8,7 +8,7 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { startMockAuthServer } from "../connections/support/mock-oauth.ts";
-import { hostsSetting, startUpstreams } from "../egress/support/upstreams.ts";
+import { startUpstreams, useUpstreamsForEgress } from "../egress/support/upstreams.ts";
 import { startSandboxPlatform } from "../sandboxes/support.ts";
 import { ensureConsoleBuilt, launchBrowser, screenshotDir, shoot } from "./support/browser.ts";
 
@@ -43,7 +43,7 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
   if (!browser) return;
   ensureConsoleBuilt();
   const up = await startUpstreams(t);
-  Object.assign(process.env, { WHARF_EGRESS_HOSTS: hostsSetting(up), WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
+  useUpstreamsForEgress(up);
   const p = await startSandboxPlatform(t);
   if (!p) return;
   console.log(`screenshots: ${screenshotDir()}`);

@@ -3,7 +3,7 @@ import crypto from "node:crypto";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { defaultRunnerCommand } from "../../src/deployments/runtime/agent-process.ts";
-import { hostsSetting, startUpstreams } from "../egress/support/upstreams.ts";
+import { startUpstreams, useUpstreamsForEgress } from "../egress/support/upstreams.ts";
 import { DIALECTS } from "../support/dialects.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import { EGRESS_FIXTURES, startEgressPlatform } from "./egress-support.ts";
@@ -20,7 +20,7 @@ for (const dialect of DIALECTS) describe(`deployment egress with the real agent 
   test("a graph node's fetch is intercepted and gets the workspace secret injected", async (t) => {
     if (!requireCapability(t, process.platform === "linux" && isRoot(), "confined deployments need root on Linux")) return;
     const up = await startUpstreams(t);
-    Object.assign(process.env, { WHARF_EGRESS_HOSTS: hostsSetting(up), WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
+    useUpstreamsForEgress(up);
     // On PostgreSQL the namespace also holds the database forwarder's listener: both ways coexist.
     const p = await startEgressPlatform(t, { dialect, options: { runnerCommand: defaultRunnerCommand, runnerBinds: [] } });
     if (!p) return;

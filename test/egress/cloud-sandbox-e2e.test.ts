@@ -9,7 +9,7 @@ import { AWS_PLACEHOLDER_ACCESS_KEY_ID } from "../../src/egress/credentials/clou
 import { startSandboxPlatform } from "../sandboxes/support.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import { startVerifyingS3 } from "./cloud/support/s3-verifying-server.ts";
-import { hostsSetting, startTlsFront, startUpstreams } from "./support/upstreams.ts";
+import { hostsSetting, startTlsFront, startUpstreams, useUpstreamsForEgress } from "./support/upstreams.ts";
 
 const AWS_REAL = { accessKeyId: "AKIA" + crypto.randomBytes(8).toString("hex").toUpperCase(), secretAccessKey: crypto.randomBytes(30).toString("base64") };
 const CB_TOKEN = "cbt_" + crypto.randomBytes(16).toString("hex");
@@ -58,7 +58,7 @@ test("cloud engines from inside a real sandbox: callback, cloud_a with the AWS S
   const s3Hosts = await startTlsFront(t, up, S3_HOSTS, "127.0.0.1", s3.port);
 
   const hosts = [hostsSetting(up, ["api.test", "other.test", "fail.test"]), ...s3Hosts].join(",");
-  Object.assign(process.env, { WHARF_EGRESS_HOSTS: hosts, WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32,${CALLBACK_ADDRESS}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
+  useUpstreamsForEgress(up, { hosts, allowInternal: [`${CALLBACK_ADDRESS}/32`] });
   const p = await startSandboxPlatform(t);
   if (!p) return;
 

@@ -6,7 +6,7 @@ import { build } from "esbuild";
 import { startSandboxPlatform } from "../sandboxes/support.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import { startGrpcUpstream } from "./fixtures/grpc-upstream.ts";
-import { startUpstreams } from "./support/upstreams.ts";
+import { startUpstreams, useUpstreamsForEgress } from "./support/upstreams.ts";
 
 const SECRET = "grpc_" + crypto.randomBytes(16).toString("hex");
 const OPAQUE = "opq_" + crypto.randomBytes(16).toString("hex");
@@ -33,7 +33,7 @@ test("gRPC from inside a sandbox: unary + server streaming with the credential i
   const grpcUp = await startGrpcUpstream(t, up, ["grpc.test", "denied-grpc.test"]);
   // Operator settings: both test names resolve to the loopback gRPC server; only the policy tells them apart.
   const hosts = [`grpc.test:443=${up.address}:${grpcUp.port}`, `denied-grpc.test:443=${up.address}:${grpcUp.port}`].join(",");
-  Object.assign(process.env, { WHARF_EGRESS_HOSTS: hosts, WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
+  useUpstreamsForEgress(up, { hosts });
   const bundle = build({ entryPoints: [path.join(import.meta.dirname, "fixtures/grpc-in-sandbox.ts")], bundle: true, platform: "node", format: "cjs", write: false, logLevel: "silent", external: ["@grpc/proto-loader"] });
   const p = await startSandboxPlatform(t);
   if (!p) return;

@@ -6,7 +6,7 @@ import { test } from "node:test";
 import { startSandboxPlatform } from "../sandboxes/support.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import { startH2Upstream } from "./fixtures/h2-upstream.ts";
-import { startUpstreams } from "./support/upstreams.ts";
+import { startUpstreams, useUpstreamsForEgress } from "./support/upstreams.ts";
 
 const SECRET = "h2m_" + crypto.randomBytes(16).toString("hex");
 
@@ -30,7 +30,7 @@ test("malformed HTTP/2 from inside a sandbox closes that connection only; the sa
   const up = await startUpstreams(t, ["api.test"]);
   const h2 = await startH2Upstream(t, up, ["h2.test", "other.test"]);
   const hosts = ["h2.test", "other.test"].map((n) => `${n}:443=${up.address}:${h2.port}`).join(",");
-  Object.assign(process.env, { WHARF_EGRESS_HOSTS: hosts, WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
+  useUpstreamsForEgress(up, { hosts });
   const p = await startSandboxPlatform(t);
   if (!p) return;
   const proxy_config = { rules: [{ name: "h2", match_hosts: ["h2.test", "other.test"], headers: [{ name: "Authorization", type: "plaintext", value: `Bearer ${SECRET}` }] }] };

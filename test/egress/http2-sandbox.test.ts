@@ -4,7 +4,7 @@ import { test } from "node:test";
 import { startSandboxPlatform } from "../sandboxes/support.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import { startH2Upstream } from "./fixtures/h2-upstream.ts";
-import { hostsSetting, startUpstreams } from "./support/upstreams.ts";
+import { hostsSetting, startUpstreams, useUpstreamsForEgress } from "./support/upstreams.ts";
 
 const SECRET = "h2_" + crypto.randomBytes(16).toString("hex");
 
@@ -33,7 +33,7 @@ test("curl --http2 from inside a sandbox: h2 negotiated, rule applied, :authorit
   const up = await startUpstreams(t, ["api.test"]);
   const h2 = await startH2Upstream(t, up, ["h2.test", "other.test", "denied.test"]);
   const hosts = [hostsSetting(up, ["api.test"]), ...["h2.test", "other.test", "denied.test"].map((n) => `${n}:443=${up.address}:${h2.port}`)].join(",");
-  Object.assign(process.env, { WHARF_EGRESS_HOSTS: hosts, WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
+  useUpstreamsForEgress(up, { hosts });
   const p = await startSandboxPlatform(t);
   if (!p) return;
   assert.equal((await p.api("/v2/secrets", { method: "PUT", json: [{ key: "H2_TOKEN", value: SECRET }] })).status, 200);

@@ -3,10 +3,8 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import { describe, test } from "node:test";
 import { keyringPath } from "../../src/crypto/keyring.ts";
-import { hostsSetting, startUpstreams } from "../egress/support/upstreams.ts";
-import { startSandboxPlatform } from "../sandboxes/support.ts";
+import { startEgressSandboxPlatform } from "../egress/support/sandbox-platform.ts";
 import { wharfCli } from "../support/process.ts";
-import { isRoot, requireCapability } from "../support/requirements.ts";
 
 const SECRET = "ghp_" + crypto.randomBytes(12).toString("hex");
 const OPAQUE = "opq_" + crypto.randomBytes(12).toString("hex");
@@ -19,10 +17,7 @@ const ENV_VALUE = "env_" + crypto.randomBytes(12).toString("hex");
  */
 describe("master-key rotation, seen from a sandbox", () => {
   test("headers and environment survive two rotations and a sandbox restart", async (t) => {
-    if (!requireCapability(t, process.platform === "linux" && isRoot(), "sandboxes need root on Linux")) return;
-    const up = await startUpstreams(t);
-    Object.assign(process.env, { WHARF_EGRESS_HOSTS: hostsSetting(up), WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
-    const p = await startSandboxPlatform(t);
+    const p = await startEgressSandboxPlatform(t);
     if (!p) return;
     assert.equal((await p.api("/v2/secrets", { method: "PUT", json: [{ key: "GH_TOKEN", value: SECRET }] })).status, 200);
     const proxy_config = {

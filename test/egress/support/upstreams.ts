@@ -118,6 +118,20 @@ export function hostsSetting(up: Upstreams, names = ["api.test", "other.test", "
 }
 
 /**
+ * The operator's egress settings for a platform started in this process: test names resolve to
+ * the loopback upstreams only (`hosts` when the test maps its own names), and no internal address
+ * is reachable but the upstreams' (and `allowInternal`).
+ */
+export function useUpstreamsForEgress(up: Upstreams, opts: { hosts?: string; allowInternal?: string[] } = {}): void {
+  Object.assign(process.env, {
+    WHARF_EGRESS_HOSTS: opts.hosts ?? hostsSetting(up),
+    WHARF_EGRESS_ALLOW_INTERNAL: [`${up.address}/32`, ...(opts.allowInternal ?? [])].join(","),
+    WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile,
+    WHARF_EGRESS_SYSTEM_DNS: "0",
+  });
+}
+
+/**
  * A TLS front on the upstreams' address that presents the given names (signed by the upstream
  * CA) and pipes each connection to a plain server on loopback: gives a stand-in (S3, a Google API)
  * the real host names the cloud engines match on. Returns the `WHARF_EGRESS_HOSTS` entries.
