@@ -8,9 +8,9 @@
  *  - a new intercepted TLS connection per request (`Connection: close`);
  *  - HTTP/2 inside interception (h2 from the client, h2 upstream), 16 connections × 1 and × 10 streams;
  *  - the proxy's CPU per keep-alive request (data-plane child + control plane), and the data
- *    plane's memory with 100 sandboxes and 1,000 open intercepted connections.
- * Our proxy runs as the platform runs it: the control plane accepts on the listeners and passes each
- * connection to the supervised data-plane child over IPC (`--local`: in one process instead).
+ *    plane's memory with 100 sandboxes and 1,000, then 2,000 open intercepted connections.
+ * Our proxy runs as the platform runs it: the control plane hands the listeners to the supervised
+ * data-plane child, which accepts on them (`--local`: in one process instead).
  * Load: wrk (HTTP/1.1) and h2load (HTTP/2) when installed (`apt-get install wrk nghttp2-client`);
  * without wrk the HTTP/1.1 rows fall back to a Node client, which is itself the bottleneck.
  * Each process (upstream, proxy, load generator) is separate; on a 2-core machine they compete, as
@@ -43,7 +43,9 @@ const CHANGES: string[] = [
   "no promise per request (cached target read synchronously), no cloud authorizer for sandboxes without cloud rules or callbacks (it built header pairs and awaited a pass per request), audit folded per 20 ms batch before IPC (was one IPC entry per injected request): 16 connections 79 -> 49-52 µs per request (runs 30 min apart at load 11 and 8, so only indicative)",
   "data-plane child with --max-semi-space-size=2: 1,000 open intercepted connections 37.4 -> 23.6-26.4 KiB each (separate runs, 4 and 1 MiB tried); in one run with --before: 42.2 -> 30.5 KiB",
   "HTTP/2 rapid reset (proxy/h2-resets.ts, maxConcurrentStreams 128): the flooding connection is closed after 0.65 s (was: open until the 120 s idle timeout), a healthy session of the sandbox answers at once (test/egress/proxy-http2-malformed.test.ts)",
-  "unchanged: HTTP/2 rows (Node's http2 compat server + undici's h2 client: ~500 µs per request, Node's ClientHttp2Session.request alone ~15% of it) and a new TLS connection per request (~1.6 ms data plane + 0.3 ms control plane per connection, the handshake and the descriptor pass)",
+  "the serving data-plane child accepts on the listeners itself (the control plane keeps an unpolled copy of each): no descriptor pass, IPC message and acknowledgement per connection; one run with --before=ca3b64c --rounds=3: new intercepted TLS connection 1040 -> 626 µs CPU per connection and 0.36 -> 0.55x direct, the control plane's 5.8 KiB per open connection gone; keep-alive rows unchanged",
+  "llhttp parsers closed with their connections and closed HTTP/2 sessions' idle timers cleared (Node keeps an unclosed parser, and a destroyed session whose timer is armed, with everything they reach): 66 MiB of RSS growth over 7,278 new intercepted TLS connections -> none; the smaller heap took new TLS connections 706 -> 652 µs",
+  "unchanged: HTTP/2 rows (Node's http2 compat server + undici's h2 client, ~200-250 µs per request; Node 20's ClientHttp2Session.request alone ~12% of it, including a deprecation wrapper it builds per request) and the TLS handshake itself (a bare Node TLS server answering by itself costs 320-340 µs per new connection on this machine, the upstream's own https.Server 365 µs)",
 ];
 
 function spawnRole(args: string[], root = process.cwd()): Promise<{ child: ChildProcess; info: any }> {
@@ -232,25 +234,32 @@ async function main(): Promise<void> {
   for (const c of children) c.kill("SIGTERM");
   const load1 = loadavg();
 
-  // Memory: 100 sandboxes, 1,000 open intercepted TLS connections (10 per sandbox), no request yet.
+  // Memory: 100 sandboxes, then 1,000 and 2,000 open intercepted TLS connections (10 and 20 per
+  // sandbox), no request yet. The first thousand can reuse memory the process freed while it
+  // started; the second thousand's growth is what each further connection costs.
   const memory: string[] = [];
   const measureMemory = async (label: string, root: string, caFile: string) => {
     const mem = await spawnRole(["--role=ours", hosts, caFile, "100", LOCAL ? "local" : "supervised"], root);
     const ca2 = fs.readFileSync(path.join(path.dirname(caFile), "sandbox-ca.pem"), "utf8");
     const planePid: number = mem.info.dataPlanePid;
     await new Promise((r) => setTimeout(r, 500));
-    const idle = [rssMiB(planePid), rssMiB(mem.child.pid!)];
+    const rss = () => [rssMiB(planePid), rssMiB(mem.child.pid!)];
+    const idle = rss();
     const open: Stream[] = [];
-    for (let i = 0; i < 1000; i++) open.push(await startTls(await connectTunnel(mem.info.ports[i % 100], `${NAME}:443`), { servername: NAME, ca: ca2 }));
-    await new Promise((r) => setTimeout(r, 1000));
-    const full = [rssMiB(planePid), rssMiB(mem.child.pid!)];
+    const openMore = async (n: number) => {
+      for (let i = 0; i < n; i++) open.push(await startTls(await connectTunnel(mem.info.ports[open.length % 100], `${NAME}:443`), { servername: NAME, ca: ca2 }));
+      await new Promise((r) => setTimeout(r, 1000));
+      return rss();
+    };
+    const first = await openMore(1000);
+    const second = await openMore(1000);
     for (const s of open) s.destroy();
     mem.child.kill("SIGTERM");
-    const per = (i: number) => (((full[i] - idle[i]) * 1024) / 1000).toFixed(1);
+    const per = (from: number[], to: number[], i: number) => (((to[i] - from[i]) * 1024) / 1000).toFixed(1);
+    const where = planePid === mem.child.pid ? `${label} (one process)` : `${label}, data-plane child`;
+    const control = planePid === mem.child.pid ? "" : `; control plane +${per(idle, second, 1)} KiB per connection`;
     memory.push(
-      planePid === mem.child.pid
-        ? `memory, ${label} (one process): 100 sandboxes idle ${idle[0].toFixed(1)} MiB RSS; with 1,000 open intercepted TLS connections ${full[0].toFixed(1)} MiB (+${per(0)} KiB per connection)`
-        : `memory, ${label}, data-plane child: 100 sandboxes idle ${idle[0].toFixed(1)} MiB RSS; with 1,000 open intercepted TLS connections ${full[0].toFixed(1)} MiB (+${per(0)} KiB per connection); control plane +${per(1)} KiB per connection`,
+      `memory, ${where}: 100 sandboxes idle ${idle[0].toFixed(1)} MiB RSS; 1,000 open intercepted TLS connections ${first[0].toFixed(1)} MiB (+${per(idle, first, 0)} KiB each), 2,000 ${second[0].toFixed(1)} MiB (the second thousand +${per(first, second, 0)} KiB each)${control}`,
     );
   };
   if (!ONLY || "memory".includes(ONLY)) {
@@ -264,7 +273,7 @@ async function main(): Promise<void> {
   const tools = [hasWrk ? "wrk (HTTP/1.1)" : "HTTP/1.1 rows by a Node client: wrk NOT INSTALLED (apt-get install wrk); the client is the bottleneck", hasH2load ? "h2load (HTTP/2)" : "HTTP/2 rows skipped: h2load NOT INSTALLED (apt-get install nghttp2-client)", hasMitm ? "mitmproxy (mitmdump, HTTP rows)" : "mitmproxy NOT INSTALLED (apt-get install mitmproxy), its rows skipped"];
   console.log(`\nEgress proxy benchmark (${SECONDS} s per row, ${ROUNDS} round(s), Node ${process.version}, ${os.cpus().length} cores, load average ${load0} at start, ${load1} at end)`);
   console.log(`load: ${tools.join("; ")}`);
-  console.log(`our data plane: ${LOCAL ? "in the proxy's process (--local)" : "supervised child process, connections passed to it over IPC (as the platform runs it)"}; body ${Buffer.byteLength(BODY)} bytes\n`);
+  console.log(`our data plane: ${LOCAL ? "in the proxy's process (--local)" : "supervised child process accepting on the listeners the control plane handed it (as the platform runs it)"}; body ${Buffer.byteLength(BODY)} bytes\n`);
   console.log(`| scenario | proxy | req/s | ${hasWrk ? "p50" : "median"} ms (h2: mean) | × direct${ROUNDS > 1 ? " (range)" : ""} | × naive | errors |`);
   console.log("|---|---|---:|---:|---:|---:|---:|");
   for (const m of results) {

@@ -41,8 +41,8 @@ export async function roleUpstream(args: string[]): Promise<void> {
 }
 
 /**
- * Our proxy as the platform runs it: `SupervisedDataPlane` forks the data-plane child; listeners
- * stay here, each accepted connection is passed to the child over IPC. Sandbox 0 also gets
+ * Our proxy as the platform runs it: `SupervisedDataPlane` forks the data-plane child and hands it
+ * the listeners, on which it accepts (this process keeps an unpolled copy). Sandbox 0 also gets
  * transparent listeners standing in for captured `NAME:443` and `H2_NAME:443` (what a sandbox's
  * `local default` route delivers). `local` runs the same data plane in this process instead.
  */

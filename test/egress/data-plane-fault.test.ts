@@ -119,3 +119,61 @@ test("a crash in the data plane: the control plane answers throughout, egress is
   assert.ok(audit.events.some((e) => e.kind === "inject" && e.sandboxId === "sb1"));
   assert.ok(!JSON.stringify(audit.events).includes(SECRET));
 });
+
+/** Whether a TCP connect to the port is refused (nothing listens) rather than accepted or left waiting. */
+function refused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, "127.0.0.1");
+    s.once("connect", () => (s.destroy(), resolve(false)));
+    s.once("error", (err: NodeJS.ErrnoException) => resolve(err.code === "ECONNREFUSED"));
+  });
+}
+
+test("the serving child accepts on the listeners itself; connections made while no child serves wait and are served by the next; a closed listener refuses", async (t) => {
+  const up = await startUpstreams(t, ["api.test"]);
+  const env = { ...process.env, WHARF_EGRESS_HOSTS: hostsSetting(up, ["api.test"]), WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" };
+  const plane = new SupervisedDataPlane(new MemoryAudit(), null, env);
+  t.after(() => plane.close());
+  const ca = await createCa("Wharf listener test CA");
+  const config = { rules: [{ name: "api", match_hosts: ["api.test"], headers: [{ name: "Authorization", type: "opaque", value: `Bearer ${SECRET}` }] }] };
+  const servers: Record<string, net.Server> = {};
+  const ports: Record<string, number> = {};
+  for (const id of ["sb1", "sb2"]) {
+    plane.upsertSandbox({ id, workspaceId: "ws1", ca, compiled: await compiled(config) });
+    const server = net.createServer();
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    t.after(() => new Promise((r) => server.close(() => r(undefined))));
+    servers[id] = server;
+    ports[id] = (server.address() as net.AddressInfo).port;
+    plane.serveListener(id, ports[id], server, { kind: "explicit" });
+  }
+  await plane.whenReady();
+  // Once the child accepts, nothing more goes through this process.
+  for (let i = 0; i < 250 && plane.heldListeners < 2; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(plane.heldListeners, 2, "the child took both listeners over");
+  const passedBefore = plane.passed;
+  const first = await Promise.all(Array.from({ length: 20 }, (_, i) => viaProxy(ports[i % 2 ? "sb1" : "sb2"])));
+  assert.ok(first.every((r) => r.status === 200 && JSON.parse(r.body).headers.authorization === `Bearer ${SECRET}`));
+  assert.equal(plane.passed, passedBefore, "the control plane accepted none of them");
+  assert.ok(servers.sb1.listening, "the caller's server still stands for the listener");
+
+  // No child serves for a moment: connections wait in the kernel's queue and the next child takes them.
+  const pid = plane.pid!;
+  process.kill(pid, "SIGKILL");
+  const during = await Promise.all(Array.from({ length: 20 }, (_, i) => viaProxy(ports[i % 2 ? "sb1" : "sb2"]).catch((err: Error) => ({ status: 0, body: err.message }))));
+  assert.deepEqual(during.map((r) => r.status), Array(20).fill(200), "every connection made across the crash was served");
+  assert.notEqual(plane.pid, pid);
+
+  // A listener the caller stops serving refuses connections once closed (no child keeps it open).
+  plane.closeListener("sb1", ports.sb1);
+  servers.sb1.close();
+  let gone = false;
+  for (let i = 0; i < 50 && !gone; i++) gone = (await refused(ports.sb1)) || (await new Promise((r) => setTimeout(r, 20)), false);
+  assert.ok(gone, "the closed listener refuses connections");
+  // So does a removed sandbox's.
+  plane.removeSandbox("sb2");
+  servers.sb2.close();
+  gone = false;
+  for (let i = 0; i < 50 && !gone; i++) gone = (await refused(ports.sb2)) || (await new Promise((r) => setTimeout(r, 20)), false);
+  assert.ok(gone, "a removed sandbox's listener refuses connections");
+});

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { describe, test } from "node:test";
-import { isRoot, requireCapability } from "../support/requirements.ts";
-import { startSandboxPlatform } from "../sandboxes/support.ts";
-import { hostsSetting, startUpstreams } from "./support/upstreams.ts";
+import { currentEgressRuntime } from "../../src/egress/egress-runtime.ts";
+import { SupervisedDataPlane } from "../../src/egress/supervisor/supervised-data-plane.ts";
+import { startEgressSandboxPlatform } from "./support/sandbox-platform.ts";
 
 const SECRET = "ghp_" + crypto.randomBytes(16).toString("hex");
 const OPAQUE = "opq_" + crypto.randomBytes(16).toString("hex");
@@ -15,11 +15,7 @@ const OPAQUE = "opq_" + crypto.randomBytes(16).toString("hex");
  */
 describe("egress from inside a real sandbox", () => {
   test("create with proxy_config, clients inject, PATCH applies live, egress-log lists, no credential in the sandbox", async (t) => {
-    if (!requireCapability(t, process.platform === "linux" && isRoot(), "sandboxes need root on Linux")) return;
-    const up = await startUpstreams(t);
-    // Operator settings of the egress proxy: test names resolve to the loopback upstreams only.
-    Object.assign(process.env, { WHARF_EGRESS_HOSTS: hostsSetting(up), WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
-    const p = await startSandboxPlatform(t);
+    const p = await startEgressSandboxPlatform(t);
     if (!p) return;
     let res = await p.api("/v2/secrets", { method: "PUT", json: [{ key: "GH_TOKEN", value: SECRET }] });
     assert.equal(res.status, 200);
@@ -31,6 +27,7 @@ describe("egress from inside a real sandbox", () => {
       access_control: { allow_list: ["api.test", "other.test", "raw.test:8443"] },
     };
     const sbx = await p.create({ name: "egress-e2e", proxy_config, wait_for_ready: true });
+    assert.equal(sbx.status, "ready", JSON.stringify(sbx));
     assert.deepEqual(sbx.proxy_config.rules[1].headers[0], { name: "X-Key", type: "opaque", is_set: true });
     const sh = async (cmd: string) => {
       const r = await p.exec(sbx, cmd, { timeout: 30 });
@@ -73,5 +70,27 @@ describe("egress from inside a real sandbox", () => {
     assert.ok(!JSON.stringify(log).includes(SECRET) && !JSON.stringify(log).includes(OPAQUE));
     assert.equal((await p.api("/v2/sandboxes/boxes/nope/egress-log")).status, 404);
     assert.ok(!p.logs().includes(SECRET) && !p.logs().includes(OPAQUE), "no credential in the platform's logs");
+  });
+
+  test("the data plane killed with SIGKILL: the sandbox's listeners are accepted on by the next process at once (capture, explicit proxy)", async (t) => {
+    const p = await startEgressSandboxPlatform(t);
+    if (!p) return;
+    const proxy_config = { rules: [{ name: "api", match_hosts: ["api.test"], headers: [{ name: "Authorization", type: "opaque", value: `Bearer ${OPAQUE}` }] }] };
+    const sbx = await p.create({ name: "egress-crash", proxy_config, wait_for_ready: true });
+    const plane = currentEgressRuntime()!.plane;
+    assert.ok(plane instanceof SupervisedDataPlane, "the platform runs the data plane in its own process");
+    // 80, 443 and the explicit proxy port, taken over by the serving process.
+    for (let i = 0; i < 250 && plane.heldListeners < 3; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(plane.heldListeners >= 3, `the serving process accepts on the sandbox's listeners (${plane.heldListeners})`);
+    const passed = plane.passed;
+    const pid = plane.pid!;
+    process.kill(pid, "SIGKILL");
+    // Both requests start at once: their connections wait in the listeners' queues for the next process.
+    const r = await p.exec(sbx, "curl -sS --max-time 10 --noproxy '*' https://api.test/after-capture & curl -sS --max-time 10 https://api.test/after-proxy; wait", { timeout: 30 });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const seen = (r.body as { stdout: string; stderr: string }).stdout.split(/(?<=})\s*(?={)/).map((j) => JSON.parse(j));
+    assert.deepEqual(seen.map((j) => j.headers.authorization), [`Bearer ${OPAQUE}`, `Bearer ${OPAQUE}`], (r.body as { stderr: string }).stderr);
+    assert.notEqual(plane.pid, pid, "another process serves");
+    assert.equal(plane.passed, passed, "the control plane accepted none of them");
   });
 });

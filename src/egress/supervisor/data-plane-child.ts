@@ -1,8 +1,8 @@
 // The egress data plane as its own process, started and restarted by `SupervisedDataPlane`. It
-// serves the connections the control plane accepts on every sandbox's listeners and passes on,
-// with each sandbox's rules and sealed values (sent again after a restart), and sends audit
-// events back. A crash here costs only the
-// connections in flight; the control plane keeps answering.
+// accepts on every sandbox's listeners (the control plane keeps a copy of each for the next child)
+// and serves the few connections the control plane accepted before that, with each sandbox's rules
+// and sealed values (sent again after a restart), and sends audit events back. A crash here costs
+// only the connections in flight; the control plane keeps answering.
 import type net from "node:net";
 import { AuditBatch } from "../audit/audit-batch.ts";
 import type { AuditEvent } from "../audit/audit-log.ts";
@@ -29,7 +29,9 @@ const settings = loadEgressSettings();
 const plane: LocalDataPlane = new LocalDataPlane(settings, audit, () => factory, null);
 const factory = createCloudAuthorizerFactory({ targets: plane.proxy.targets, settings });
 
-process.on("message", (m: ToDataPlane, handle?: net.Server | net.Socket) => {
+type NativeHandle = object & { close(): void };
+
+process.on("message", (m: ToDataPlane, handle?: net.Socket | NativeHandle) => {
   switch (m.t) {
     case "sandbox":
       return plane.upsertSandbox(m.spec);
@@ -38,7 +40,11 @@ process.on("message", (m: ToDataPlane, handle?: net.Server | net.Socket) => {
     case "names":
       return plane.addNames(m.id, m.pairs);
     case "listen":
-      return handle ? plane.serveListener(m.id, m.port, handle as net.Server, m.role) : undefined;
+      return handle ? plane.listenOn(m.id, m.port, handle as NativeHandle, m.role) : undefined;
+    case "copy":
+      // Sent straight back: the control plane keeps this second descriptor of the listening socket.
+      if (handle) process.send?.({ t: "listener", id: m.id, port: m.port } satisfies FromDataPlane, handle as net.Socket, () => (handle as NativeHandle).close());
+      return;
     case "unlisten":
       return plane.closeListener(m.id, m.port);
     case "conn":

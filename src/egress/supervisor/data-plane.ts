@@ -1,4 +1,4 @@
-import type net from "node:net";
+import net from "node:net";
 import type { Logger } from "../../log/logger.ts";
 import type { AuditEvent, AuditSink } from "../audit/audit-log.ts";
 import type { StoredConfigV1 } from "../config/stored-config.ts";
@@ -50,6 +50,9 @@ export interface DataPlane {
   addSelfEndpoint(address: string, port: number): void;
   close(): Promise<void>;
 }
+
+/** The accept queue a listener keeps (what the sandbox holder listens with): connections wait there between two data-plane children. */
+const ACCEPT_QUEUE = 1024;
 
 interface LocalSandbox {
   spec: SandboxSpec;
@@ -123,6 +126,14 @@ export class LocalDataPlane implements DataPlane {
     server.on("connection", (socket: net.Socket) => this.accept(id, port, socket, role));
     // A listener's own errors (EMFILE on accept) must not end the process; the next accept retries.
     server.on("error", () => {});
+  }
+
+  /** Accepts on a listening socket handed over as Node's native handle (the supervisor's own copy stays with it). */
+  listenOn(id: string, port: number, handle: object & { close(): void }, role: ListenerRole = { kind: "namespace" }): void {
+    if (!this.sandboxes.has(id)) return void handle.close();
+    const server = net.createServer();
+    this.serveListener(id, port, server, role);
+    server.listen(handle, ACCEPT_QUEUE);
   }
 
   /** A connection accepted on one of the sandbox's listeners (here or by the supervisor). */

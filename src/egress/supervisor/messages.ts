@@ -8,9 +8,10 @@ export type ToDataPlane =
   | { t: "remove"; id: string }
   | { t: "names"; id: string; pairs: Array<[string, string]> }
   | { t: "listen"; id: string; port: number; role: ListenerRole }
+  | { t: "copy"; id: string; port: number }
   | { t: "unlisten"; id: string; port: number }
   | { t: "conn"; id: string; port: number; role: ListenerRole; seq: number }
   | { t: "self"; address: string; port: number };
 
 /** Data-plane process → control plane. */
-export type FromDataPlane = { t: "ready" } | { t: "audit"; events: AuditEvent[] } | { t: "ack"; seq: number };
+export type FromDataPlane = { t: "ready" } | { t: "audit"; events: AuditEvent[] } | { t: "ack"; seq: number } | { t: "listener"; id: string; port: number };

@@ -25,7 +25,17 @@ const MAX_QUEUED = 1024;
 interface Served {
   server: net.Server;
   role: ListenerRole;
+  /**
+   * This process's copy of the listening socket once it no longer accepts here (a descriptor that
+   * came back from a child: same socket, not polled), handed to every serving child.
+   */
+  held: ListenHandle | null;
+  /** A child is making that copy. */
+  copying: ChildProcess | null;
 }
+
+/** Node's native TCP handle of a listening socket (what `net.Server#_handle` is, and what crosses IPC as `net.Native`). */
+type ListenHandle = object & { close(): void };
 
 interface Known {
   spec: SandboxSpec;
@@ -36,14 +46,22 @@ interface Known {
 /**
  * Runs the egress data plane in a child process and keeps it running. The control plane keeps
  * what the child needs to start over — every sandbox's compiled rules and sealed values, the names
- * its DNS stub handed out — and hands it to each new child. The listening sockets never leave the
- * control plane: it accepts each connection and passes it, unread, to the serving child (a
- * descriptor over Node's IPC channel), keeping its own copy open until the child acknowledges it;
- * connections a dead child never took go to the next one, and connections accepted while no child
- * serves wait (up to 1024), so nothing is refused during a restart. (Handing the listeners
- * themselves to the child as well, so that both accept, lost connections in namespaces.) A second
- * child waits warm (a cold start takes about a second on a busy machine) and takes over the moment
- * the serving one dies.
+ * its DNS stub handed out, a descriptor of every listening socket — and hands it to each new child.
+ *
+ * The serving child accepts on the listeners itself. The control plane keeps its copy of each
+ * without polling it: a child sends the listening socket straight back (a second descriptor of the
+ * same socket), the control plane closes the descriptor it accepted on, and from then on a new
+ * connection costs no descriptor pass, IPC message or acknowledgement (they were about half the
+ * CPU of a new intercepted TLS connection). Between two children, connections wait in the
+ * kernel's accept queue (1024 per listener) and the next child accepts them: nothing is refused
+ * during a restart, and a crash costs only the connections the dead child had accepted. Until a
+ * child has taken a listener over (the first moments of a sandbox), the control plane accepts on
+ * it and passes each connection unread as a descriptor, keeping its own copy until the child
+ * acknowledges it (re-sent to the next child if it died first; up to 1024 wait while none serves).
+ * Only one process accepts on a listener at any time: this one stops before the child starts (an
+ * earlier design in which both accepted lost connections inside real namespaces). A second child
+ * waits warm (a cold start takes about a second on a busy machine) and takes over the moment the
+ * serving one dies.
  */
 export class SupervisedDataPlane implements DataPlane {
   /** The child serving connections. */
@@ -65,6 +83,15 @@ export class SupervisedDataPlane implements DataPlane {
   starts = 0;
   /** Times a child took over after the serving one died. */
   takeovers = 0;
+  /** Connections this process accepted and passed on (only before a child accepts on the listener itself). */
+  passed = 0;
+
+  /** Listeners this process no longer accepts on (the serving child does). */
+  get heldListeners(): number {
+    let n = 0;
+    for (const k of this.sandboxes.values()) for (const l of k.listeners.values()) if (l.held) n++;
+    return n;
+  }
 
   constructor(
     private readonly audit: AuditSink,
@@ -98,10 +125,11 @@ export class SupervisedDataPlane implements DataPlane {
     let stderr = "";
     child.stderr?.setEncoding("utf8");
     child.stderr?.on("data", (d: string) => (stderr = (stderr + d).slice(-4096)));
-    child.on("message", (m: FromDataPlane) => {
+    child.on("message", (m: FromDataPlane, handle?: unknown) => {
       if (m.t === "ready") this.onChildReady(child);
       else if (m.t === "audit") for (const e of m.events) this.audit.record(e);
       else if (m.t === "ack") this.acked(m.seq);
+      else if (m.t === "listener") this.held(m.id, m.port, handle as ListenHandle | undefined);
     });
     // An IPC write to a child that just died; its exit handler replaces it.
     child.on("error", (err) => this.log?.warn({ err: err.message }, "egress data plane channel error"));
@@ -128,7 +156,10 @@ export class SupervisedDataPlane implements DataPlane {
     if (child === this.spare) {
       this.spare = null;
       this.spareReady = false;
-    } else if (child === this.child) {
+    }
+    // A copy it was making is lost with it; the next serving child makes it again.
+    for (const k of this.sandboxes.values()) for (const l of k.listeners.values()) if (l.copying === child) l.copying = null;
+    if (child === this.child) {
       this.child = null;
       this.ready = false;
       // Connections it never took are still whole here: the next child gets them.
@@ -164,6 +195,7 @@ export class SupervisedDataPlane implements DataPlane {
     for (const [id, k] of this.sandboxes) {
       this.post({ t: "sandbox", spec: k.spec });
       if (k.names.length) this.post({ t: "names", id, pairs: k.names });
+      for (const [port, l] of k.listeners) this.delegate(id, port, l);
     }
     this.ready = child.connected;
     const queued = this.queue;
@@ -172,7 +204,7 @@ export class SupervisedDataPlane implements DataPlane {
     for (const w of this.readyWaiters.splice(0)) w();
   }
 
-  private post(msg: ToDataPlane, handle?: net.Server | net.Socket): void {
+  private post(msg: ToDataPlane, handle?: net.Server | net.Socket | ListenHandle): void {
     const child = this.child;
     if (!child?.connected) return;
     try {
@@ -198,6 +230,7 @@ export class SupervisedDataPlane implements DataPlane {
     }
     const seq = ++this.seq;
     const sent = { ...msg, seq };
+    this.passed++;
     // Without its `server`, Node does not make the listener's close() wait on the child's count of
     // connections (a dead child never answers); this copy still counts until it is destroyed.
     (socket as net.Socket & { server: net.Server | null }).server = null;
@@ -242,12 +275,38 @@ export class SupervisedDataPlane implements DataPlane {
   serveListener(id: string, port: number, server: net.Server, role: ListenerRole = { kind: "namespace" }): void {
     const k = this.sandboxes.get(id);
     if (!k) return;
-    k.listeners.set(port, { server, role });
-    // Connections accepted here are handed over unread (read here, their first bytes would be lost).
-    // The listener itself stays here: it is what a new child is served from after a crash.
+    const served: Served = { server, role, held: null, copying: null };
+    k.listeners.set(port, served);
+    // Until a child accepts on it, connections accepted here are handed over unread (read here,
+    // their first bytes would be lost).
     (server as net.Server & { pauseOnConnect: boolean }).pauseOnConnect = true;
     server.on("connection", (socket: net.Socket) => this.pass({ t: "conn", id, port, role, seq: 0 }, socket));
     server.on("error", () => {});
+    if (this.ready) this.delegate(id, port, served);
+  }
+
+  /** Has the serving child accept on the listener: at once if this process already holds its copy, else once a copy is made. */
+  private delegate(id: string, port: number, l: Served): void {
+    if (l.held) return this.post({ t: "listen", id, port, role: l.role }, l.held);
+    const handle = (l.server as net.Server & { _handle?: ListenHandle | null })._handle;
+    if (l.copying || !handle || !this.child?.connected) return;
+    l.copying = this.child;
+    this.post({ t: "copy", id, port }, handle);
+  }
+
+  /** The copy a child made of a listener: this process keeps it, stops accepting, and the serving child starts. */
+  private held(id: string, port: number, copy: ListenHandle | undefined): void {
+    const l = this.sandboxes.get(id)?.listeners.get(port);
+    const server = l?.server as (net.Server & { _handle?: ListenHandle | null }) | undefined;
+    if (!l || !copy || !server?._handle || l.held) return void copy?.close();
+    l.copying = null;
+    l.held = copy;
+    // The server object stays the caller's (it closes it at detach), now on the copy: this
+    // process no longer accepts, and closing the server closes the copy.
+    const polled = server._handle;
+    server._handle = copy;
+    polled.close();
+    if (this.ready) this.post({ t: "listen", id, port, role: l.role }, copy);
   }
 
   closeListener(id: string, port: number): void {
