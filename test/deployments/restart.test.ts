@@ -25,6 +25,14 @@ function startChild(env: Record<string, string>): Promise<{ child: ChildProcess;
   });
 }
 
+/** Stops a platform child unless it has already exited (a test that failed right after its SIGKILL). */
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once("exit", r).once("error", r));
+  child.kill("SIGTERM");
+  await exited;
+}
+
 for (const dialect of DIALECTS) {
   describe(`deployments survive a SIGKILL of the platform (${dialect})`, () => {
     test("mid-build and mid-deploy: after a restart nothing stays transitional and the DEPLOYED revision serves again", async (t) => {
@@ -34,8 +42,7 @@ for (const dialect of DIALECTS) {
       const env: Record<string, string> = { WHARF_HOME: s.home, WHARF_PORT: String(port), ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}), TEST_PG_SCHEMA: s.pgSchema ?? "" };
       let current = await startChild(env);
       t.after(async () => {
-        current.child.kill("SIGTERM");
-        await new Promise((r) => current.child.once("exit", r).once("error", r));
+        await stopChild(current.child);
         await s.dropSchema();
       });
       const apiKey = fs.readFileSync(path.join(s.home, "bootstrap-key"), "utf8").trim();
@@ -110,8 +117,7 @@ for (const dialect of DIALECTS) {
       const env: Record<string, string> = { WHARF_HOME: s.home, WHARF_PORT: String(port), ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}), TEST_PG_SCHEMA: s.pgSchema ?? "", TEST_REAL_RUNNER: "1" };
       let current = await startChild(env);
       t.after(async () => {
-        current.child.kill("SIGTERM");
-        await new Promise((r) => current.child.once("exit", r).once("error", r));
+        await stopChild(current.child);
         await s.dropSchema();
       });
       const apiKey = fs.readFileSync(path.join(s.home, "bootstrap-key"), "utf8").trim();

@@ -28,6 +28,7 @@ import { LISTENER_HANDOVER } from "./listener-handover.ts";
 export const HOLDER = String.raw`$^F = 255;
 my %S = map { split /=/ } split /,/, shift @ARGV;
 my ($cg, $capture, $dns, $img, $diskmnt, $lower, $upper, $work, $mnt, $bpf, $huid, $sep, @bwrap) = @ARGV;
+my $starter = getppid();
 sub fail { print STDERR "wharf holder: $_[0]: $!\n"; exit 120 }
 for my $f (grep { length } split /:/, $cg) { open(my $h, ">>", $f) or fail("cgroup $f"); print $h "$$\n"; close($h) or fail("cgroup $f"); }
 syscall($S{unshare}, 0x40000000 | 0x00020000) == 0 or fail("unshare");
@@ -76,6 +77,13 @@ fileno($b) == 3 or fail("seccomp program is not fd 3");
 syscall($S{setgroups}, 0, 0) == 0 or fail("setgroups");
 syscall($S{setresgid}, $huid+0, $huid+0, $huid+0) == 0 or fail("setresgid");
 syscall($S{setresuid}, $huid+0, $huid+0, $huid+0) == 0 or fail("setresuid");
+# bwrap --die-with-parent arms the parent-death signal only once it runs: a platform killed between
+# its "go" and then would leave bwrap orphaned. Arm it here (the uid change above clears it; exec
+# keeps it), then make sure the platform that started us did not die before.
+if (grep { $_ eq "--die-with-parent" } @bwrap) {
+  syscall($S{prctl}, 1, 9, 0, 0, 0) == 0 or fail("parent-death signal");
+  getppid() == $starter or exit 122;
+}
 exec { "bwrap" } "bwrap", @bwrap or fail("exec bwrap");`;
 
 /**
