@@ -6,7 +6,7 @@ import { ensureBaseImage } from "./base-image.ts";
 import { cgroupLayout, type Limits } from "./cgroups.ts";
 import type { CapturedNetwork } from "./driver.ts";
 import { checkHost } from "./host-check.ts";
-import { HOLDER } from "./launchers.ts";
+import { HOLDER, releaseHolder } from "./launchers.ts";
 import { receiveListeners } from "./listener-handover.ts";
 import { archSyscalls, buildSeccompFilter } from "./seccomp.ts";
 
@@ -221,7 +221,6 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
   const info = child.stdio[4] as Readable;
   let infoText = "";
   info.on("data", (d: Buffer) => (infoText += d.toString()));
-  const gate = (child.stdio as unknown as Array<NodeJS.WritableStream | null>)[5]!;
   const fail = async (why: string): Promise<never> => {
     try {
       child.kill("SIGKILL");
@@ -244,7 +243,7 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
     for (const l of captured.tcp.values()) if (l.listening) l.close();
     return fail(`attaching the network failed: ${(err as Error).message}`);
   }
-  gate.end("go\n");
+  releaseHolder(child);
   while (!/"child-pid"/.test(infoText)) {
     if (exitCode !== undefined) return fail(`the confined program did not start (exit ${exitCode})`);
     if (Date.now() > deadline) return fail("the confined program did not start in 30 s");

@@ -5,6 +5,8 @@
  * come from the platform (per architecture) as the first argument, `name=number,...`.
  */
 
+import type { ChildProcess } from "node:child_process";
+import type net from "node:net";
 import { LISTENER_HANDOVER } from "./listener-handover.ts";
 
 /**
@@ -85,6 +87,19 @@ if (grep { $_ eq "--die-with-parent" } @bwrap) {
   getppid() == $starter or exit 122;
 }
 exec { "bwrap" } "bwrap", @bwrap or fail("exec bwrap");`;
+
+/**
+ * Lets a parked HOLDER go on: the word on its fd 5. A holder that dies first (a stop while it
+ * starts, its own failure) closes its end with the word unread, and ours then reads ECONNRESET:
+ * without a listener that is an uncaught exception in the platform. Its exit says what happened.
+ */
+export function releaseHolder(child: ChildProcess): void {
+  const gate = (child.stdio as unknown as net.Socket[])[5];
+  gate.on("error", () => {
+    // The holder is gone before it read the word; whoever waits for it sees its exit.
+  });
+  gate.end("go\n");
+}
 
 /**
  * ENTER: runs one command in a running sandbox, as root until it drops. Joins the cgroups, enters

@@ -8,7 +8,7 @@ import { cgroupLayout, type CgroupLayout } from "./cgroups.ts";
 import type { CapturedNetwork, ExecProcess, ExecRequest, RuntimeRef, SandboxDriver, SandboxSpec, StartHooks } from "./driver.ts";
 import { checkHost, HostNotReady } from "./host-check.ts";
 import { childrenOf, descendantsOf, isAlive, killGroupsAndProcesses, namespacePid, procRef, type ProcRef } from "./proc.ts";
-import { ENTER, HOLDER } from "./launchers.ts";
+import { ENTER, HOLDER, releaseHolder } from "./launchers.ts";
 import { receiveListeners } from "./listener-handover.ts";
 import { captureInNamespace, connectInNamespace } from "./port-connect.ts";
 import { archSyscalls, buildSeccompFilter } from "./seccomp.ts";
@@ -256,7 +256,7 @@ export class LocalDriver implements SandboxDriver {
       await this.abandon(p);
       throw err;
     }
-    (child.stdio as unknown as Array<NodeJS.WritableStream | null>)[5]!.end("go\n");
+    releaseHolder(child);
     const deadline = Date.now() + 30_000;
     let initPid = 0;
     for (;;) {
