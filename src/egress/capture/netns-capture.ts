@@ -77,7 +77,9 @@ export function openNamespaceListeners(netnsPid: number, spec: { tcp: number[]; 
       else if (msg.kind === "done") finish(null);
     });
     child.on("error", (err) => finish(new CaptureError(`cannot start the in-namespace listener helper: ${err.message}`)));
-    child.on("exit", (code) => {
+    // 'exit' can come before the last messages are read from the channel ("done" among them):
+    // decide on 'close', which waits for the channel too.
+    child.on("close", (code) => {
       if (!done) finish(new CaptureError(`the in-namespace listener helper exited (${code}): ${stderr.trim().slice(0, 500)}`));
     });
   });

@@ -69,7 +69,8 @@ export function connectInNamespace(sys: LauncherSyscalls, pid: number, start: nu
       clearTimeout(timer);
       reject(err);
     });
-    child.on("exit", (code) => {
+    // 'exit' can come before the socket's message is read from the channel: decide on 'close'.
+    child.on("close", (code) => {
       clearTimeout(timer);
       if (got) return resolve(got);
       if (code === 111) reject(new PortRefused(`nothing is listening on port ${port} in the sandbox`));
