@@ -17,7 +17,8 @@ import { archSyscalls, buildSeccompFilter } from "./seccomp.ts";
  * platform attaches the network), then bubblewrap as an unprivileged host uid with new user, pid,
  * ipc, uts and cgroup namespaces, the seccomp filter, a cleared environment and `--die-with-parent`;
  * a watchdog forked by the holder (root, in the cgroup) empties the cgroup once the platform's end of
- * its stdin pipe closes, so a platform killed with SIGKILL takes its services with it: no orphans.
+ * its stdin pipe closes or bwrap is gone, so a platform killed with SIGKILL takes its services with
+ * it: no orphans.
  *
  * The filesystem is built from nothing (bubblewrap's own empty root): the sandbox base image's
  * `/usr` and curated `/etc` read-only, a private `/tmp`, and exactly the binds the caller lists.
@@ -96,9 +97,22 @@ defined($wd) or fail("fork watchdog");
 if ($wd == 0) {
   # The watchdog (root, already in the cgroups): stdin is a pipe whose write end only the platform
   # holds. EOF means the platform process is gone (even by SIGKILL): kill everything in the cgroups.
+  # So does the end of its parent (the holder, then bwrap): bwrap's own sandbox init arms its
+  # parent-death signal only once it is set up, so a bwrap killed before that leaves it running.
+  # Only SIGKILL (the platform emptying the cgroup) ends the watchdog otherwise.
+  $SIG{$_} = "IGNORE" for qw(TERM INT HUP QUIT PIPE);
+  my $holder = getppid();
   open(STDOUT, ">", "/dev/null"); open(STDERR, ">", "/dev/null");
   for my $fd (4, 5, 6) { open(my $x, "<&=", $fd) and close($x); }
-  while (1) { my $n = sysread(STDIN, my $buf, 64); last if defined($n) && $n == 0; last if !defined($n) && $! != 4; }
+  my $rin = ""; vec($rin, 0, 1) = 1;
+  while (getppid() == $holder) {
+    my $ready = select(my $r = $rin, undef, undef, 0.25);
+    if ($ready < 0) { last if $! != 4; next; }
+    next unless $ready;
+    my $n = sysread(STDIN, my $buf, 64);
+    last if defined($n) && $n == 0;
+    last if !defined($n) && $! != 4;
+  }
   for my $round (1 .. 100) {
     my $left = 0;
     for my $f (grep { length } split /:/, $cg) {
