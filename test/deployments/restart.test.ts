@@ -25,6 +25,14 @@ function startChild(env: Record<string, string>): Promise<{ child: ChildProcess;
   });
 }
 
+function commOf(pid: number): string {
+  try {
+    return fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+  } catch {
+    return "";
+  }
+}
+
 /** Stops a platform child unless it has already exited (a test that failed right after its SIGKILL). */
 async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
@@ -76,6 +84,12 @@ for (const dialect of DIALECTS) {
       const two = await create("two", [{ name: "FAKE_START_DELAY_MS", value: "2000" }]);
       await until(one.id, building, (x) => x === "BUILDING", 30_000);
       await until(two.id, two.latest_revision_id, (x) => x === "DEPLOYING", 30_000);
+      // Its server is starting (it waits 2 s before it listens). Not killed in the very milliseconds
+      // bubblewrap sets its sandbox up: its init arms the parent-death signal only after that, a
+      // window this test does not cover (a restart still empties the cgroup).
+      const serving = Date.now() + 10_000;
+      while (!processesWithArg(two.id).some((pid) => commOf(pid) === "node") && Date.now() < serving) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 300));
       current.child.kill("SIGKILL");
       await new Promise((r) => current.child.once("exit", r));
       // Confined servers and build steps die with the platform process: no orphans.
