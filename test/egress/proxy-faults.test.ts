@@ -1,22 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { endsConnection } from "../../src/egress/proxy/upstream-handler.ts";
 import { curl, parseCurl, startProxy } from "./support/proxy.ts";
 import { hostsSetting, startUpstreams } from "./support/upstreams.ts";
-
-test("endsConnection: which answers end their upstream connection (undici must not be paused on those)", () => {
-  const table: Array<[string[], boolean]> = [
-    [["Content-Length", "5"], false],
-    [["Transfer-Encoding", "chunked"], false],
-    [["Content-Length", "5", "Connection", "close"], true],
-    [["content-length", "5", "connection", "keep-alive, Close"], true],
-    [["Connection", "keep-alive"], true], // no length, not chunked: delimited by the close
-    [[], true],
-    [["Transfer-Encoding", "gzip, chunked"], false],
-    [["Content-Length", "0", "Connection", "closed-captions"], false],
-  ];
-  for (const [raw, want] of table) assert.equal(endsConnection(raw), want, JSON.stringify(raw));
-});
 
 test("an unexpected error in one request's handling answers 502 with a request id; the next request works", async (t) => {
   const up = await startUpstreams(t, ["api.test"]);

@@ -44,6 +44,8 @@ export class H2Reply implements ClientReply {
   }
 
   writeHead(status: number, _statusText: string, headers: string[]): void {
+    // The upstream's answer as it came: no Date of Node's own added.
+    this.res.sendDate = false;
     this.res.writeHead(status, headerObject(headers));
   }
 

@@ -1,20 +1,16 @@
 import crypto from "node:crypto";
 import http from "node:http";
 import type { Readable } from "node:stream";
-import { Pool, type Dispatcher } from "undici";
 import { DROP_REQUEST, pairs, upstreamHeaders } from "./header-filter.ts";
 import type { AuthorizeOutcome, ClientReply, ClientRequest, OutboundRequest, SandboxHandle } from "./types.ts";
-import { UpstreamHandler } from "./upstream-handler.ts";
 import { ClientResponse } from "./http1/client-response.ts";
-import { H2Reply } from "./h2-exchange.ts";
 import { H1Pool } from "./http1/h1-upstream.ts";
+import { H2Origin } from "./h2-upstream.ts";
 import { hostForUrl, parseAuthority, type CanonicalHost } from "../policy/canonical-host.ts";
 import { normalisePath } from "../policy/path-patterns.ts";
 import type { InjectedHeader, SandboxPolicy } from "../policy/policy.ts";
 import type { Target } from "./resolver.ts";
 import type { EgressProxy } from "./egress-proxy.ts";
-
-const CONNECT_TIMEOUT_MS = 10_000;
 
 // One intercepted HTTP request: Host verification, access decision, injection, forwarding.
 
@@ -198,22 +194,18 @@ async function authorizeAndDispatch(proxy: EgressProxy, req: ClientRequest, res:
 }
 
 /**
- * Sends one request upstream and streams the answer back with backpressure. HTTP/1.1 clients go
- * through the sandbox's own HTTP/1.1 pool for the checked address (`h1-upstream.ts`: keep-alive, no
- * pipelining, bodies framed by the client: a streamed body is chunked, a Content-Length is checked);
- * HTTP/2 clients through an undici pool that offers h2 upstream.
+ * Sends one request upstream and streams the answer back with backpressure, through the sandbox's
+ * own pool for the checked address: HTTP/1.1 clients through the HTTP/1.1 client (`h1-upstream.ts`:
+ * keep-alive, no pipelining, bodies framed by the client: a streamed body is chunked, a
+ * Content-Length is checked); HTTP/2 clients over TLS through an origin offered HTTP/2 as well
+ * (`h2-upstream.ts`: gRPC needs it end to end; a server that only knows HTTP/1.1 still works).
  */
 export function dispatchUpstream(proxy: EgressProxy, req: ClientRequest, res: ClientReply, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, h2: boolean, target: Target, method: string, path: string, requestTarget: string, headers: string[], body: Readable | null): void {
   // The client left while the request was being decided: nothing goes upstream.
   if (res.gone) return;
-  const failed: FailedRequest = { proxy, sb, host, port, method, path };
-  if (!h2) {
-    const sink = new ClientResponse(res, upstreamFailed, failed);
-    sink.exchange = h1PoolFor(proxy, sb, secure, target, host).request({ method, target: requestTarget, headers, body }, sink);
-    return;
-  }
-  const handler = new UpstreamHandler((res as H2Reply).res, (err) => upstreamFailed(res, err, failed));
-  poolFor(proxy, sb, secure, target, host, true).dispatch({ method, path: requestTarget, headers, body, idempotent: false }, handler as unknown as Dispatcher.DispatchHandler);
+  const sink = new ClientResponse(res, upstreamFailed, { proxy, sb, host, port, method, path } satisfies FailedRequest);
+  const pool = h2 && secure ? h2OriginFor(proxy, sb, target, host) : h1PoolFor(proxy, sb, secure, target, host);
+  sink.exchange = pool.request({ method, target: requestTarget, headers, body }, sink);
 }
 
 interface FailedRequest {
@@ -246,7 +238,7 @@ function h1PoolFor(proxy: EgressProxy, sb: SandboxHandle, secure: boolean, targe
   return pool;
 }
 
-function addPool(sb: SandboxHandle, key: string, pool: Pool | H1Pool): void {
+function addPool(sb: SandboxHandle, key: string, pool: H1Pool | H2Origin): void {
   if (sb.pools.size > 256) {
     const [oldKey, old] = sb.pools.entries().next().value!;
     sb.pools.delete(oldKey);
@@ -255,29 +247,16 @@ function addPool(sb: SandboxHandle, key: string, pool: Pool | H1Pool): void {
   sb.pools.set(key, pool);
 }
 
-/**
- * `h2`: the sandbox's client speaks HTTP/2, so upstream is offered HTTP/2 as well (gRPC needs it
- * end to end; a server that only knows HTTP/1.1 still works).
- */
-export function poolFor(proxy: EgressProxy, sb: SandboxHandle, secure: boolean, target: Target, host: CanonicalHost, h2 = false): Pool {
-  const servername = secure && host.kind === "name" ? host.host : "";
-  const useH2 = h2 && secure;
-  const key = `${secure ? "s" : "p"}${useH2 ? "2" : ""}|${target.address}|${target.port}|${servername}`;
-  let pool = sb.pools.get(key) as Pool | undefined;
-  if (!pool) {
-    const origin = `${secure ? "https" : "http"}://${target.address.includes(":") ? `[${target.address}]` : target.address}:${target.port}`;
-    pool = new Pool(origin, {
-      connections: 512,
-      pipelining: 1,
-      keepAliveTimeout: 15_000,
-      headersTimeout: 300_000,
-      bodyTimeout: 300_000,
-      allowH2: useH2,
-      connect: secure ? { secureContext: proxy.upstreamContext, servername: servername || undefined, ALPNProtocols: useH2 ? ["h2", "http/1.1"] : ["http/1.1"], timeout: CONNECT_TIMEOUT_MS } : { timeout: CONNECT_TIMEOUT_MS },
-    });
-    addPool(sb, key, pool);
+/** The sandbox's HTTP/2-first origin for a checked address and TLS name. */
+function h2OriginFor(proxy: EgressProxy, sb: SandboxHandle, target: Target, host: CanonicalHost): H2Origin {
+  const servername = host.kind === "name" ? host.host : "";
+  const key = `s2|${target.address}|${target.port}|${servername}`;
+  let origin = sb.pools.get(key) as H2Origin | undefined;
+  if (!origin) {
+    origin = new H2Origin({ address: target.address, port: target.port, tls: { secureContext: proxy.upstreamContext, servername: servername || undefined } });
+    addPool(sb, key, origin);
   }
-  return pool;
+  return origin;
 }
 
 /** The headers to inject for this request (first matching header rule), or an unavailable credential. */

@@ -1,7 +1,7 @@
 import type net from "node:net";
 import type { Readable } from "node:stream";
-import type { Pool } from "undici";
 import type { H1Pool } from "./http1/h1-upstream.ts";
+import type { H2Origin } from "./h2-upstream.ts";
 import type { CanonicalHost } from "../policy/canonical-host.ts";
 import type { SandboxPolicy } from "../policy/policy.ts";
 import type { LeafMinter } from "./certificates.ts";
@@ -18,8 +18,8 @@ export interface SandboxHandle {
   minter: LeafMinter;
   /** Raw (un-intercepted) tunnels, re-checked and closed when the rules change. */
   tunnels: Set<RawTunnel>;
-  /** Upstream connection pools (HTTP/1.1: our own client; HTTP/2: undici), per checked address, port and TLS name. */
-  pools: Map<string, Pool | H1Pool>;
+  /** Upstream connection pools (HTTP/1.1 clients; HTTP/2-first origins for HTTP/2 clients), per checked address, port and TLS name. */
+  pools: Map<string, H1Pool | H2Origin>;
   /** Every client connection of this sandbox, destroyed when it is removed. */
   sockets: Set<net.Socket>;
   /** Credential engines beyond static header rules (cloud signing, tokens, callbacks), in order. */

@@ -1,5 +1,5 @@
 import { responseHeaders } from "../header-filter.ts";
-import type { Exchange, ResponseSink, UpstreamError } from "./h1-upstream.ts";
+import type { ResponseSink, UpstreamError, UpstreamExchange } from "./h1-upstream.ts";
 import type { ClientReply, ReplyWatcher } from "../types.ts";
 
 /**
@@ -9,7 +9,7 @@ import type { ClientReply, ReplyWatcher } from "../types.ts";
  * may throw: a reply that cannot be written is cut instead.
  */
 export class ClientResponse<C = unknown> implements ResponseSink, ReplyWatcher {
-  exchange: Exchange | null = null;
+  exchange: UpstreamExchange | null = null;
   private completed = false;
 
   /** `onFailure` gets `context` back: one shared function, no closure per request. */

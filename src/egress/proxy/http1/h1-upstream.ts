@@ -43,6 +43,12 @@ export interface ResponseSink {
   onError(err: UpstreamError): void;
 }
 
+/** What the request path holds of a request on its way: abort it (the client left), resume it (backpressure). */
+export interface UpstreamExchange {
+  abort(): void;
+  resume(): void;
+}
+
 export interface H1Request {
   method: string;
   /** Origin-form target, exactly as sent. */
@@ -89,7 +95,7 @@ export function requestHead(req: H1Request): { head: string; chunked: boolean; l
 }
 
 /** One request on its way: abort it when the client leaves; resume it after backpressure. */
-export class Exchange {
+export class Exchange implements UpstreamExchange {
   conn: H1Conn | null = null;
   done = false;
   constructor(
