@@ -14,6 +14,8 @@ import { H1Pool, type H1Request, type Origin, type ResponseSink, type UpstreamEr
  */
 
 const CONNECT_TIMEOUT_MS = 10_000;
+/** A stream with no frame for this long fails (the HTTP/1.1 client's limit too). */
+const ACTIVE_TIMEOUT_MS = 300_000;
 /** A session with no frame for this long is closed. */
 const IDLE_TIMEOUT_MS = 15_000;
 /** Streams per session before a second one is opened (the upstream's own limit, when lower, wins). */
@@ -103,13 +105,17 @@ export class H2Origin {
     const socket = tls.connect({ host: o.address, port: o.port, servername: o.tls.servername, secureContext: o.tls.secureContext, ALPNProtocols: ["h2", "http/1.1"] });
     socket.setNoDelay(true);
     socket.setTimeout(CONNECT_TIMEOUT_MS, () => socket.destroy(failure("upstream connect timed out", "ETIMEDOUT")));
+    let settled = false;
     const failed = (err: UpstreamError) => {
+      if (settled) return;
+      settled = true;
       this.connecting = false;
       // Only requests no session can take fail with this connection; a later one tries again.
       for (const w of this.waiting.splice(0)) if (!w.ex.aborted) w.sink.onError(err);
     };
-    socket.once("error", failed);
+    socket.on("error", failed);
     socket.once("secureConnect", () => {
+      settled = true;
       socket.off("error", failed);
       socket.setTimeout(0);
       if (socket.alpnProtocol !== "h2") {
@@ -220,7 +226,13 @@ class StreamToSink {
     stream.on("end", this.onEnd);
     stream.on("error", this.onError);
     stream.on("close", this.onClose);
+    stream.setTimeout(ACTIVE_TIMEOUT_MS, this.onTimeout);
   }
+
+  private readonly onTimeout = () => {
+    this.error ??= failure("upstream timed out", "ETIMEDOUT");
+    this.stream.close(http2.constants.NGHTTP2_CANCEL);
+  };
 
   private readonly onResponse = (headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader) => {
     if (this.ex.aborted) return;
