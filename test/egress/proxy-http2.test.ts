@@ -89,6 +89,11 @@ test("HTTP/2 through interception: the header rule injects, bodies stream both w
   const r1 = await h2Request(s1, { ":method": "GET", ":path": "/v1/h1-upstream" });
   assert.equal(r1.headers[":status"], 200);
   assert.equal(JSON.parse(r1.body).headers.authorization, `Bearer ${SECRET}`);
+  // HEAD: the answer's headers, no body, and the session goes on.
+  const head = await h2Request(s1, { ":method": "HEAD", ":path": "/v1/head" });
+  assert.equal(head.headers[":status"], 200);
+  assert.equal(head.body, "");
+  assert.equal(JSON.parse((await h2Request(s1, { ":method": "GET", ":path": "/v1/after-head" })).body).headers.authorization, `Bearer ${SECRET}`);
   assert.ok(p.audit.events.some((e) => e.kind === "inject" && e.host === "h2.test"));
   assert.ok(!JSON.stringify(p.audit.events).includes(SECRET));
 });

@@ -1,7 +1,7 @@
 import http2 from "node:http2";
 import net from "node:net";
 import tls from "node:tls";
-import { track } from "./socket-helpers.ts";
+import { destroySelf, track } from "./socket-helpers.ts";
 import { CTX, type ClientRequest, type RequestAuthorizer, type SandboxHandle, type WithCtx } from "./types.ts";
 import { H1Front } from "./http1/h1-front.ts";
 import { H2Reply, H2Request } from "./h2-exchange.ts";
@@ -44,7 +44,7 @@ export class EgressProxy {
   readonly front: H1Front;
   /**
    * Intercepted TLS connections whose client picks HTTP/2 (gRPC needs it) go here; every request is
-   * handled by the same `onRequest` as HTTP/1.1, through Node's compatibility request/response.
+   * handled by the same `onRequest` as HTTP/1.1, on the session's raw streams (`h2-exchange.ts`).
    */
   readonly h2server: http2.Http2Server;
   private readonly h2sessions = new Set<http2.Http2Session>();
@@ -77,7 +77,12 @@ export class EgressProxy {
     );
     // At most 128 streams at once per session (Node's server default is unlimited).
     this.h2server = http2.createServer({ maxHeaderListPairs: 256, settings: { enablePush: false, maxConcurrentStreams: 128 } });
-    this.h2server.on("request", (req, res) => onRequest(this, new H2Request(req), new H2Reply(res)));
+    this.h2server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
+      // A reset or a write after the client left: the stream's close does the rest.
+      stream.on("error", destroySelf);
+      const req = new H2Request(stream, headers, rawHeaders);
+      onRequest(this, req, new H2Reply(stream, req.method));
+    });
     this.h2server.on("session", (session: http2.Http2Session) => {
       this.h2sessions.add(session);
       // An HTTP/2 connection with no stream and no frame for this long is closed.

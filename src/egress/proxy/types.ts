@@ -54,7 +54,7 @@ export const CTX = Symbol("wharf-egress-context");
 
 /**
  * A client's request as the request path reads it: HTTP/1.1 from the proxy's own front
- * (`http1/h1-front.ts`), HTTP/2 from Node's compatibility layer (`h2-exchange.ts`).
+ * (`http1/h1-front.ts`), HTTP/2 from Node's server streams (`h2-exchange.ts`).
  */
 export interface ClientRequest {
   readonly method: string;
