@@ -105,6 +105,12 @@ test("HTTP/2: malformed input closes only that connection; curl --http2 gets the
   assert.equal(lines.at(-2), "200", c.stderr);
   assert.equal(lines.at(-1), "2", "curl negotiated HTTP/2");
   assert.equal(JSON.parse(lines.slice(0, -2).join("\n")).headers.authorization, `Bearer ${SECRET}`);
+  // A body that waits for `100 Continue` gets it at once (curl would wait out its 5 s timeout).
+  const posted = await curl(p, "https://api.test/curl-h2-expect", ["--http2", "-H", "Expect: 100-continue", "--expect100-timeout", "5", "--data-binary", "x".repeat(4096), "-w", "\n%{http_code}\n%{time_total}"]);
+  const postedLines = posted.stdout.split("\n");
+  assert.equal(postedLines.at(-2), "200", posted.stderr);
+  assert.ok(Number(postedLines.at(-1)) < 3, `answered in ${postedLines.at(-1)} s`);
+  assert.equal(JSON.parse(postedLines.slice(0, -2).join("\n")).bodyBytes, 4096);
 
   // (1) A bad connection preface.
   const bad = await tlsH2(p, port);

@@ -8,8 +8,8 @@ import { CTX, type ClientReply, type ClientRequest, type ConnContext, type Reply
  * (`Http2ServerRequest`/`Http2ServerResponse`): measured with h2load (16 connections, one stream
  * each), a minimal proxy on the compatibility layer spent ~130 µs of CPU per request, the same on
  * raw streams ~105 µs. What the layer did that matters here is done below: no Date of Node's own,
- * trailers after the body (every answer may have them: gRPC's status lives there), a HEAD answer
- * without a body.
+ * `100 Continue` for a body that waits for it, trailers after the body (every answer may have them:
+ * gRPC's status lives there), a HEAD answer without a body.
  */
 
 const { HTTP2_HEADER_STATUS, HTTP2_HEADER_METHOD, HTTP2_HEADER_PATH, HTTP2_HEADER_AUTHORITY } = http2.constants;
@@ -33,6 +33,8 @@ export class H2Request implements ClientRequest {
     this.url = String(headers[HTTP2_HEADER_PATH] ?? headers[HTTP2_HEADER_AUTHORITY] ?? "");
     this.ctx = (stream.session?.socket as unknown as WithCtx | undefined)?.[CTX];
     this.body = stream.endAfterHeaders ? null : stream;
+    // The body is read as it comes (what the compatibility layer answered for it, and the HTTP/1.1 front does).
+    if (this.body && /^100-continue$/i.test(String(headers.expect ?? ""))) stream.additionalHeaders({ [HTTP2_HEADER_STATUS]: 100 });
   }
 
   header(name: string): string | undefined {
