@@ -210,3 +210,35 @@ test("HTTP/2: every answer arrives whole under load (16 connections, 640 request
   );
   assert.deepEqual(broken, [], "every answer whole");
 });
+
+test("HTTP/2: streams the client resets at any moment of their exchange cost nothing but themselves", async (t) => {
+  const up = await startUpstreams(t, ["h2.test"]);
+  const { port: h2Port } = await startH2Upstream(t, up, ["h2.test"]);
+  const config = { rules: [{ name: "h2", match_hosts: ["h2.test"], headers: [{ name: "Authorization", type: "plaintext", value: `Bearer ${SECRET}` }] }] };
+  const p = await startProxy(t, up, config, { env: { WHARF_EGRESS_HOSTS: `h2.test:443=${up.address}:${h2Port}` } });
+  // Under the rapid-reset limit per session (100 a second): 4 sessions × 40 resets.
+  const sessions = await Promise.all(Array.from({ length: 4 }, () => h2Through(p, "h2.test:443")));
+  t.after(() => sessions.forEach((s) => s.destroy()));
+  await Promise.all(
+    sessions.map(async (s) => {
+      for (let i = 0; i < 40; i++) {
+        const req = s.request({ ":method": "POST", ":path": `/reset/${i}`, expect: "100-continue" }, { endStream: false });
+        req.on("error", () => {});
+        req.on("data", () => {});
+        // A stream whose answer came first closes before the reset: listened for from the start.
+        const closed = new Promise((r) => req.once("close", r));
+        // Reset before the body, after part of it, after all of it (the answer on its way back).
+        if (i % 3 >= 1) req.write("abc");
+        if (i % 3 === 2) req.end();
+        await new Promise((r) => setTimeout(r, i % 4));
+        req.close(http2.constants.NGHTTP2_CANCEL);
+        await closed;
+      }
+    }),
+  );
+  const fresh = await h2Through(p, "h2.test:443");
+  t.after(() => fresh.close());
+  const r = await h2Request(fresh, { ":method": "GET", ":path": "/after-resets" });
+  assert.equal(r.headers[":status"], 200);
+  assert.equal(JSON.parse(r.body).headers.authorization, `Bearer ${SECRET}`);
+});

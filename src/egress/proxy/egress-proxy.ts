@@ -80,7 +80,14 @@ export class EgressProxy {
     this.h2server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
       // A reset or a write after the client left: the stream's close does the rest.
       stream.on("error", destroySelf);
-      const req = new H2Request(stream, headers, rawHeaders);
+      let req: H2Request;
+      try {
+        req = new H2Request(stream, headers, rawHeaders);
+      } catch (err) {
+        // A stream or session gone before its request could be read: that stream only.
+        this.log?.warn({ err: (err as Error).message }, "egress HTTP/2 stream dropped");
+        return void stream.destroy();
+      }
       onRequest(this, req, new H2Reply(stream, req.method));
     });
     this.h2server.on("session", (session: http2.Http2Session) => {

@@ -34,7 +34,7 @@ export class H2Request implements ClientRequest {
     this.ctx = (stream.session?.socket as unknown as WithCtx | undefined)?.[CTX];
     this.body = stream.endAfterHeaders ? null : stream;
     // The body is read as it comes (what the compatibility layer answered for it, and the HTTP/1.1 front does).
-    if (this.body && /^100-continue$/i.test(String(headers.expect ?? ""))) stream.additionalHeaders({ [HTTP2_HEADER_STATUS]: 100 });
+    if (this.body && !stream.closed && /^100-continue$/i.test(String(headers.expect ?? ""))) stream.additionalHeaders({ [HTTP2_HEADER_STATUS]: 100 });
   }
 
   header(name: string): string | undefined {
@@ -65,6 +65,8 @@ export class H2Reply implements ClientReply {
   }
 
   writeHead(status: number, _statusText: string, headers: string[]): void {
+    // The client reset the stream meanwhile: nothing to answer (as the compatibility layer did).
+    if (this.stream.destroyed || this.stream.closed) return;
     const out = headerObject(headers);
     out[HTTP2_HEADER_STATUS] = status;
     // Trailers come with the end of the body, whenever the upstream sends them; a HEAD answer ends here.
@@ -92,6 +94,7 @@ export class H2Reply implements ClientReply {
   }
 
   end(last?: string): void {
+    if (this.stream.destroyed || this.stream.closed) return;
     if (!this.stream.headersSent) {
       // An answer made here: the whole body is known.
       this.stream.respond({ [HTTP2_HEADER_STATUS]: 200 }, { endStream: this.head || !last, sendDate: false } as http2.ServerStreamResponseOptions);
