@@ -8,7 +8,7 @@ import { H2Origin } from "../../src/egress/proxy/h2-upstream.ts";
 import type { ResponseSink, UpstreamError } from "../../src/egress/proxy/http1/h1-upstream.ts";
 
 /** One request through the origin, answered into a sink that keeps everything. */
-function fetchVia(origin: H2Origin, path: string): Promise<{ status: number; headers: string[]; body: string; error: string | null }> {
+function fetchVia(origin: H2Origin, path: string, extra: string[] = []): Promise<{ status: number; headers: string[]; body: string; error: string | null }> {
   return new Promise((resolve) => {
     const got = { status: 0, headers: [] as string[], body: "", error: null as string | null };
     const sink: ResponseSink = {
@@ -17,7 +17,7 @@ function fetchVia(origin: H2Origin, path: string): Promise<{ status: number; hea
       onComplete: () => resolve(got),
       onError: (err: UpstreamError) => resolve({ ...got, error: `${err.code}: ${err.message}` }),
     };
-    origin.request({ method: "GET", target: path, headers: ["Host", "h2.test", "user-agent", "test"], body: null }, sink);
+    origin.request({ method: "GET", target: path, headers: ["Host", "h2.test", "user-agent", "test", ...extra], body: null }, sink);
   });
 }
 
@@ -46,6 +46,30 @@ test("the HTTP/2 upstream client: every answer whole when its body comes in the 
     }),
   );
   assert.deepEqual(broken, [], "every answer whole");
+});
+
+test("the HTTP/2 upstream client: a header name that is no token fails that request alone, not the session's other streams", async (t) => {
+  const ca = await createCa("h2 upstream test CA");
+  const minter = new LeafMinter(ca);
+  const { keyPem } = await (minter as unknown as { keysOnce(): Promise<{ keyPem: string }> }).keysOnce();
+  const server = http2.createSecureServer({ cert: await minter.certificatePem({ kind: "name", host: "h2.test" }), key: keyPem });
+  server.on("stream", (stream, headers) => {
+    // The first answer waits, so it is in flight on the session when the bad request comes.
+    setTimeout(() => {
+      stream.respond({ ":status": 200 });
+      stream.end(String(headers[":path"]));
+    }, headers[":path"] === "/slow" ? 200 : 0);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => server.close());
+  const origin = new H2Origin({ address: "127.0.0.1", port: (server.address() as net.AddressInfo).port, tls: { secureContext: tls.createSecureContext({ ca: ca.certPem }), servername: "h2.test" } });
+  t.after(() => origin.destroy());
+  assert.equal((await fetchVia(origin, "/warm")).body, "/warm");
+  const slow = fetchVia(origin, "/slow");
+  const bad = await fetchVia(origin, "/bad", ["bad name", "x"]);
+  assert.match(bad.error ?? "", /ERR_INVALID_HEADER/);
+  assert.equal((await slow).body, "/slow", "the stream in flight finished");
+  assert.equal((await fetchVia(origin, "/after")).body, "/after");
 });
 
 test("the HTTP/2 upstream client: an origin that only speaks HTTP/1.1 is served over HTTP/1.1; a certificate for another name fails the request", async (t) => {

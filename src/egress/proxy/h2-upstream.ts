@@ -1,6 +1,6 @@
 import http2 from "node:http2";
 import tls from "node:tls";
-import { H1Pool, type H1Request, type Origin, type ResponseSink, type UpstreamError, type UpstreamExchange } from "./http1/h1-upstream.ts";
+import { H1Pool, TOKEN, type H1Request, type Origin, type ResponseSink, type UpstreamError, type UpstreamExchange } from "./http1/h1-upstream.ts";
 
 /*
  * The upstream client for requests that came in over HTTP/2: one origin, offered `h2` and
@@ -271,11 +271,16 @@ class StreamToSink {
   };
 }
 
-/** The request's flat headers as HTTP/2 headers: `Host` becomes `:authority`. */
+/**
+ * The request's flat headers as HTTP/2 headers: `Host` becomes `:authority`. Throws on a name that
+ * is no token: Node's client would not refuse that request alone but destroy the whole session,
+ * and every other stream on it (an engine or callback may hand over any name).
+ */
 function requestHeaders(req: H1Request): http2.OutgoingHttpHeaders {
   const out: http2.OutgoingHttpHeaders = { ":method": req.method, ":path": req.target, ":scheme": "https" };
   const h = req.headers;
   for (let i = 0; i < h.length; i += 2) {
+    if (!TOKEN.test(h[i])) throw failure(`invalid header ${JSON.stringify(h[i].slice(0, 64))}`, "ERR_INVALID_HEADER");
     const name = h[i].toLowerCase();
     if (name === "host") {
       out[":authority"] = h[i + 1];

@@ -27,7 +27,8 @@ const IDLE_TIMEOUT_MS = 15_000;
 /** At most this many connections per origin; further requests wait for one. */
 const MAX_CONNECTIONS = 512;
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** A header or method name as RFC 9110 allows it. */
+export const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 const BAD_TARGET = /[^\x21-\xff]/;
 const NO_BODY_METHODS = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "CONNECT"]);
