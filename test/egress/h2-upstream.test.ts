@@ -21,11 +21,17 @@ function fetchVia(origin: H2Origin, path: string, extra: string[] = []): Promise
   });
 }
 
-test("the HTTP/2 upstream client: every answer whole when its body comes in the same read as its headers (16 loops, 3,200 requests)", async (t) => {
+/** A test CA and its leaf for `h2.test`. */
+async function upstreamCertificate(): Promise<{ ca: { certPem: string }; cert: string; key: string }> {
   const ca = await createCa("h2 upstream test CA");
   const minter = new LeafMinter(ca);
   const { keyPem } = await (minter as unknown as { keysOnce(): Promise<{ keyPem: string }> }).keysOnce();
-  const server = http2.createSecureServer({ cert: await minter.certificatePem({ kind: "name", host: "h2.test" }), key: keyPem });
+  return { ca, cert: await minter.certificatePem({ kind: "name", host: "h2.test" }), key: keyPem };
+}
+
+test("the HTTP/2 upstream client: every answer whole when its body comes in the same read as its headers (16 loops, 3,200 requests)", async (t) => {
+  const { ca, cert, key } = await upstreamCertificate();
+  const server = http2.createSecureServer({ cert, key });
   // HEADERS and DATA in one write: the client reads both at once.
   server.on("stream", (stream, headers) => {
     const body = JSON.stringify({ path: headers[":path"] });
@@ -49,10 +55,8 @@ test("the HTTP/2 upstream client: every answer whole when its body comes in the 
 });
 
 test("the HTTP/2 upstream client: a header name that is no token fails that request alone, not the session's other streams", async (t) => {
-  const ca = await createCa("h2 upstream test CA");
-  const minter = new LeafMinter(ca);
-  const { keyPem } = await (minter as unknown as { keysOnce(): Promise<{ keyPem: string }> }).keysOnce();
-  const server = http2.createSecureServer({ cert: await minter.certificatePem({ kind: "name", host: "h2.test" }), key: keyPem });
+  const { ca, cert, key } = await upstreamCertificate();
+  const server = http2.createSecureServer({ cert, key });
   server.on("stream", (stream, headers) => {
     // The first answer waits, so it is in flight on the session when the bad request comes.
     setTimeout(() => {
@@ -73,11 +77,9 @@ test("the HTTP/2 upstream client: a header name that is no token fails that requ
 });
 
 test("the HTTP/2 upstream client: an origin that only speaks HTTP/1.1 is served over HTTP/1.1; a certificate for another name fails the request", async (t) => {
-  const ca = await createCa("h2 upstream test CA");
-  const minter = new LeafMinter(ca);
-  const { keyPem } = await (minter as unknown as { keysOnce(): Promise<{ keyPem: string }> }).keysOnce();
+  const { ca, cert, key } = await upstreamCertificate();
   const { default: https } = await import("node:https");
-  const server = https.createServer({ cert: await minter.certificatePem({ kind: "name", host: "h2.test" }), key: keyPem }, (req, res) => res.end(`h1 ${req.url}`));
+  const server = https.createServer({ cert, key }, (req, res) => res.end(`h1 ${req.url}`));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   t.after(() => server.close());
   const port = (server.address() as net.AddressInfo).port;

@@ -4,7 +4,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import tls from "node:tls";
-import { test } from "node:test";
+import { test, type TestContext } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { LeafMinter } from "../../src/egress/proxy/certificates.ts";
 import { echoService } from "./fixtures/grpc-echo-service.ts";
@@ -186,11 +186,16 @@ test("gRPC: a client's cancel of a server stream reaches the upstream server thr
   assert.ok(grpcUp.calls.every((c) => c.metadata.authorization?.[0] === `Bearer ${SECRET}`));
 });
 
-test("HTTP/2: every answer arrives whole under load (16 connections, 640 requests), also when its body comes in the same read as its headers", async (t) => {
+/** The proxy with a header rule for `h2.test`, an HTTP/2-only upstream. */
+async function proxyToH2Upstream(t: TestContext): Promise<TestProxy> {
   const up = await startUpstreams(t, ["h2.test"]);
-  const { port: h2Port } = await startH2Upstream(t, up, ["h2.test"]);
+  const { port } = await startH2Upstream(t, up, ["h2.test"]);
   const config = { rules: [{ name: "h2", match_hosts: ["h2.test"], headers: [{ name: "Authorization", type: "plaintext", value: `Bearer ${SECRET}` }] }] };
-  const p = await startProxy(t, up, config, { env: { WHARF_EGRESS_HOSTS: `h2.test:443=${up.address}:${h2Port}` } });
+  return startProxy(t, up, config, { env: { WHARF_EGRESS_HOSTS: `h2.test:443=${up.address}:${port}` } });
+}
+
+test("HTTP/2: every answer arrives whole under load (16 connections, 640 requests), also when its body comes in the same read as its headers", async (t) => {
+  const p = await proxyToH2Upstream(t);
   const sessions = await Promise.all(Array.from({ length: 16 }, () => h2Through(p, "h2.test:443")));
   t.after(() => sessions.forEach((s) => s.close()));
   const broken: string[] = [];
@@ -212,10 +217,7 @@ test("HTTP/2: every answer arrives whole under load (16 connections, 640 request
 });
 
 test("HTTP/2: streams the client resets at any moment of their exchange cost nothing but themselves", async (t) => {
-  const up = await startUpstreams(t, ["h2.test"]);
-  const { port: h2Port } = await startH2Upstream(t, up, ["h2.test"]);
-  const config = { rules: [{ name: "h2", match_hosts: ["h2.test"], headers: [{ name: "Authorization", type: "plaintext", value: `Bearer ${SECRET}` }] }] };
-  const p = await startProxy(t, up, config, { env: { WHARF_EGRESS_HOSTS: `h2.test:443=${up.address}:${h2Port}` } });
+  const p = await proxyToH2Upstream(t);
   // Under the rapid-reset limit per session (100 a second): 4 sessions × 40 resets.
   const sessions = await Promise.all(Array.from({ length: 4 }, () => h2Through(p, "h2.test:443")));
   t.after(() => sessions.forEach((s) => s.destroy()));
