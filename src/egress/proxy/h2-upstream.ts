@@ -1,6 +1,6 @@
 import http2 from "node:http2";
 import tls from "node:tls";
-import { H1Pool, TOKEN, type H1Request, type Origin, type ResponseSink, type UpstreamError, type UpstreamExchange } from "./http1/h1-upstream.ts";
+import { ACTIVE_TIMEOUT_MS, CONNECT_TIMEOUT_MS, failure, H1Pool, IDLE_TIMEOUT_MS, TOKEN, type H1Request, type Origin, type ResponseSink, type UpstreamError, type UpstreamExchange } from "./http1/h1-upstream.ts";
 
 /*
  * The upstream client for requests that came in over HTTP/2: one origin, offered `h2` and
@@ -13,18 +13,11 @@ import { H1Pool, TOKEN, type H1Request, type Origin, type ResponseSink, type Ups
  * undici builds its request objects and handler chain per request on top of the same session.
  */
 
-const CONNECT_TIMEOUT_MS = 10_000;
-/** A stream with no frame for this long fails (the HTTP/1.1 client's limit too). */
-const ACTIVE_TIMEOUT_MS = 300_000;
-/** A session with no frame for this long is closed. */
-const IDLE_TIMEOUT_MS = 15_000;
 /** Streams per session before a second one is opened (the upstream's own limit, when lower, wins). */
 const STREAMS_PER_SESSION = 100;
 const MAX_SESSIONS = 16;
 /** Response headers the client's protocol carries itself. */
 const PSEUDO = 58; // ':'
-
-const failure = (message: string, code: string): UpstreamError => Object.assign(new Error(message), { code });
 
 interface Session {
   session: http2.ClientHttp2Session;

@@ -20,10 +20,11 @@ import { HTTPParser } from "./llhttp.ts";
  * reused; any byte arriving while no request is outstanding closes the socket.
  */
 
-const CONNECT_TIMEOUT_MS = 10_000;
+/** The upstream clients' limits (HTTP/1.1 here, HTTP/2 in `../h2-upstream.ts`). */
+export const CONNECT_TIMEOUT_MS = 10_000;
 /** Headers and body each within this of the last byte (what undici's headersTimeout/bodyTimeout were). */
-const ACTIVE_TIMEOUT_MS = 300_000;
-const IDLE_TIMEOUT_MS = 15_000;
+export const ACTIVE_TIMEOUT_MS = 300_000;
+export const IDLE_TIMEOUT_MS = 15_000;
 /** At most this many connections per origin; further requests wait for one. */
 const MAX_CONNECTIONS = 512;
 
@@ -66,7 +67,7 @@ export interface Origin {
   tls: { secureContext: tls.SecureContext; servername: string | undefined } | null;
 }
 
-const failure = (message: string, code: string): UpstreamError => Object.assign(new Error(message), { code });
+export const failure = (message: string, code: string): UpstreamError => Object.assign(new Error(message), { code });
 
 /** Serialises a request head; throws on a method, target or header that cannot go on the wire. */
 export function requestHead(req: H1Request): { head: string; chunked: boolean; length: number | null } {
