@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { DEPLOYMENTS_INSIDE, insidePath, limitsFor } from "../../src/deployments/confinement/confinement.ts";
-import { gatewayAllows } from "../../src/deployments/runtime/data-plane-gateway.ts";
+import net from "node:net";
+import { DataPlaneGateway, gatewayAllows } from "../../src/deployments/runtime/data-plane-gateway.ts";
 import { DeploymentsLayout } from "../../src/deployments/layout.ts";
 
 const MIB = 1024 * 1024;
@@ -51,5 +52,18 @@ describe("confinement decisions", () => {
       ["GET", "/", false],
     ];
     for (const [m, p, ok] of cases) assert.equal(gatewayAllows(m, p), ok, `${m} ${p}`);
+  });
+
+  test("a closed gateway stops listening: a stopped revision leaves no listener behind", async () => {
+    const gateway = new DataPlaneGateway({ deploymentId: "d", revisionId: "r", workspaceId: "w", userId: "u", key: "k" }, { baseUrl: () => "http://127.0.0.1:9", box: null as never });
+    const listener = net.createServer();
+    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+    gateway.attach(listener);
+    const open = net.connect((listener.address() as net.AddressInfo).port, "127.0.0.1");
+    await new Promise((resolve) => open.once("connect", resolve));
+    const closed = new Promise((resolve) => open.once("close", resolve));
+    gateway.close();
+    assert.equal(listener.listening, false);
+    await closed;
   });
 });

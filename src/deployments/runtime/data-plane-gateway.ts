@@ -52,6 +52,13 @@ export interface GatewayRevision {
 export class DataPlaneGateway {
   private readonly server: http.Server;
   private token: { value: string; until: number } | null = null;
+  /** The listeners it serves: closed with it, or each stopped revision would leave one open for good. */
+  private readonly listeners = new Set<net.Server>();
+  /**
+   * Its connections, upgraded ones included. Tracked here: `closeAllConnections` knows only the
+   * connections of a server that listens itself, and this one is fed sockets.
+   */
+  private readonly sockets = new Set<net.Socket>();
 
   constructor(
     private readonly rev: GatewayRevision,
@@ -63,11 +70,20 @@ export class DataPlaneGateway {
 
   /** Serves connections accepted by a listener inside the namespace. */
   attach(listener: net.Server): void {
-    listener.on("connection", (s) => this.server.emit("connection", s));
+    this.listeners.add(listener);
+    listener.on("connection", (s: net.Socket) => {
+      this.sockets.add(s);
+      s.once("close", () => this.sockets.delete(s));
+      this.server.emit("connection", s);
+    });
   }
 
+  /** Stops listening and drops every connection. */
   close(): void {
-    this.server.closeAllConnections();
+    for (const l of this.listeners) l.close();
+    this.listeners.clear();
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
   }
 
   private authorized(req: http.IncomingMessage): boolean {

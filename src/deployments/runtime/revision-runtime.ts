@@ -235,12 +235,10 @@ export class RevisionRuntime {
     if (!userId) throw new Error("the deployment's owner is gone");
     const key = newGatewayKey();
     const gateway = new DataPlaneGateway({ deploymentId: deployment.id, revisionId, workspaceId: deployment.workspace_id, userId, key }, { baseUrl: () => this.ctx.baseUrl(), box: this.ctx.box });
-    let hostListener: net.Server | null = null;
     let gatewayUrl = GATEWAY_URL;
     if (!this.isolated) {
       // No network namespace: the gateway listens on a loopback port of the host instead.
       const l = net.createServer();
-      hostListener = l;
       await new Promise<void>((resolve, reject) => l.once("error", reject).listen(0, "127.0.0.1", () => resolve()));
       gateway.attach(l);
       gatewayUrl = `http://127.0.0.1:${(l.address() as net.AddressInfo).port}`;
@@ -258,7 +256,6 @@ export class RevisionRuntime {
     const cleanup = () => {
       database?.close();
       gateway.close();
-      hostListener?.close();
       void egress?.close();
     };
     return AgentProcess.start(
