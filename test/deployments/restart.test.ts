@@ -4,6 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { TSX_LOADER } from "../../src/deployments/build/builder.ts";
+import { cgroupLayout } from "../../src/sandboxes/driver/cgroups.ts";
 import { DIALECTS, storageSettings } from "../support/dialects.ts";
 import { freePort } from "../support/process.ts";
 import { copyProject, FIXTURES, lastMessage, processesWithArg, runWait } from "./support.ts";
@@ -84,14 +85,23 @@ for (const dialect of DIALECTS) {
       const two = await create("two", [{ name: "FAKE_START_DELAY_MS", value: "2000" }]);
       await until(one.id, building, (x) => x === "BUILDING", 30_000);
       await until(two.id, two.latest_revision_id, (x) => x === "DEPLOYING", 30_000);
-      // Its server is starting (it waits 2 s before it listens). Not killed in the very milliseconds
-      // bubblewrap sets its sandbox up: its init arms the parent-death signal only after that, a
-      // window this test does not cover (a restart still empties the cgroup).
+      // Its server is starting (it waits 2 s before it listens). The milliseconds while bubblewrap
+      // sets its sandbox up (its init arms the parent-death signal only after that) are covered by
+      // the watchdog, checked below with a process moved into a cgroup.
       const serving = Date.now() + 10_000;
       while (!processesWithArg(two.id).some((pid) => commOf(pid) === "node") && Date.now() < serving) await new Promise((r) => setTimeout(r, 20));
       await new Promise((r) => setTimeout(r, 300));
+      // Whatever is in a server's cgroup goes with the platform, not only what bubblewrap started
+      // (that also dies with its parent): the confinement's watchdog empties the cgroup. A process
+      // of the host's own, moved in, stands for what bubblewrap had not made mortal yet.
+      const procs = cgroupLayout().procsFiles(`dep-${one.latest_revision_id}`);
+      const stray = procs.every((f) => fs.existsSync(f)) ? spawn("sleep", ["600"], { stdio: "ignore", detached: true }) : null;
+      t.after(() => void stray?.kill("SIGKILL"));
+      const strayGone = stray && new Promise((r) => stray.once("exit", (_code, signal) => r(signal)));
+      for (const f of stray ? procs : []) fs.appendFileSync(f, `${stray!.pid}\n`);
       current.child.kill("SIGKILL");
       await new Promise((r) => current.child.once("exit", r));
+      if (strayGone) assert.equal(await Promise.race([strayGone, new Promise((r) => setTimeout(() => r("still running after 5 s"), 5000))]), "SIGKILL", "the watchdog empties the cgroup");
       // Confined servers and build steps die with the platform process: no orphans.
       const gone = Date.now() + 5000;
       while ((processesWithArg(one.id).length || processesWithArg(two.id).length) && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));

@@ -139,10 +139,12 @@ while (@bl) {
 }`;
 
 let serviceHolder: string | null = null;
-function holderProgram(): string {
+export function holderProgram(): string {
   if (serviceHolder) return serviceHolder;
   if (!HOLDER.includes(OVERLAY_MOUNT)) throw new Error("the sandbox holder changed: its overlay mount step is not where confined services expect it");
-  serviceHolder = HOLDER.replace(OVERLAY_MOUNT, STAGE_BINDS);
+  // A function, not the text: in a replacement string `$$` means `$`, and the watchdog's
+  // `$p == $$` (skip its own pid) would become `$p == $|`, so it killed itself first.
+  serviceHolder = HOLDER.replace(OVERLAY_MOUNT, () => STAGE_BINDS);
   return serviceHolder;
 }
 
