@@ -139,7 +139,7 @@ while (@bl) {
 }`;
 
 let serviceHolder: string | null = null;
-export function holderProgram(): string {
+function holderProgram(): string {
   if (serviceHolder) return serviceHolder;
   if (!HOLDER.includes(OVERLAY_MOUNT)) throw new Error("the sandbox holder changed: its overlay mount step is not where confined services expect it");
   // A function, not the text: in a replacement string `$$` means `$`, and the watchdog's
