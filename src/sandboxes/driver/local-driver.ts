@@ -77,6 +77,7 @@ export class LocalDriver implements SandboxDriver {
   async prepare(): Promise<void> {
     checkHost();
     fs.mkdirSync(path.join(this.opts.stateDir, "boxes"), { recursive: true, mode: 0o700 });
+    this.releaseLeftImageMounts();
     fs.mkdirSync(MOUNT_POINT, { recursive: true, mode: 0o755 });
     fs.mkdirSync(DISK_POINT, { recursive: true, mode: 0o755 });
     const base = ensureBaseImage(this.opts.baseCacheDir, this.opts.log);
@@ -113,6 +114,34 @@ export class LocalDriver implements SandboxDriver {
     if (!fs.existsSync(home)) {
       fs.mkdirSync(home, { recursive: true, mode: 0o755 });
       fs.chownSync(home, this.opts.hostUid, this.opts.hostUid);
+    }
+  }
+
+  /**
+   * A process killed between mounting a stopped sandbox's image on the host and unmounting it
+   * leaves the mount behind, and the sandbox's folder can then never be removed (EBUSY). Nothing
+   * of this process is mounted yet when it starts, so every such mount is a leftover.
+   */
+  private releaseLeftImageMounts(): void {
+    const boxes = path.join(this.opts.stateDir, "boxes");
+    for (const id of fs.readdirSync(boxes)) {
+      const dir = path.join(boxes, id);
+      let names: string[];
+      try {
+        names = fs.readdirSync(dir);
+      } catch {
+        continue; // not a folder
+      }
+      for (const name of names.filter((n) => n.startsWith(".mnt-"))) {
+        const mnt = path.join(dir, name);
+        // Lazy: nothing uses it any more; "not mounted" is the usual answer and is fine.
+        spawnSync("umount", ["-l", mnt], { stdio: "ignore" });
+        try {
+          fs.rmdirSync(mnt);
+        } catch (err) {
+          this.opts.log?.("a leftover image mount point could not be removed", { path: mnt, error: (err as Error).message });
+        }
+      }
     }
   }
 
