@@ -66,6 +66,12 @@ const featureEnv = {
   WHARF_SANDBOX_BASE_CACHE: path.join(os.tmpdir(), "wharf-test-sandbox-base"),
   // Sandboxes outlive the first platform process: the second one re-adopts them (restart measure).
   WHARF_SANDBOX_KEEP_RUNNING: "1",
+  // 45 default-sized sandboxes at once (2 GiB, 10 GiB each, sparse and idle): past admission's
+  // sound defaults on a small host, which this measure is not about.
+  WHARF_SANDBOX_MEMORY_OVERCOMMIT: "100",
+  WHARF_SANDBOX_DISK_OVERCOMMIT: "100",
+  WHARF_SANDBOX_WORKSPACE_MAX_MEM_BYTES: String(1024 ** 4),
+  WHARF_SANDBOX_WORKSPACE_MAX_DISK_BYTES: String(16 * 1024 ** 4),
 };
 const feature = createSandboxesFeature(featureEnv);
 const waitForPool = async () => {

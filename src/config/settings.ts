@@ -83,6 +83,11 @@ export const SETTINGS = {
   WHARF_SANDBOX_KEEP_RUNNING: decl({ part: "sandboxes", type: "0/1", default: "0", description: "keep sandboxes running across a graceful restart (live restore)", schema: flag() }),
   WHARF_SANDBOX_WARM_POOL: decl({ part: "sandboxes", type: "integer", default: "2", description: "sandboxes kept half-started so a create with default resources takes one at once (0 = off)", schema: int(0, 64) }),
   WHARF_SANDBOX_MAX_OUTPUT_BYTES: decl({ part: "sandboxes", type: "bytes", default: String(64 << 20), description: "output kept per command stream for re-attaching clients", schema: int(1024) }),
+  WHARF_SANDBOX_MEMORY_OVERCOMMIT: decl({ part: "sandboxes", type: "factor", default: "2", description: "running sandboxes' mem_bytes may add up to this many times the host's memory (503 beyond); one sandbox never more than the memory itself (422)", schema: z.coerce.number().min(0.01).max(100) }),
+  WHARF_SANDBOX_DISK_OVERCOMMIT: decl({ part: "sandboxes", type: "factor", default: "1", description: "what sandbox disks may still grow by, in all, may be this many times the free space of `$WHARF_HOME/sandboxes` (422 for one disk beyond it, 503 for the sum)", schema: z.coerce.number().min(0.01).max(100) }),
+  WHARF_SANDBOX_WORKSPACE_MAX_SANDBOXES: decl({ part: "sandboxes", type: "integer", default: "100", description: "sandboxes one workspace may have, whatever their state (429 beyond)", schema: int(1) }),
+  WHARF_SANDBOX_WORKSPACE_MAX_MEM_BYTES: decl({ part: "sandboxes", type: "bytes", default: String(64 * 1024 ** 3), description: "mem_bytes one workspace's running sandboxes may hold in all (429 beyond)", schema: int(64 << 20) }),
+  WHARF_SANDBOX_WORKSPACE_MAX_DISK_BYTES: decl({ part: "sandboxes", type: "bytes", default: String(512 * 1024 ** 3), description: "fs_capacity_bytes one workspace's sandboxes may have in all (429 beyond)", schema: int(64 << 20) }),
 
   WHARF_DEPLOYMENT_ISOLATION: decl({ part: "deployments", type: "enum", defaultText: "on where the host can (root with bubblewrap)", description: "`off` runs deployed code unconfined, as the platform's user", schema: z.enum(["on", "off"]).optional() }),
   WHARF_EXAMPLE_PROJECT: decl({ part: "deployments", type: "path", defaultText: "`examples/chat-agent`", description: "the project `wharf up` deploys as the deployment `example`, or `off`", schema: text().optional() }),

@@ -8,6 +8,7 @@ import type { PlatformContext } from "../platform/context.ts";
 import { nowIso } from "../store/database.ts";
 import { newId } from "../store/ids.ts";
 import { CommandRegistry, CommandSession, type CommandOptions } from "./commands.ts";
+import { Admissions } from "./capacity.ts";
 import { SpillBuffer } from "./output-buffer.ts";
 import { SANDBOX_USER } from "./driver/base-image.ts";
 import type { CapturedNetwork, RuntimeRef, SandboxDriver } from "./driver/driver.ts";
@@ -74,12 +75,16 @@ export class SandboxManager {
   /** Background jobs (snapshots being built from images): shutdown waits for them briefly. */
   private jobs = new Set<Promise<void>>();
   private prepareError: Error | null = null;
+  /** Admission against the host's capacity and the workspace's quotas: creates, starts and wakes. */
+  readonly admissions: Admissions;
 
   constructor(
     private readonly ctx: PlatformContext,
     readonly driver: SandboxDriver | null,
     readonly settings: SandboxSettings,
-  ) {}
+  ) {
+    this.admissions = new Admissions(ctx.db, settings.stateDir, settings.admission);
+  }
 
   private get db() {
     return this.ctx.db;
@@ -390,7 +395,8 @@ export class SandboxManager {
     }
     if (row.status === "stopped") {
       await this.ensureAvailable();
-      const moved = await transition(this.db, row.id, ["stopped"], "provisioning", { runtime: null, status_message: null });
+      const want = { memBytes: Number(row.mem_bytes), fsCapacityBytes: Number(row.fs_capacity_bytes), creates: false };
+      const moved = await this.admissions.admitThen(row.workspace_id, want, () => transition(this.db, row.id, ["stopped"], "provisioning", { runtime: null, status_message: null }));
       if (moved) {
         this.ctx.log.info({ sandboxId: row.id }, "waking stopped sandbox for a data-plane request");
         this.launch(moved, null);

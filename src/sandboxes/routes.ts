@@ -62,44 +62,44 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
       if (body.proxy_config) proxyConfig = await prepareProxyConfig({ db: ctx.db, box: ctx.box }, principal.workspaceId, body.proxy_config);
       const now = nowIso();
       const cpu = cpuOf(body);
-      // A warm sandbox (half-started with default resources) when the request fits one.
-      const id =
-        manager.claimWarm({
-          cpuMillicores: cpu.cpu_millicores,
-          memBytes: body.mem_bytes ?? DEFAULTS.memBytes,
-          fsCapacityBytes: body.fs_capacity_bytes ?? DEFAULTS.fsCapacityBytes,
-          snapshot: Boolean(snapshotId),
-        }) ?? newId();
-      const row: SandboxRow = {
-        id,
-        workspace_id: principal.workspaceId,
-        name: body.name ?? `sandbox-${crypto.randomBytes(4).toString("hex")}`,
-        status: "provisioning",
-        status_message: null,
-        status_changed_at: now,
-        snapshot_id: snapshotId,
-        ...cpu,
-        mem_bytes: body.mem_bytes ?? DEFAULTS.memBytes,
-        fs_capacity_bytes: body.fs_capacity_bytes ?? DEFAULTS.fsCapacityBytes,
-        idle_ttl_seconds: body.idle_ttl_seconds ?? DEFAULTS.idleTtlSeconds,
-        delete_after_stop_seconds: body.delete_after_stop_seconds ?? DEFAULTS.deleteAfterStopSeconds,
-        labels: JSON.stringify(body.labels ?? {}),
-        ...sealEnv(ctx.box, principal.workspaceId, id, body.env_vars),
-        proxy_config: proxyConfig ? JSON.stringify(proxyConfig) : null,
-        runtime: null,
-        stopped_at: null,
-        created_at: now,
-        created_by: principal.userId,
-        updated_at: now,
-        updated_by: principal.userId,
-      };
-      try {
-        await ctx.db.insertInto("sandboxes").values(row).execute();
-      } catch (err) {
-        await manager.releaseWarm(id);
-        if (isUniqueViolation(err)) throw conflict(`A sandbox named ${row.name} already exists`);
-        throw err;
-      }
+      const memBytes = body.mem_bytes ?? DEFAULTS.memBytes;
+      const fsCapacityBytes = body.fs_capacity_bytes ?? DEFAULTS.fsCapacityBytes;
+      const row = await manager.admissions.admitThen(principal.workspaceId, { memBytes, fsCapacityBytes, creates: true }, async () => {
+        // A warm sandbox (half-started with default resources) when the request fits one.
+        const id = manager.claimWarm({ cpuMillicores: cpu.cpu_millicores, memBytes, fsCapacityBytes, snapshot: Boolean(snapshotId) }) ?? newId();
+        const row: SandboxRow = {
+          id,
+          workspace_id: principal.workspaceId,
+          name: body.name ?? `sandbox-${crypto.randomBytes(4).toString("hex")}`,
+          status: "provisioning",
+          status_message: null,
+          status_changed_at: now,
+          snapshot_id: snapshotId,
+          ...cpu,
+          mem_bytes: memBytes,
+          fs_capacity_bytes: fsCapacityBytes,
+          idle_ttl_seconds: body.idle_ttl_seconds ?? DEFAULTS.idleTtlSeconds,
+          delete_after_stop_seconds: body.delete_after_stop_seconds ?? DEFAULTS.deleteAfterStopSeconds,
+          labels: JSON.stringify(body.labels ?? {}),
+          ...sealEnv(ctx.box, principal.workspaceId, id, body.env_vars),
+          proxy_config: proxyConfig ? JSON.stringify(proxyConfig) : null,
+          runtime: null,
+          stopped_at: null,
+          created_at: now,
+          created_by: principal.userId,
+          updated_at: now,
+          updated_by: principal.userId,
+        };
+        try {
+          await ctx.db.insertInto("sandboxes").values(row).execute();
+        } catch (err) {
+          await manager.releaseWarm(id);
+          if (isUniqueViolation(err)) throw conflict(`A sandbox named ${row.name} already exists`);
+          throw err;
+        }
+        return row;
+      });
+      const id = row.id;
       // A captured snapshot is a layer to unpack; an image snapshot is the filesystem underneath.
       manager.launch(row, snapshotId && !fromImage ? manager.snapshotPath(snapshotId) : null);
       if (!body.wait_for_ready) return c.json(presentSandbox(row, base()), 201);
@@ -169,6 +169,7 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
     responses: { 200: { description: "The sandbox", schema: record }, 400: { description: "proxy_config on a sandbox that is not ready" }, 409: { description: "Name in use" } },
     handler: async ({ c, principal, params, body }) => {
       const row = await load(principal.workspaceId, params.name);
+      manager.admissions.checkResize(body.mem_bytes);
       const set: Partial<SandboxRow> = { updated_at: nowIso(), updated_by: principal.userId };
       if (body.name !== undefined) set.name = body.name;
       if (body.vcpus !== undefined || body.cpu_millicores !== undefined) Object.assign(set, cpuOf(body, row));
@@ -240,7 +241,8 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
       const row = await load(principal.workspaceId, params.name);
       if (row.status === "ready") return c.json(presentSandbox(row, base()), 202);
       await manager.ensureAvailable();
-      const moved = await transition(ctx.db, row.id, ["stopped", "failed"], "provisioning", { runtime: null });
+      const want = { memBytes: Number(row.mem_bytes), fsCapacityBytes: Number(row.fs_capacity_bytes), creates: false };
+      const moved = await manager.admissions.admitThen(row.workspace_id, want, () => transition(ctx.db, row.id, ["stopped", "failed"], "provisioning", { runtime: null }));
       if (!moved) throw badRequest(`Sandbox ${row.name} cannot be started while ${row.status}`);
       manager.launch(moved, null);
       if (!body.wait_for_ready) return c.json(presentSandbox(moved, base()), 202);

@@ -1,5 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
+import { readSetting } from "../config/index.ts";
+import type { AdmissionLimits } from "./admission.ts";
 
 /** Sandbox settings, read from the environment once (the platform's own config stays generic). */
 export interface SandboxSettings {
@@ -27,6 +29,8 @@ export interface SandboxSettings {
   maxOutputBytes: number;
   /** Sandboxes kept half-started (everything but the egress attach) so a create takes one at once. */
   warmPool: number;
+  /** Admission (see admission.ts): overcommit factors of the host and each workspace's quotas. */
+  admission: AdmissionLimits;
 }
 
 const env = z.object({
@@ -62,5 +66,13 @@ export function loadSandboxSettings(home: string, source: NodeJS.ProcessEnv = pr
     keepRunning: e.WHARF_SANDBOX_KEEP_RUNNING === "1" || e.WHARF_SANDBOX_KEEP_RUNNING === "true",
     maxOutputBytes: e.WHARF_SANDBOX_MAX_OUTPUT_BYTES,
     warmPool: e.WHARF_SANDBOX_WARM_POOL,
+    // Declared (parsed, defaulted) once in the platform's settings.
+    admission: {
+      memoryOvercommit: readSetting("WHARF_SANDBOX_MEMORY_OVERCOMMIT", source),
+      diskOvercommit: readSetting("WHARF_SANDBOX_DISK_OVERCOMMIT", source),
+      workspaceMaxSandboxes: readSetting("WHARF_SANDBOX_WORKSPACE_MAX_SANDBOXES", source),
+      workspaceMaxMemBytes: readSetting("WHARF_SANDBOX_WORKSPACE_MAX_MEM_BYTES", source),
+      workspaceMaxDiskBytes: readSetting("WHARF_SANDBOX_WORKSPACE_MAX_DISK_BYTES", source),
+    },
   };
 }
