@@ -90,6 +90,12 @@ export const SETTINGS = {
   WHARF_SANDBOX_WORKSPACE_MAX_DISK_BYTES: decl({ part: "sandboxes", type: "bytes", default: String(512 * 1024 ** 3), description: "fs_capacity_bytes one workspace's sandboxes may have in all (429 beyond)", schema: int(64 << 20) }),
 
   WHARF_DEPLOYMENT_ISOLATION: decl({ part: "deployments", type: "enum", defaultText: "on where the host can (root with bubblewrap)", description: "`off` runs deployed code unconfined, as the platform's user", schema: z.enum(["on", "off"]).optional() }),
+  WHARF_DEPLOYMENT_DB_STATEMENT_TIMEOUT_SECONDS: decl({ part: "deployments", type: "seconds", default: "300", description: "on PostgreSQL, longest statement of a deployment's role: its `statement_timeout`, and a platform sweep cancels longer ones (the role could lift its own)", schema: int(1, 86_400) }),
+  WHARF_DEPLOYMENT_DB_TEMP_FILE_LIMIT_BYTES: decl({ part: "deployments", type: "bytes", default: String(1024 ** 3), description: "on PostgreSQL, temporary file space one session of a deployment's role may use (`temp_file_limit`)", schema: int(1024) }),
+  WHARF_DEPLOYMENT_WORKSPACE_MAX: decl({ part: "deployments", type: "integer", default: "50", description: "deployments one workspace may have (429 beyond)", schema: int(1) }),
+  WHARF_DEPLOYMENT_UPLOADS_MAX: decl({ part: "deployments", type: "integer", default: "100", description: "uploaded source tarballs one workspace may keep (429 beyond)", schema: int(1) }),
+  WHARF_DEPLOYMENT_UPLOADS_MAX_BYTES: decl({ part: "deployments", type: "bytes", default: String(10 * 1024 ** 3), description: "bytes of uploaded source tarballs one workspace may keep in all (429 beyond)", schema: int(1024) }),
+  WHARF_DEPLOYMENT_UPLOAD_TTL_SECONDS: decl({ part: "deployments", type: "seconds", default: "86400", description: "an uploaded tarball no deployment or unfinished revision uses is removed once this old", schema: int(1) }),
   WHARF_EXAMPLE_PROJECT: decl({ part: "deployments", type: "path", defaultText: "`examples/chat-agent`", description: "the project `wharf up` deploys as the deployment `example`, or `off`", schema: text().optional() }),
 
   WHARF_CRON_TICK_MS: decl({ part: "agent server", type: "ms", default: "5000", description: "how often an agent server looks for due crons", schema: int(10, 3_600_000) }),

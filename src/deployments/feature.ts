@@ -3,6 +3,8 @@ import { mountDeploymentProxy } from "./api/proxy.ts";
 import { RolloutEngine, type DeploymentsOptions } from "./rollout/rollout-engine.ts";
 import { registerDeploymentRoutes, registerLegacyLogRoutes } from "./api/routes.ts";
 import { storeUpload, UploadTooLarge, verifyUploadToken } from "./api/upload-urls.ts";
+import { UploadQuotaExceeded } from "./api/upload-quota.ts";
+import { Housekeeping, uploadLimits } from "./housekeeping.ts";
 
 /**
  * Deployments: `/v2/deployments…` (control plane), `PUT /deployments-uploads/{token}` (signed
@@ -11,6 +13,7 @@ import { storeUpload, UploadTooLarge, verifyUploadToken } from "./api/upload-url
  */
 export function createDeploymentsFeature(options: DeploymentsOptions = {}): Feature {
   let engine: RolloutEngine | null = null;
+  let housekeeping: Housekeeping | null = null;
   const ensure = (ctx: PlatformContext) => (engine ??= new RolloutEngine(ctx, options));
   const get = () => {
     if (!engine) throw new Error("deployments feature used before it was mounted");
@@ -35,10 +38,11 @@ export function createDeploymentsFeature(options: DeploymentsOptions = {}): Feat
         if (!claim) return c.json({ detail: "Upload URL is invalid or expired; request a new one" }, 403);
         if (!c.req.raw.body) return c.json({ detail: "Empty upload" }, 400);
         try {
-          const bytes = await storeUpload(get().layout, claim, c.req.raw.body, ctx.config.uploadLimitBytes);
+          const bytes = await storeUpload(get().layout, claim, c.req.raw.body, ctx.config.uploadLimitBytes, uploadLimits(ctx));
           return c.json({ object_path: claim.o, size: bytes }, 200);
         } catch (err) {
           if (err instanceof UploadTooLarge) return c.json({ detail: `Upload too large: ${err.message}` }, 413);
+          if (err instanceof UploadQuotaExceeded) return c.json({ detail: `Upload quota exceeded: ${err.message}` }, 429);
           throw err;
         }
       });
@@ -46,8 +50,11 @@ export function createDeploymentsFeature(options: DeploymentsOptions = {}): Feat
     },
     async start(ctx) {
       await ensure(ctx).start();
+      housekeeping = new Housekeeping(ctx, get().layout);
+      housekeeping.start();
     },
     async stop() {
+      housekeeping?.stop();
       await engine?.stop();
     },
   };

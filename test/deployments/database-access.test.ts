@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import { describe, test } from "node:test";
-import { deploymentDatabaseNames, dropPlan, provisionPlan, upstreamOf } from "../../src/deployments/runtime/database-access.ts";
+import pg from "pg";
+import { deploymentDatabaseNames, dropPlan, ensureDeploymentDatabase, legacyDatabaseNames, provisionPlan, roleUrl, upstreamOf } from "../../src/deployments/runtime/database-access.ts";
+import { startTestPlatform } from "../support/platform.ts";
+import { POSTGRES_URL } from "../support/requirements.ts";
 import { admitStartup, DatabaseForwarder, errorResponse, parseFirstMessage } from "../../src/deployments/runtime/database-forwarder.ts";
 import { LocalServers, soleServer, type OtherRevision } from "../../src/deployments/rollout/sole-server.ts";
 import { signalChannel } from "../../src/agent-server/runs/run-signals.ts";
@@ -75,17 +78,24 @@ describe("the database forwarder's first-message decision", () => {
 });
 
 describe("a deployment's database plan", () => {
-  test("names: the UUID without dashes; anything else hashed", () => {
-    assert.deepEqual(deploymentDatabaseNames("01a20aba-8faa-7197-8313-f8c051e2a849"), { role: "wharf_dep_01a20aba8faa71978313f8c051e2a849", schema: "wharf_dep_01a20aba8faa71978313f8c051e2a849" });
+  test("names: a hash of the id (every role sees every role name), the id-named ones of before renamed", () => {
+    const names = deploymentDatabaseNames("01a20aba-8faa-7197-8313-f8c051e2a849");
+    assert.match(names.role, /^wharf_dep_[0-9a-f]{32}$/);
+    assert.equal(names.schema, names.role);
+    assert.ok(!names.role.includes("01a20aba8faa71978313f8c051e2a849"));
     assert.match(deploymentDatabaseNames("x\"; drop table y").role, /^wharf_dep_[0-9a-f]{32}$/);
+    assert.deepEqual(legacyDatabaseNames("01a20aba-8faa-7197-8313-f8c051e2a849"), { role: "wharf_dep_01a20aba8faa71978313f8c051e2a849", schema: "wharf_dep_01a20aba8faa71978313f8c051e2a849" });
+    assert.equal(legacyDatabaseNames("x\"; drop table y"), null);
+    const sqls = provisionPlan({ ...base, legacy: { role: "wharf_dep_old", schema: "wharf_dep_old" } }).map((s) => s.sql);
+    assert.deepEqual(sqls.slice(0, 2), ['ALTER ROLE "wharf_dep_old" RENAME TO "wharf_dep_a"', 'ALTER SCHEMA "wharf_dep_old" RENAME TO "wharf_dep_a"']);
   });
 
-  const base = { role: "wharf_dep_a", schema: "wharf_dep_a", password: "pw'x", database: "test", platformSchema: "wharf_t_1", platformIsSuperuser: true };
+  const base = { role: "wharf_dep_a", schema: "wharf_dep_a", password: "pw'x", database: "test", platformSchema: "wharf_t_1", platformIsSuperuser: true, limits: { statementTimeoutSeconds: 300, tempFileLimitBytes: 1024 ** 3 } };
   const cases: Array<[string, Partial<typeof base>, RegExp[], RegExp[]]> = [
     [
       "a superuser platform in its own schema",
       {},
-      [/^CREATE ROLE "wharf_dep_a" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT \d+ PASSWORD 'pw''x'$/, /^ALTER ROLE "wharf_dep_a" SET search_path = "wharf_dep_a"$/, /^CREATE SCHEMA IF NOT EXISTS "wharf_dep_a" AUTHORIZATION "wharf_dep_a"$/, /^REVOKE ALL ON SCHEMA "wharf_dep_a" FROM PUBLIC$/, /^REVOKE CREATE ON SCHEMA "wharf_t_1" FROM PUBLIC$/, /^REVOKE CREATE ON SCHEMA "public" FROM PUBLIC$/],
+      [/^CREATE ROLE "wharf_dep_a" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT \d+ PASSWORD 'pw''x'$/, /^ALTER ROLE "wharf_dep_a" SET statement_timeout = 300000$/, /^ALTER ROLE "wharf_dep_a" SET temp_file_limit = 1048576$/, /^ALTER ROLE "wharf_dep_a" SET search_path = "wharf_dep_a"$/, /^CREATE SCHEMA IF NOT EXISTS "wharf_dep_a" AUTHORIZATION "wharf_dep_a"$/, /^REVOKE ALL ON SCHEMA "wharf_dep_a" FROM PUBLIC$/, /^REVOKE CREATE ON SCHEMA "wharf_t_1" FROM PUBLIC$/, /^REVOKE CREATE ON SCHEMA "public" FROM PUBLIC$/],
       [/^GRANT "wharf_dep_a" TO/, /GRANT .* ON .*"wharf_t_1"/],
     ],
     ["a platform in public", { platformSchema: "public" }, [/^REVOKE CREATE ON SCHEMA "public" FROM PUBLIC$/], []],
@@ -248,5 +258,54 @@ describe("cross-process cancel channels on a shared PostgreSQL", () => {
     assert.equal(signalChannel("dep-a", "key-a"), a, "every process of the deployment agrees");
     assert.notEqual(signalChannel("dep-a", "key-b"), a);
     assert.notEqual(signalChannel("dep-b", "key-a"), a);
+  });
+});
+
+describe("a deployment role's limits on a live PostgreSQL", () => {
+  test("statement_timeout (and a role lifting its own is cancelled), temp_file_limit it cannot lift, role names that give no deployment away", async (t) => {
+    const p = await startTestPlatform(t, { dialect: "postgres", env: { WHARF_DEPLOYMENT_DB_STATEMENT_TIMEOUT_SECONDS: "1" } });
+    if (!p) return;
+    const create = async (name: string) => {
+      const res = await p.api("/v2/deployments", { method: "POST", json: { name, source: "internal_source", source_config: {}, source_revision_config: {}, secrets: [] } });
+      assert.equal(res.status, 201, await res.clone().text());
+      return (await res.json()) as { id: string };
+    };
+    const mine = await create("mine");
+    const other = await create("other");
+    const legacy = await create("legacy");
+    // A role and schema named as before (by the id), with data in it: the next start renames them.
+    const old = legacyDatabaseNames(legacy.id)!;
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    t.after(() => admin.end());
+    await admin.query(`CREATE ROLE "${old.role}" LOGIN; CREATE SCHEMA "${old.schema}" AUTHORIZATION "${old.role}"; CREATE TABLE "${old.schema}".kept (x int); INSERT INTO "${old.schema}".kept VALUES (7)`);
+    const wsId = (await p.ctx.db.selectFrom("deployments").select("workspace_id").where("id", "=", mine.id).executeTakeFirstOrThrow()).workspace_id;
+    const d = await ensureDeploymentDatabase(p.ctx, { id: mine.id, workspace_id: wsId });
+    await ensureDeploymentDatabase(p.ctx, { id: other.id, workspace_id: wsId });
+    const renamed = await ensureDeploymentDatabase(p.ctx, { id: legacy.id, workspace_id: wsId });
+    assert.equal((await admin.query(`SELECT x FROM "${renamed.schema}".kept`)).rows[0].x, 7, "the data moved with the rename");
+    assert.equal((await admin.query("SELECT count(*)::int AS n FROM pg_roles WHERE rolname = $1", [old.role])).rows[0].n, 0);
+
+    const c = new pg.Client({ connectionString: roleUrl(d, { host: "127.0.0.1", port: 5432 }) });
+    await c.connect();
+    const code = (q: string) => c.query(q).then(() => "ok", (err: { code?: string }) => err.code ?? "error");
+    assert.equal((await c.query("SHOW statement_timeout")).rows[0].statement_timeout, "1s");
+    assert.equal((await c.query("SHOW temp_file_limit")).rows[0].temp_file_limit, "1GB");
+    assert.equal(await code("SELECT pg_sleep(3)"), "57014", "the role's statement_timeout cancels a long statement");
+    // Lifting its own timeout: the platform's sweep cancels the statement anyway.
+    await c.query("SET statement_timeout = 0");
+    const t0 = Date.now();
+    assert.equal(await code("SELECT pg_sleep(20)"), "57014");
+    assert.ok(Date.now() - t0 < 10_000, `cancelled after ${Date.now() - t0} ms`);
+    assert.equal(await code("SET temp_file_limit = -1"), "42501", "only a superuser may lift temp_file_limit");
+    // Every role name is listed to every role (pg_roles, pg_namespace): none names a deployment.
+    const listed = [...(await c.query("SELECT rolname AS n FROM pg_roles")).rows, ...(await c.query("SELECT nspname AS n FROM pg_namespace")).rows].map((r) => r.n as string);
+    assert.ok(listed.includes(deploymentDatabaseNames(other.id).role), "the other role exists");
+    for (const id of [mine.id, other.id, legacy.id]) assert.ok(!listed.some((n) => n.includes(id.replace(/-/g, ""))), `a name gives ${id} away`);
+    // What it cannot read: passwords, the other's schema.
+    assert.equal(await code("SELECT rolpassword FROM pg_authid"), "42501");
+    assert.equal(await code(`SELECT * FROM "${deploymentDatabaseNames(other.id).schema}".x`), "42501");
+    await c.end();
+    for (const dep of [mine, other, legacy]) assert.equal((await p.api(`/v2/deployments/${dep.id}`, { method: "DELETE" })).status, 204);
   });
 });

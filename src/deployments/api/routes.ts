@@ -135,6 +135,9 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
       if (await db.selectFrom("deployments").select("id").where("workspace_id", "=", ws).where("name", "=", body.name).executeTakeFirst()) {
         throw conflict(`A deployment named ${body.name} already exists in this workspace`);
       }
+      const max = ctx.config.settings.WHARF_DEPLOYMENT_WORKSPACE_MAX;
+      const have = await db.selectFrom("deployments").select((eb) => eb.fn.countAll<number>().as("n")).where("workspace_id", "=", ws).executeTakeFirstOrThrow();
+      if (Number(have.n) >= max) throw new HttpError(429, `Deployment quota reached: this workspace may have ${max} deployments (WHARF_DEPLOYMENT_WORKSPACE_MAX) and has ${Number(have.n)}; delete one first`);
       const id = newId();
       const now = nowIso();
       const sourceConfig = { ...body.source_config, custom_url: null };

@@ -6,6 +6,7 @@ import { pipeline } from "node:stream/promises";
 import type { SecretBox } from "../../crypto/secret-box.ts";
 import { newId } from "../../store/ids.ts";
 import type { DeploymentsLayout } from "../layout.ts";
+import { admitUpload, type UploadLimits } from "./upload-quota.ts";
 
 const UPLOAD_TTL_MS = 15 * 60_000;
 const OBJECT_PATH = /^uploads\/([0-9a-f-]{36})\/([0-9a-f-]{36})\.tar\.gz$/;
@@ -52,19 +53,26 @@ export function verifyUploadToken(box: SecretBox, token: string): UploadClaim | 
 /** Streams an upload body to its file (written aside, then renamed: a reader never sees half a file). */
 export class UploadTooLarge extends Error {}
 
-export async function storeUpload(layout: DeploymentsLayout, claim: UploadClaim, body: ReadableStream<Uint8Array>, maxBytes: number): Promise<number> {
+export async function storeUpload(layout: DeploymentsLayout, claim: UploadClaim, body: ReadableStream<Uint8Array>, maxBytes: number, limits: UploadLimits): Promise<number> {
   const file = layout.uploadFile(claim.o);
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  const quota = admitUpload(path.dirname(file), limits);
   const tmp = `${file}.${process.pid}.part`;
   let bytes = 0;
   const counted = Readable.fromWeb(body as import("node:stream/web").ReadableStream).on("data", (c: Buffer) => {
     bytes += c.length;
     if (bytes > maxBytes) counted.destroy(new UploadTooLarge(`the upload is larger than ${maxBytes} bytes (WHARF_UPLOAD_LIMIT_BYTES)`));
+    try {
+      quota.add(c.length);
+    } catch (err) {
+      counted.destroy(err as Error);
+    }
   });
   try {
     await pipeline(counted, fs.createWriteStream(tmp, { mode: 0o600 }));
     fs.renameSync(tmp, file);
   } finally {
+    quota.release();
     fs.rmSync(tmp, { force: true });
   }
   return bytes;

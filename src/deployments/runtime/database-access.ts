@@ -35,14 +35,21 @@ export interface DeploymentDatabaseNames {
 }
 
 /**
- * Role and schema of a deployment: `wharf_dep_<id without dashes>` (UUIDs are 32 hex digits, well
- * under PostgreSQL's 63-byte names); any other id shape is hashed so a name never needs escaping.
+ * Role and schema of a deployment: `wharf_dep_<hash of its id>`. Every role of a PostgreSQL server
+ * is listed to every other (`pg_roles` is readable by PUBLIC and cannot be filtered per role), so
+ * the names carry no deployment id: another deployment sees that roles exist, not whose they are.
+ * 32 hex digits, well under PostgreSQL's 63-byte names, never in need of escaping.
  */
 export function deploymentDatabaseNames(deploymentId: string): DeploymentDatabaseNames {
-  const compact = deploymentId.replace(/-/g, "").toLowerCase();
-  const suffix = /^[0-9a-f]{32}$/.test(compact) ? compact : crypto.createHash("sha256").update(deploymentId).digest("hex").slice(0, 32);
-  const name = `wharf_dep_${suffix}`;
+  const name = `wharf_dep_${crypto.createHash("sha256").update(`wharf-deployment-database:${deploymentId}`).digest("hex").slice(0, 32)}`;
   return { role: name, schema: name };
+}
+
+/** The names before they were hashed (`wharf_dep_<id without dashes>`): renamed on the next start. */
+export function legacyDatabaseNames(deploymentId: string): DeploymentDatabaseNames | null {
+  const compact = deploymentId.replace(/-/g, "").toLowerCase();
+  if (!/^[0-9a-f]{32}$/.test(compact)) return null;
+  return { role: `wharf_dep_${compact}`, schema: `wharf_dep_${compact}` };
 }
 
 const ident = (name: string) => {
@@ -53,6 +60,10 @@ const literal = (value: string) => `'${value.replace(/'/g, "''")}'`;
 
 export interface ProvisionInput extends DeploymentDatabaseNames {
   password: string;
+  /** Names an earlier version gave the role and schema, to rename. */
+  legacy?: DeploymentDatabaseNames | null;
+  /** Per-role defaults: `statement_timeout` (a platform sweep enforces it too) and `temp_file_limit`. */
+  limits: DatabaseLimits;
   /** The platform's database (the deployment gets CONNECT on it, in case PUBLIC lost it). */
   database: string;
   /** The schema of the platform's own tables. */
@@ -64,10 +75,17 @@ export interface ProvisionInput extends DeploymentDatabaseNames {
   platformIsSuperuser: boolean;
 }
 
+export interface DatabaseLimits {
+  statementTimeoutSeconds: number;
+  tempFileLimitBytes: number;
+}
+
 /** One statement of a plan, and the SQLSTATEs that mean another process already did it. */
 export interface PlanStep {
   sql: string;
   alreadyDone?: string[];
+  /** SQLSTATEs that leave this step undone with a warning (a privilege the platform's role lacks). */
+  unavailable?: string[];
 }
 
 /**
@@ -82,11 +100,24 @@ export function provisionPlan(p: ProvisionInput): PlanStep[] {
   const role = ident(p.role);
   const schema = ident(p.schema);
   const attributes = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT ${CONNECTION_LIMIT} PASSWORD ${literal(p.password)}`;
+  // An id-named role and schema of an earlier version: renamed (42704/3F000: none; 42710/42P06: done).
+  const rename: PlanStep[] = p.legacy
+    ? [
+        { sql: `ALTER ROLE ${ident(p.legacy.role)} RENAME TO ${role}`, alreadyDone: ["42704", "42710"] },
+        { sql: `ALTER SCHEMA ${ident(p.legacy.schema)} RENAME TO ${schema}`, alreadyDone: ["3F000", "42P06"] },
+      ]
+    : [];
   return [
+    ...rename,
     // 42710 duplicate_object; 23505 when two sessions insert into pg_authid at the same moment.
     { sql: `CREATE ROLE ${role} ${attributes}`, alreadyDone: ["42710", "23505"] },
     { sql: `ALTER ROLE ${role} WITH ${attributes}` },
     { sql: `ALTER ROLE ${role} SET search_path = ${schema}` },
+    // A default the role may lower or lift in its session: the platform's sweep cancels what runs longer.
+    { sql: `ALTER ROLE ${role} SET statement_timeout = ${Math.round(p.limits.statementTimeoutSeconds * 1000)}` },
+    // Only a superuser may change it (in a session too): a hard bound. A platform role that is not a
+    // superuser needs `GRANT SET ON PARAMETER temp_file_limit` (PostgreSQL 15+) to set it.
+    { sql: `ALTER ROLE ${role} SET temp_file_limit = ${Math.max(0, Math.floor(p.limits.tempFileLimitBytes / 1024))}`, unavailable: ["42501"] },
     ...(p.platformIsSuperuser ? [] : [{ sql: `GRANT ${role} TO CURRENT_USER`, alreadyDone: ["0LP01"] }]),
     { sql: `CREATE SCHEMA IF NOT EXISTS ${schema} AUTHORIZATION ${role}`, alreadyDone: ["42P06", "23505"] },
     { sql: `ALTER SCHEMA ${schema} OWNER TO ${role}` },
@@ -98,9 +129,10 @@ export function provisionPlan(p: ProvisionInput): PlanStep[] {
 }
 
 /** What removes a deployment's storage: its sessions, its schema and everything it owns, the role. */
-export function dropPlan(names: DeploymentDatabaseNames): PlanStep[] {
+export function dropPlan(names: DeploymentDatabaseNames, legacy: DeploymentDatabaseNames | null = null): PlanStep[] {
   const role = ident(names.role);
   return [
+    ...(legacy ? dropPlan(legacy) : []),
     { sql: `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = ${literal(names.role)}` },
     { sql: `DROP SCHEMA IF EXISTS ${ident(names.schema)} CASCADE` },
     // Objects it created elsewhere (none can exist, but a grant on the database does) and its grants.
@@ -112,7 +144,7 @@ export function dropPlan(names: DeploymentDatabaseNames): PlanStep[] {
 /** PostgreSQL's "tuple concurrently updated" on catalog rows two sessions alter at once: try again. */
 const RETRYABLE = new Set(["XX000", "40001", "40P01"]);
 
-async function runPlan(db: Kysely<Database>, plan: PlanStep[]): Promise<void> {
+async function runPlan(db: Kysely<Database>, plan: PlanStep[], warn: (msg: string) => void = () => {}): Promise<void> {
   for (const step of plan) {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -121,6 +153,10 @@ async function runPlan(db: Kysely<Database>, plan: PlanStep[]): Promise<void> {
       } catch (err) {
         const code = (err as { code?: string }).code ?? "";
         if (step.alreadyDone?.includes(code)) break;
+        if (step.unavailable?.includes(code)) {
+          warn(`"${step.sql}" is not applied: ${(err as Error).message}`);
+          break;
+        }
         if (RETRYABLE.has(code) && attempt < 5) {
           await new Promise((r) => setTimeout(r, 20 * (attempt + 1)));
           continue;
@@ -166,7 +202,9 @@ export async function ensureDeploymentDatabase(ctx: PlatformContext, deployment:
   const password = await rolePassword(ctx, deployment);
   const { rows } = await sql<{ db: string; schema: string; su: string }>`select current_database() as db, current_schema() as schema, current_setting('is_superuser') as su`.execute(ctx.db);
   const { db: database, schema: platformSchema, su } = rows[0]!;
-  await runPlan(ctx.db, provisionPlan({ ...names, password, database, platformSchema, platformIsSuperuser: su === "on" }));
+  const limits = { statementTimeoutSeconds: ctx.config.settings.WHARF_DEPLOYMENT_DB_STATEMENT_TIMEOUT_SECONDS, tempFileLimitBytes: ctx.config.settings.WHARF_DEPLOYMENT_DB_TEMP_FILE_LIMIT_BYTES };
+  const plan = provisionPlan({ ...names, legacy: legacyDatabaseNames(deployment.id), password, database, platformSchema, platformIsSuperuser: su === "on", limits });
+  await runPlan(ctx.db, plan, (msg) => ctx.log.warn({ deployment: deployment.id }, `deployment database limit: ${msg}`));
   const made = { ...names, password, database };
   ensured.set(deployment.id, made);
   return made;
@@ -176,7 +214,7 @@ export async function ensureDeploymentDatabase(ctx: PlatformContext, deployment:
 export async function dropDeploymentDatabase(ctx: PlatformContext, deploymentId: string): Promise<void> {
   if (ctx.store.dialect !== "postgres") return;
   ensured.delete(deploymentId);
-  await runPlan(ctx.db, dropPlan(deploymentDatabaseNames(deploymentId)));
+  await runPlan(ctx.db, dropPlan(deploymentDatabaseNames(deploymentId), legacyDatabaseNames(deploymentId)));
 }
 
 /** Where the platform's own PostgreSQL listens, from its DATABASE_URL (`?host=/dir` is a socket folder). */
