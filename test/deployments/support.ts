@@ -99,3 +99,16 @@ export function lastMessage(body: Record<string, unknown>): string {
   const msgs = body.messages as Array<{ content: string }> | undefined;
   return String(msgs?.at(-1)?.content ?? JSON.stringify(body));
 }
+
+/**
+ * A file of a running deployment's state folder. Confined, the folder is a disk image mounted only
+ * in its servers' namespaces: read it there, through the live revision's server (its holder keeps
+ * the image at `/run/wharf-service-disk`). Unconfined, the folder on the host.
+ */
+export async function stateFile(p: TestPlatform, deploymentId: string, name: string): Promise<string> {
+  const dir = path.join(p.home, "deployments", "state", deploymentId);
+  if (!fs.existsSync(path.join(dir, "disk.img"))) return path.join(dir, name);
+  const d = await p.ctx.db.selectFrom("deployments").select("active_revision_id").where("id", "=", deploymentId).executeTakeFirstOrThrow();
+  const rev = await p.ctx.db.selectFrom("deployment_revisions").select("pid").where("id", "=", d.active_revision_id!).executeTakeFirstOrThrow();
+  return `/proc/${rev.pid}/root/run/wharf-service-disk/${name}`;
+}

@@ -21,6 +21,8 @@ export interface MountPlan {
   symlinks: Array<{ link: string; target: string }>;
   /** Host folders shown writable through a throwaway overlay layer (never written themselves). */
   overlays?: Array<{ lower: string; dest: string }>;
+  /** An ext4 image shown writable at `dest` (a folder with a hard size: the state folder). */
+  disk?: { image: string; dest: string } | null;
 }
 
 /**
@@ -100,14 +102,18 @@ export function linkedDependencies(projectDir: string, layout: DeploymentsLayout
   }
 }
 
-/** A revision's agent server: the build read-only, its dependencies read-only, state and socket writable. */
-export function servePlan(input: { layout: DeploymentsLayout; artifactDir: string; projectDir: string; stateDir: string; socketDir: string }): MountPlan {
+/**
+ * A revision's agent server: the build read-only, its dependencies read-only, state and socket
+ * writable. The state folder is the deployment's disk image when it has one (a hard size).
+ */
+export function servePlan(input: { layout: DeploymentsLayout; artifactDir: string; projectDir: string; stateDir: string; stateImage?: string | null; socketDir: string }): MountPlan {
   const links = resolutionLinks(input.layout);
   const binds: Bind[] = [...runtimeBinds(), ...links.binds, under(input.layout, input.artifactDir)];
   const deps = linkedDependencies(input.projectDir, input.layout);
   if (deps) binds.push(under(input.layout, deps));
-  binds.push({ src: input.stateDir, dest: STATE_INSIDE, rw: true }, { src: input.socketDir, dest: SOCKET_DIR_INSIDE, rw: true });
-  return { binds, symlinks: links.symlinks, overlays: compileCacheOverlay() };
+  if (!input.stateImage) binds.push({ src: input.stateDir, dest: STATE_INSIDE, rw: true });
+  binds.push({ src: input.socketDir, dest: SOCKET_DIR_INSIDE, rw: true });
+  return { binds, symlinks: links.symlinks, overlays: compileCacheOverlay(), disk: input.stateImage ? { image: input.stateImage, dest: STATE_INSIDE } : null };
 }
 
 /**

@@ -51,6 +51,7 @@ export class Launcher {
       binds: spec.plan.binds,
       symlinks: spec.plan.symlinks,
       overlays: spec.plan.overlays,
+      disk: spec.plan.disk,
       env: spec.env,
       cwd: spec.cwd,
       argv: spec.argv,

@@ -17,6 +17,7 @@ import { prepareDatabaseAccess } from "./database-access.ts";
 import type { StoredProxyConfig } from "../../egress/index.ts";
 import { registryHosts } from "../build/registry-hosts.ts";
 import { buildEgressId, serverEgressId } from "../confinement/egress-plan.ts";
+import { ensureStateImage } from "./state-disk.ts";
 import type { Launched } from "../confinement/launcher.ts";
 import { DeploymentEgress, type ProcessEgress } from "./revision-egress.ts";
 
@@ -221,6 +222,8 @@ export class RevisionRuntime {
     const ident = await this.identity(deployment);
     const stateDir = this.layout.stateDir(deployment.id);
     ownFolder(stateDir, ident.uid, this.isolated);
+    // Confined, the state folder is a disk image of a hard size (mounting it takes root).
+    const stateImage = this.isolated ? await ensureStateImage(stateDir, ident.uid, this.ctx.config.settings.WHARF_DEPLOYMENT_STATE_BYTES) : null;
     const socketDir = path.join(socketRoot(), revisionId);
     fs.rmSync(socketDir, { recursive: true, force: true });
     fs.mkdirSync(socketRoot(), { recursive: true, mode: 0o711 });
@@ -264,7 +267,7 @@ export class RevisionRuntime {
         id: `dep-${revisionId}`,
         uid: ident.uid,
         limits: limitsFor(resourceSpecOf(deployment)),
-        plan: withExtraBinds(servePlan({ layout: buildLayout, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, socketDir }), this.runnerBinds, egress?.binds),
+        plan: withExtraBinds(servePlan({ layout: buildLayout, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, stateImage, socketDir }), this.runnerBinds, egress?.binds),
         argv: [command, ...args],
         env,
         cwd: this.inside(project.projectDir, buildLayout),

@@ -40,6 +40,12 @@ export interface ConfinedSpec {
   overlays?: Array<{ lower: string; dest: string }>;
   /** Symbolic links created inside: `link` → `target`. */
   symlinks?: Array<{ link: string; target: string }>;
+  /**
+   * An ext4 image loop-mounted by the holder in its own mount namespace (never on the host) and
+   * shown writable at `dest`: a folder with a hard size. Mounts of one image by several programs at
+   * once share its loop device and filesystem (util-linux reuses the device of the same file).
+   */
+  disk?: { image: string; dest: string } | null;
   env: Record<string, string>;
   cwd: string;
   argv: string[];
@@ -78,6 +84,7 @@ export function prepareConfinement(baseCacheDir: string, scratchRoot: string): {
   // bwrap needs a program; without a table for this architecture, "allow all".
   fs.writeFileSync(bpfFile, buildSeccompFilter() ?? Buffer.from([0x06, 0, 0, 0, 0x00, 0x00, 0xff, 0x7f]), { mode: 0o644 });
   fs.mkdirSync(SERVICE_MOUNT, { recursive: true, mode: 0o755 });
+  fs.mkdirSync(SERVICE_DISK, { recursive: true, mode: 0o755 });
   prepared = { baseDir: base.dir, bpfFile, sysArg: Object.entries(sys).map(([k, v]) => `${k}=${v}`).join(",") };
   return prepared;
 }
@@ -148,18 +155,22 @@ function holderProgram(): string {
   return serviceHolder;
 }
 
+/** Where the holder mounts a spec's disk image, inside its own mount namespace only. */
+const SERVICE_DISK = "/run/wharf-service-disk";
+
 /** Every bind of a spec, the base image's `/usr` and `/etc` first (all staged by the holder). */
-function stagedBinds(spec: Pick<ConfinedSpec, "binds" | "overlays">, baseDir: string): Array<{ src: string; dest?: string; rw?: boolean; overlay?: string }> {
+function stagedBinds(spec: Pick<ConfinedSpec, "binds" | "overlays" | "disk">, baseDir: string): Array<{ src: string; dest?: string; rw?: boolean; overlay?: string; disk?: boolean }> {
   return [
     { src: path.join(baseDir, "usr"), dest: "/usr" },
     { src: path.join(baseDir, "etc"), dest: "/etc" },
     ...spec.binds,
     ...(spec.overlays ?? []).map((o, i) => ({ src: o.lower, dest: o.dest, rw: true, overlay: `overlay-${i}` })),
+    ...(spec.disk ? [{ src: SERVICE_DISK, dest: spec.disk.dest, rw: true, disk: true }] : []),
   ];
 }
 
 /** bubblewrap's arguments for a spec: pure, so the mount plan is testable without root. */
-export function serviceBwrapArgs(spec: Pick<ConfinedSpec, "binds" | "overlays" | "symlinks" | "env" | "cwd" | "argv" | "hostname">, baseDir: string): string[] {
+export function serviceBwrapArgs(spec: Pick<ConfinedSpec, "binds" | "overlays" | "disk" | "symlinks" | "env" | "cwd" | "argv" | "hostname">, baseDir: string): string[] {
   const binds = stagedBinds(spec, baseDir);
   const a = [
     "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", "--disable-userns", "--die-with-parent", "--new-session",
@@ -199,6 +210,8 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
   fs.mkdirSync(spec.scratchDir, { recursive: true, mode: 0o700 });
   const bindList = path.join(spec.scratchDir, "binds");
   const entries = stagedBinds(spec, baseDir).map((b, i) => {
+    // The disk's mount point exists only in the holder's namespace, once it has mounted the image.
+    if (b.disk) return [String(i), b.src, "d"];
     if (!b.overlay) return [String(i), b.src, fs.statSync(b.src).isDirectory() ? "d" : "f"];
     const upper = path.join(spec.scratchDir, b.overlay, "upper");
     const work = path.join(spec.scratchDir, b.overlay, "work");
@@ -210,7 +223,7 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
   const capture = spec.capture ?? null;
   const child = spawn(
     "/usr/bin/perl",
-    ["-e", holderProgram(), sysArg, cg.procsFiles(spec.id).join(":"), capture ? capture.tcpPorts.join(",") : "-", capture?.dns ? "dns" : "nodns", "-", "/nonexistent", bindList, "-", "-", SERVICE_MOUNT, bpfFile, String(spec.hostUid), "--", ...serviceBwrapArgs(spec, baseDir)],
+    ["-e", holderProgram(), sysArg, cg.procsFiles(spec.id).join(":"), capture ? capture.tcpPorts.join(",") : "-", capture?.dns ? "dns" : "nodns", spec.disk?.image ?? "-", SERVICE_DISK, bindList, "-", "-", SERVICE_MOUNT, bpfFile, String(spec.hostUid), "--", ...serviceBwrapArgs(spec, baseDir)],
     { stdio: ["pipe", "pipe", "pipe", "ignore", "pipe", "pipe", ...(capture ? ["ipc" as const] : [])], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
   );
   const captured: CapturedNetwork & { done: boolean } = { tcp: new Map(), udp: [], errors: [], done: !capture };

@@ -61,9 +61,11 @@ if ($img ne "-") {
   # noinit_itable: the kernel must not zero the image's inode tables in the background (that
   # would turn a sparse image into real disk use).
   system("mount", "-o", "loop,nosuid,nodev,noinit_itable", $img, $diskmnt) == 0 or fail("mount disk image");
-  # The overlay's work dir must start empty.
-  system("rm", "-rf", "--", $work) == 0 or fail("reset work dir");
-  mkdir($work, 0700) or fail("work dir");
+  # The overlay's work dir must start empty ("-": a confined service's disk, no overlay on it).
+  if ($work ne "-") {
+    system("rm", "-rf", "--", $work) == 0 or fail("reset work dir");
+    mkdir($work, 0700) or fail("work dir");
+  }
 }
 my $opts = "lowerdir=$lower,upperdir=$upper,workdir=$work";
 my $fstype = $ovl;
