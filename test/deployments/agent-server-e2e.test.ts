@@ -6,7 +6,7 @@ import { describe, test } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
 import { DIALECTS } from "../support/dialects.ts";
 import { REPO_ROOT } from "../support/process.ts";
-import { logsOf, pollRevision, startDeploymentsPlatform } from "./support.ts";
+import { logsOf, pollRevision, startDeploymentsPlatform, stateFile } from "./support.ts";
 
 const ECHO = path.join(REPO_ROOT, "examples/echo-agent");
 const CHAT = path.join(REPO_ROOT, "examples/chat-agent");
@@ -49,7 +49,7 @@ for (const dialect of DIALECTS) {
       await client.runs.wait(thread.thread_id, "echo2", { input: { messages: [{ role: "human", content: "kept" }] } });
       // The deployment's own database: a file in its state folder, or on PostgreSQL its own schema
       // (test/deployments/postgres-storage.test.ts looks inside).
-      assert.equal(fs.existsSync(path.join(p.home, "deployments", "state", d.id, "wharf.db")), dialect === "sqlite");
+      assert.equal(fs.existsSync(await stateFile(p, d.id, "wharf.db")), dialect === "sqlite");
 
       res = await p.api(`/v2/deployments/${d.id}`, { method: "PATCH", json: { source_revision_config: { local_path: ECHO }, secrets: [{ name: "SOME_SECRET", value: "y" }] } });
       const next = (await res.json()).latest_revision_id;

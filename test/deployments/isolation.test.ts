@@ -7,7 +7,7 @@ import { DIALECTS } from "../support/dialects.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import type { TestPlatform } from "../support/platform.ts";
 import { startEgressPlatform } from "./egress-support.ts";
-import { copyProject, lastMessage, logsOf, pollRevision, runWait } from "./support.ts";
+import { copyProject, lastMessage, logsOf, pollRevision, runWait, stateFile } from "./support.ts";
 
 async function deploy(p: TestPlatform, name: string, dir: string) {
   const res = await p.api("/v2/deployments", {
@@ -81,7 +81,7 @@ for (const dialect of DIALECTS) describe(`deployed code is confined (${dialect})
     // What a deployment may do: run as an unprivileged uid, write its own state folder.
     assert.equal(fromGraph.uid, "1000");
     assert.equal(fromGraph.stateWritable, "ok");
-    assert.equal(fs.readFileSync(path.join(p.home, "deployments", "state", hostile.id, "mine.txt"), "utf8"), "ok");
+    assert.equal(fs.readFileSync(await stateFile(p, hostile.id, "mine.txt"), "utf8"), "ok");
     // Its key is its own: not the platform's master key.
     assert.ok(fromGraph.agentKey.length > 0);
     const masterFile = path.join(p.home, "master.key");

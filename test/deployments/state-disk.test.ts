@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import * as tar from "tar";
+import { ensureStateImage } from "../../src/deployments/runtime/state-disk.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import type { TestPlatform } from "../support/platform.ts";
 import { copyProject, lastMessage, logsOf, pollRevision, runWait, startDeploymentsPlatform, stateFile } from "./support.ts";
@@ -57,4 +59,26 @@ test("a deployment's /state has a hard size: filling it is ENOSPC inside, the ho
   // Deleting the deployment removes its disk with its folder.
   assert.equal((await p.api(`/v2/deployments/${d.id}`, { method: "DELETE" })).status, 204);
   assert.ok(!fs.existsSync(dir));
+});
+
+test("a state folder of before (its SQLite database) is copied into the disk at the first confined start, owned by the deployment", async (t) => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-state-legacy-"));
+  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  const dir = path.join(root, "dep");
+  fs.mkdirSync(path.join(dir, "sub"), { recursive: true });
+  fs.writeFileSync(path.join(dir, "wharf.db"), "threads");
+  fs.writeFileSync(path.join(dir, "sub", "x"), "y");
+  const image = await ensureStateImage(dir, 300_123, 32 * MiB);
+  assert.equal(image, path.join(dir, "disk.img"));
+  assert.deepEqual(fs.readdirSync(dir), ["disk.img"], "the host folder keeps the image only");
+  assert.deepEqual(fs.readdirSync(root), ["dep"], "no image left aside");
+  // Read without mounting it (debugfs, from e2fsprogs like mkfs.ext4).
+  const debugfs = (cmd: string) => execFileSync("debugfs", ["-R", cmd, image], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  assert.equal(debugfs("cat /wharf.db"), "threads");
+  assert.equal(debugfs("cat /sub/x"), "y");
+  assert.match(debugfs("stat /"), /User:\s+300123\s+Group:\s+300123/);
+  // A second start finds it and changes nothing.
+  const st = fs.statSync(image);
+  assert.equal(await ensureStateImage(dir, 300_123, 32 * MiB), image);
+  assert.equal(fs.statSync(image).ino, st.ino);
 });
