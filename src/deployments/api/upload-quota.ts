@@ -21,17 +21,20 @@ export class UploadQuotaExceeded extends Error {}
 /** Bytes being written right now, per workspace folder: concurrent uploads share the room. */
 const inflight = new Map<string, number>();
 
+/** A folder's entries; none when it does not exist (yet) or is not a folder. */
+function entries(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return []; // nothing uploaded there yet
+  }
+}
+
 /** What a workspace's uploads folder holds: finished tarballs and their bytes (partial files count as bytes). */
 function usage(dir: string): { count: number; bytes: number } {
   let count = 0;
   let bytes = 0;
-  let names: string[] = [];
-  try {
-    names = fs.readdirSync(dir);
-  } catch {
-    return { count, bytes }; // nothing uploaded yet
-  }
-  for (const name of names) {
+  for (const name of entries(dir)) {
     const st = fs.lstatSync(path.join(dir, name), { throwIfNoEntry: false });
     if (!st?.isFile()) continue;
     if (name.endsWith(".tar.gz")) count++;
@@ -92,23 +95,13 @@ async function uploadsInUse(db: Kysely<Database>): Promise<Set<string>> {
  * upload's file is written to all the time). Returns how many files went.
  */
 export async function sweepUploads(db: Kysely<Database>, layout: DeploymentsLayout, ttlMs: number, now = Date.now()): Promise<number> {
-  let workspaces: string[] = [];
-  try {
-    workspaces = fs.readdirSync(layout.uploads);
-  } catch {
-    return 0; // no uploads folder yet
-  }
+  const workspaces = entries(layout.uploads);
+  if (workspaces.length === 0) return 0;
   const used = await uploadsInUse(db);
   let removed = 0;
   for (const ws of workspaces) {
     const dir = path.join(layout.uploads, ws);
-    let names: string[] = [];
-    try {
-      names = fs.readdirSync(dir);
-    } catch {
-      continue; // not a folder
-    }
-    for (const name of names) {
+    for (const name of entries(dir)) {
       const file = path.join(dir, name);
       const st = fs.lstatSync(file, { throwIfNoEntry: false });
       if (!st?.isFile() || now - st.mtimeMs < ttlMs) continue;
