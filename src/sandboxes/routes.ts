@@ -93,7 +93,8 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
         try {
           await ctx.db.insertInto("sandboxes").values(row).execute();
         } catch (err) {
-          await manager.releaseWarm(id);
+          // Not awaited: the warm sandbox may still be starting, and other admissions wait for this one.
+          manager.releaseWarm(id).catch((e) => ctx.log.warn({ id, err: (e as Error).message }, "claimed warm sandbox not given back"));
           if (isUniqueViolation(err)) throw conflict(`A sandbox named ${row.name} already exists`);
           throw err;
         }
