@@ -10,6 +10,8 @@ import { withoutSessionCookie } from "../../console/index.ts";
 import type { RolloutEngine, Route, RouteAccess } from "../rollout/rollout-engine.ts";
 import { UUIDISH } from "./schemas.ts";
 import { encodePrincipal, PRINCIPAL_HEADER } from "../runtime/principal-header.ts";
+import type { Principal } from "../../http/principal.ts";
+import { PLATFORM_ONLY_HEADERS, platformCredentialHeaders } from "./forwarded-credentials.ts";
 import { sendUpstream } from "./upstream.ts";
 
 /** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1). */
@@ -149,7 +151,7 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
    * keys of the deployment's own workspace (another workspace's key reads as "not found", as on the
    * control plane). With custom auth the project's handler decides, as on LangSmith Deployment.
    */
-  const admit = async (c: Context<AppEnv>, id: string, route: RouteAccess, rest: string): Promise<Response | string | null> => {
+  const admit = async (c: Context<AppEnv>, id: string, route: RouteAccess, rest: string): Promise<Response | Principal | null> => {
     if (PUBLIC_PATHS.has(rest)) return null;
     const headers = c.req.raw.headers;
     if (route.customAuth) {
@@ -157,11 +159,11 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
       // the deployment's workspace is passed on as that caller.
       if (headers.get("x-auth-scheme") !== "langsmith" || !(headers.get("x-api-key") || headers.get("authorization"))) return null;
       const principal = await authenticate(headers).catch(() => null);
-      return principal && principal.workspaceId === route.workspaceId ? encodePrincipal(principal) : null;
+      return principal && principal.workspaceId === route.workspaceId ? principal : null;
     }
     try {
       const principal = await authenticate(headers);
-      return principal.workspaceId === route.workspaceId ? encodePrincipal(principal) : problem(404, `Deployment ID ${id} not found.`);
+      return principal.workspaceId === route.workspaceId ? principal : problem(404, `Deployment ID ${id} not found.`);
     } catch (err) {
       if (err instanceof HttpError) return new Response(JSON.stringify({ detail: err.detail }), { status: err.status, headers: { "content-type": "application/json", ...err.headers } });
       throw err;
@@ -187,7 +189,7 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
     }
     const headers: http.OutgoingHttpHeaders = {};
     c.req.raw.headers.forEach((v, k) => {
-      if (HOP_BY_HOP.has(k) || k === PRINCIPAL_HEADER) return;
+      if (HOP_BY_HOP.has(k) || k === PRINCIPAL_HEADER || PLATFORM_ONLY_HEADERS.has(k)) return;
       // The console's session cookie is the platform's credential: the agent server never sees it.
       if (k === "cookie") {
         const rest = withoutSessionCookie(v);
@@ -206,11 +208,17 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
     let lastError: Error | null = null;
     for (let attempt = 0; attempt < 3 && !upstream; attempt++) {
       const route: Route = await engine().route(id, attempt > 0);
-      if (route.kind === "none") return problem(route.status, route.detail);
+      if (route.kind === "none") {
+        // Whether it serves is the deployment's workspace's business: others are told it does not exist.
+        const refused = attempt === 0 && route.access ? await admit(c, id, route.access, rest) : null;
+        return refused instanceof Response ? refused : problem(route.status, route.detail);
+      }
       if (attempt === 0) {
         const admitted = await admit(c, id, route, rest);
         if (admitted instanceof Response) return admitted;
-        if (admitted) headers[PRINCIPAL_HEADER] = admitted;
+        if (admitted) headers[PRINCIPAL_HEADER] = encodePrincipal(admitted);
+        // The caller's platform credentials stay here: deployed code learns who calls from the principal header.
+        for (const name of await platformCredentialHeaders(c.req.raw.headers, authenticate, admitted)) delete headers[name];
       }
       const live: LiveRevision | null = route.kind === "live" ? route.live : null;
       const base = route.kind === "live" ? route.live.url : route.url;

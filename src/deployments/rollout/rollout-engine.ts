@@ -67,7 +67,8 @@ export interface RouteAccess {
 export type Route =
   | ({ kind: "live"; live: LiveRevision } & RouteAccess)
   | ({ kind: "remote"; url: string } & RouteAccess)
-  | { kind: "none"; status: number; detail: string };
+  /** `access` is known when the deployment exists: its workspace is checked before "not serving" is told. */
+  | { kind: "none"; status: number; detail: string; access?: RouteAccess };
 
 /**
  * Runs the deployments of this platform process: claims queued revisions (one rollout per
@@ -761,18 +762,18 @@ export class RolloutEngine {
       this.routes.set(deploymentId, cached);
     }
     if (!cached.exists) return { kind: "none", status: 404, detail: `Deployment ID ${deploymentId} not found.` };
-    if (!cached.revisionId) return { kind: "none", status: 503, detail: "The deployment has no deployed revision yet" };
     const access = { workspaceId: cached.workspaceId, customAuth: cached.customAuth };
+    if (!cached.revisionId) return { kind: "none", status: 503, detail: "The deployment has no deployed revision yet", access };
     const live = this.live.get(cached.revisionId);
     if (live) {
       if (!live.isReady) {
         const ok = await Promise.race([live.ready.then(() => true, () => false), new Promise<boolean>((r) => setTimeout(() => r(false), 30_000).unref())]);
-        if (!ok) return { kind: "none", status: 503, detail: "The deployment's agent server is starting; try again shortly" };
+        if (!ok) return { kind: "none", status: 503, detail: "The deployment's agent server is starting; try again shortly", access };
       }
       return { kind: "live", live, ...access };
     }
     if (cached.url && cached.owner !== this.nodeId) return { kind: "remote", url: cached.url, ...access };
-    return { kind: "none", status: 503, detail: "The deployment's agent server is starting; try again shortly" };
+    return { kind: "none", status: 503, detail: "The deployment's agent server is starting; try again shortly", access };
   }
 
   /** Forgets the cached route (after a change made by this process). */
