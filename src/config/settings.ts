@@ -34,6 +34,17 @@ export const SETTINGS = {
   WHARF_HOST: decl({ part: "control plane", type: "address", default: "127.0.0.1", description: "address the control plane listens on", schema: text() }),
   WHARF_PORT: decl({ part: "control plane", type: "port", default: "8123", description: "port of the control plane (0: any free port)", schema: int(0, 65535) }),
   WHARF_PUBLIC_URL: decl({ part: "control plane", type: "URL", defaultText: "the listening address", description: "URL browsers and sandboxes reach the control plane at (OAuth redirect URIs, data-plane URLs)", schema: z.string().url().transform((v) => v.replace(/\/+$/, "")).optional() }),
+  WHARF_TENANT_DOMAIN: decl({
+    part: "control plane",
+    type: "domain",
+    default: "localhost",
+    description:
+      "base domain of tenant content's own origins, `<label>.<domain>` on the control plane's port (sandbox services, download links, deployments): never the console's origin; with `localhost` only `browser_url` uses it (other clients may not resolve `*.localhost`)",
+    schema: z
+      .string()
+      .transform((v) => v.toLowerCase().replace(/^\.+|\.+$/g, ""))
+      .pipe(z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, "a domain name such as tenant.example.net")),
+  }),
   WHARF_BODY_LIMIT_BYTES: decl({ part: "control plane", type: "bytes", default: String(10 * 1024 * 1024), description: "largest JSON request body accepted (413 beyond)", schema: int(1024) }),
   WHARF_UPLOAD_LIMIT_BYTES: decl({ part: "control plane", type: "bytes", default: String(1024 * 1024 * 1024), description: "largest deployment tarball upload, streamed to disk (sandbox file uploads are bounded by the sandbox's fs_capacity_bytes)", schema: int(1024) }),
   WHARF_BEARER_TTL_SECONDS: decl({ part: "control plane", type: "seconds", default: "3600", description: "lifetime of bearer tokens from POST /v2/tokens", schema: int(60, 30 * 24 * 3600) }),

@@ -4,17 +4,22 @@ import { HttpError, forbidden, unauthorized } from "../http/errors.ts";
 import type { AppEnv } from "../http/principal.ts";
 import type { PlatformContext } from "../platform/context.ts";
 import { csrfTokenFor, cookieRequestRefusal } from "./csrf.ts";
-import { SESSION_COOKIE, closeSession, openSession, resolveSession, sessionCookieOf } from "./sessions.ts";
+import { SESSION_COOKIE, SESSION_COOKIE_PATHS, closeSession, openSession, resolveSession, sessionCookieOf } from "./sessions.ts";
 
 const signInBody = z.union([
   z.object({ api_key: z.string().min(1).max(500) }).strict(),
   z.object({ token: z.string().min(1).max(8000) }).strict(),
 ]);
 
-function cookie(c: Context<AppEnv>, value: string, maxAge: number): string {
+/**
+ * Sets (or, with an empty value, clears) the session cookie on each of the console's paths; the
+ * `Path=/` cookie earlier versions set is cleared either way.
+ */
+function setCookies(c: Context<AppEnv>, value: string, maxAge: number): void {
   const https = new URL(c.req.url).protocol === "https:" || c.req.header("x-forwarded-proto") === "https";
-  // Path=/ because the console calls /v2, the data planes and the deployments with it.
-  return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${https ? "; Secure" : ""}`;
+  const attrs = `HttpOnly; SameSite=Strict${https ? "; Secure" : ""}`;
+  for (const p of SESSION_COOKIE_PATHS) c.header("Set-Cookie", `${SESSION_COOKIE}=${value}; Path=${p}; ${attrs}; Max-Age=${maxAge}`, { append: true });
+  c.header("Set-Cookie", `${SESSION_COOKIE}=; Path=/; ${attrs}; Max-Age=0`, { append: true });
 }
 
 function sessionBody(value: string, owner: { userId: string; workspaceId: string; expiresAt: string }) {
@@ -61,7 +66,7 @@ export function mountSessionRoutes(app: Hono<AppEnv>, ctx: PlatformContext): voi
     const opened = await openSession(ctx.db, { userId: principal.userId, workspaceId: principal.workspaceId, apiKeyId: principal.apiKeyId, scheme, notAfter });
     const maxAge = Math.max(0, Math.floor((Date.parse(opened.expiresAt) - Date.now()) / 1000));
     ctx.log.info({ userId: principal.userId, workspaceId: principal.workspaceId, via: scheme, apiKeyId: principal.apiKeyId }, "console sign-in");
-    c.header("Set-Cookie", cookie(c, opened.value, maxAge));
+    setCookies(c, opened.value, maxAge);
     c.header("Cache-Control", "no-store");
     return c.json(sessionBody(opened.value, { ...principal, expiresAt: opened.expiresAt }), 201);
   });
@@ -81,7 +86,7 @@ export function mountSessionRoutes(app: Hono<AppEnv>, ctx: PlatformContext): voi
       if (refusal) throw forbidden(refusal);
       await closeSession(ctx.db, value);
     }
-    c.header("Set-Cookie", cookie(c, "", 0));
+    setCookies(c, "", 0);
     return c.body(null, 204);
   });
 }

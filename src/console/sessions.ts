@@ -5,6 +5,12 @@ import type { Database } from "../store/schema.ts";
 import "./session-tables.ts";
 
 export const SESSION_COOKIE = "wharf_session";
+/**
+ * The paths the console calls with its session (the API, the sandboxes' data planes, its own
+ * session endpoint): the cookie is set once for each, so it is never sent anywhere else on the
+ * origin (not to a deployment's stable URL, a download link or a sandbox's service).
+ */
+export const SESSION_COOKIE_PATHS = ["/v2", "/sandboxes/dp", "/console/api"];
 /** Absolute lifetime of a console session; sign in again after it. */
 export const SESSION_TTL_SECONDS = 12 * 3600;
 
@@ -71,16 +77,4 @@ export async function closeSession(db: Kysely<Database>, value: string): Promise
   await db.deleteFrom("console_sessions").where("id_hash", "=", hashSession(value)).execute();
   // Expired rows are useless; drop them while we are here rather than running a sweeper.
   await db.deleteFrom("console_sessions").where("expires_at", "<=", nowIso()).execute();
-}
-
-/**
- * A Cookie header without the console's session, for requests forwarded to code the platform does
- * not trust (a deployment's agent server): null when nothing else is left.
- */
-export function withoutSessionCookie(cookieHeader: string): string | null {
-  const rest = cookieHeader
-    .split(";")
-    .map((p) => p.trim())
-    .filter((p) => p && p.slice(0, p.indexOf("=")).trim() !== SESSION_COOKIE);
-  return rest.length ? rest.join("; ") : null;
 }

@@ -46,7 +46,7 @@ export function createDeploymentsFeature(options: DeploymentsOptions = {}): Feat
           throw err;
         }
       });
-      mountDeploymentProxy(app, get, ctx.authenticate);
+      mountDeploymentProxy(app, get, ctx.authenticate, ctx.config.settings.WHARF_TENANT_DOMAIN);
     },
     async start(ctx) {
       await ensure(ctx).start();

@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import type http from "node:http";
+import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener, serve, type ServerType } from "@hono/node-server";
 import type { WharfConfig } from "../config/config.ts";
@@ -7,6 +7,7 @@ import { loadKeyring, reloadKeyring } from "../crypto/keyring.ts";
 import { SecretBox } from "../crypto/secret-box.ts";
 import { createAuthenticator } from "../http/authenticate.ts";
 import { createHttpApp } from "../http/app.ts";
+import { routeTenantUpgrades, tenantRoutedListener } from "../http/tenant-routing.ts";
 import { createLogger, type Logger } from "../log/logger.ts";
 import { openStore, type Store } from "../store/database.ts";
 import { migrateToLatest } from "../store/migrate.ts";
@@ -80,13 +81,15 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
   };
   const features = options.features ?? allFeatures();
   const app = createHttpApp(ctx, features);
+  const tenantDomain = config.settings.WHARF_TENANT_DOMAIN;
 
   let server: ServerType;
   if (options.listener) {
     server = options.listener.server;
   } else {
     server = await new Promise<ServerType>((resolve, reject) => {
-      const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
+      const createServer = (opts: http.ServerOptions, listener: http.RequestListener) => http.createServer(opts, tenantRoutedListener(listener, tenantDomain));
+      const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port, createServer: createServer as never }, () => resolve(s));
       s.once("error", reject);
     }).catch(async (err: Error) => {
       await store.close();
@@ -95,8 +98,9 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
   }
   const addr = server.address() as AddressInfo;
   baseUrl = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
+  routeTenantUpgrades(server as http.Server, tenantDomain);
   for (const f of features) f.onServer?.(server as http.Server, ctx);
-  options.listener?.attach(getRequestListener(app.fetch));
+  options.listener?.attach(tenantRoutedListener(getRequestListener(app.fetch), tenantDomain));
   log.info({ url: baseUrl, uptime_ms: Math.round(process.uptime() * 1000) }, "control plane serving");
 
   // The control plane already answers (`/ok` included) while the features recover what a previous

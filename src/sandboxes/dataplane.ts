@@ -14,6 +14,7 @@ import { withMultipartFile } from "./multipart-file.ts";
 import type { HeadBuffer } from "./output-buffer.ts";
 import { registerSearch } from "./dataplane-search.ts";
 import { fileError, serveFile } from "./downloads.ts";
+import { CONSOLE_ORIGIN_CONTENT_HEADERS } from "../http/tenant-hosts.ts";
 import { envVars } from "./schemas.ts";
 
 export const DATAPLANE_PREFIX = "/sandboxes/dp";
@@ -118,7 +119,8 @@ export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manag
 
   const download = async (c: Context<AppEnv>) => {
     const row = await sandboxOf(c);
-    return serveFile(c, manager, row, parse(filePath, "query", c.req.query("path")));
+    // On the console's origin (the console's Files tab reads it with its session): never a document of it.
+    return serveFile(c, manager, row, parse(filePath, "query", c.req.query("path")), { headers: CONSOLE_ORIGIN_CONTENT_HEADERS });
   };
   app.get(`${DATAPLANE_PREFIX}/:id/download`, download);
   app.on("HEAD", `${DATAPLANE_PREFIX}/:id/download`, download);

@@ -2,6 +2,7 @@ import type { Readable } from "node:stream";
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { notFound } from "../http/errors.ts";
+import { CONSOLE_ORIGIN_CONTENT_HEADERS, parseTenantHost, TENANT_PATHS, tenantHostsForApiClients, tenantOrigin } from "../http/tenant-hosts.ts";
 import type { AppEnv } from "../http/principal.ts";
 import type { Router } from "../http/route.ts";
 import type { PlatformContext } from "../platform/context.ts";
@@ -44,6 +45,20 @@ export function parseRange(header: string | undefined, size: number): { start: n
 export interface ServeOptions {
   contentType?: string;
   disposition?: "attachment" | "inline";
+  /** Added to every answer (the console origin's content headers). */
+  headers?: Readonly<Record<string, string>>;
+}
+
+/** Types a browser would run or render as an active document (scripts, markup, PDF): never on the console's origin. */
+const ACTIVE_TYPES = /html|xml|svg|javascript|ecmascript|pdf|multipart/i;
+
+/**
+ * What a download link's creator asked for, as served on the console's origin: always an
+ * attachment, and a type no browser renders as a document of that origin.
+ */
+export function consoleOriginDownload(opts: { contentType?: string; disposition?: "attachment" | "inline" }): { contentType?: string; disposition: "attachment" } {
+  const t = opts.contentType;
+  return { contentType: t === undefined || !ACTIVE_TYPES.test(t) ? t : "application/octet-stream", disposition: "attachment" };
 }
 
 /**
@@ -57,6 +72,8 @@ export async function serveFile(c: Context<AppEnv>, manager: SandboxManager, row
   const [size, mtime, inode] = statText.trim().split(" ").map(Number);
   const etag = `"${size.toString(16)}-${mtime.toString(16)}-${(inode || 0).toString(16)}"`;
   const headers: Record<string, string> = {
+    ...opts.headers,
+    "X-Content-Type-Options": "nosniff",
     "Content-Type": opts.contentType ?? "application/octet-stream",
     "Accept-Ranges": "bytes",
     ETag: etag,
@@ -68,7 +85,7 @@ export async function serveFile(c: Context<AppEnv>, manager: SandboxManager, row
   const ifRange = c.req.header("if-range");
   // A stale If-Range means the file changed: send it whole, the client restarts.
   const range = ifRange && ifRange !== etag ? null : parseRange(c.req.header("range"), size);
-  if (range === "invalid") return c.body(null, 416, { "Content-Range": `bytes */${size}` });
+  if (range === "invalid") return c.body(null, 416, { ...opts.headers, "Content-Range": `bytes */${size}` });
   const start = range?.start ?? 0;
   const length = range ? range.end - range.start + 1 : size;
   headers["Content-Length"] = String(length);
@@ -103,7 +120,7 @@ function webStream(out: Readable, onCancel: () => void): ReadableStream<Uint8Arr
 }
 
 const PURPOSE = "download";
-export const DOWNLOAD_LINK_PREFIX = "/sandboxes/download";
+export const DOWNLOAD_LINK_PREFIX = TENANT_PATHS.download;
 
 interface DownloadClaims extends LinkClaims {
   p: string;
@@ -133,13 +150,19 @@ const downloadUrlBody = z.object({
  * it, waking a stopped sandbox first. The link names a path, not content.
  */
 export function serveDownloadLinks(app: Hono<AppEnv>, ctx: PlatformContext, manager: SandboxManager): void {
+  const domain = ctx.config.settings.WHARF_TENANT_DOMAIN;
   const serve = async (c: Context<AppEnv>) => {
-      const claims = verifyLink<DownloadClaims>(ctx.box, PURPOSE, c.req.param("token")!);
-      if (!claims) throw dataplaneError(401, "Unauthorized", "The download link is invalid or has expired");
-      const row = await getSandbox(ctx.db, claims.s);
-      if (!row || row.workspace_id !== claims.w) throw dataplaneError(404, "NotFound", "Sandbox not found");
-      return serveFile(c, manager, await manager.wake(row), claims.p, { contentType: claims.t, disposition: claims.d });
-    };
+    const claims = verifyLink<DownloadClaims>(ctx.box, PURPOSE, c.req.param("token")!);
+    if (!claims) throw dataplaneError(401, "Unauthorized", "The download link is invalid or has expired");
+    const host = parseTenantHost(c.req.header("host"), domain);
+    // A sandbox's download host serves that sandbox's files only.
+    if (host !== null && (host === "unknown" || host.kind !== "download" || host.sandboxId !== claims.s)) throw dataplaneError(404, "NotFound", "Sandbox not found");
+    const row = await getSandbox(ctx.db, claims.s);
+    if (!row || row.workspace_id !== claims.w) throw dataplaneError(404, "NotFound", "Sandbox not found");
+    const asked = { contentType: claims.t, disposition: claims.d };
+    const opts: ServeOptions = host === null ? { ...consoleOriginDownload(asked), headers: CONSOLE_ORIGIN_CONTENT_HEADERS } : asked;
+    return serveFile(c, manager, await manager.wake(row), claims.p, opts);
+  };
   app.get(`${DOWNLOAD_LINK_PREFIX}/:token`, serve);
   app.on("HEAD", `${DOWNLOAD_LINK_PREFIX}/:token`, serve);
 }
@@ -162,7 +185,9 @@ export function registerDownloadUrlRoute(router: Router, ctx: PlatformContext): 
       if (body.content_type) claims.t = body.content_type;
       if (body.content_disposition) claims.d = body.content_disposition;
       const token = signLink(ctx.box, PURPOSE, claims);
-      return c.json({ download_url: `${ctx.baseUrl()}${DOWNLOAD_LINK_PREFIX}/${token}`, token, expires_at: exp === null ? null : new Date(exp * 1000).toISOString() });
+      const domain = ctx.config.settings.WHARF_TENANT_DOMAIN;
+      const base = tenantHostsForApiClients(domain) ? tenantOrigin({ kind: "download", sandboxId: row.id }, domain, ctx.baseUrl()) : `${ctx.baseUrl()}${DOWNLOAD_LINK_PREFIX}`;
+      return c.json({ download_url: `${base}/${token}`, token, expires_at: exp === null ? null : new Date(exp * 1000).toISOString() });
     },
   });
 }

@@ -5,6 +5,7 @@ import type { Duplex } from "node:stream";
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { badRequest, notFound } from "../http/errors.ts";
+import { allowedSetCookies, CONSOLE_ORIGIN_CONTENT_HEADERS, parseTenantHost, TENANT_PATHS, tenantHostsForApiClients, tenantOrigin, withAllowedSetCookies, withoutPlatformCookies } from "../http/tenant-hosts.ts";
 import type { AppEnv } from "../http/principal.ts";
 import type { Router } from "../http/route.ts";
 import type { PlatformContext } from "../platform/context.ts";
@@ -20,15 +21,14 @@ import { signLink, verifyLink, type LinkClaims } from "./signed-links.ts";
  * `browser_url`. Each connection is opened on the sandbox's own loopback by the driver; a stopped
  * sandbox is started first.
  */
-export const SERVICE_PREFIX = "/sandboxes/service";
+export const SERVICE_PREFIX = TENANT_PATHS.service;
 export const SERVICE_TOKEN_HEADER = "x-langsmith-sandbox-service-token";
 const PURPOSE = "service";
-const COOKIE = "wharf_sandbox_service";
+const COOKIE = "wharf_sandbox_service"; // one of the tenant hosts' PLATFORM_COOKIES
 /** Ports the egress proxy owns inside every sandbox: never a user's service. */
 const RESERVED_PORTS = new Set([53, 80, 443, 3128]);
 // Hop-by-hop headers, and Wharf's own credentials: a service in a sandbox never sees a platform key.
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host", SERVICE_TOKEN_HEADER, "x-api-key", "x-tenant-id", "x-wharf-csrf"]);
-const PLATFORM_COOKIES = [COOKIE, "wharf_session"];
 
 interface ServiceClaims extends LinkClaims {
   port: number;
@@ -54,8 +54,11 @@ export function registerServiceUrlRoute(router: Router, ctx: PlatformContext): v
       if (RESERVED_PORTS.has(body.port)) throw badRequest(`Port ${body.port} is reserved for the sandbox's egress proxy`);
       const exp = Math.floor(Date.now() / 1000) + body.expires_in_seconds;
       const token = signLink(ctx.box, PURPOSE, { s: row.id, w: row.workspace_id, e: exp, port: body.port });
-      const serviceUrl = `${ctx.baseUrl()}${SERVICE_PREFIX}/${row.id}/${body.port}`;
-      return c.json({ token, service_url: serviceUrl, browser_url: `${serviceUrl}/?__wharf_service_token=${encodeURIComponent(token)}`, expires_at: new Date(exp * 1000).toISOString() });
+      // Browsers get the service on its own origin; API clients too unless the domain is `localhost`.
+      const domain = ctx.config.settings.WHARF_TENANT_DOMAIN;
+      const ownOrigin = tenantOrigin({ kind: "service", sandboxId: row.id, port: body.port }, domain, ctx.baseUrl());
+      const serviceUrl = tenantHostsForApiClients(domain) ? ownOrigin : `${ctx.baseUrl()}${SERVICE_PREFIX}/${row.id}/${body.port}`;
+      return c.json({ token, service_url: serviceUrl, browser_url: `${ownOrigin}/?__wharf_service_token=${encodeURIComponent(token)}`, expires_at: new Date(exp * 1000).toISOString() });
     },
   });
 }
@@ -66,14 +69,6 @@ function cookieToken(cookie: string | undefined): string | null {
     if (k === COOKIE) return decodeURIComponent(v.join("="));
   }
   return null;
-}
-
-function withoutOurCookie(cookie: string): string {
-  return cookie
-    .split(";")
-    .map((p) => p.trim())
-    .filter((p) => p && !PLATFORM_COOKIES.some((c) => p.startsWith(`${c}=`)))
-    .join("; ");
 }
 
 /** The sandbox a request may reach, woken up; throws 401/404 otherwise. */
@@ -96,7 +91,14 @@ async function connect(manager: SandboxManager, row: SandboxRow, port: number): 
   }
 }
 
+/** Whether a request reached a service on the service's own host (else on the console's origin). */
+function onOwnHost(host: string | undefined, domain: string): boolean {
+  const t = parseTenantHost(host, domain);
+  return t !== null && t !== "unknown" && t.kind === "service";
+}
+
 export function serveServiceUrls(app: Hono<AppEnv>, ctx: PlatformContext, manager: SandboxManager): void {
+  const domain = ctx.config.settings.WHARF_TENANT_DOMAIN;
   const proxy = async (c: Context<AppEnv>) => {
     const id = c.req.param("id")!;
     const port = Number(c.req.param("port"));
@@ -104,13 +106,14 @@ export function serveServiceUrls(app: Hono<AppEnv>, ctx: PlatformContext, manage
     const url = new URL(c.req.url);
     const queryToken = url.searchParams.get("__wharf_service_token");
     const base = `${SERVICE_PREFIX}/${id}/${port}`;
+    const ownHost = onOwnHost(c.req.header("host"), domain);
     if (queryToken) {
       // browser_url: check the token, keep it in a cookie for this service's path, drop it from the URL.
       await authorize(ctx, manager, id, port, queryToken);
       url.searchParams.delete("__wharf_service_token");
       const secure = url.protocol === "https:" ? "; Secure" : "";
-      c.header("Set-Cookie", `${COOKIE}=${encodeURIComponent(queryToken)}; Path=${base}/; HttpOnly; SameSite=Lax${secure}`);
-      return c.redirect(url.pathname + url.search, 302);
+      c.header("Set-Cookie", `${COOKIE}=${encodeURIComponent(queryToken)}; Path=${ownHost ? "/" : `${base}/`}; HttpOnly; SameSite=Lax${secure}`);
+      return c.redirect((ownHost ? url.pathname.slice(base.length) || "/" : url.pathname) + url.search, 302);
     }
     const row = await authorize(ctx, manager, id, port, c.req.header(SERVICE_TOKEN_HEADER) ?? cookieToken(c.req.header("cookie")));
     manager.touch(row.id);
@@ -120,9 +123,10 @@ export function serveServiceUrls(app: Hono<AppEnv>, ctx: PlatformContext, manage
       if (!HOP_BY_HOP.has(k)) headers[k] = v;
     });
     headers.host = `localhost:${port}`;
-    // The service never sees its own access token.
-    if (headers.cookie) headers.cookie = withoutOurCookie(headers.cookie);
-    if (!headers.cookie) delete headers.cookie;
+    // The service never sees its own access token, nor the console's session.
+    const cookie = headers.cookie ? withoutPlatformCookies(headers.cookie) : null;
+    if (cookie) headers.cookie = cookie;
+    else delete headers.cookie;
     const path = (url.pathname.slice(base.length) || "/") + url.search;
     const hasBody = !["GET", "HEAD"].includes(c.req.method) && c.req.raw.body;
     // One request per connection: the socket was opened for it inside the sandbox.
@@ -142,9 +146,11 @@ export function serveServiceUrls(app: Hono<AppEnv>, ctx: PlatformContext, manage
     }
     const out = new Headers();
     for (const [k, v] of Object.entries(res.headers)) {
-      if (HOP_BY_HOP.has(k) || v === undefined) continue;
+      if (HOP_BY_HOP.has(k) || k === "set-cookie" || v === undefined) continue;
       for (const one of Array.isArray(v) ? v : [v]) out.append(k, one);
     }
+    for (const one of allowedSetCookies(res.headers["set-cookie"] ?? [], !ownHost)) out.append("set-cookie", one);
+    if (!ownHost) for (const [k, v] of Object.entries(CONSOLE_ORIGIN_CONTENT_HEADERS)) out.set(k, v);
     const status = res.statusCode ?? 502;
     if (c.req.method === "HEAD" || status === 204 || status === 304) {
       res.resume();
@@ -154,6 +160,32 @@ export function serveServiceUrls(app: Hono<AppEnv>, ctx: PlatformContext, manage
   };
   app.all(`${SERVICE_PREFIX}/:id/:port`, proxy);
   app.all(`${SERVICE_PREFIX}/:id/:port/*`, proxy);
+}
+
+/** Largest upgrade response head a service may send. */
+const MAX_HEAD = 64 * 1024;
+
+/**
+ * Splices a service's upgrade answer to the client: its head first, with the Set-Cookie lines the
+ * platform does not allow dropped (browsers honour them on a 101 too), then the raw bytes.
+ */
+function spliceWithAllowedCookies(upstream: net.Socket, socket: Duplex, onConsoleOrigin: boolean): void {
+  let buf = Buffer.alloc(0);
+  const onData = (d: Buffer) => {
+    buf = Buffer.concat([buf, d]);
+    const end = buf.indexOf("\r\n\r\n");
+    if (end < 0) {
+      if (buf.length > MAX_HEAD) upstream.destroy();
+      return;
+    }
+    upstream.off("data", onData);
+    upstream.pause();
+    socket.write(withAllowedSetCookies(buf.subarray(0, end + 4).toString("latin1"), onConsoleOrigin), "latin1");
+    if (buf.length > end + 4) socket.write(buf.subarray(end + 4));
+    upstream.pipe(socket);
+  };
+  upstream.on("data", onData);
+  socket.pipe(upstream);
 }
 
 const UPGRADE_PATH = new RegExp(`^${SERVICE_PREFIX}/([^/]+)/(\\d+)(/.*)?$`);
@@ -176,12 +208,12 @@ export function proxyServiceUpgrades(server: http.Server, ctx: PlatformContext, 
         for (let i = 0; i < req.rawHeaders.length; i += 2) {
           const k = req.rawHeaders[i].toLowerCase();
           if (HOP_BY_HOP.has(k) && k !== "connection" && k !== "upgrade") continue;
-          const value = k === "cookie" ? withoutOurCookie(req.rawHeaders[i + 1]) : req.rawHeaders[i + 1];
+          const value = k === "cookie" ? withoutPlatformCookies(req.rawHeaders[i + 1]) : req.rawHeaders[i + 1];
           if (value) lines.push(`${req.rawHeaders[i]}: ${value}`);
         }
         upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
         if (head.length) upstream.write(head);
-        upstream.pipe(socket).pipe(upstream);
+        spliceWithAllowedCookies(upstream, socket, !onOwnHost(req.headers.host, ctx.config.settings.WHARF_TENANT_DOMAIN));
         const end = () => {
           upstream.destroy();
           socket.destroy();

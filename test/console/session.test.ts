@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { cookieRequestRefusal, csrfTokenFor, sessionCookieOf, withoutSessionCookie } from "../../src/console/index.ts";
+import { cookieRequestRefusal, csrfTokenFor, sessionCookieOf } from "../../src/console/index.ts";
 import { DIALECTS } from "../support/dialects.ts";
 import { startTestPlatform } from "../support/platform.ts";
 
@@ -30,13 +30,10 @@ test("cookie request rules (CSRF, Origin, WebSocket)", () => {
   }
 });
 
-test("the session cookie is read strictly and never forwarded to agent servers", () => {
+test("the session cookie is read strictly", () => {
   assert.equal(sessionCookieOf(`a=1; wharf_session=${V}; b=2`), V);
   assert.equal(sessionCookieOf("wharf_session=short"), null);
   assert.equal(sessionCookieOf(null), null);
-  assert.equal(withoutSessionCookie(`a=1; wharf_session=${V}; b=2`), "a=1; b=2");
-  assert.equal(withoutSessionCookie(`wharf_session=${V}`), null);
-  assert.equal(withoutSessionCookie("theme=dark"), "theme=dark");
 });
 
 for (const dialect of DIALECTS) {
@@ -54,8 +51,14 @@ test(`sign in with a key or a token, CSRF on writes, sign out ends the session (
 
   const res = await signIn({ api_key: p.apiKey });
   assert.equal(res.status, 201);
-  const setCookie = res.headers.get("set-cookie")!;
-  assert.match(setCookie, /^wharf_session=[\w-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+$/);
+  // One cookie per path the console calls, none for the rest of the origin (stable URLs, links, services).
+  const setCookies = res.headers.getSetCookie();
+  assert.deepEqual(
+    setCookies.map((c) => c.replace(/=[\w-]{43};/, "=V;").replace(/Max-Age=\d+/, "Max-Age=N")),
+    [...["/v2", "/sandboxes/dp", "/console/api"].map((path) => `wharf_session=V; Path=${path}; HttpOnly; SameSite=Strict; Max-Age=N`), "wharf_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=N"],
+  );
+  assert.match(setCookies[3], /Max-Age=0$/, "the Path=/ cookie of earlier versions is cleared");
+  const setCookie = setCookies[0];
   const session = (await res.json()) as { csrf_token: string; workspace_id: string };
   assert.ok(!JSON.stringify(session).includes(setCookie.split(";")[0].split("=")[1]), "the cookie value is not in the body");
   const cookie = setCookie.split(";")[0];
@@ -74,7 +77,7 @@ test(`sign in with a key or a token, CSRF on writes, sign out ends the session (
   const tok = (await (await p.api("/v2/tokens", { method: "POST", json: { expires_in_seconds: 120 } })).json()) as { access_token: string };
   const viaToken = await signIn({ token: tok.access_token });
   assert.equal(viaToken.status, 201);
-  assert.match(viaToken.headers.get("set-cookie")!, /Max-Age=1[01]\d;|Max-Age=1[01]\d$/);
+  assert.match(viaToken.headers.getSetCookie()[0], /Max-Age=1[01]\d$/);
 
   assert.equal((await fetch(`${p.url}/console/api/session`, { method: "DELETE", headers: { cookie } })).status, 403, "sign-out needs the CSRF header");
   const out = await fetch(`${p.url}/console/api/session`, { method: "DELETE", headers: { cookie, "x-wharf-csrf": session.csrf_token } });

@@ -80,8 +80,14 @@ describe("HTTP conventions", () => {
     assert.ok(doc.paths["/v2/secrets"].put.requestBody);
     assert.ok(doc.paths["/v2/secrets/{key}"].delete);
     assert.ok(doc.components.securitySchemes.ApiKey);
-    const html = await (await fetch(p.url + "/docs")).text();
+    const page = await fetch(p.url + "/docs");
+    const html = await page.text();
     assert.match(html, /swagger-ui-bundle\.js/);
+    // On the console's origin: no inline script, no framing.
+    assert.doesNotMatch(html, /<script>/);
+    assert.match(page.headers.get("content-security-policy")!, /script-src 'self';.*frame-ancestors 'none'/);
+    assert.equal(page.headers.get("x-frame-options"), "DENY");
+    assert.match(await (await fetch(p.url + "/docs/init.js")).text(), /SwaggerUIBundle\(\{ url: "\/openapi.json"/);
     const js = await fetch(p.url + "/docs/swagger-ui-bundle.js");
     assert.equal(js.status, 200);
     await js.arrayBuffer();

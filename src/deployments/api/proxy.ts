@@ -6,7 +6,7 @@ import type { AppEnv } from "../../http/principal.ts";
 import type { LiveRevision } from "../rollout/live-revision.ts";
 import type { Authenticate } from "../../http/authenticate.ts";
 import { HttpError } from "../../http/errors.ts";
-import { withoutSessionCookie } from "../../console/index.ts";
+import { allowedSetCookies, CONSOLE_ORIGIN_CONTENT_HEADERS, parseTenantHost, withoutPlatformCookies } from "../../http/tenant-hosts.ts";
 import type { RolloutEngine, Route, RouteAccess } from "../rollout/rollout-engine.ts";
 import { UUIDISH } from "./schemas.ts";
 import { encodePrincipal, PRINCIPAL_HEADER } from "../runtime/principal-header.ts";
@@ -47,15 +47,22 @@ function retryable(err: NodeJS.ErrnoException & { reusedSocket?: boolean }): boo
   return err.code === "ECONNREFUSED" || (err.code === "ECONNRESET" && err.reusedSocket === true);
 }
 
-/** The agent server's response headers for the client: hop-by-hop ones dropped, locations kept under the stable URL. */
-export function responseHeaders(upstream: http.IncomingHttpHeaders, prefix: string): http.OutgoingHttpHeaders {
+/**
+ * The agent server's response headers for the client: hop-by-hop ones dropped, locations kept under
+ * the stable URL (`prefix`, empty on the deployment's own host). On the console's origin the
+ * deployment's bytes get an opaque origin and set no cookie; elsewhere they never set the platform's.
+ */
+export function responseHeaders(upstream: http.IncomingHttpHeaders, prefix: string, onConsoleOrigin: boolean): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(upstream)) {
-    if (v === undefined || HOP_BY_HOP.has(k)) continue;
+    if (v === undefined || HOP_BY_HOP.has(k) || k === "set-cookie") continue;
     // Locations the agent server gives relative to its root stay under the stable URL.
     const fix = (s: string) => ((k === "location" || k === "content-location") && s.startsWith("/") ? prefix + s : s);
     out[k] = Array.isArray(v) ? v.map(fix) : fix(v);
   }
+  const cookies = allowedSetCookies(upstream["set-cookie"] ?? [], onConsoleOrigin);
+  if (cookies.length) out["set-cookie"] = cookies;
+  if (onConsoleOrigin) Object.assign(out, CONSOLE_ORIGIN_CONTENT_HEADERS);
   return out;
 }
 
@@ -145,7 +152,7 @@ function pipeToClient(res: http.IncomingMessage, outgoing: http.ServerResponse, 
  * by the platform's body limit) are read first so a request refused by a server that just stopped
  * can be sent again to the new one.
  */
-export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEngine, authenticate: Authenticate): void {
+export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEngine, authenticate: Authenticate, tenantDomain: string): void {
   /**
    * Without custom auth the agent server accepts any platform key; the stable URL narrows that to
    * keys of the deployment's own workspace (another workspace's key reads as "not found", as on the
@@ -176,6 +183,10 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
     const prefix = `/deployments/${id}`;
     const incoming = new URL(c.req.url);
     const rest = incoming.pathname.slice(prefix.length) || "/";
+    // On the deployment's own host (`dep-{id}.{tenant domain}`) its routes start at the root.
+    const host = parseTenantHost(c.req.header("host"), tenantDomain);
+    const ownHost = host !== null && host !== "unknown" && host.kind === "deployment";
+    const clientPrefix = ownHost ? "" : prefix;
     const method = c.req.method;
     let body: Buffer | null = null;
     if (method !== "GET" && method !== "HEAD") {
@@ -192,7 +203,7 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
       if (HOP_BY_HOP.has(k) || k === PRINCIPAL_HEADER || PLATFORM_ONLY_HEADERS.has(k)) return;
       // The console's session cookie is the platform's credential: the agent server never sees it.
       if (k === "cookie") {
-        const rest = withoutSessionCookie(v);
+        const rest = withoutPlatformCookies(v);
         if (rest) headers[k] = rest;
         return;
       }
@@ -200,7 +211,7 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
     });
     headers["x-forwarded-host"] = incoming.host;
     headers["x-forwarded-proto"] = incoming.protocol.replace(":", "");
-    headers["x-forwarded-prefix"] = prefix;
+    if (clientPrefix) headers["x-forwarded-prefix"] = clientPrefix;
     if (body) headers["content-length"] = String(body.length);
 
     const signal = clientGone(c);
@@ -250,7 +261,7 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
     res.once("error", done);
     const status = res.statusCode ?? 502;
     const bodyless = method === "HEAD" || status === 204 || status === 304;
-    const out = responseHeaders(res.headers, prefix);
+    const out = responseHeaders(res.headers, clientPrefix, !ownHost);
     const outgoing = nodeResponseOf(c);
     // Not for HEAD: Hono answers HEAD by running the GET route and copying its Response.
     if (outgoing && alreadySentUsable && proxyTuning.pipeResponses && method !== "HEAD") return pipeToClient(res, outgoing, status, { ...out, "x-request-id": c.get("requestId") }, bodyless);
