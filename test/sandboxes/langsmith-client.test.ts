@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import http from "node:http";
 import { describe, test } from "node:test";
 import WebSocket from "ws";
 import { LangSmithSandbox } from "deepagents";
@@ -29,6 +30,23 @@ async def main():
     await s.serve_forever()
 asyncio.run(main())
 `;
+
+/**
+ * A GET of a URL on a tenant host (`*.localhost`, which browsers resolve to loopback and Node does
+ * not): sent to the loopback address with the URL's host as the Host header.
+ */
+function getViaLoopback(url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: "127.0.0.1", port: u.port, path: u.pathname + u.search, headers: { ...headers, host: u.host } }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (d) => (body += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on("error", reject);
+  });
+}
 
 /** Answers every request with its headers as JSON. */
 const HEADER_ECHO = `import http.server, json
@@ -153,12 +171,23 @@ describe("the langsmith sandbox client against Wharf", () => {
     const other = await serviceUrl(8001);
     res = await fetch(`${base}/hello.txt`, { headers: { "X-Langsmith-Sandbox-Service-Token": await other.token() } });
     assert.equal(res.status, 401, "a token is for one port");
-    // browser_url: the token goes into a cookie scoped to the service, then a redirect.
-    res = await fetch(await svc.browserUrl(), { redirect: "manual" });
-    assert.equal(res.status, 302);
-    const cookie = res.headers.get("set-cookie")!.split(";")[0];
+    // browser_url: on the service's own host; the token goes into a cookie of that host, then a redirect.
+    const browserUrl = await svc.browserUrl();
+    assert.match(browserUrl, /^http:\/\/svc-8000-[0-9a-f-]{36}\.localhost:\d+\/\?__wharf_service_token=/);
+    const landing = await getViaLoopback(browserUrl);
+    assert.equal(landing.status, 302);
+    assert.equal(landing.headers.location, "/");
+    const setCookie = String(landing.headers["set-cookie"]);
+    assert.match(setCookie, /; Path=\/; HttpOnly/);
+    const cookie = setCookie.split(";")[0];
+    const own = await getViaLoopback(`${new URL(browserUrl).origin}/hello.txt`, { cookie });
+    assert.equal(own.body, "hello from the box\n");
+    assert.equal(own.headers["content-security-policy"], undefined, "on its own origin the service's pages work");
     res = await fetch(`${base}/hello.txt`, { headers: { cookie } });
     assert.equal(await res.text(), "hello from the box\n");
+    // On the console's origin: an opaque origin, no sniffing.
+    assert.equal(res.headers.get("content-security-policy"), "sandbox");
+    assert.equal(res.headers.get("x-content-type-options"), "nosniff");
     // Wharf's own credentials never reach the service.
     await sb.write("/home/user/echo.py", HEADER_ECHO);
     await sb.run("nohup python3 echo.py >/dev/null 2>&1 & for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/8100) 2>/dev/null && break; sleep 0.1; done", { timeout: 30 });
