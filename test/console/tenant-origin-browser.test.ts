@@ -50,11 +50,13 @@ async function call(p: TestPlatform, key: string, route: string, json: unknown):
 
 /** Opens a URL as the victim would (a link) and gives the page's script time to act. */
 async function visit(page: Page, url: string): Promise<string> {
+  const download = page.waitForEvent("download", { timeout: 15_000 }).catch(() => null);
   try {
     await page.goto(url, { timeout: 15_000 });
   } catch (err) {
-    // A download (an attachment) is no page: nothing ran.
+    // A download (an attachment) is no page: nothing ran. It is let finish before the page closes.
     if (!/net::ERR_ABORTED|Download is starting/.test((err as Error).message)) throw err;
+    await (await download)?.path();
     return "downloaded";
   }
   await page.waitForFunction(() => document.title !== "loading", null, { timeout: 3000 }).catch(() => undefined);
@@ -134,5 +136,13 @@ test("tenant content in Chromium cannot act as the signed-in console user", { ti
   for (const o of outcomes.filter((x) => /browser_url|own host/.test(x))) assert.match(o, /: blocked: TypeError/, o);
   const keys = (await (await p.api("/v2/api-keys")).json()) as Array<{ name: string }>;
   assert.deepEqual(keys.filter((k) => k.name === "stolen"), [], "no key was created in the victim's workspace");
-  assert.equal(browser.isConnected(), true);
+
+  // /docs, on the console's origin, works under its CSP and refuses to be framed.
+  const docs = await (await browser.newContext()).newPage();
+  const violations: string[] = [];
+  docs.on("console", (m) => /Content Security Policy/i.test(m.text()) && violations.push(m.text()));
+  const res = await docs.goto(`${p.url}/docs`);
+  assert.equal(res?.headers()["x-frame-options"], "DENY");
+  await docs.locator(".swagger-ui .info .title", { hasText: "Wharf control plane" }).waitFor({ timeout: 15_000 });
+  assert.deepEqual(violations, []);
 });
