@@ -202,16 +202,21 @@ describe("the langsmith sandbox client against Wharf", () => {
     // Nothing listening: 502.
     res = await other.fetch("/");
     assert.equal(res.status, 502);
-    // WebSocket through the same URL.
+    // WebSocket through the same URL, and through the service's own host.
     const wsUrl = await serviceUrl(8765);
-    const ws = new WebSocket(`${(await wsUrl.serviceUrl()).replace(/^http/, "ws")}/echo`, { headers: { "X-Langsmith-Sandbox-Service-Token": await wsUrl.token() } });
-    const echoed = await new Promise<string>((resolve, reject) => {
-      ws.on("open", () => ws.send("ping through the proxy"));
-      ws.on("message", (d) => resolve(d.toString()));
-      ws.on("error", reject);
-    });
-    ws.close();
-    assert.equal(echoed, "echo: ping through the proxy");
+    const echoVia = async (url: string, host?: string) => {
+      const ws = new WebSocket(url, { headers: { "X-Langsmith-Sandbox-Service-Token": await wsUrl.token(), ...(host ? { host } : {}) } });
+      const echoed = await new Promise<string>((resolve, reject) => {
+        ws.on("open", () => ws.send("ping through the proxy"));
+        ws.on("message", (d) => resolve(d.toString()));
+        ws.on("error", reject);
+      });
+      ws.close();
+      return echoed;
+    };
+    assert.equal(await echoVia(`${(await wsUrl.serviceUrl()).replace(/^http/, "ws")}/echo`), "echo: ping through the proxy");
+    const ownHost = new URL(await wsUrl.browserUrl()).host;
+    assert.equal(await echoVia(`ws://127.0.0.1:${new URL(p.url).port}/echo`, ownHost), "echo: ping through the proxy");
     // A stopped box is started by a request to its service URL (the service itself must be started again).
     await sb.stop();
     res = await svc.fetch("/hello.txt");
