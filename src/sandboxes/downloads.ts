@@ -1,10 +1,10 @@
-import type { Readable } from "node:stream";
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { notFound } from "../http/errors.ts";
 import { CONSOLE_ORIGIN_CONTENT_HEADERS, parseTenantHost, TENANT_PATHS, tenantHostsForApiClients, tenantOrigin } from "../http/tenant-hosts.ts";
 import type { AppEnv } from "../http/principal.ts";
 import type { Router } from "../http/route.ts";
+import { webStreamOf } from "../http/web-stream.ts";
 import type { PlatformContext } from "../platform/context.ts";
 import { SANDBOX_USER } from "./driver/base-image.ts";
 import { dataplaneError, type SandboxManager } from "./manager.ts";
@@ -96,27 +96,7 @@ export async function serveFile(c: Context<AppEnv>, manager: SandboxManager, row
   const proc = manager.driver!.exec(row.id, live.ref, { argv: ["/bin/sh", "-c", READ, "sh", path, String(start), String(length)], env: live.env, cwd: SANDBOX_USER.home });
   proc.stdin.end();
   proc.stderr.resume();
-  return c.body(webStream(proc.stdout, () => proc.kill()), status, headers);
-}
-
-/** A web stream over a Node stream, with backpressure; cancelling (client gone) kills the reader. */
-function webStream(out: Readable, onCancel: () => void): ReadableStream<Uint8Array> {
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      out.on("data", (d: Buffer) => {
-        controller.enqueue(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
-        if ((controller.desiredSize ?? 1) <= 0) out.pause();
-      });
-      out.on("end", () => controller.close());
-      out.on("error", (err) => controller.error(err));
-    },
-    pull() {
-      out.resume();
-    },
-    cancel() {
-      onCancel();
-    },
-  });
+  return c.body(webStreamOf(proc.stdout, () => proc.kill()), status, headers);
 }
 
 const PURPOSE = "download";

@@ -6,6 +6,7 @@ import { getRunRow, INFLIGHT, listRuns, toRun, type Run } from "../runs/runs.ts"
 import { authorize, body, json, noContent, query, uuidAt, type C } from "./route-helpers.ts";
 import { cancelQuery, runBatch, runCreate, runListQuery } from "./schemas.ts";
 import { getThread } from "../storage/threads.ts";
+import { guardController, type GuardedController } from "../../http/web-stream.ts";
 import { CORS_HEADERS, sseFrame, toJson } from "../wire.ts";
 
 const encoder = new TextEncoder();
@@ -73,24 +74,29 @@ async function waitResponse(c: C, engine: RunEngine, runId: string, location: st
   const quick = await Promise.race([result, new Promise<typeof SLOW>((r) => setTimeout(() => r(SLOW), 1000).unref())]);
   if (quick !== SLOW) return new Response(toJson(quick), { status: 200, headers });
   let timer: NodeJS.Timeout | null = null;
+  // The result and the keep-alive timer arrive outside the stream's machinery, possibly after the
+  // client hung up: the guard makes their writes no-ops then instead of uncaught throws.
+  let out: GuardedController<Uint8Array> | null = null;
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
-      controller.enqueue(encoder.encode("\n"));
-      timer = setInterval(() => controller.enqueue(encoder.encode("\n")), 1000);
+      const g = (out = guardController(controller));
+      g.enqueue(encoder.encode("\n"));
+      timer = setInterval(() => g.enqueue(encoder.encode("\n")), 1000);
       result.then(
         (v) => {
           clearInterval(timer!);
-          controller.enqueue(encoder.encode(toJson(v)));
-          controller.close();
+          g.enqueue(encoder.encode(toJson(v)));
+          g.close();
         },
         (err) => {
           clearInterval(timer!);
-          controller.enqueue(encoder.encode(toJson({ __error__: { error: "Error", message: (err as Error).message } })));
-          controller.close();
+          g.enqueue(encoder.encode(toJson({ __error__: { error: "Error", message: (err as Error).message } })));
+          g.close();
         },
       );
     },
     cancel() {
+      out?.cancelled();
       if (timer) clearInterval(timer);
     },
   });

@@ -5,6 +5,7 @@ import type { ActiveRun, RunEngine } from "../runs/run-engine.ts";
 import type { RunEvent } from "../runs/run-channel.ts";
 import { authorize, uuidAt } from "./route-helpers.ts";
 import { getThread } from "../storage/threads.ts";
+import { guardController } from "../../http/web-stream.ts";
 import { CORS_HEADERS, sseFrame } from "../wire.ts";
 
 const encoder = new TextEncoder();
@@ -82,7 +83,9 @@ export function registerThreadStreamRoute(app: Hono<AgentEnv>, ctx: AgentServerC
     };
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
-        heartbeat = setInterval(() => controller.enqueue(HEARTBEAT), HEARTBEAT_MS);
+        // A timer, outside the stream's machinery: a write after the end must not throw.
+        const g = guardController(controller);
+        heartbeat = setInterval(() => g.enqueue(HEARTBEAT), HEARTBEAT_MS);
         heartbeat.unref();
       },
       async pull(controller) {
