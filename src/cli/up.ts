@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { settingsHelp } from "../config/index.ts";
 import { loadConfigOrExit } from "./config-or-exit.ts";
+import { serverTimeouts } from "../platform/connection-guard.ts";
 import { listenEarly, type EarlyListener } from "../platform/early-listener.ts";
 import type { RunningPlatform } from "../platform/start-platform.ts";
 
@@ -16,7 +17,7 @@ export function registerUp(program: Command): void {
       // requests that arrive meanwhile wait for the platform instead of failing.
       let listener: EarlyListener;
       try {
-        listener = await listenEarly(config.host, config.port);
+        listener = await listenEarly(config.host, config.port, serverTimeouts(config.settings));
       } catch (err) {
         console.error(`wharf: cannot start: cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
         process.exit(1);

@@ -17,7 +17,8 @@ export interface EarlyListener {
 
 const isOk = (url: string | undefined) => url === "/ok" || Boolean(url?.startsWith("/ok?"));
 
-export function listenEarly(host: string, port: number): Promise<EarlyListener> {
+/** `options`: the server's creation options (its timeouts: `serverTimeouts`). */
+export function listenEarly(host: string, port: number, options: http.ServerOptions = {}): Promise<EarlyListener> {
   let target: http.RequestListener | null = null;
   let failed: string | null = null;
   const heldRequests: Array<[http.IncomingMessage, http.ServerResponse]> = [];
@@ -27,7 +28,7 @@ export function listenEarly(host: string, port: number): Promise<EarlyListener> 
     res.end(JSON.stringify({ detail: `Wharf could not start: ${failed}` }));
   };
 
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(options, (req, res) => {
     if (target) return target(req, res);
     if (failed) return refuse(res);
     if (isOk(req.url)) {

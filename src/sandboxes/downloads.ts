@@ -160,7 +160,9 @@ export function registerDownloadUrlRoute(router: Router, ctx: PlatformContext): 
       const row = await findSandbox(ctx.db, principal.workspaceId, params.name);
       if (!row) throw notFound("Sandbox");
       const path = body.path.startsWith("/") ? body.path : `${SANDBOX_USER.home}/${body.path}`;
-      const exp = body.expires_in_seconds === undefined ? null : Math.floor(Date.now() / 1000) + body.expires_in_seconds;
+      // A link needs no credential: unless asked otherwise it lives an hour (the operator's choice), not forever.
+      const ttl = body.expires_in_seconds ?? (ctx.config.settings.WHARF_SANDBOX_DOWNLOAD_LINK_TTL_SECONDS || null);
+      const exp = ttl === null ? null : Math.floor(Date.now() / 1000) + ttl;
       const claims: DownloadClaims = { s: row.id, w: row.workspace_id, e: exp, p: path };
       if (body.content_type) claims.t = body.content_type;
       if (body.content_disposition) claims.d = body.content_disposition;

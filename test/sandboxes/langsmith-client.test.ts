@@ -128,8 +128,10 @@ describe("the langsmith sandbox client against Wharf", () => {
     assert.equal(await res.text(), "x");
     res = await fetch(link.download_url.slice(0, -3) + "AAA");
     assert.equal(res.status, 401);
-    const forever = await sb.generateDownloadURL("proj/README.md");
-    assert.equal(forever.expires_at, null);
+    // Without expires_in_seconds a link lives WHARF_SANDBOX_DOWNLOAD_LINK_TTL_SECONDS (an hour), not forever.
+    const defaulted = await sb.generateDownloadURL("proj/README.md");
+    const ttl = Date.parse(defaulted.expires_at!) - Date.now();
+    assert.ok(ttl > 3500_000 && ttl <= 3600_000, `expires in ${ttl} ms`);
 
     // Stopped (idle): the next data-plane request starts it; so does the link.
     await sb.stop();
@@ -137,7 +139,7 @@ describe("the langsmith sandbox client against Wharf", () => {
     assert.equal(new TextDecoder().decode(await sb.read("/home/user/proj/README.md")), "no match here\n");
     assert.equal((await client.getSandbox("client-files")).status, "ready");
     await sb.stop();
-    res = await fetch(forever.download_url);
+    res = await fetch(defaulted.download_url);
     assert.equal(await res.text(), "no match here\n");
     await sb.stop();
     const r = await sb.run("echo woke", { timeout: 30 });
