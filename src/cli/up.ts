@@ -1,4 +1,4 @@
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { settingsHelp } from "../config/index.ts";
 import { loadConfigOrExit } from "./config-or-exit.ts";
 import { serverTimeouts } from "../platform/connection-guard.ts";
@@ -9,10 +9,18 @@ export function registerUp(program: Command): void {
   program
     .command("up")
     .description("run the whole platform in one process (control plane on WHARF_HOST:WHARF_PORT)")
+    .option("--no-supervisor", "run the platform in this process, with nothing to start it again after a fault (for systemd or a container runtime that restarts it)")
+    .addOption(new Option("--platform-process", "the platform child of a supervising `wharf up`").hideHelp())
     .addHelpText("after", "\n" + settingsHelp())
-    .action(async () => {
+    .action(async (opts: { supervisor: boolean; platformProcess?: boolean }) => {
       const started = performance.now();
       const config = loadConfigOrExit();
+      if (opts.supervisor && !opts.platformProcess) {
+        const [{ supervise }, { createLogger }] = await Promise.all([import("../platform/supervisor.ts"), import("../log/logger.ts")]);
+        supervise([...process.argv.slice(2), "--platform-process"], createLogger({ level: config.logLevel }));
+        return;
+      }
+      const supervisor = opts.platformProcess ? (await import("../platform/supervisor.ts")).superviseFromChild() : null;
       // Bind first, load the platform's modules second: /ok answers within moments of a restart and
       // requests that arrive meanwhile wait for the platform instead of failing.
       let listener: EarlyListener;
@@ -45,13 +53,22 @@ export function registerUp(program: Command): void {
       process.on("SIGTERM", () => shutdown("SIGTERM"));
       process.on("SIGINT", () => shutdown("SIGINT"));
       try {
-        const { startPlatform } = await import("../platform/start-platform.ts");
-        platform = await startPlatform(config, { listener });
+        const [{ startPlatform }, { createLogger }, { installFaultPolicy }] = await Promise.all([
+          import("../platform/start-platform.ts"),
+          import("../log/logger.ts"),
+          import("../platform/process-faults.ts"),
+        ]);
+        const log = createLogger({ level: config.logLevel });
+        // From here on, an error no handler caught is logged and contained or ends this process for
+        // the supervisor to restart: it never silently takes every tenant down for good.
+        installFaultPolicy(log);
+        platform = await startPlatform(config, { listener, log });
       } catch (err) {
         listener.fail((err as Error).message);
         console.error(`wharf: cannot start: ${(err as Error).message}`);
         process.exit(1);
       }
+      supervisor?.ready();
       const { url, bootstrap, ctx } = platform;
       ctx.log.info({ url, storage: ctx.store.dialect, location: ctx.store.location, ms: Math.round(performance.now() - started) }, "wharf is up");
       if (bootstrap.apiKey) {
