@@ -11,6 +11,7 @@ import { CommandRegistry, CommandSession, type CommandOptions } from "./commands
 import { Admissions } from "./capacity.ts";
 import { SpillBuffer } from "./output-buffer.ts";
 import { SANDBOX_USER } from "./driver/base-image.ts";
+import { retryOutOfDescriptors } from "./driver/descriptors.ts";
 import type { CapturedNetwork, RuntimeRef, SandboxDriver } from "./driver/driver.ts";
 import { getSandbox, openEnv, sandboxesInStatus, transition, type SandboxRow } from "./sandbox-store.ts";
 import { DEFAULTS, type SandboxStatus } from "./schemas.ts";
@@ -320,10 +321,14 @@ export class SandboxManager {
     this.commands.forget(id);
     if (this.lost.delete(id)) fs.rmSync(this.commandOutputDir(id), { recursive: true, force: true });
     if (l?.egress) await l.egress.detach().catch((err) => this.ctx.log.warn({ sandboxId: id, err: (err as Error).message }, "egress detach failed"));
-    if (!this.driver) return;
+    const driver = this.driver;
+    if (!driver) return;
     const r = ref ?? l?.ref ?? null;
-    if (destroy) await this.driver.destroy(id, r);
-    else await this.driver.stop(id, r);
+    // Under a descriptor shortage (a flood of connections) reading /proc and the cgroup fails: wait
+    // it out rather than give up with the sandbox's processes running and its row about to go.
+    await retryOutOfDescriptors(() => (destroy ? driver.destroy(id, r) : driver.stop(id, r)), {
+      onRetry: (err, attempt) => this.ctx.log.warn({ sandboxId: id, attempt, err: (err as Error).message }, "sandbox teardown out of descriptors; retrying"),
+    });
   }
 
   private runtimeOf(row: SandboxRow): RuntimeRef | null {

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { isOutOfDescriptors } from "./descriptors.ts";
 
 /** Resource limits of one sandbox, enforced by its cgroup. */
 export interface Limits {
@@ -47,7 +48,9 @@ function readPids(file: string): number[] {
       .split("\n")
       .filter(Boolean)
       .map(Number);
-  } catch {
+  } catch (err) {
+    // No descriptor to read it with is not an empty cgroup: the caller would leave its processes running.
+    if (isOutOfDescriptors(err)) throw err;
     return [];
   }
 }

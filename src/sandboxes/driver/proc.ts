@@ -1,8 +1,9 @@
 import fs from "node:fs";
+import { isOutOfDescriptors } from "./descriptors.ts";
 
 /** Small /proc readers for supervising processes we did not necessarily spawn (after a restart). */
 
-/** Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat), or null if gone. */
+/** Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat), or null if gone; throws when out of descriptors. */
 export function startTime(pid: number): number | null {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -10,7 +11,10 @@ export function startTime(pid: number): number | null {
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     if (fields[0] === "Z" || fields[0] === "X") return null;
     return Number(fields[19]);
-  } catch {
+  } catch (err) {
+    // Out of descriptors says nothing about the process: taking it for gone made a teardown skip
+    // killing it (callers retry, `retryOutOfDescriptors`).
+    if (isOutOfDescriptors(err)) throw err;
     return null;
   }
 }
