@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { loadConfigOrExit } from "./config-or-exit.ts";
 import { startAgentServer } from "../agent-server/index.ts";
+import { installFaultPolicy } from "../platform/process-faults.ts";
 
 const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
 
@@ -33,6 +34,9 @@ export function registerAgentServer(program: Command): void {
         : opts.open
           ? "OPEN: no credentials required (loopback only)"
           : "platform API key required (X-Api-Key)";
+      // A fault of one stream or connection is contained; any other ends this process, which the
+      // platform starts again with backoff (deployments) or the developer sees (wharf dev).
+      installFaultPolicy(running.server.ctx.log);
       console.log(`agent server ready at ${running.url} (graphs: ${[...running.server.ctx.graphs.keys()].join(", ")}; ${auth})`);
       let signals = 0;
       const shutdown = () => {

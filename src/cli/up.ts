@@ -12,14 +12,11 @@ export function registerUp(program: Command): void {
     .option("--no-supervisor", "run the platform in this process, with nothing to start it again after a fault (for systemd or a container runtime that restarts it)")
     .addOption(new Option("--platform-process", "the platform child of a supervising `wharf up`").hideHelp())
     .addHelpText("after", "\n" + settingsHelp())
+    // `bin/wharf.js` reads these two before the CLI loads: unless `--no-supervisor`, it runs `wharf
+    // up --platform-process` as a child under `src/platform/supervisor.ts` and this runs there.
     .action(async (opts: { supervisor: boolean; platformProcess?: boolean }) => {
       const started = performance.now();
       const config = loadConfigOrExit();
-      if (opts.supervisor && !opts.platformProcess) {
-        const [{ supervise }, { createLogger }] = await Promise.all([import("../platform/supervisor.ts"), import("../log/logger.ts")]);
-        supervise([...process.argv.slice(2), "--platform-process"], createLogger({ level: config.logLevel }));
-        return;
-      }
       const supervisor = opts.platformProcess ? (await import("../platform/supervisor.ts")).superviseFromChild() : null;
       // Bind first, load the platform's modules second: /ok answers within moments of a restart and
       // requests that arrive meanwhile wait for the platform instead of failing.

@@ -1,6 +1,7 @@
-import { fork, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import os from "node:os";
-import type { Logger } from "../log/logger.ts";
+import { readSetting } from "../config/settings.ts";
+import { createLogger, type Logger } from "../log/logger.ts";
 
 /**
  * `wharf up` is a small supervisor: the platform runs in a child process that it starts again when
@@ -41,30 +42,53 @@ export function recentRestarts(times: number[], now: number): number[] {
   return times.filter((t) => now - t < WINDOW_MS);
 }
 
-/** Runs the platform in a child (`childArgs` after the CLI's entry point) and keeps it running. Never returns. */
-export function supervise(childArgs: string[], log: Logger): void {
-  let child: ChildProcess | null = null;
+/** A platform child as `bin/platform-child.js` forks and watches it (from before this module loaded). */
+export interface PlatformChild {
+  child: ChildProcess;
+  /** It said it serves (`superviseFromChild().ready()`). */
+  ready: boolean;
+  exit: { code: number | null; signal: NodeJS.Signals | null } | null;
+  onExit: (() => void) | null;
+}
+
+export interface EarlySupervision {
+  first: PlatformChild;
+  fork(): PlatformChild;
+  /** The signals that arrived before `supervise` took over (and stops recording them). */
+  takeSignals(): NodeJS.Signals[];
+}
+
+function logLevel(): string {
+  try {
+    return readSetting("WHARF_LOG_LEVEL");
+  } catch {
+    return "info"; // the child names the bad setting and exits 2, which ends this process too
+  }
+}
+
+/** Keeps the platform child running: restarts it after a fault, forwards signals, exits with it when it stops. */
+export function supervise(early: EarlySupervision, log: Logger = createLogger({ level: logLevel() })): void {
+  let current: PlatformChild | null = null;
   let stopping = false;
   let restarts: number[] = [];
   let pendingStart: NodeJS.Timeout | null = null;
 
-  const start = () => {
-    pendingStart = null;
-    let ready = false;
-    const c = fork(process.argv[1], childArgs, { stdio: "inherit", detached: true, execArgv: process.execArgv });
-    child = c;
-    c.on("message", (m: ChildMessage) => {
-      if (m?.type === "ready") ready = true;
-    });
-    c.once("exit", (code, signal) => {
-      child = null;
+  const watch = (pc: PlatformChild) => {
+    current = pc;
+    pc.onExit = () => {
+      current = null;
+      const { code, signal } = pc.exit!;
       restarts = recentRestarts(restarts, Date.now());
-      const decision = onChildExit({ code, signal, stopping, wasReady: ready, recentRestarts: restarts.length });
+      const decision = onChildExit({ code, signal, stopping, wasReady: pc.ready, recentRestarts: restarts.length });
       if (decision.action === "exit") process.exit(decision.code);
       restarts.push(Date.now());
-      log.error({ code, signal, pid: c.pid, restartInMs: decision.delayMs, restartsInLastMinute: restarts.length }, "the platform process ended unexpectedly; starting it again");
-      pendingStart = setTimeout(start, decision.delayMs);
-    });
+      log.error({ code, signal, pid: pc.child.pid, restartInMs: decision.delayMs, restartsInLastMinute: restarts.length }, "the platform process ended unexpectedly; starting it again");
+      pendingStart = setTimeout(() => {
+        pendingStart = null;
+        watch(early.fork());
+      }, decision.delayMs);
+    };
+    if (pc.exit) pc.onExit();
   };
 
   const forward = (signal: NodeJS.Signals) => {
@@ -73,13 +97,15 @@ export function supervise(childArgs: string[], log: Logger): void {
       clearTimeout(pendingStart);
       process.exit(0);
     }
-    child?.kill(signal);
+    current?.child.kill(signal);
   };
   process.on("SIGTERM", () => forward("SIGTERM"));
   process.on("SIGINT", () => forward("SIGINT"));
   // A closed terminal: the child is in its own group and would not hear of it.
   process.on("SIGHUP", () => forward("SIGTERM"));
-  start();
+  const missed = early.takeSignals();
+  watch(early.first);
+  for (const s of missed) forward(s === "SIGHUP" ? "SIGTERM" : s);
 }
 
 /**
