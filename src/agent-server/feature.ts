@@ -1,8 +1,10 @@
+import type http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { serve, type ServerType } from "@hono/node-server";
 import { sql } from "kysely";
+import { hardenServer, serverTimeouts } from "../http/connection-guard.ts";
 import type { Feature, PlatformContext } from "../platform/context.ts";
 import { createAgentServerApp, type AgentServer } from "./server.ts";
 
@@ -48,9 +50,11 @@ export function createAgentServerFeature(): Feature & { url(): string | null } {
         });
         const a = agent;
         server = await new Promise<ServerType>((resolve, reject) => {
-          const s = serve({ fetch: a.app.fetch, hostname: ctx.config.host, port }, () => resolve(s));
+          const s = serve({ fetch: a.app.fetch, hostname: ctx.config.host, port, serverOptions: serverTimeouts(ctx.config.settings) }, () => resolve(s));
           s.once("error", reject);
         });
+        // It listens on the control plane's address: the same caps against floods of slow heads.
+        hardenServer(server as http.Server, ctx.config.settings, ctx.log);
       } catch (err) {
         ctx.log.error({ err: (err as Error).message, project }, "the example agent server could not start");
         await agent?.close();

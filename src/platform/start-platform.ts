@@ -12,7 +12,7 @@ import { createLogger, type Logger } from "../log/logger.ts";
 import { openStore, type Store } from "../store/database.ts";
 import { migrateToLatest } from "../store/migrate.ts";
 import { bootstrap, type BootstrapResult } from "./bootstrap.ts";
-import { applyTimeouts, guardConnections, serverTimeouts } from "./connection-guard.ts";
+import { hardenServer, serverTimeouts } from "../http/connection-guard.ts";
 import type { Feature, PlatformContext } from "./context.ts";
 import type { EarlyListener } from "./early-listener.ts";
 import { allFeatures } from "./features.ts";
@@ -84,14 +84,13 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
   const app = createHttpApp(ctx, features);
   const tenantDomain = config.settings.WHARF_TENANT_DOMAIN;
 
-  const timeouts = serverTimeouts(config.settings);
   let server: ServerType;
   if (options.listener) {
     server = options.listener.server;
   } else {
     server = await new Promise<ServerType>((resolve, reject) => {
       const createServer = (opts: http.ServerOptions, listener: http.RequestListener) => http.createServer(opts, tenantRoutedListener(listener, tenantDomain));
-      const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port, serverOptions: timeouts, createServer: createServer as never }, () => resolve(s));
+      const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port, serverOptions: serverTimeouts(config.settings), createServer: createServer as never }, () => resolve(s));
       s.once("error", reject);
     }).catch(async (err: Error) => {
       await store.close();
@@ -99,8 +98,7 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
     });
   }
   // Before any feature's handlers: a connection past the caps is closed before anything sees it.
-  applyTimeouts(server as http.Server, timeouts);
-  guardConnections(server as http.Server, { total: config.settings.WHARF_MAX_CONNECTIONS, perClient: config.settings.WHARF_MAX_CONNECTIONS_PER_CLIENT }, timeouts.headersTimeout, log);
+  hardenServer(server as http.Server, config.settings, log);
   const addr = server.address() as AddressInfo;
   baseUrl = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
   routeTenantUpgrades(server as http.Server, tenantDomain);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { admission, clientKey, serverTimeouts, type Admission } from "../../src/platform/connection-guard.ts";
+import { admission, clientKey, serverTimeouts, type Admission } from "../../src/http/connection-guard.ts";
 
 describe("clientKey", () => {
   const cases: Array<[string | undefined, string]> = [

@@ -119,3 +119,10 @@ export function guardConnections(server: http.Server, caps: ConnectionCaps, head
   });
   server.on("request", (req: http.IncomingMessage) => waiting.delete(req.socket));
 }
+
+/** The settings' timeouts and caps on a server (created with `serverTimeouts` as its options, for the checking interval). */
+export function hardenServer(server: http.Server, s: Settings, log: Logger): void {
+  const t = serverTimeouts(s);
+  applyTimeouts(server, t);
+  guardConnections(server, { total: s.WHARF_MAX_CONNECTIONS, perClient: s.WHARF_MAX_CONNECTIONS_PER_CLIENT }, t.headersTimeout, log);
+}
