@@ -1,7 +1,7 @@
 import { Option, type Command } from "commander";
 import { settingsHelp } from "../config/index.ts";
 import { loadConfigOrExit } from "./config-or-exit.ts";
-import { serverTimeouts } from "../platform/connection-guard.ts";
+import { serverTimeouts } from "../http/connection-guard.ts";
 import { listenEarly, type EarlyListener } from "../platform/early-listener.ts";
 import type { RunningPlatform } from "../platform/start-platform.ts";
 

@@ -1,5 +1,6 @@
 import type http from "node:http";
-import net from "node:net";
+import type net from "node:net";
+import ipaddr from "ipaddr.js";
 import type { Settings } from "../config/settings.ts";
 import type { Logger } from "../log/logger.ts";
 
@@ -34,20 +35,19 @@ export function applyTimeouts(server: http.Server, t: ServerTimeouts): void {
   server.keepAliveTimeout = t.keepAliveTimeout;
 }
 
-/** The address a cap counts by: IPv4 as is (also IPv4-mapped IPv6), IPv6 by its /64, which one host is usually given. */
-export function clientKey(address: string | undefined): string {
-  if (!address) return "unknown";
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1];
-  if (!net.isIPv6(address)) return address;
-  const [head, tail = ""] = address.split("::");
-  const left = head ? head.split(":") : [];
-  const right = tail ? tail.split(":") : [];
-  const groups = address.includes("::") ? [...left, ...Array(8 - left.length - right.length).fill("0"), ...right] : left;
-  return `${groups
-    .slice(0, 4)
-    .map((g) => parseInt(g, 16).toString(16))
-    .join(":")}::/64`;
+/**
+ * The client a per-client cap counts a connection against: an IPv4 address (also IPv4-mapped
+ * IPv6), an IPv6 address's /64 (what one host is usually given), or null for loopback, which the
+ * per-client cap leaves alone: the platform's own data-plane gateways (every deployment's calls)
+ * and a reverse proxy on the host connect from there, and one tenant filling that address's share
+ * would lock the others out. Loopback connections count towards the total cap like any other.
+ */
+export function clientKey(address: string | undefined): string | null {
+  if (!address || !ipaddr.isValid(address)) return address ?? "unknown";
+  const ip = ipaddr.process(address);
+  if (ip.range() === "loopback") return null;
+  if (ip.kind() === "ipv4") return ip.toString();
+  return `${(ip as ipaddr.IPv6).toNormalizedString().split(":").slice(0, 4).join(":")}::/64`;
 }
 
 export interface ConnectionCaps {
@@ -80,7 +80,7 @@ export function guardConnections(server: http.Server, caps: ConnectionCaps, head
   const started = new WeakMap<net.Socket, number>();
   let open = 0;
   let refused = 0;
-  const noteRefusal = (reason: string, client: string) => {
+  const noteRefusal = (reason: string, client: string | null) => {
     // One line per 1000 refusals: a flood must not flood the log too.
     if (refused++ % 1000 === 0) log.warn({ client, reason, refused }, "connection refused by the connection caps");
   };
@@ -94,7 +94,7 @@ export function guardConnections(server: http.Server, caps: ConnectionCaps, head
       waiting.delete(s);
     }
     const client = clientKey(socket.remoteAddress);
-    const verdict = admission(caps, open, byClient.get(client) ?? 0, waiting.size);
+    const verdict = admission(caps, open, client === null ? 0 : (byClient.get(client) ?? 0), waiting.size);
     if (verdict === "refuse-client" || verdict === "refuse-total") {
       noteRefusal(verdict === "refuse-client" ? "per-client cap" : "total cap", client);
       socket.destroy();
@@ -106,12 +106,13 @@ export function guardConnections(server: http.Server, caps: ConnectionCaps, head
       oldest.destroy();
     }
     open++;
-    byClient.set(client, (byClient.get(client) ?? 0) + 1);
+    if (client !== null) byClient.set(client, (byClient.get(client) ?? 0) + 1);
     waiting.add(socket);
     started.set(socket, Date.now());
     socket.once("close", () => {
       open--;
       waiting.delete(socket);
+      if (client === null) return;
       const left = (byClient.get(client) ?? 1) - 1;
       if (left > 0) byClient.set(client, left);
       else byClient.delete(client);

@@ -1,19 +1,81 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { admission, clientKey, serverTimeouts, type Admission } from "../../src/http/connection-guard.ts";
+import { EventEmitter } from "node:events";
+import type http from "node:http";
+import { admission, clientKey, guardConnections, serverTimeouts, type Admission } from "../../src/http/connection-guard.ts";
+import type { Logger } from "../../src/log/logger.ts";
 
 describe("clientKey", () => {
-  const cases: Array<[string | undefined, string]> = [
-    ["127.0.0.1", "127.0.0.1"],
-    ["::ffff:10.1.2.3", "10.1.2.3"],
+  const cases: Array<[string | undefined, string | null]> = [
+    ["198.51.100.7", "198.51.100.7"],
+    ["::ffff:198.51.100.7", "198.51.100.7"],
     ["2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"],
     ["2001:db8:1:2::9", "2001:db8:1:2::/64"],
     ["2001:0db8:0001:0002:ffff::1", "2001:db8:1:2::/64"],
     ["2001:db8::1", "2001:db8:0:0::/64"],
-    ["::1", "0:0:0:0::/64"],
+    ["127.0.0.1", null],
+    ["127.3.4.5", null],
+    ["::ffff:127.0.0.1", null],
+    ["::1", null],
     [undefined, "unknown"],
   ];
   for (const [address, key] of cases) test(`${address} counts as ${key}`, () => assert.equal(clientKey(address), key));
+});
+
+describe("guardConnections", () => {
+  /** A stand-in for an accepted socket: only what the guard touches. */
+  class FakeSocket extends EventEmitter {
+    destroyed = false;
+    constructor(readonly remoteAddress: string) {
+      super();
+    }
+    destroy() {
+      if (this.destroyed) return;
+      this.destroyed = true;
+      queueMicrotask(() => this.emit("close"));
+    }
+  }
+  const quiet = { warn() {} } as unknown as Logger;
+
+  test("past the per-client cap a connection is closed; other clients and loopback are not counted against it", async () => {
+    const server = new EventEmitter() as unknown as http.Server;
+    guardConnections(server, { total: 100, perClient: 3 }, 10_000, quiet);
+    const accept = (address: string) => {
+      const s = new FakeSocket(address);
+      server.emit("connection", s);
+      return s;
+    };
+    const first = Array.from({ length: 5 }, () => accept("198.51.100.7"));
+    assert.deepEqual(first.map((s) => s.destroyed), [false, false, false, true, true]);
+    assert.equal(accept("198.51.100.8").destroyed, false, "another address has its own share");
+    assert.equal(accept("2001:db8:1:2::1").destroyed, false);
+    assert.equal(accept("2001:db8:1:2::2").destroyed, false);
+    assert.equal(accept("2001:db8:1:2::3").destroyed, false);
+    assert.equal(accept("2001:db8:1:2::4").destroyed, true, "a /64 is one client");
+    assert.ok(Array.from({ length: 10 }, () => accept("127.0.0.1")).every((s) => !s.destroyed), "loopback is not capped per client");
+    first[0].destroy();
+    await new Promise((r) => setImmediate(r));
+    assert.equal(accept("198.51.100.7").destroyed, false, "a closed connection frees its place");
+  });
+
+  test("past the total cap the oldest connection without a request head makes room; requests under way are kept", async () => {
+    const server = new EventEmitter() as unknown as http.Server;
+    guardConnections(server, { total: 3, perClient: 0 }, 10_000, quiet);
+    const accept = (address: string) => {
+      const s = new FakeSocket(address);
+      server.emit("connection", s);
+      return s;
+    };
+    const [a, b, c] = [accept("198.51.100.1"), accept("198.51.100.2"), accept("198.51.100.3")];
+    server.emit("request", { socket: a });
+    const d = accept("198.51.100.4");
+    assert.deepEqual([a, b, c, d].map((s) => s.destroyed), [false, true, false, false], "b, the oldest still waiting for its head, made room");
+    await new Promise((r) => setImmediate(r));
+    server.emit("request", { socket: c });
+    server.emit("request", { socket: d });
+    const e = accept("198.51.100.5");
+    assert.equal(e.destroyed, true, "nothing to evict: refused");
+  });
 });
 
 describe("admission", () => {

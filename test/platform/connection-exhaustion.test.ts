@@ -32,7 +32,7 @@ describe("connection exhaustion", () => {
     const hasPrlimit = spawnSync("prlimit", ["--version"]).status === 0;
     if (!requireCapability(t, process.platform === "linux" && hasPrlimit, "needs Linux and prlimit (util-linux) to lower this process's descriptor limit")) return;
     const p = await startTestPlatform(t, {
-      env: { WHARF_MAX_CONNECTIONS: "300", WHARF_MAX_CONNECTIONS_PER_CLIENT: "40", WHARF_HEADERS_TIMEOUT_MS: "2000" },
+      env: { WHARF_MAX_CONNECTIONS: "300", WHARF_HEADERS_TIMEOUT_MS: "2000" },
     });
     if (!p) return;
     // The flood runs in a child (its descriptors do not count); the platform runs in this process,

@@ -3,6 +3,7 @@ import http from "node:http";
 import net from "node:net";
 import type { Kysely } from "kysely";
 import type { SecretBox } from "../../crypto/secret-box.ts";
+import type { ServerTimeouts } from "../../http/connection-guard.ts";
 import { issueBearerToken } from "../../identity/bearer-tokens.ts";
 import type { Database } from "../../store/schema.ts";
 
@@ -41,6 +42,13 @@ export interface GatewayRevision {
   key: string;
 }
 
+/** Bounds on what one revision's code can hold open in the platform through its gateway. */
+export interface GatewayLimits {
+  /** Connections at once (0: no cap). */
+  maxConnections: number;
+  timeouts: ServerTimeouts;
+}
+
 /**
  * The platform's data plane as a deployment sees it: a listener inside the deployment's network
  * namespace (handed over by the confinement's holder), so nothing else of the host is reachable.
@@ -59,19 +67,39 @@ export class DataPlaneGateway {
    * connections of a server that listens itself, and this one is fed sockets.
    */
   private readonly sockets = new Set<net.Socket>();
+  /** Connections that have not sent a request head yet, and when they will be dropped. */
+  private readonly headDeadlines = new WeakMap<net.Socket, NodeJS.Timeout>();
 
   constructor(
     private readonly rev: GatewayRevision,
-    private readonly platform: { baseUrl: () => string; box: SecretBox },
+    private readonly platform: { baseUrl: () => string; box: SecretBox; limits?: GatewayLimits },
   ) {
-    this.server = http.createServer((req, res) => void this.handle(req, res).catch((err: Error) => this.fail(res, 502, err.message)));
-    this.server.on("upgrade", (req, socket, head) => void this.upgrade(req, socket as net.Socket, head).catch(() => socket.destroy()));
+    this.server = http.createServer(platform.limits?.timeouts ?? {}, (req, res) => void this.handle(req, res).catch((err: Error) => this.fail(res, 502, err.message)));
+    this.server.on("request", (req: http.IncomingMessage) => this.headReceived(req.socket));
+    this.server.on("upgrade", (req, socket, head) => {
+      this.headReceived(socket as net.Socket);
+      void this.upgrade(req, socket as net.Socket, head).catch(() => socket.destroy());
+    });
+  }
+
+  private headReceived(s: net.Socket): void {
+    clearTimeout(this.headDeadlines.get(s));
   }
 
   /** Serves connections accepted by a listener inside the namespace. */
   attach(listener: net.Server): void {
     this.listeners.add(listener);
     listener.on("connection", (s: net.Socket) => {
+      // Deployed code is one client: it cannot hold the platform's descriptors with connections.
+      const cap = this.platform.limits?.maxConnections ?? 0;
+      if (cap && this.sockets.size >= cap) return void s.destroy();
+      // Node enforces its header timeout only on connections of a server that listens itself.
+      const headWithin = this.platform.limits?.timeouts.headersTimeout ?? 0;
+      if (headWithin) {
+        const deadline = setTimeout(() => s.destroy(), headWithin).unref();
+        this.headDeadlines.set(s, deadline);
+        s.once("close", () => clearTimeout(deadline));
+      }
       this.sockets.add(s);
       s.once("close", () => this.sockets.delete(s));
       this.server.emit("connection", s);

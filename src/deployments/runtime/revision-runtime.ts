@@ -20,6 +20,7 @@ import { buildEgressId, serverEgressId } from "../confinement/egress-plan.ts";
 import { ensureStateImage } from "./state-disk.ts";
 import type { Launched } from "../confinement/launcher.ts";
 import { DeploymentEgress, type ProcessEgress } from "./revision-egress.ts";
+import { serverTimeouts } from "../../http/connection-guard.ts";
 
 type Deployment = Database["deployments"];
 
@@ -237,7 +238,11 @@ export class RevisionRuntime {
     const userId = await deploymentUser(this.ctx.db, deployment.api_key_id);
     if (!userId) throw new Error("the deployment's owner is gone");
     const key = newGatewayKey();
-    const gateway = new DataPlaneGateway({ deploymentId: deployment.id, revisionId, workspaceId: deployment.workspace_id, userId, key }, { baseUrl: () => this.ctx.baseUrl(), box: this.ctx.box });
+    const gateway = new DataPlaneGateway({ deploymentId: deployment.id, revisionId, workspaceId: deployment.workspace_id, userId, key }, {
+      baseUrl: () => this.ctx.baseUrl(),
+      box: this.ctx.box,
+      limits: { maxConnections: this.ctx.config.settings.WHARF_MAX_CONNECTIONS_PER_CLIENT, timeouts: serverTimeouts(this.ctx.config.settings) },
+    });
     let gatewayUrl = GATEWAY_URL;
     if (!this.isolated) {
       // No network namespace: the gateway listens on a loopback port of the host instead.
