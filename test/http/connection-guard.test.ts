@@ -36,15 +36,20 @@ describe("guardConnections", () => {
     }
   }
   const quiet = { warn() {} } as unknown as Logger;
-
-  test("past the per-client cap a connection is closed; other clients and loopback are not counted against it", async () => {
+  /** A server under the guard, and a way to hand it a connection from an address. */
+  const guarded = (caps: { total: number; perClient: number }) => {
     const server = new EventEmitter() as unknown as http.Server;
-    guardConnections(server, { total: 100, perClient: 3 }, 10_000, quiet);
+    guardConnections(server, caps, 10_000, quiet);
     const accept = (address: string) => {
       const s = new FakeSocket(address);
       server.emit("connection", s);
       return s;
     };
+    return { server, accept };
+  };
+
+  test("past the per-client cap a connection is closed; other clients and loopback are not counted against it", async () => {
+    const { accept } = guarded({ total: 100, perClient: 3 });
     const first = Array.from({ length: 5 }, () => accept("198.51.100.7"));
     assert.deepEqual(first.map((s) => s.destroyed), [false, false, false, true, true]);
     assert.equal(accept("198.51.100.8").destroyed, false, "another address has its own share");
@@ -59,13 +64,7 @@ describe("guardConnections", () => {
   });
 
   test("past the total cap the oldest connection without a request head makes room; requests under way are kept", async () => {
-    const server = new EventEmitter() as unknown as http.Server;
-    guardConnections(server, { total: 3, perClient: 0 }, 10_000, quiet);
-    const accept = (address: string) => {
-      const s = new FakeSocket(address);
-      server.emit("connection", s);
-      return s;
-    };
+    const { server, accept } = guarded({ total: 3, perClient: 0 });
     const [a, b, c] = [accept("198.51.100.1"), accept("198.51.100.2"), accept("198.51.100.3")];
     server.emit("request", { socket: a });
     const d = accept("198.51.100.4");
