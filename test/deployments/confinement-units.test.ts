@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { DEPLOYMENTS_INSIDE, insidePath, limitsFor } from "../../src/deployments/confinement/confinement.ts";
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { DEPLOYMENTS_INSIDE, dependencyLinkTarget, insidePath, limitsFor } from "../../src/deployments/confinement/confinement.ts";
+import { bindRecord, envArgs, serviceBwrapArgs } from "../../src/sandboxes/driver/confined-service.ts";
 import net from "node:net";
 import { DataPlaneGateway, gatewayAllows } from "../../src/deployments/runtime/data-plane-gateway.ts";
 import { DeploymentsLayout } from "../../src/deployments/layout.ts";
@@ -65,5 +68,55 @@ describe("confinement decisions", () => {
     gateway.close();
     assert.equal(listener.listening, false);
     await closed;
+  });
+
+  test("a project's node_modules link is bound only when it names one of its workspace's dependency sets", () => {
+    const layout = new DeploymentsLayout("/h");
+    const key = "0123456789abcdef0123456789abcdef";
+    const projectDir = "/h/deployments/builds/r1/agent";
+    const cases: Array<[string, string | null | "refused"]> = [
+      [`../../../deps/w1/${key}/node_modules`, `/h/deployments/deps/w1/${key}`],
+      [`/h/deployments/deps/w1/${key}/node_modules`, `/h/deployments/deps/w1/${key}`],
+      ["./vendor/node_modules", null],
+      ["../node_modules", null],
+      // Into a link planted inside a dependency set (`escape -> /`): the finding's attack.
+      [`../../../deps/w1/${key}/node_modules/escape/x`, "refused"],
+      [`../../../deps/w1/${key}/node_modules/escape`, "refused"],
+      [`../../../deps/w2/${key}/node_modules`, "refused"],
+      [`../../../deps/w1/not-a-key/node_modules`, "refused"],
+      [`../../../deps/w1/${key}`, "refused"],
+      ["../../r2/node_modules", "refused"],
+      ["/", "refused"],
+      ["/etc", "refused"],
+    ];
+    for (const [target, want] of cases) {
+      const got = dependencyLinkTarget({ projectDir, artifactDir: "/h/deployments/builds/r1", layout, workspaceId: "w1", target });
+      if (want === "refused") assert.ok("problem" in got && /node_modules link/.test(got.problem), target);
+      else assert.deepEqual(got, { deps: want }, target);
+    }
+  });
+
+  test("bind sources below a platform folder are named relative to it, for the holder to resolve without links", () => {
+    assert.deepEqual(bindRecord(3, { src: "/h/deployments/deps/w/k", dest: "/deployment/deps/w/k", beneath: "/h/deployments/deps" }), ["3", "b", "/h/deployments/deps", "w/k", "/deployment/deps/w/k"]);
+    assert.deepEqual(bindRecord(0, { src: "/srv/wharf/src" }), ["0", "b", "/srv/wharf/src", "", "/srv/wharf/src"]);
+    assert.deepEqual(bindRecord(1, { src: "/tmp/x", dest: "/tmp/y" }, "lowerdir=/a"), ["1", "o", "lowerdir=/a", "", "/tmp/y"]);
+    assert.throws(() => bindRecord(2, { src: "/h/other", beneath: "/h/deployments" }), /not below its folder/);
+    assert.throws(() => bindRecord(2, { src: "/h/deployments", beneath: "/h/deployments" }), /not below its folder/);
+  });
+
+  test("the environment reaches bubblewrap through a descriptor, never its command line", () => {
+    const env = { SECRET: "v4lue with spaces", EMPTY: "" };
+    const args = serviceBwrapArgs({ binds: [], env, cwd: "/", argv: ["/bin/true"] }, "/nonexistent");
+    assert.ok(!args.some((a) => a.includes("v4lue")), args.join(" "));
+    assert.deepEqual(args.slice(args.indexOf("--clearenv"), args.indexOf("--clearenv") + 3), ["--clearenv", "--args", "7"]);
+    assert.equal(envArgs(env).toString(), "--setenv\0SECRET\0v4lue with spaces\0--setenv\0EMPTY\0\0");
+    assert.throws(() => envArgs({ "A=B": "x" }), /cannot be passed/);
+    assert.throws(() => envArgs({ A: "x\0y" }), /cannot be passed/);
+  });
+
+  test("the holder's staging step is valid Perl", () => {
+    const file = fileURLToPath(new URL("../../src/sandboxes/driver/service-stage.pl", import.meta.url));
+    // Throws with perl's message on a syntax error.
+    execFileSync("perl", ["-c", file], { stdio: ["ignore", "ignore", "pipe"] });
   });
 });

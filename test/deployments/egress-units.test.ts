@@ -64,7 +64,7 @@ describe("deployment egress decisions", () => {
     assert.equal(m.writes["usr-local/share/ca-certificates/wharf-egress-ca.crt"], "CA");
     assert.equal(m.writes["usr-local/bin/.keep"], "", "the base image's empty /usr/local/bin stays");
     assert.deepEqual(m.unplaced, ["/etc/wharf/google-service-account.json", "/usr/lib/evil", "relative/path", "/home/../etc/passwd"]);
-    assert.deepEqual(egressBinds("/h/egress/dep-x", m)[0], { src: "/h/egress/dep-x/usr-local", dest: "/usr/local" });
+    assert.deepEqual(egressBinds("/h/egress/dep-x", m)[0], { src: "/h/egress/dep-x/usr-local", dest: "/usr/local", beneath: "/h/egress/dep-x" });
     // A base image with Wharf's /etc/wharf folder shows the Google compatibility file there.
     dirs.add("/etc/wharf");
     const withWharf = egressMounts({ "/etc/wharf/google-service-account.json": "{}", "/usr/local/share/ca-certificates/x.crt": "CA" }, baseHas);

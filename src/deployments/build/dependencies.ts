@@ -4,6 +4,7 @@ import path from "node:path";
 import type { DeploymentsLayout } from "../layout.ts";
 import type { RevisionLog } from "../store/revision-logs.ts";
 import type { BuildStep } from "./builder.ts";
+import { LOCKFILE_MAX, readProjectFile } from "./project-file.ts";
 
 const LOCKFILES = ["package-lock.json", "npm-shrinkwrap.json"];
 
@@ -12,11 +13,14 @@ const LOCKFILES = ["package-lock.json", "npm-shrinkwrap.json"];
  * and the Node major version. Two builds with the same key share one `node_modules`.
  */
 export function dependencyKey(projectDir: string, installCommand: string | null): string | null {
-  const pkg = path.join(projectDir, "package.json");
-  if (!fs.existsSync(pkg)) return null;
+  const pkg = readProjectFile(projectDir, "package.json");
+  if (pkg === null) return null;
   const h = crypto.createHash("sha256");
-  h.update(fs.readFileSync(pkg));
-  for (const f of LOCKFILES) if (fs.existsSync(path.join(projectDir, f))) h.update(f).update(fs.readFileSync(path.join(projectDir, f)));
+  h.update(pkg);
+  for (const f of LOCKFILES) {
+    const lock = readProjectFile(projectDir, f, LOCKFILE_MAX);
+    if (lock !== null) h.update(f).update(lock);
+  }
   h.update(`install:${installCommand ?? ""}`).update(`node:${process.versions.node.split(".")[0]}`);
   return h.digest("hex").slice(0, 32);
 }

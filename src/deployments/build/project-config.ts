@@ -1,5 +1,5 @@
-import fs from "node:fs";
 import path from "node:path";
+import { readProjectFile } from "./project-file.ts";
 
 export class ProjectConfigError extends Error {}
 
@@ -14,10 +14,16 @@ export interface ProjectConfig {
 export function readProjectConfig(root: string, configPath: string): ProjectConfig {
   const file = path.resolve(root, configPath);
   if (!file.startsWith(path.resolve(root) + path.sep)) throw new ProjectConfigError(`langgraph_config_path ${configPath} points outside the project`);
-  if (!fs.existsSync(file)) throw new ProjectConfigError(`${configPath} not found in the source`);
+  let text: string | null;
+  try {
+    text = readProjectFile(root, configPath);
+  } catch (err) {
+    throw new ProjectConfigError((err as Error).message, { cause: err });
+  }
+  if (text === null) throw new ProjectConfigError(`${configPath} not found in the source`);
   let parsed: unknown;
   try {
-    parsed = JSON.parse(fs.readFileSync(file, "utf8"));
+    parsed = JSON.parse(text);
   } catch (err) {
     throw new ProjectConfigError(`${configPath} is not valid JSON: ${(err as Error).message}`);
   }

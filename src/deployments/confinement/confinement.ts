@@ -14,7 +14,14 @@ export interface Bind {
   src: string;
   dest?: string;
   rw?: boolean;
+  /**
+   * A folder of the platform's own that holds `src`: the rest of the path is resolved without
+   * following links when it is mounted (deployed code writes what lies below some of these).
+   */
+  beneath?: string;
 }
+
+export class ConfinementError extends Error {}
 
 export interface MountPlan {
   binds: Bind[];
@@ -88,31 +95,53 @@ function resolutionLinks(layout: DeploymentsLayout): MountPlan {
   };
 }
 
-/** A bind of a folder under the deployments root at its inside path. */
-const under = (layout: DeploymentsLayout, src: string, rw = false): Bind => ({ src, dest: insidePath(layout, src), rw });
+/** A bind of a folder under the deployments root at its inside path, resolved below `beneath` without links. */
+const under = (layout: DeploymentsLayout, src: string, beneath: string, rw = false): Bind => ({ src, dest: insidePath(layout, src), rw, beneath });
+
+/** A platform-made folder (state, socket, npm cache) whose own name is the only part to check. */
+const own = (src: string, dest: string): Bind => ({ src, dest, rw: true, beneath: path.dirname(src) });
+
+/** One dependency set: `deps/<workspace>/<key>` (the key is a hex digest, see dependencyKey). */
+const DEP_KEY = /^[0-9a-f]{32}$/;
+
+/**
+ * What a project's `node_modules` link (written by the platform, but in a folder the project's own
+ * build steps may change) may point at: the `node_modules` of one of its workspace's dependency
+ * sets (that set is bound), or something inside the project (nothing to bind). Anything else
+ * fails the build: a link repointed into a planted link, another workspace's set, the host.
+ */
+export function dependencyLinkTarget(input: { projectDir: string; artifactDir: string; layout: DeploymentsLayout; workspaceId: string; target: string }): { deps: string | null } | { problem: string } {
+  const resolved = path.resolve(input.projectDir, input.target);
+  if (resolved.startsWith(input.artifactDir + path.sep)) return { deps: null };
+  const rel = path.relative(input.layout.depsFor(input.workspaceId), resolved).split(path.sep);
+  if (rel.length === 2 && DEP_KEY.test(rel[0]) && rel[1] === "node_modules") return { deps: path.dirname(resolved) };
+  return { problem: `the project's node_modules link was changed to point elsewhere than its installed dependencies (${input.target}); refusing to build or run it` };
+}
 
 /** The installed dependencies a project links to (a folder of the shared cache), if any. */
-export function linkedDependencies(projectDir: string, layout: DeploymentsLayout): string | null {
+export function linkedDependencies(input: { projectDir: string; artifactDir: string; layout: DeploymentsLayout; workspaceId: string }): string | null {
+  let target: string;
   try {
-    const target = fs.readlinkSync(path.join(projectDir, "node_modules"));
-    const dir = path.dirname(path.resolve(projectDir, target));
-    return dir.startsWith(layout.deps + path.sep) ? dir : null;
+    target = fs.readlinkSync(path.join(input.projectDir, "node_modules"));
   } catch {
-    return null;
+    return null; // no link: no node_modules, or a real folder inside the build
   }
+  const decided = dependencyLinkTarget({ ...input, target });
+  if ("problem" in decided) throw new ConfinementError(decided.problem);
+  return decided.deps;
 }
 
 /**
  * A revision's agent server: the build read-only, its dependencies read-only, state and socket
  * writable. The state folder is the deployment's disk image when it has one (a hard size).
  */
-export function servePlan(input: { layout: DeploymentsLayout; artifactDir: string; projectDir: string; stateDir: string; stateImage?: string | null; socketDir: string }): MountPlan {
+export function servePlan(input: { layout: DeploymentsLayout; workspaceId: string; artifactDir: string; projectDir: string; stateDir: string; stateImage?: string | null; socketDir: string }): MountPlan {
   const links = resolutionLinks(input.layout);
-  const binds: Bind[] = [...runtimeBinds(), ...links.binds, under(input.layout, input.artifactDir)];
-  const deps = linkedDependencies(input.projectDir, input.layout);
-  if (deps) binds.push(under(input.layout, deps));
-  if (!input.stateImage) binds.push({ src: input.stateDir, dest: STATE_INSIDE, rw: true });
-  binds.push({ src: input.socketDir, dest: SOCKET_DIR_INSIDE, rw: true });
+  const binds: Bind[] = [...runtimeBinds(), ...links.binds, under(input.layout, input.artifactDir, input.layout.builds)];
+  const deps = linkedDependencies(input);
+  if (deps) binds.push(under(input.layout, deps, input.layout.deps));
+  if (!input.stateImage) binds.push(own(input.stateDir, STATE_INSIDE));
+  binds.push(own(input.socketDir, SOCKET_DIR_INSIDE));
   return { binds, symlinks: links.symlinks, overlays: compileCacheOverlay(), disk: input.stateImage ? { image: input.stateImage, dest: STATE_INSIDE } : null };
 }
 
@@ -129,12 +158,12 @@ function npmBinds(): Bind[] {
  * A build step (install, build command, load check): the build writable while it is being made
  * (install and build commands) or read-only (the load check), the workspace's npm cache writable.
  */
-export function buildPlan(input: { layout: DeploymentsLayout; artifactDir: string; projectDir: string; npmCache: string | null; writable: boolean }): MountPlan {
+export function buildPlan(input: { layout: DeploymentsLayout; workspaceId: string; artifactDir: string; projectDir: string; npmCache: string | null; writable: boolean }): MountPlan {
   const links = resolutionLinks(input.layout);
-  const binds: Bind[] = [...runtimeBinds(), ...npmBinds(), ...links.binds, under(input.layout, input.artifactDir, input.writable)];
-  const deps = linkedDependencies(input.projectDir, input.layout);
-  if (deps) binds.push(under(input.layout, deps));
-  if (input.npmCache) binds.push({ src: input.npmCache, dest: "/npm-cache", rw: true });
+  const binds: Bind[] = [...runtimeBinds(), ...npmBinds(), ...links.binds, under(input.layout, input.artifactDir, input.layout.builds, input.writable)];
+  const deps = linkedDependencies(input);
+  if (deps) binds.push(under(input.layout, deps, input.layout.deps));
+  if (input.npmCache) binds.push(own(input.npmCache, "/npm-cache"));
   return { binds, symlinks: links.symlinks, overlays: compileCacheOverlay() };
 }
 

@@ -90,5 +90,5 @@ export function egressMounts(files: Record<string, string>, baseHas: (insidePath
 
 /** The binds of an egress folder on the host, for a mount plan (read-only). */
 export function egressBinds(hostDir: string, mounts: EgressMounts): Bind[] {
-  return mounts.binds.map((b) => ({ src: path.join(hostDir, b.rel), dest: b.dest }));
+  return mounts.binds.map((b) => ({ src: path.join(hostDir, b.rel), dest: b.dest, beneath: hostDir }));
 }

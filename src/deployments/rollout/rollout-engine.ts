@@ -19,6 +19,7 @@ import { RevisionLog } from "../store/revision-logs.ts";
 import { LostRevision, transition, type RevisionStatus } from "./revision-states.ts";
 import { LocalServers, soleServer, type LocalServer, type OtherRevision } from "./sole-server.ts";
 import { dropDeploymentDatabase } from "../runtime/database-access.ts";
+import { readProjectFile } from "../build/project-file.ts";
 
 export interface DeploymentsOptions {
   /** How to start an agent server (default: `node bin/wharf.js agent-server …`). */
@@ -810,9 +811,10 @@ export class RolloutEngine {
 
 function hasCustomAuth(configFile: string): boolean {
   try {
-    return typeof (JSON.parse(fs.readFileSync(configFile, "utf8")) as { auth?: { path?: unknown } }).auth?.path === "string";
+    const text = readProjectFile(path.dirname(configFile), path.basename(configFile));
+    return text !== null && typeof (JSON.parse(text) as { auth?: { path?: unknown } }).auth?.path === "string";
   } catch {
-    return false;
+    return false; // an unreadable or invalid config has no auth module (its build failed on it)
   }
 }
 

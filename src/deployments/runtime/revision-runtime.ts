@@ -16,6 +16,7 @@ import { CommandFailed } from "../build/run-command.ts";
 import { prepareDatabaseAccess } from "./database-access.ts";
 import type { StoredProxyConfig } from "../../egress/index.ts";
 import { registryHosts } from "../build/registry-hosts.ts";
+import { readProjectFile } from "../build/project-file.ts";
 import { buildEgressId, serverEgressId } from "../confinement/egress-plan.ts";
 import { ensureStateImage } from "./state-disk.ts";
 import type { Launched } from "../confinement/launcher.ts";
@@ -147,7 +148,8 @@ export class RevisionRuntime {
         signal.throwIfAborted();
         ownFolder(npmCache, ident.uid, this.isolated);
         const artifactDir = this.layout.buildDir(revisionId);
-        const registries = registryHosts({ npmrc: readIfExists(path.join(step.cwd, ".npmrc")), env: step.env });
+        // The project's own file, read on the host: never followed, never blocking, capped.
+        const registries = registryHosts({ npmrc: readProjectFile(artifactDir, path.relative(artifactDir, path.join(step.cwd, ".npmrc"))), env: step.env });
         const egress = this.isolated ? await this.egress.open({ id: buildEgressId(revisionId), deploymentId: deployment.id, workspaceId: deployment.workspace_id, registries, onUnplaced: unplacedNote(log) }) : null;
         const env: Record<string, string> = {
           PATH: "/usr/bin:/bin",
@@ -159,7 +161,7 @@ export class RevisionRuntime {
         };
         let launched: Launched;
         try {
-          const plan = buildPlan({ layout: this.layout, artifactDir, projectDir: step.cwd, npmCache, writable: step.writable });
+          const plan = buildPlan({ layout: this.layout, workspaceId: deployment.workspace_id, artifactDir, projectDir: step.cwd, npmCache, writable: step.writable });
           launched = await this.launcher.launch({
             id: buildEgressId(revisionId),
             uid: ident.uid,
@@ -272,7 +274,7 @@ export class RevisionRuntime {
         id: `dep-${revisionId}`,
         uid: ident.uid,
         limits: limitsFor(resourceSpecOf(deployment)),
-        plan: withExtraBinds(servePlan({ layout: buildLayout, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, stateImage, socketDir }), this.runnerBinds, egress?.binds),
+        plan: withExtraBinds(servePlan({ layout: buildLayout, workspaceId: deployment.workspace_id, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, stateImage, socketDir }), this.runnerBinds, egress?.binds),
         argv: [command, ...args],
         env,
         cwd: this.inside(project.projectDir, buildLayout),
@@ -345,14 +347,6 @@ export class RevisionRuntime {
 
 function withExtraBinds(plan: MountPlan, extra: string[], egress: Bind[] = []): MountPlan {
   return { ...plan, binds: [...plan.binds, ...extra.map((src) => ({ src })), ...egress] };
-}
-
-function readIfExists(file: string): string | null {
-  try {
-    return fs.readFileSync(file, "utf8");
-  } catch {
-    return null;
-  }
 }
 
 /** Egress files that cannot appear in the confinement (a new file under read-only `/etc`), told in the log. */

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { PassThrough, type Readable } from "node:stream";
+import { fileURLToPath } from "node:url";
+import { PassThrough, type Readable, type Writable } from "node:stream";
 import { ensureBaseImage } from "./base-image.ts";
 import { cgroupLayout, type Limits } from "./cgroups.ts";
 import type { CapturedNetwork } from "./driver.ts";
@@ -31,8 +32,12 @@ export interface ConfinedSpec {
   /** Host uid and gid the program runs as (uid 1000 inside). */
   hostUid: number;
   limits: Limits;
-  /** Host paths shown at the same path inside (or at `dest`), read-only unless `rw`. */
-  binds: Array<{ src: string; dest?: string; rw?: boolean }>;
+  /**
+   * Host paths shown at the same path inside (or at `dest`), read-only unless `rw`. With `beneath`
+   * (a folder of the platform's that holds `src`), the part of `src` below it is resolved without
+   * following any link: the trees deployed code writes are bound only as what they really are.
+   */
+  binds: ServiceBind[];
   /**
    * Writable views of a host folder: the folder is the read-only lower layer of an overlay whose
    * changes go to a scratch layer of this run only (a shared cache that nobody inside can poison).
@@ -58,6 +63,13 @@ export interface ConfinedSpec {
   /** Called once the network namespace exists, before anything runs in it. */
   onNetwork?: (netnsPid: number, captured: CapturedNetwork | null) => Promise<void>;
   hostname?: string;
+}
+
+export interface ServiceBind {
+  src: string;
+  dest?: string;
+  rw?: boolean;
+  beneath?: string;
 }
 
 export interface ConfinedProcess {
@@ -93,65 +105,20 @@ export function prepareConfinement(baseCacheDir: string, scratchRoot: string): {
 const SERVICE_MOUNT = "/run/wharf-service-root";
 
 const OVERLAY_MOUNT = `syscall($S{mount}, $ovl, $mnt, $fstype, 2 | 4, $opts) == 0 or fail("mount overlay");`;
-/**
- * The sandbox holder with its one filesystem step replaced: instead of an overlay, a tmpfs at MNT
- * with every bind source mounted on `MNT/<n>` by root (LOWER names a NUL-separated list of
- * `n, source, d|f`). bubblewrap, which runs as the unprivileged uid, then binds those: it could not
- * traverse the platform's private folders (0700, root) to the sources themselves.
- */
-const STAGE_BINDS = String.raw`my $wd = fork();
-defined($wd) or fail("fork watchdog");
-if ($wd == 0) {
-  # The watchdog (root, already in the cgroups): stdin is a pipe whose write end only the platform
-  # holds. EOF means the platform process is gone (even by SIGKILL): kill everything in the cgroups.
-  # So does the end of its parent (the holder, then bwrap): bwrap's own sandbox init arms its
-  # parent-death signal only once it is set up, so a bwrap killed before that leaves it running.
-  # Only SIGKILL (the platform emptying the cgroup) ends the watchdog otherwise.
-  $SIG{$_} = "IGNORE" for qw(TERM INT HUP QUIT PIPE);
-  my $holder = getppid();
-  open(STDOUT, ">", "/dev/null"); open(STDERR, ">", "/dev/null");
-  for my $fd (4, 5, 6) { open(my $x, "<&=", $fd) and close($x); }
-  my $rin = ""; vec($rin, 0, 1) = 1;
-  while (getppid() == $holder) {
-    my $ready = select(my $r = $rin, undef, undef, 0.25);
-    if ($ready < 0) { last if $! != 4; next; }
-    next unless $ready;
-    my $n = sysread(STDIN, my $buf, 64);
-    last if defined($n) && $n == 0;
-    last if !defined($n) && $! != 4;
-  }
-  for my $round (1 .. 100) {
-    my $left = 0;
-    for my $f (grep { length } split /:/, $cg) {
-      open(my $h, "<", $f) or next;
-      while (my $p = <$h>) { chomp $p; next if $p == $$ || !$p; kill 9, $p; $left++; }
-      close($h);
-    }
-    last unless $left;
-    select(undef, undef, undef, 0.02);
-  }
-  exit 0;
-}
-my ($tmpfs, $tmode) = ("tmpfs", "mode=0755");
-syscall($S{mount}, $none, $mnt, $tmpfs, 2 | 4, $tmode) == 0 or fail("mount staging tmpfs");
-open(my $lf, "<", $lower) or fail("bind list");
-my @bl = do { local $/; split /\0/, <$lf> };
-close($lf);
-while (@bl) {
-  my ($bi, $bsrc, $bkind) = splice(@bl, 0, 3);
-  my $bt = "$mnt/$bi";
-  if ($bkind eq "f") { open(my $bx, ">", $bt) or fail("bind target $bt"); close($bx); } else { mkdir($bt, 0755) or fail("bind target $bt"); }
-  if ($bkind eq "o") { syscall($S{mount}, $ovl, $bt, $ovl, 2 | 4, $bsrc) == 0 or fail("overlay $bsrc"); next; }
-  syscall($S{mount}, $bsrc, $bt, 0, 4096 | 16384, 0) == 0 or fail("bind $bsrc");
-}`;
+/** The holder's filesystem step for services: a real file, read when first needed (see its header). */
+const STAGE_FILE = fileURLToPath(new URL("./service-stage.pl", import.meta.url));
+
+/** The holder's fd from which bubblewrap reads the rest of its arguments (the environment). */
+const ENV_FD = 7;
 
 let serviceHolder: string | null = null;
 function holderProgram(): string {
   if (serviceHolder) return serviceHolder;
   if (!HOLDER.includes(OVERLAY_MOUNT)) throw new Error("the sandbox holder changed: its overlay mount step is not where confined services expect it");
+  const stage = fs.readFileSync(STAGE_FILE, "utf8");
   // A function, not the text: in a replacement string `$$` means `$`, and the watchdog's
   // `$p == $$` (skip its own pid) would become `$p == $|`, so it killed itself first.
-  serviceHolder = HOLDER.replace(OVERLAY_MOUNT, () => STAGE_BINDS);
+  serviceHolder = HOLDER.replace(OVERLAY_MOUNT, () => stage);
   return serviceHolder;
 }
 
@@ -159,7 +126,7 @@ function holderProgram(): string {
 const SERVICE_DISK = "/run/wharf-service-disk";
 
 /** Every bind of a spec, the base image's `/usr` and `/etc` first (all staged by the holder). */
-function stagedBinds(spec: Pick<ConfinedSpec, "binds" | "overlays" | "disk">, baseDir: string): Array<{ src: string; dest?: string; rw?: boolean; overlay?: string; disk?: boolean }> {
+function stagedBinds(spec: Pick<ConfinedSpec, "binds" | "overlays" | "disk">, baseDir: string): Array<ServiceBind & { overlay?: string; disk?: boolean }> {
   return [
     { src: path.join(baseDir, "usr"), dest: "/usr" },
     { src: path.join(baseDir, "etc"), dest: "/etc" },
@@ -182,10 +149,34 @@ export function serviceBwrapArgs(spec: Pick<ConfinedSpec, "binds" | "overlays" |
   // Sources as the holder staged them (see STAGE_BINDS).
   binds.forEach((b, i) => a.push(b.rw ? "--bind" : "--ro-bind", `${SERVICE_MOUNT}/${i}`, b.dest ?? b.src));
   for (const s of spec.symlinks ?? []) a.push("--symlink", s.target, s.link);
-  a.push("--remount-ro", "/", "--chdir", spec.cwd, "--seccomp", "3", "--info-fd", "4", "--clearenv");
-  for (const [k, v] of Object.entries(spec.env)) a.push("--setenv", k, v);
+  // The environment comes from a pipe (`envArgs`), never on a command line: any local user reads
+  // those in /proc.
+  a.push("--remount-ro", "/", "--chdir", spec.cwd, "--seccomp", "3", "--info-fd", "4", "--clearenv", "--args", String(ENV_FD));
   a.push("--", ...spec.argv);
   return a;
+}
+
+/** What bubblewrap reads from its `--args` descriptor: one `--setenv NAME VALUE` per variable, NUL-separated. */
+export function envArgs(env: Record<string, string>): Buffer {
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(env)) {
+    if (k.includes("\0") || k.includes("=") || v.includes("\0")) throw new Error(`environment variable ${k.replace(/\0/g, "")} cannot be passed (NUL or = in its name, or NUL in its value)`);
+    parts.push("--setenv", k, v);
+  }
+  return Buffer.from(parts.map((p) => p + "\0").join(""));
+}
+
+/**
+ * One record of the holder's bind list (see service-stage.pl): a source below its `beneath`
+ * folder is named relative to it, so the holder resolves that part without following links.
+ */
+export function bindRecord(i: number, b: ServiceBind & { overlay?: string }, overlayOptions?: string): string[] {
+  const name = b.dest ?? b.src;
+  if (overlayOptions !== undefined) return [String(i), "o", overlayOptions, "", name];
+  if (!b.beneath) return [String(i), "b", b.src, "", name];
+  const rel = path.relative(b.beneath, b.src);
+  if (!rel || rel.startsWith("..") || path.isAbsolute(rel)) throw new Error(`bind source for ${name} is not below its folder`);
+  return [String(i), "b", b.beneath, rel, name];
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -210,22 +201,27 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
   fs.mkdirSync(spec.scratchDir, { recursive: true, mode: 0o700 });
   const bindList = path.join(spec.scratchDir, "binds");
   const entries = stagedBinds(spec, baseDir).map((b, i) => {
-    // The disk's mount point exists only in the holder's namespace, once it has mounted the image.
-    if (b.disk) return [String(i), b.src, "d"];
-    if (!b.overlay) return [String(i), b.src, fs.statSync(b.src).isDirectory() ? "d" : "f"];
+    // A disk's mount point exists only in the holder's namespace, once it has mounted the image.
+    if (!b.overlay) return bindRecord(i, b);
     const upper = path.join(spec.scratchDir, b.overlay, "upper");
     const work = path.join(spec.scratchDir, b.overlay, "work");
     for (const d of [upper, work]) fs.mkdirSync(d, { recursive: true, mode: 0o700 });
     fs.chownSync(upper, spec.hostUid, spec.hostUid);
-    return [String(i), `lowerdir=${b.src},upperdir=${upper},workdir=${work}`, "o"];
+    return bindRecord(i, b, `lowerdir=${b.src},upperdir=${upper},workdir=${work}`);
   });
+  const env = envArgs(spec.env);
   fs.writeFileSync(bindList, entries.map((e) => e.join("\0")).join("\0"), { mode: 0o600 });
   const capture = spec.capture ?? null;
   const child = spawn(
     "/usr/bin/perl",
     ["-e", holderProgram(), sysArg, cg.procsFiles(spec.id).join(":"), capture ? capture.tcpPorts.join(",") : "-", capture?.dns ? "dns" : "nodns", spec.disk?.image ?? "-", SERVICE_DISK, bindList, "-", "-", SERVICE_MOUNT, bpfFile, String(spec.hostUid), "--", ...serviceBwrapArgs(spec, baseDir)],
-    { stdio: ["pipe", "pipe", "pipe", "ignore", "pipe", "pipe", ...(capture ? ["ipc" as const] : [])], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
+    { stdio: ["pipe", "pipe", "pipe", "ignore", "pipe", "pipe", capture ? "ipc" : "ignore", "pipe"], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
   );
+  const envPipe = (child.stdio as unknown as Writable[])[ENV_FD];
+  envPipe.on("error", () => {
+    // The holder failed before bubblewrap read it: its exit says why.
+  });
+  envPipe.end(env);
   const captured: CapturedNetwork & { done: boolean } = { tcp: new Map(), udp: [], errors: [], done: !capture };
   if (capture) {
     receiveListeners(child, captured);

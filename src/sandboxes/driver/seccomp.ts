@@ -47,11 +47,14 @@ export interface LauncherSyscalls {
   unshare: number;
   mount: number;
   sendmsg: number;
+  /** The same number on every architecture (added after the tables were unified). */
+  openat2: number;
+  close: number;
 }
 
 const ARCHES: Record<string, { audit: number; table: Partial<Record<Name, number>>; x32: boolean; sys: LauncherSyscalls }> = {
-  x64: { audit: 0xc000003e, table: X86_64, x32: true, sys: { setns: 308, setgroups: 116, setresgid: 119, setresuid: 117, prctl: 157, setsid: 112, setrlimit: 160, unshare: 272, mount: 165, sendmsg: 46 } },
-  arm64: { audit: 0xc00000b7, table: AARCH64, x32: false, sys: { setns: 268, setgroups: 159, setresgid: 149, setresuid: 147, prctl: 167, setsid: 157, setrlimit: 164, unshare: 97, mount: 40, sendmsg: 211 } },
+  x64: { audit: 0xc000003e, table: X86_64, x32: true, sys: { setns: 308, setgroups: 116, setresgid: 119, setresuid: 117, prctl: 157, setsid: 112, setrlimit: 160, unshare: 272, mount: 165, sendmsg: 46, openat2: 437, close: 3 } },
+  arm64: { audit: 0xc00000b7, table: AARCH64, x32: false, sys: { setns: 268, setgroups: 159, setresgid: 149, setresuid: 147, prctl: 167, setsid: 157, setrlimit: 164, unshare: 97, mount: 40, sendmsg: 211, openat2: 437, close: 57 } },
 };
 
 const LD_W_ABS = 0x20, JEQ_K = 0x15, JGE_K = 0x35, RET_K = 0x06;
