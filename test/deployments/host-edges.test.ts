@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { describe, test } from "node:test";
+import { Launcher } from "../../src/deployments/confinement/launcher.ts";
 import { DIALECTS } from "../support/dialects.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import type { TestPlatform } from "../support/platform.ts";
@@ -79,6 +82,31 @@ describe("deployed code at the confinement's edges", () => {
     assert.match(rev.status_message ?? "", /node_modules.*link/i, await explain(p, d.id, rev));
     // The platform is still serving.
     assert.equal((await fetch(`${p.url}/ok`)).status, 200);
+  });
+
+  test("the holder itself refuses a bind source below its folder that passes through a link: what it checked is what it mounts", async (t) => {
+    if (!requireCapability(t, isRoot(), "confining deployments needs root (namespaces, cgroups)")) return;
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bind-root-"));
+    t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+    fs.mkdirSync(path.join(root, "real"));
+    fs.symlinkSync("/", path.join(root, "real", "escape"));
+    const baseCacheDir = process.env.WHARF_SANDBOX_BASE_CACHE || path.join(os.tmpdir(), "wharf-test-base-images");
+    const launcher = new Launcher({ isolation: true, scratchRoot: path.join(root, "scratch"), baseCacheDir });
+    const spec = (src: string, argv: string[]) => ({
+      id: `dep-bind-test-${crypto.randomBytes(4).toString("hex")}`,
+      uid: 399_999,
+      limits: { memBytes: 256 * 1024 * 1024, cpuMillicores: 500, pidsMax: 64 },
+      plan: { binds: [{ src, dest: "/x", beneath: root }], symlinks: [] },
+      argv,
+      env: {},
+      cwd: "/",
+    });
+    await assert.rejects(launcher.launch(spec(path.join(root, "real", "escape", "etc"), ["/usr/bin/true"])), /\/x is or passes through a symbolic link \(refused\)/);
+    await assert.rejects(launcher.launch(spec(path.join(root, "real", "escape"), ["/usr/bin/true"])), /\/x is or passes through a symbolic link \(refused\)/);
+    // The same folder without the link on the way is bound (the link inside it stays a link).
+    const ok = await launcher.launch(spec(path.join(root, "real"), ["/usr/bin/test", "-L", "/x/escape"]));
+    assert.equal(await ok.exited, 0);
+    await ok.stop(0);
   });
 
   test("a FIFO, a link to /dev/zero or a link to a host file left as .npmrc fails the build, and the platform keeps answering meanwhile", async (t) => {
