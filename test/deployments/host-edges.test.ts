@@ -80,6 +80,11 @@ describe("deployed code at the confinement's edges", () => {
     }
     assert.equal(rev.status, "BUILD_FAILED", await explain(p, d.id, rev));
     assert.match(rev.status_message ?? "", /node_modules.*link/i, await explain(p, d.id, rev));
+    // An install that leaves node_modules itself as a link to a host folder: root never walks it.
+    const d2 = await create(p, "escape-2", copyProject(t, "escape"), { source_config: { install_command: "ln -s /etc node_modules" } });
+    const rev2 = await pollRevision(p, d2.id, d2.revisionId);
+    assert.equal(rev2.status, "BUILD_FAILED", await explain(p, d2.id, rev2));
+    assert.match(rev2.status_message ?? "", /node_modules as a symbolic link/, await explain(p, d2.id, rev2));
     // The platform is still serving.
     assert.equal((await fetch(`${p.url}/ok`)).status, 200);
   });

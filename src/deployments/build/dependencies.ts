@@ -4,7 +4,7 @@ import path from "node:path";
 import type { DeploymentsLayout } from "../layout.ts";
 import type { RevisionLog } from "../store/revision-logs.ts";
 import type { BuildStep } from "./builder.ts";
-import { LOCKFILE_MAX, readProjectFile } from "./project-file.ts";
+import { LOCKFILE_MAX, ProjectFileError, readProjectFile } from "./project-file.ts";
 
 const LOCKFILES = ["package-lock.json", "npm-shrinkwrap.json"];
 
@@ -62,7 +62,11 @@ export async function installDependencies(
     opts.log.line(`npm ${args.join(" ")}`);
     await opts.step({ what: "npm install", argv: ["/usr/bin/npm", ...args], cwd: projectDir, env, writable: true });
   }
-  if (!fs.existsSync(target)) fs.mkdirSync(target);
+  // The install ran as the project: its node_modules must be a real folder of the build, or root
+  // would walk (and move into the shared cache) whatever a link there points at.
+  const made = fs.lstatSync(target, { throwIfNoEntry: false });
+  if (!made) fs.mkdirSync(target);
+  else if (!made.isDirectory()) throw new ProjectFileError(`the install left node_modules as ${made.isSymbolicLink() ? "a symbolic link" : "something other than a folder"}; refusing to use it`);
   materializeLocalLinks(target, projectDir);
   const staging = `${cached}.${process.pid}.${Date.now()}`;
   fs.mkdirSync(staging, { recursive: true, mode: 0o755 });
