@@ -274,6 +274,9 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
     if (Date.now() > deadline) return fail("the confined program did not start in 30 s");
     await sleep(2);
   }
+  // bubblewrap read its arguments before it started the program, which inherits the descriptor:
+  // our end goes, so the program holds nothing that reaches the platform.
+  envPipe.destroy();
   const stop = async (graceMs = 5000) => {
     if (exitCode === undefined) {
       // bubblewrap does not forward signals: TERM the program itself (every process but bwrap's).
