@@ -114,6 +114,13 @@ export const SETTINGS = {
   WHARF_DEPLOYMENT_UPLOADS_MAX: decl({ part: "deployments", type: "integer", default: "100", description: "uploaded source tarballs one workspace may keep (429 beyond)", schema: int(1) }),
   WHARF_DEPLOYMENT_UPLOADS_MAX_BYTES: decl({ part: "deployments", type: "bytes", default: String(10 * 1024 ** 3), description: "bytes of uploaded source tarballs one workspace may keep in all (429 beyond)", schema: int(1024) }),
   WHARF_DEPLOYMENT_UPLOAD_TTL_SECONDS: decl({ part: "deployments", type: "seconds", default: "86400", description: "an uploaded tarball no deployment or unfinished revision uses is removed once this old", schema: int(1) }),
+  WHARF_DEPLOY_LOCAL_ROOTS: decl({
+    part: "deployments",
+    type: "path list",
+    default: "",
+    description: "comma-separated folders whose subfolders deployments may build from with `local_path` (`wharf deploy --local`); empty refuses `local_path`",
+    schema: list().refine((dirs) => dirs.every((d) => d.startsWith("/")), { message: "every folder must be an absolute path" }),
+  }),
   WHARF_EXAMPLE_PROJECT: decl({ part: "deployments", type: "path", defaultText: "`examples/chat-agent`", description: "the project `wharf up` deploys as the deployment `example`, or `off`", schema: text().optional() }),
 
   WHARF_CRON_TICK_MS: decl({ part: "agent server", type: "ms", default: "5000", description: "how often an agent server looks for due crons", schema: int(10, 3_600_000) }),

@@ -1,10 +1,26 @@
 import fs from "node:fs";
 import path from "node:path";
+import type { Settings } from "../config/settings.ts";
 import type { PlatformContext } from "../platform/context.ts";
 import { bootstrapKeyPath } from "../platform/bootstrap.ts";
 import { WHARF_ROOT } from "./layout.ts";
 
 const EXAMPLE = path.join(WHARF_ROOT, "examples/chat-agent");
+
+/** The folder `wharf up` deploys as the example, or null when off. */
+export function exampleProject(settings: Settings): string | null {
+  const project = settings.WHARF_EXAMPLE_PROJECT ?? EXAMPLE;
+  return project === "off" ? null : path.resolve(project);
+}
+
+/**
+ * Folders `local_path` may name: the operator's WHARF_DEPLOY_LOCAL_ROOTS, and the example project
+ * (the platform deploys it itself, with no setting needed; it is the operator's choice too).
+ */
+export function localSourceRoots(settings: Settings): string[] {
+  const example = exampleProject(settings);
+  return example ? [...settings.WHARF_DEPLOY_LOCAL_ROOTS, example] : settings.WHARF_DEPLOY_LOCAL_ROOTS;
+}
 
 /**
  * `wharf up` (not `startPlatform`) deploys the example agent through the same path as any deployment (a deployment named
@@ -12,8 +28,8 @@ const EXAMPLE = path.join(WHARF_ROOT, "examples/chat-agent");
  * serve its DEPLOYED revision again. Off with `WHARF_EXAMPLE_PROJECT=off` (test platforms set it).
  */
 export async function ensureExampleDeployment(ctx: PlatformContext): Promise<void> {
-  const project = ctx.config.settings.WHARF_EXAMPLE_PROJECT ?? EXAMPLE;
-  if (project === "off") return;
+  const project = exampleProject(ctx.config.settings);
+  if (!project) return;
   const keyFile = bootstrapKeyPath(ctx.config.home);
   if (!fs.existsSync(keyFile) || !fs.existsSync(path.join(project, "langgraph.json"))) return;
   const key = fs.readFileSync(keyFile, "utf8").trim();
@@ -27,7 +43,7 @@ export async function ensureExampleDeployment(ctx: PlatformContext): Promise<voi
   if (!d) {
     const created = await api("/v2/deployments", {
       method: "POST",
-      json: { name: "example", source: "internal_source", source_config: { deployment_type: "dev" }, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: path.resolve(project) }, secrets: [] },
+      json: { name: "example", source: "internal_source", source_config: { deployment_type: "dev" }, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: project }, secrets: [] },
     });
     if (created.status !== 201) {
       ctx.log.warn({ status: created.status, detail: created.body?.detail }, "the example deployment could not be created");

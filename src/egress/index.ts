@@ -9,3 +9,6 @@ export { auditEntrySchema, createEgressFeature } from "./egress-feature.ts";
 /** Sealed columns of the egress area, for master-key rotation and its tests. */
 export { workspaceCa } from "./proxy/ca-store.ts";
 export { openValues, sealValue } from "./credentials/sealed-values.ts";
+/** The egress address policy for the platform's own fetches on a tenant's behalf (image pulls, source clones). */
+export { outboundPolicy, REFUSAL_HINT, type OutboundPolicy, type OutboundSettings } from "./outbound/outbound-policy.ts";
+export { startOutboundProxy, type OutboundProxy } from "./outbound/outbound-proxy.ts";

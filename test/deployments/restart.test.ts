@@ -7,6 +7,7 @@ import { TSX_LOADER } from "../../src/deployments/build/builder.ts";
 import { cgroupLayout } from "../../src/sandboxes/driver/cgroups.ts";
 import { DIALECTS, storageSettings } from "../support/dialects.ts";
 import { freePort } from "../support/process.ts";
+import { TEST_LOCAL_ROOTS } from "../support/platform.ts";
 import { copyProject, FIXTURES, lastMessage, processesWithArg, runWait } from "./support.ts";
 
 const TERMINAL = new Set(["DEPLOYED", "CREATE_FAILED", "BUILD_FAILED", "DEPLOY_FAILED", "SKIPPED", "INTERRUPTED"]);
@@ -48,7 +49,7 @@ for (const dialect of DIALECTS) {
       const s = await storageSettings(t, dialect);
       if (!s) return;
       const port = await freePort();
-      const env: Record<string, string> = { WHARF_HOME: s.home, WHARF_PORT: String(port), ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}), TEST_PG_SCHEMA: s.pgSchema ?? "" };
+      const env: Record<string, string> = { WHARF_HOME: s.home, WHARF_PORT: String(port), ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}), TEST_PG_SCHEMA: s.pgSchema ?? "", WHARF_DEPLOY_LOCAL_ROOTS: TEST_LOCAL_ROOTS };
       let current = await startChild(env);
       t.after(async () => {
         await stopChild(current.child);
@@ -138,7 +139,7 @@ for (const dialect of DIALECTS) {
       const s = await storageSettings(t, dialect);
       if (!s) return;
       const port = await freePort();
-      const env: Record<string, string> = { WHARF_HOME: s.home, WHARF_PORT: String(port), ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}), TEST_PG_SCHEMA: s.pgSchema ?? "", TEST_REAL_RUNNER: "1" };
+      const env: Record<string, string> = { WHARF_HOME: s.home, WHARF_PORT: String(port), ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}), TEST_PG_SCHEMA: s.pgSchema ?? "", WHARF_DEPLOY_LOCAL_ROOTS: TEST_LOCAL_ROOTS, TEST_REAL_RUNNER: "1" };
       let current = await startChild(env);
       t.after(async () => {
         await stopChild(current.child);

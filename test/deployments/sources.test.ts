@@ -5,8 +5,8 @@ import os from "node:os";
 import path from "node:path";
 import type { TestContext } from "node:test";
 import { describe, test } from "node:test";
-import { pathToFileURL } from "node:url";
 import { WHARF_ROOT } from "../../src/deployments/layout.ts";
+import { startGitHttpServer } from "../support/git-http-server.ts";
 import type { TestPlatform } from "../support/platform.ts";
 import { lastMessage, logsOf, pollRevision, runWait, startDeploymentsPlatform } from "./support.ts";
 
@@ -46,7 +46,7 @@ async function expectDeployed(p: TestPlatform, id: string, revisionId: string) {
 }
 
 describe("deployment sources", () => {
-  test("git: a branch, then a tag, of a local bare repository; an unknown ref is BUILD_FAILED naming it", async (t) => {
+  test("git over HTTP: a branch, then a tag; an unknown ref is BUILD_FAILED naming it", async (t) => {
     const root = tempDir(t, "git");
     const bare = path.join(root, "agent.git");
     const work = path.join(root, "work");
@@ -66,8 +66,10 @@ describe("deployment sources", () => {
     git(work, "push", "--quiet", "origin", "release", "v1");
     assert.notEqual(head, tagged);
 
-    const p = (await startDeploymentsPlatform(t))!;
-    const d = await create(p, "from-git", { repo_url: pathToFileURL(bare).href }, { repo_ref: "release" });
+    const served = await startGitHttpServer(t, root);
+    // The server is on loopback: clones reach it only because the operator allows that range.
+    const p = (await startDeploymentsPlatform(t, { env: { WHARF_EGRESS_ALLOW_INTERNAL: "127.0.0.0/8" } }))!;
+    const d = await create(p, "from-git", { repo_url: `${served.url}/agent.git` }, { repo_ref: "release" });
     const first = await expectDeployed(p, d.id, d.revisionId);
     assert.equal(first.source_revision_config.repo_commit_sha, head);
     assert.match(await logsOf(p, d.id, first.id, "build"), new RegExp(`checked out commit ${head}`));

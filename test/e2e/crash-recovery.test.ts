@@ -7,6 +7,7 @@ import { DIALECTS, storageSettings } from "../support/dialects.ts";
 import { freePort, runWharf, waitForOk, type WharfProcess } from "../support/process.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import { BASE_CACHE } from "../sandboxes/support.ts";
+import { TEST_LOCAL_ROOTS } from "../support/platform.ts";
 
 const SLOW_PROJECT = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures/slow-echo");
 const RUNS = 100;
@@ -39,7 +40,7 @@ for (const dialect of DIALECTS) {
       if (!s) return;
       const port = await freePort();
       const base = `http://127.0.0.1:${port}`;
-      const env: Record<string, string> = { WHARF_HOME: s.home, WHARF_PORT: String(port), WHARF_EXAMPLE_PROJECT: "off", WHARF_SANDBOX_BASE_CACHE: BASE_CACHE, WHARF_LOG_LEVEL: "info" };
+      const env: Record<string, string> = { WHARF_HOME: s.home, WHARF_PORT: String(port), WHARF_EXAMPLE_PROJECT: "off", WHARF_DEPLOY_LOCAL_ROOTS: TEST_LOCAL_ROOTS, WHARF_SANDBOX_BASE_CACHE: BASE_CACHE, WHARF_LOG_LEVEL: "info" };
       if (s.databaseUrl) {
         env.DATABASE_URL = pgUrlWithSchema(s.databaseUrl, s.pgSchema!);
         const pg = (await import("pg")).default;

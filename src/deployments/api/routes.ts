@@ -36,6 +36,7 @@ import {
   UUIDISH,
 } from "./schemas.ts";
 import { createUploadUrl } from "./upload-urls.ts";
+import { localSourceRoots } from "../example-deployment.ts";
 import { presentStoredProxyConfig, releaseProxyConfig, storedProxyConfig } from "./deployment-proxy-config.ts";
 import { registerEgressLogRoute } from "./egress-log-route.ts";
 
@@ -89,6 +90,7 @@ async function insertRevision(tx: Kysely<Database>, deploymentId: string, worksp
 
 export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, engine: () => RolloutEngine): void {
   const db = ctx.db;
+  const localSource = { localRoots: localSourceRoots(ctx.config.settings), home: ctx.config.home };
 
   async function record(row: DeploymentsTable) {
     return { ...toDeploymentRecord(row, ctx.baseUrl(), await latestCommitSha(db, row)), proxy_config: presentStoredProxyConfig(row.proxy_config) };
@@ -129,9 +131,9 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
       checkSourceConfig(body.source_config, null);
       duplicateSecretNames(body.secrets);
       const repoUrl = body.source_config.repo_url ?? null;
-      if (body.source === "github" && !repoUrl) throw invalidAt(["body", "source_config", "repo_url"], "Field required for github sources (any URL git can clone: https://…, file://…, /path/to/repo.git)", "missing");
+      if (body.source === "github" && !repoUrl) throw invalidAt(["body", "source_config", "repo_url"], "Field required for github sources (the repository's https:// URL)", "missing");
       const { merged } = mergeRevisionConfig({}, body.source_revision_config);
-      const what = checkBuildable(merged, repoUrl, { workspaceId: ws, layout: engine().layout, requireSource: false });
+      const what = await checkBuildable(merged, repoUrl, { workspaceId: ws, layout: engine().layout, requireSource: false, ...localSource });
       if (await db.selectFrom("deployments").select("id").where("workspace_id", "=", ws).where("name", "=", body.name).executeTakeFirst()) {
         throw conflict(`A deployment named ${body.name} already exists in this workspace`);
       }
@@ -281,7 +283,7 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
       let plan: RevisionPlan | null = null;
       let reuse: string | null = null;
       if (newRevision) {
-        const what = checkBuildable(merged, repoUrl, { workspaceId: ws, layout: engine().layout, requireSource: sourceChanged });
+        const what = await checkBuildable(merged, repoUrl, { workspaceId: ws, layout: engine().layout, requireSource: sourceChanged, ...localSource });
         if (what === "build") {
           plan = {
             source: body.revision_source ?? row.source,

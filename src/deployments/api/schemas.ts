@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { proxyConfigSchema } from "../../egress/index.ts";
 import { REVISION_STATUSES } from "../rollout/revision-states.ts";
+import { REPO_URL_RULE, repoUrlProblem } from "../build/repo-url.ts";
 
 /** Sources of the real control plane. Only the buildable ones run on this platform's local driver. */
 export const SOURCES = ["github", "external_docker", "internal_docker", "internal_source"] as const;
@@ -26,7 +27,13 @@ export const deploymentName = z
 
 export const sourceConfigSchema = z.object({
   integration_id: z.string().max(256).nullish(),
-  repo_url: z.string().min(1).max(2048).nullish(),
+  /** Cloned over HTTP(S) only, through the egress address policy. */
+  repo_url: z
+    .string()
+    .min(1)
+    .max(2048)
+    .refine((u) => repoUrlProblem(u) === null, REPO_URL_RULE)
+    .nullish(),
   deployment_type: z.enum(["dev_free", "dev", "prod"]).nullish(),
   build_on_push: z.boolean().nullish(),
   custom_url: z.string().max(2048).nullish(),
@@ -45,7 +52,7 @@ export const sourceRevisionConfigSchema = z.object({
   langgraph_config_path: z.string().min(1).max(1024).nullish(),
   image_uri: z.string().max(2048).nullish(),
   source_tarball_path: z.string().min(1).max(1024).nullish(),
-  /** Wharf extension: build from a directory on the platform's machine (development). */
+  /** Wharf extension: build from a folder on the platform's machine, under the operator's WHARF_DEPLOY_LOCAL_ROOTS. */
   local_path: z.string().min(1).max(4096).nullish(),
   /** Read-only; accepted and ignored so that a record can be sent back as a body. */
   repo_commit_sha: z.string().max(64).nullish(),

@@ -5,7 +5,7 @@ import { installDependencies } from "./dependencies.ts";
 import type { DeploymentsLayout } from "../layout.ts";
 import { readProjectConfig } from "./project-config.ts";
 import type { RevisionLog } from "../store/revision-logs.ts";
-import { fetchSource, type SourceSpec } from "./sources.ts";
+import { fetchSource, type SourcePolicy, type SourceSpec } from "./sources.ts";
 import { TSX_LOADER } from "../runtime/agent-process.ts";
 
 export { TSX_LOADER };
@@ -45,7 +45,7 @@ export interface BuildOutput {
  */
 export async function buildRevision(
   input: BuildInput,
-  ctx: { layout: DeploymentsLayout; log: RevisionLog; signal: AbortSignal; home: string; workspaceId: string; step: BuildStep; afterFetch: (artifactDir: string) => void },
+  ctx: { layout: DeploymentsLayout; log: RevisionLog; signal: AbortSignal; home: string; sources: SourcePolicy; workspaceId: string; step: BuildStep; afterFetch: (artifactDir: string) => void },
 ): Promise<BuildOutput> {
   const { layout, log, signal } = ctx;
   const artifactDir = layout.buildDir(input.revisionId);

@@ -5,6 +5,10 @@ import type { DeploymentsLayout } from "../layout.ts";
 import type { RevisionLog } from "../store/revision-logs.ts";
 import { runCommand } from "./run-command.ts";
 import { redactUrl } from "../../log/redact-url.ts";
+import { REFUSAL_HINT, startOutboundProxy, type OutboundPolicy } from "../../egress/index.ts";
+import { copyTree, CopyRefused } from "./copy-tree.ts";
+import { LocalPathRefused, resolveLocalPath } from "./local-roots.ts";
+import { repoUrlProblem } from "./repo-url.ts";
 
 export class SourceError extends Error {}
 
@@ -15,22 +19,32 @@ export interface SourceSpec {
   repo_ref?: string | null;
 }
 
+/** What a fetch may reach on the platform's machine and network (operator settings). */
+export interface SourcePolicy {
+  localRoots: string[];
+  /** Largest local folder copied (bytes), the same bound as an upload. */
+  maxLocalBytes: number;
+  outbound: OutboundPolicy;
+}
+
 /** Folders never copied from a local directory: installs, VCS data, Wharf's own state. */
 const SKIPPED_NAMES = new Set(["node_modules", ".git", ".wharf", ".langgraph_api"]);
+const MAX_LOCAL_FILES = 100_000;
 
-/** Git may only use these transports (no `ext::` command execution from a user-given URL). */
-const GIT_PROTOCOLS = "file:git:http:https:ssh";
+interface FetchContext {
+  layout: DeploymentsLayout;
+  log: RevisionLog;
+  signal: AbortSignal;
+  home: string;
+  sources: SourcePolicy;
+}
 
 /**
  * Puts a revision's source tree into `dest`: an uploaded tarball, a git repository at `repo_ref`,
  * or a copy of a local directory. Returns the commit for git sources.
  */
-export async function fetchSource(
-  spec: SourceSpec,
-  dest: string,
-  ctx: { layout: DeploymentsLayout; log: RevisionLog; signal: AbortSignal; home: string },
-): Promise<{ commitSha: string | null }> {
-  fs.rmSync(dest, { recursive: true, force: true });
+export async function fetchSource(spec: SourceSpec, dest: string, ctx: FetchContext): Promise<{ commitSha: string | null }> {
+  await fs.promises.rm(dest, { recursive: true, force: true });
   if (spec.source_tarball_path) {
     const file = ctx.layout.uploadFile(spec.source_tarball_path);
     if (!fs.existsSync(file)) throw new SourceError(`uploaded tarball ${spec.source_tarball_path} is gone`);
@@ -42,31 +56,69 @@ export async function fetchSource(
     });
     return { commitSha: null };
   }
-  if (spec.local_path) {
-    const from = path.resolve(spec.local_path);
-    if (!fs.existsSync(from) || !fs.statSync(from).isDirectory()) throw new SourceError(`local_path ${from} is not a directory`);
-    ctx.log.line(`copying ${from}`);
-    const home = path.resolve(ctx.home);
-    fs.cpSync(from, dest, {
-      recursive: true,
-      dereference: false,
-      filter: (src) => !SKIPPED_NAMES.has(path.basename(src)) && path.resolve(src) !== home,
-    });
-    return { commitSha: null };
+  if (spec.local_path) return copyLocal(spec.local_path, dest, ctx);
+  if (spec.repo_url) return cloneRepo(spec.repo_url, spec.repo_ref ?? null, dest, ctx);
+  throw new SourceError("the revision names no source (source_tarball_path, local_path or repo_url)");
+}
+
+/** Checked again at build time: the roots or the folder may have changed since the request. */
+async function copyLocal(localPath: string, dest: string, ctx: FetchContext): Promise<{ commitSha: null }> {
+  let from: string;
+  try {
+    from = await resolveLocalPath(localPath, ctx.sources.localRoots, ctx.home);
+  } catch (err) {
+    if (err instanceof LocalPathRefused) throw new SourceError(err.message, { cause: err });
+    throw err;
   }
-  if (spec.repo_url) {
-    const env = { ...process.env, GIT_TERMINAL_PROMPT: "0", GIT_ALLOW_PROTOCOL: GIT_PROTOCOLS, GIT_CONFIG_NOSYSTEM: "1" };
-    const ref = spec.repo_ref ?? null;
+  ctx.log.line(`copying ${from}`);
+  const home = await fs.promises.stat(ctx.home).catch(() => null);
+  try {
+    const { files, bytes } = await copyTree(from, dest, {
+      skipNames: SKIPPED_NAMES,
+      skipDir: home ? { dev: home.dev, ino: home.ino } : null,
+      maxBytes: ctx.sources.maxLocalBytes,
+      maxFiles: MAX_LOCAL_FILES,
+      signal: ctx.signal,
+      log: (line) => ctx.log.line(line),
+    });
+    ctx.log.line(`copied ${files} files (${bytes} bytes)`);
+  } catch (err) {
+    if (err instanceof CopyRefused) throw new SourceError(err.message, { cause: err });
+    throw err;
+  }
+  return { commitSha: null };
+}
+
+/**
+ * git over HTTP(S) only, through a proxy that applies the egress address policy (redirects
+ * included); no file transport even for submodules, and none of the operator's git configuration
+ * (a `http.<url>.proxy` there would route around the proxy).
+ */
+async function cloneRepo(repoUrl: string, ref: string | null, dest: string, ctx: FetchContext): Promise<{ commitSha: string }> {
+  const problem = repoUrlProblem(repoUrl);
+  if (problem) throw new SourceError(problem);
+  const proxy = await startOutboundProxy(ctx.sources.outbound);
+  try {
+    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(https?|all|no)_proxy$/i.test(k) && !k.startsWith("GIT_")));
+    const env = { ...inherited, GIT_TERMINAL_PROMPT: "0", GIT_ALLOW_PROTOCOL: "http:https", GIT_PROTOCOL_FROM_USER: "0", GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
+    const config = ["-c", "protocol.file.allow=never", "-c", "protocol.allow=never", "-c", "protocol.https.allow=always", "-c", "protocol.http.allow=always", "-c", `http.proxy=${proxy.url}`, "-c", "http.followRedirects=initial"];
+    const git = (args: string[], cwd: string, what: string, capture = false) => runCommand("git", [...config, ...args], { cwd, env, log: ctx.log, signal: ctx.signal, what, capture });
     const isSha = ref !== null && /^[0-9a-f]{7,40}$/i.test(ref);
     const branch = ref && !isSha ? ref.replace(/^refs\/(heads|tags)\//, "") : null;
-    ctx.log.line(`cloning ${redactUrl(spec.repo_url)}${ref ? ` at ${ref}` : ""}`);
-    const args = ["clone", "--quiet", "--no-tags", ...(isSha ? [] : ["--depth", "1"]), ...(branch ? ["--branch", branch] : []), "--", spec.repo_url, dest];
-    await runCommand("git", args, { cwd: ctx.layout.builds, env, log: ctx.log, signal: ctx.signal, what: "git clone" });
-    if (isSha) await runCommand("git", ["-C", dest, "checkout", "--quiet", "--detach", ref], { cwd: dest, env, log: ctx.log, signal: ctx.signal, what: "git checkout" });
-    const sha = (await runCommand("git", ["-C", dest, "rev-parse", "HEAD"], { cwd: dest, env, log: ctx.log, signal: ctx.signal, what: "git rev-parse", capture: true })).trim();
+    ctx.log.line(`cloning ${redactUrl(repoUrl)}${ref ? ` at ${ref}` : ""}`);
+    try {
+      await git(["clone", "--quiet", "--no-tags", ...(isSha ? [] : ["--depth", "1"]), ...(branch ? ["--branch", branch] : []), "--", repoUrl, dest], ctx.layout.builds, "git clone");
+    } catch (err) {
+      // The policy's reason rather than git's: the same text whether or not anything listens there.
+      if (proxy.refusals.length) throw new SourceError(`git clone was refused by the platform's egress policy: ${proxy.refusals[0]} (${REFUSAL_HINT})`, { cause: err });
+      throw err;
+    }
+    if (isSha) await git(["-C", dest, "checkout", "--quiet", "--detach", ref], dest, "git checkout");
+    const sha = (await git(["-C", dest, "rev-parse", "HEAD"], dest, "git rev-parse", true)).trim();
     ctx.log.line(`checked out commit ${sha}`);
-    fs.rmSync(path.join(dest, ".git"), { recursive: true, force: true });
+    await fs.promises.rm(path.join(dest, ".git"), { recursive: true, force: true });
     return { commitSha: sha };
+  } finally {
+    await proxy.close();
   }
-  throw new SourceError("the revision names no source (source_tarball_path, local_path or repo_url)");
 }

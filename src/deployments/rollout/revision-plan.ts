@@ -1,10 +1,10 @@
-import fs from "node:fs";
-import path from "node:path";
 import { invalidAt, ValidationFailed, type ValidationIssue } from "../../http/errors.ts";
 import type { DeploymentsLayout } from "../layout.ts";
 import { configPathProblem } from "../build/project-config.ts";
 import { BUILDABLE_SOURCES, type SourceConfig, type SourceRevisionConfig } from "../api/schemas.ts";
 import { uploadExists } from "../api/upload-urls.ts";
+import { LocalPathRefused, resolveLocalPath } from "../build/local-roots.ts";
+import { REPO_URL_RULE, repoUrlProblem } from "../build/repo-url.ts";
 
 /** What a new revision is built from. */
 export interface RevisionPlan {
@@ -64,18 +64,19 @@ export function mergeRevisionConfig(current: Record<string, string | null>, patc
  * false for a create that only registers the deployment (the real CLI creates first and uploads
  * its tarball afterwards), in which case no revision is made.
  */
-export function checkBuildable(
+export async function checkBuildable(
   rc: Record<string, string | null>,
   repoUrl: string | null,
-  ctx: { workspaceId: string; layout: DeploymentsLayout; requireSource: boolean },
-): "build" | "nothing" {
+  ctx: { workspaceId: string; layout: DeploymentsLayout; requireSource: boolean; localRoots: string[]; home: string },
+): Promise<"build" | "nothing"> {
   const at = (k: string) => ["body", "source_revision_config", k];
   const issues: ValidationIssue[] = [];
   if (rc.image_uri) issues.push({ loc: at("image_uri"), msg: "image_uri must be null for buildable sources", type: "value_error" });
+  if (repoUrl && !rc.source_tarball_path && !rc.local_path && repoUrlProblem(repoUrl)) issues.push({ loc: ["body", "source_config", "repo_url"], msg: REPO_URL_RULE, type: "value_error" });
   if (rc.source_tarball_path && rc.local_path) issues.push({ loc: at("local_path"), msg: "give either source_tarball_path or local_path, not both", type: "value_error" });
   const hasSource = !!(rc.source_tarball_path || rc.local_path || repoUrl);
   if (!hasSource) {
-    if (ctx.requireSource) issues.push({ loc: at("source_tarball_path"), msg: "nothing to build: upload a tarball (source_tarball_path from upload-url), give local_path, or set source_config.repo_url", type: "missing" });
+    if (ctx.requireSource) issues.push({ loc: at("source_tarball_path"), msg: "nothing to build: upload a tarball (source_tarball_path from upload-url), or set source_config.repo_url", type: "missing" });
     if (issues.length) throw new ValidationFailed(issues);
     return "nothing";
   }
@@ -88,10 +89,13 @@ export function checkBuildable(
     issues.push({ loc: at("source_tarball_path"), msg: "no uploaded tarball at this path: request one with POST /v2/deployments/upload-url and PUT the tarball to its upload_url", type: "value_error" });
   }
   if (rc.local_path) {
-    if (!path.isAbsolute(rc.local_path)) issues.push({ loc: at("local_path"), msg: "local_path must be an absolute path on the platform's machine", type: "value_error" });
-    else if (!fs.existsSync(rc.local_path) || !fs.statSync(rc.local_path).isDirectory()) issues.push({ loc: at("local_path"), msg: "local_path is not a directory on the platform's machine", type: "value_error" });
+    try {
+      await resolveLocalPath(rc.local_path, ctx.localRoots, ctx.home);
+    } catch (err) {
+      if (!(err instanceof LocalPathRefused)) throw err;
+      issues.push({ loc: at("local_path"), msg: err.message, type: "value_error" });
+    }
   }
-  if (repoUrl && !rc.source_tarball_path && !rc.local_path && /^\s*-/.test(repoUrl)) issues.push({ loc: ["body", "source_config", "repo_url"], msg: "not a repository URL", type: "value_error" });
   if (issues.length) throw new ValidationFailed(issues);
   return "build";
 }

@@ -20,6 +20,9 @@ import { LostRevision, transition, type RevisionStatus } from "./revision-states
 import { LocalServers, soleServer, type LocalServer, type OtherRevision } from "./sole-server.ts";
 import { dropDeploymentDatabase } from "../runtime/database-access.ts";
 import { readProjectFile } from "../build/project-file.ts";
+import type { SourcePolicy } from "../build/sources.ts";
+import { localSourceRoots } from "../example-deployment.ts";
+import { outboundPolicy } from "../../egress/index.ts";
 
 export interface DeploymentsOptions {
   /** How to start an agent server (default: `node bin/wharf.js agent-server …`). */
@@ -429,6 +432,14 @@ export class RolloutEngine {
   }
 
   /** Arms the phase deadline; the returned signal aborts on deadline, interrupt or shutdown. */
+  private sources: SourcePolicy | null = null;
+  /** What builds may fetch from (operator settings, read once). */
+  private sourcePolicy(): SourcePolicy {
+    const s = this.ctx.config.settings;
+    this.sources ??= { localRoots: localSourceRoots(s), maxLocalBytes: s.WHARF_UPLOAD_LIMIT_BYTES, outbound: outboundPolicy(s) };
+    return this.sources;
+  }
+
   private phaseSignal(entry: { controller: AbortController; reason: AbortReason | null }, ms: number): { signal: AbortSignal; clear(): void } {
     const t = setTimeout(() => {
       entry.reason ??= "deadline";
@@ -460,6 +471,7 @@ export class RolloutEngine {
           log,
           signal: phase.signal,
           home: this.ctx.config.home,
+          sources: this.sourcePolicy(),
           workspaceId: deployment.workspace_id,
           step: this.runtime.buildStep(deployment, rev.id, ident, log, phase.signal),
           afterFetch: (dir) => this.runtime.adoptBuild(dir, ident.uid),
