@@ -12,3 +12,4 @@ export { openValues, sealValue } from "./credentials/sealed-values.ts";
 /** The egress address policy for the platform's own fetches on a tenant's behalf (image pulls, source clones). */
 export { outboundPolicy, REFUSAL_HINT, type OutboundPolicy, type OutboundSettings } from "./outbound/outbound-policy.ts";
 export { startOutboundProxy, type OutboundProxy } from "./outbound/outbound-proxy.ts";
+export { OutboundRefused, runWithOutboundPolicy } from "./outbound/run-with-policy.ts";

@@ -1,5 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
+import { outboundPolicy } from "../egress/index.ts";
 import { conflict, invalidAt } from "../http/errors.ts";
 import type { Router } from "../http/route.ts";
 import type { PlatformContext } from "../platform/context.ts";
@@ -7,6 +8,7 @@ import { nowIso } from "../store/database.ts";
 import { newId } from "../store/ids.ts";
 import { imageHost, isLoopbackHost, pullImage } from "./driver/oci-image.ts";
 import type { SandboxManager } from "./manager.ts";
+import { BuildQueue } from "./build-queue.ts";
 import { presentSnapshot } from "./present.ts";
 import { findRegistry, registryHost, registryPassword, type RegistryRow } from "./registries.ts";
 import type { SnapshotRow } from "./sandbox-store.ts";
@@ -53,14 +55,26 @@ export function imageRootfs(manager: SandboxManager, snapshotId: string): string
   return path.join(imageDir(manager, snapshotId), "bundle", "rootfs");
 }
 
+/** Snapshot builds of one platform, a couple at a time (each pulls, decompresses and unpacks). */
+const BUILD_CONCURRENCY = 2;
+const queues = new WeakMap<SandboxManager, BuildQueue>();
+
 async function build(ctx: PlatformContext, manager: SandboxManager, snap: SnapshotRow, registry: RegistryRow | undefined): Promise<void> {
+  let queue = queues.get(manager);
+  if (!queue) queues.set(manager, (queue = new BuildQueue(BUILD_CONCURRENCY)));
+  if (queue.ahead > 0) ctx.log.info({ snapshotId: snap.id, ahead: queue.ahead }, "snapshot build queued");
+  await queue.run(() => buildNow(ctx, manager, snap, registry));
+}
+
+async function buildNow(ctx: PlatformContext, manager: SandboxManager, snap: SnapshotRow, registry: RegistryRow | undefined): Promise<void> {
   const image = snap.docker_image!;
   try {
     const host = imageHost(image);
     const credentials = registry ? { username: registry.username, password: registryPassword(ctx.box, registry), host: registryHost(registry.url) } : null;
     const insecure = isLoopbackHost(host) || Boolean(registry?.url.startsWith("http://"));
     const started = Date.now();
-    const { digest } = await pullImage({ image, dest: imageDir(manager, snap.id), credentials, insecure });
+    const policy = outboundPolicy(ctx.config.settings);
+    const { digest } = await pullImage({ image, dest: imageDir(manager, snap.id), credentials, insecure, policy, capacityBytes: Number(snap.fs_capacity_bytes) });
     await ctx.db.updateTable("sandbox_snapshots").set({ status: "ready", image_digest: digest, updated_at: nowIso() }).where("id", "=", snap.id).where("status", "=", "building").execute();
     ctx.log.info({ snapshotId: snap.id, image, digest, ms: Date.now() - started }, "snapshot built from image");
   } catch (err) {

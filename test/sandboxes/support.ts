@@ -19,7 +19,7 @@ export interface SandboxPlatform extends TestPlatform {
 }
 
 /** A platform whose sandboxes stop with it; null (skipped loudly) without root on Linux. */
-export async function startSandboxPlatform(t: TestContext, opts: { dialect?: Dialect; env?: Record<string, string> } = {}): Promise<SandboxPlatform | null> {
+export async function startSandboxPlatform(t: TestContext, opts: { dialect?: Dialect; env?: Record<string, string>; platformEnv?: Record<string, string> } = {}): Promise<SandboxPlatform | null> {
   if (!requireCapability(t, process.platform === "linux" && isRoot(), "sandboxes need root on Linux (namespaces, overlayfs, cgroups)")) return null;
   const feature = createSandboxesFeature({
     WHARF_SANDBOX_BASE_CACHE: BASE_CACHE,
@@ -29,7 +29,7 @@ export async function startSandboxPlatform(t: TestContext, opts: { dialect?: Dia
   const features = allFeatures()
     .filter((f) => f.name !== "sandboxes")
     .concat(feature);
-  const p = await startTestPlatform(t, { dialect: opts.dialect, features, logLevel: "info" });
+  const p = await startTestPlatform(t, { dialect: opts.dialect, features, logLevel: "info", env: opts.platformEnv });
   if (!p) return null;
   const sp = p as SandboxPlatform;
   sp.manager = () => feature.manager()!;

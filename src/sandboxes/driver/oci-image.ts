@@ -2,7 +2,9 @@ import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
+import { OutboundRefused, runWithOutboundPolicy, type OutboundPolicy } from "../../egress/index.ts";
 import { SANDBOX_USER } from "./base-image.ts";
+import { checkUnpackedSize } from "./layer-bound.ts";
 
 const execFileP = promisify(execFile);
 
@@ -22,6 +24,10 @@ export interface PullRequest {
   /** Plain HTTP or a self-signed registry (loopback registries, `http://` registry URLs). */
   insecure?: boolean;
   timeoutMs?: number;
+  /** Where skopeo may connect (the egress address policy). */
+  policy: OutboundPolicy;
+  /** The snapshot's capacity: an image that would unpack to more is refused before unpacking. */
+  capacityBytes: number;
 }
 
 /** `docker://` reference for skopeo; Docker Hub short names get `docker.io/library/`. */
@@ -41,6 +47,12 @@ export function imageHost(image: string): string {
 export function isLoopbackHost(host: string): boolean {
   const h = host.replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
   return h === "localhost" || h === "::1" || /^127\./.test(h);
+}
+
+/** Destinations skopeo dials without its proxy (Go never proxies loopback): tunnelled to it instead. */
+export function directDestinations(host: string): string[] {
+  if (!isLoopbackHost(host)) return [];
+  return /:\d+$/.test(host) ? [host] : [`${host}:443`, `${host}:80`];
 }
 
 function short(err: unknown): string {
@@ -66,22 +78,26 @@ export async function pullImage(req: PullRequest): Promise<{ digest: string; roo
     }
     const ref = dockerReference(req.image);
     const digestFile = path.join(work, "digest");
+    // No default credentials of the platform's own user (~/.docker, $XDG_RUNTIME_DIR) for a tenant's pull.
+    const skopeo = (args: string[], timeoutMs: number) =>
+      runWithOutboundPolicy({ policy: req.policy, command: "skopeo", args, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, XDG_RUNTIME_DIR: work }, direct: directDestinations(imageHost(req.image)), timeoutMs });
     try {
-      await execFileP("skopeo", ["copy", "--quiet", ...auth, ...tls, "--digestfile", digestFile, ref, `oci:${path.join(work, "layout")}:image`], { timeout, maxBuffer: 4 << 20 });
+      await skopeo(["copy", "--quiet", ...auth, ...tls, "--digestfile", digestFile, ref, `oci:${path.join(work, "layout")}:image`], timeout);
     } catch (err) {
-      throw new Error(`pulling ${req.image} failed: ${short(err)}`);
+      if (err instanceof OutboundRefused) throw new Error(`pulling ${req.image} was ${err.message}`, { cause: err });
+      throw new Error(`pulling ${req.image} failed: ${short(err)}`, { cause: err });
     }
     let digest = "";
     try {
-      const { stdout } = await execFileP("skopeo", ["inspect", ...auth, ...tls, "--format", "{{.Digest}}", ref], { timeout: 60_000 });
-      digest = stdout.trim();
+      digest = (await skopeo(["inspect", ...auth, ...tls, "--format", "{{.Digest}}", ref], 60_000)).stdout.trim();
     } catch {
       digest = fs.readFileSync(digestFile, "utf8").trim(); // the registry answered the pull but not inspect: the pulled manifest's digest
     }
+    await checkUnpackedSize(path.join(work, "layout"), "image", req.capacityBytes);
     try {
       await execFileP("umoci", ["unpack", "--image", `${path.join(work, "layout")}:image`, path.join(work, "bundle")], { timeout, maxBuffer: 4 << 20 });
     } catch (err) {
-      throw new Error(`unpacking ${req.image} failed: ${short(err)}`);
+      throw new Error(`unpacking ${req.image} failed: ${short(err)}`, { cause: err });
     }
     const rootfs = path.join(work, "bundle", "rootfs");
     fitForSandbox(rootfs);
