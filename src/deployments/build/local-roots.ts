@@ -19,7 +19,7 @@ const NEVER = ["/proc", "/sys", "/dev"];
 /** `child` is `parent` or inside it (both absolute and normalised). */
 export function isWithin(child: string, parent: string): boolean {
   const rel = path.relative(parent, child);
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
 /** The decision on already-resolved paths (pure): null when the folder may be copied. */
