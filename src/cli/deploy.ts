@@ -48,7 +48,7 @@ export function registerDeploy(program: Command): void {
       .requiredOption("--name <name>", "deployment name (created if it does not exist)")
       .option("--config <path>", "langgraph.json of the project, relative to dir", "langgraph.json")
       .option("--secret <NAME[=VALUE]>", "a secret for the agent server's environment (repeatable; without =VALUE, taken from this environment)", (v: string, acc: string[]) => [...acc, v], [] as string[])
-      .option("--local", "build from the folder on the server's machine instead of uploading it (development)")
+      .option("--local", "build from the folder on the server's machine instead of uploading it (an operator feature: the platform must list a folder above it in WHARF_DEPLOY_LOCAL_ROOTS)")
       .option("--no-wait", "return once the revision is created")
       .option("--timeout <seconds>", "how long to wait for DEPLOYED", "900"),
   ).action(async (dirArg: string | undefined, opts) => {

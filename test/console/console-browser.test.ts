@@ -10,6 +10,7 @@ import type { Page } from "playwright-core";
 import { startMockAuthServer } from "../connections/support/mock-oauth.ts";
 import { startUpstreams, useUpstreamsForEgress } from "../egress/support/upstreams.ts";
 import { startSandboxPlatform } from "../sandboxes/support.ts";
+import { startGitHttpServer } from "../support/git-http-server.ts";
 import { ensureConsoleBuilt, launchBrowser, screenshotDir, shoot } from "./support/browser.ts";
 
 const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures", "stream-agent");
@@ -341,12 +342,14 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     git("init", "-q", "-b", "main");
     git("add", ".");
     git("commit", "-q", "-m", "agent");
+    // Served over HTTP on the upstreams' address, which the operator setting lets clones reach.
+    const served = await startGitHttpServer(t, path.dirname(repo), { host: up.address });
     await page.goto(`${p.url}/console/#/deployments`);
     await page.getByRole("button", { name: "New deployment" }).click();
     const create = page.locator("form[aria-label='New deployment']");
     await create.locator("input[name=name]").fill("console-git");
     await create.getByRole("button", { name: "Git URL" }).click();
-    await create.locator("input[name=repo_url]").fill(`file://${repo}`);
+    await create.locator("input[name=repo_url]").fill(`${served.url}/${path.basename(repo)}/.git`);
     await create.getByRole("button", { name: "Deploy", exact: true }).click();
     await page.waitForURL(/#\/deployments\/[0-9a-f-]{36}$/);
     await page.locator("[data-testid=revision-status] [data-status=DEPLOYED]").waitFor({ timeout: 120_000 });
