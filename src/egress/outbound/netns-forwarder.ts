@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
 import net from "node:net";
+import { splice } from "./splice.ts";
 
 /**
  * Runs inside a fresh network namespace (started by `unshare --net`), where nothing but this
@@ -25,29 +26,23 @@ function fail(message: string): never {
 
 function pipeTo(client: net.Socket, preface: string | null): void {
   const upstream = net.connect(socketPath);
-  const close = () => {
-    client.destroy();
-    upstream.destroy();
-  };
-  client.on("error", close);
-  upstream.on("error", close);
-  client.on("close", close);
-  upstream.on("close", close);
-  if (preface === null) {
-    client.pipe(upstream).pipe(client);
-    return;
-  }
+  if (preface === null) return splice(client, upstream);
   client.pause();
+  client.on("error", () => upstream.destroy());
+  upstream.on("error", () => client.destroy());
   upstream.write(preface);
   let head = Buffer.alloc(0);
   const onData = (chunk: Buffer) => {
     head = Buffer.concat([head, chunk]);
     const end = head.indexOf("\r\n\r\n");
-    if (end < 0) return void (head.length > 8192 && close());
+    if (end < 0) return void (head.length > 8192 && upstream.destroy());
     upstream.off("data", onData);
-    if (!/^HTTP\/1\.[01] 200 /.test(head.toString("latin1"))) return close();
+    if (!/^HTTP\/1\.[01] 200 /.test(head.toString("latin1"))) {
+      upstream.destroy();
+      return void client.destroy();
+    }
     if (head.length > end + 4) client.write(head.subarray(end + 4));
-    client.pipe(upstream).pipe(client);
+    splice(client, upstream);
     client.resume();
   };
   upstream.on("data", onData);

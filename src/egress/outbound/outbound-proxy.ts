@@ -2,6 +2,7 @@ import http from "node:http";
 import net from "node:net";
 import { parseAuthority } from "../policy/canonical-host.ts";
 import { checkOutbound, type OutboundPolicy } from "./outbound-policy.ts";
+import { splice } from "./splice.ts";
 
 /**
  * A small forward proxy (CONNECT tunnels and plain-HTTP absolute-form requests) that applies the
@@ -83,12 +84,9 @@ export async function startOutboundProxy(policy: OutboundPolicy, opts: { listen?
       }
       sockets.add(upstream);
       upstream.once("close", () => sockets.delete(upstream));
-      upstream.on("error", () => client.destroy());
-      client.on("close", () => upstream.destroy());
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       if (head.length) upstream.write(head);
-      upstream.pipe(client);
-      client.pipe(upstream);
+      splice(client, upstream);
     })().catch(() => client.destroy());
   });
   const where = opts.listen?.path;
