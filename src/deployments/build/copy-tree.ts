@@ -29,9 +29,11 @@ const CHUNK = 1 << 20;
 async function linkTarget(src: string, root: string, rel: string): Promise<string> {
   const target = await fs.promises.readlink(src);
   const lexical = path.resolve(path.dirname(src), target);
-  // The kernel's answer too: `a -> b/..` with `b -> .` leaves the tree although it reads as inside.
+  // The kernel's answer too: `a -> b/../x` with `b -> .` leaves the tree although it reads as
+  // inside. A dangling link has no answer, so it may not climb at all.
   const real = await fs.promises.realpath(src).catch(() => null);
-  if (!isWithin(lexical, root) || (real !== null && !isWithin(real, root))) throw new CopyRefused(`${rel} is a link that leaves the source folder (${target}): refusing to copy it`);
+  const climbs = target.split("/").includes("..");
+  if (!isWithin(lexical, root) || (real === null ? climbs : !isWithin(real, root))) throw new CopyRefused(`${rel} is a link that leaves the source folder (${target}): refusing to copy it`);
   return path.isAbsolute(target) ? path.relative(path.dirname(src), lexical) || "." : target;
 }
 
