@@ -50,7 +50,8 @@ async function untilOk(url: string): Promise<void> {
 }
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-deploy-"));
-const config = loadConfig({ WHARF_HOME: home, WHARF_PORT: "0" });
+// The bench is the operator: it lets its platform build from the example projects.
+const config = loadConfig({ WHARF_HOME: home, WHARF_PORT: "0", WHARF_DEPLOY_LOCAL_ROOTS: path.dirname(PROJECT) });
 
 
 // Baseline: one agent server started by hand (as `wharf dev` does: open on loopback, unconfined).
