@@ -2,6 +2,7 @@ import fs from "node:fs";
 import { z } from "zod";
 import { parseAuthority, type CanonicalHost } from "./policy/canonical-host.ts";
 import { CidrSet } from "./policy/address-class.ts";
+import { chooseSystemBundle, readSystemRoots, SystemRootsError } from "./system-roots.ts";
 
 /**
  * Operator settings of the egress proxy (environment variables, read when the platform starts).
@@ -13,8 +14,13 @@ export interface EgressSettings {
   hosts: Map<string, { address: string; port: number | null }>;
   /** Internal ranges the proxy may dial anyway (for example a company network). */
   allowInternal: CidrSet;
-  /** Extra PEM roots trusted for upstream TLS, on top of the system store. */
+  /**
+   * PEM roots trusted for upstream TLS on top of Node's bundled (Mozilla) list: the host's CA store
+   * (`systemCaFile`), then `WHARF_EGRESS_UPSTREAM_CA_FILE`.
+   */
   upstreamCaPem: string[];
+  /** The host bundle read into `upstreamCaPem`, or null when none is trusted. */
+  systemCaFile: string | null;
   /** Port of the explicit (HTTP_PROXY) listener inside each sandbox, on 127.0.0.1. */
   proxyPort: number;
   /** Resolve names not in `hosts` through the system resolver (off in tests: nothing leaves the box). */
@@ -34,7 +40,8 @@ export interface EgressSettings {
 export const egressVariables: ReadonlyArray<[name: string, meaning: string]> = [
   ["WHARF_EGRESS_HOSTS", "static resolution for the egress proxy: comma-separated name=address or name:port=address:port"],
   ["WHARF_EGRESS_ALLOW_INTERNAL", "comma-separated CIDRs of internal addresses sandboxes may reach (default none)"],
-  ["WHARF_EGRESS_UPSTREAM_CA_FILE", "PEM file of extra roots trusted for upstream TLS (system roots are always trusted)"],
+  ["WHARF_EGRESS_UPSTREAM_CA_FILE", "PEM file of extra roots trusted for upstream TLS (on top of Node's roots and the host's CA store)"],
+  ["WHARF_EGRESS_SYSTEM_CA_FILE", "the host's CA bundle trusted for upstream TLS: auto (default: SSL_CERT_FILE, else /etc/ssl/certs/ca-certificates.crt or the distribution's bundle), a path, or none"],
   ["WHARF_EGRESS_SYSTEM_DNS", "1 (default) resolves other names with the system resolver; 0 resolves only WHARF_EGRESS_HOSTS"],
   ["WHARF_EGRESS_PROXY_PORT", "port of the in-sandbox explicit proxy on 127.0.0.1 (default 3128)"],
   ["WHARF_EGRESS_HEADER_TIMEOUT_MS", "time a sandbox connection has to send its request head or TLS ClientHello (default 10000)"],
@@ -76,10 +83,17 @@ export function loadEgressSettings(env: NodeJS.ProcessEnv = process.env): Egress
   const port = Number(env.WHARF_EGRESS_PROXY_PORT || 3128);
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new EgressSettingsError("WHARF_EGRESS_PROXY_PORT must be a port number");
   const caFile = env.WHARF_EGRESS_UPSTREAM_CA_FILE;
-  let upstreamCaPem: string[] = [];
+  let system: ReturnType<typeof readSystemRoots>;
+  try {
+    system = readSystemRoots(chooseSystemBundle(env.WHARF_EGRESS_SYSTEM_CA_FILE, env.SSL_CERT_FILE, fs.existsSync));
+  } catch (err) {
+    if (err instanceof SystemRootsError) throw new EgressSettingsError(err.message, { cause: err });
+    throw err;
+  }
+  const upstreamCaPem = [...system.pems];
   if (caFile) {
     try {
-      upstreamCaPem = [fs.readFileSync(caFile, "utf8")];
+      upstreamCaPem.push(fs.readFileSync(caFile, "utf8"));
     } catch (err) {
       throw new EgressSettingsError(`WHARF_EGRESS_UPSTREAM_CA_FILE: cannot read ${caFile}: ${(err as Error).message}`);
     }
@@ -93,6 +107,7 @@ export function loadEgressSettings(env: NodeJS.ProcessEnv = process.env): Egress
     hosts: parseHosts(env.WHARF_EGRESS_HOSTS ?? ""),
     allowInternal: new CidrSet(allow),
     upstreamCaPem,
+    systemCaFile: system.path,
     proxyPort: port,
     systemDns: env.WHARF_EGRESS_SYSTEM_DNS !== "0",
     maxPeekBytes: 64 * 1024,
@@ -104,7 +119,7 @@ export function loadEgressSettings(env: NodeJS.ProcessEnv = process.env): Egress
 }
 
 export function settingsFor(partial: Partial<EgressSettings> = {}): EgressSettings {
-  return { hosts: new Map(), allowInternal: new CidrSet([]), upstreamCaPem: [], proxyPort: 3128, systemDns: false, maxPeekBytes: 64 * 1024, headerTimeoutMs: 10_000, idleTimeoutMs: 120_000, maxConnections: 512, faultHook: false, ...partial };
+  return { hosts: new Map(), allowInternal: new CidrSet([]), upstreamCaPem: [], systemCaFile: null, proxyPort: 3128, systemDns: false, maxPeekBytes: 64 * 1024, headerTimeoutMs: 10_000, idleTimeoutMs: 120_000, maxConnections: 512, faultHook: false, ...partial };
 }
 
 export type { CanonicalHost };
