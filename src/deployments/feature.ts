@@ -1,7 +1,8 @@
 import type { Feature, PlatformContext } from "../platform/context.ts";
 import { mountDeploymentProxy } from "./api/proxy.ts";
 import { RolloutEngine, type DeploymentsOptions } from "./rollout/rollout-engine.ts";
-import { registerDeploymentRoutes, registerLegacyLogRoutes } from "./api/routes.ts";
+import { registerDeploymentRoutes } from "./api/routes.ts";
+import { registerProjectLogRoutes } from "./api/project-log-routes.ts";
 import { storeUpload, UploadTooLarge, verifyUploadToken } from "./api/upload-urls.ts";
 import { UploadQuotaExceeded } from "./api/upload-quota.ts";
 import { Housekeeping, uploadLimits } from "./housekeeping.ts";
@@ -29,7 +30,7 @@ export function createDeploymentsFeature(options: DeploymentsOptions = {}): Feat
       registerDeploymentRoutes(router, ctx, get);
     },
     v1Routes(router, ctx) {
-      registerLegacyLogRoutes(router, ctx);
+      registerProjectLogRoutes(router, ctx);
     },
     rootRoutes(app, ctx) {
       ensure(ctx);

@@ -489,31 +489,3 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
   });
 
 }
-
-/**
- * LangSmith Deployment's CLI still queries logs on `/v1/projects/{project_id}/…` with POST (a
- * project is a deployment). Same pages as the `/v2` GETs; the body carries the paging fields, and
- * fields we do not filter on are accepted and ignored so that client updates do not break.
- */
-export function registerLegacyLogRoutes(router: Router, ctx: PlatformContext): void {
-  const db = ctx.db;
-  const params = z.object({ project_id: idParam, revision_id: idParam });
-  const body = logsQuery.extend({ offset: logsQuery.shape.offset.nullable() }).loose();
-  for (const kind of ["build", "deploy"] as LogKind[]) {
-    router.add({
-      method: "post",
-      path: `/projects/:project_id/revisions/:revision_id/${kind}_logs`,
-      summary: `Read a revision's ${kind} log (LangSmith Deployment's v1 path; project = deployment)`,
-      tags: TAGS,
-      params,
-      body,
-      bodyOptional: true,
-      responses: { 200: { description: "Log lines", schema: logsPage }, 404: { description: "Not found" } },
-      handler: async ({ c, principal, params, body }) => {
-        const rev = await getRevisionRow(db, principal.workspaceId, params.project_id, params.revision_id);
-        if (!rev) throw revisionNotFound(params.revision_id);
-        return c.json(await readLogs(db, rev.id, kind, { after: body.offset ?? null, limit: body.limit, order: body.order }));
-      },
-    });
-  }
-}

@@ -25,6 +25,9 @@ export const deploymentName = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}$/, "Names are 1-128 characters: letters, digits, space, . _ - and start with a letter or digit");
 
+/** `dev_zero` is what today's `langgraph deploy` sends for its default "serverless" type; Wharf runs every type alike. */
+const deploymentType = z.enum(["dev_free", "dev_zero", "dev", "prod"]);
+
 export const sourceConfigSchema = z.object({
   integration_id: z.string().max(256).nullish(),
   /** Cloned over HTTP(S) only, through the egress address policy. */
@@ -34,7 +37,7 @@ export const sourceConfigSchema = z.object({
     .max(2048)
     .refine((u) => repoUrlProblem(u) === null, REPO_URL_RULE)
     .nullish(),
-  deployment_type: z.enum(["dev_free", "dev", "prod"]).nullish(),
+  deployment_type: deploymentType.nullish(),
   build_on_push: z.boolean().nullish(),
   custom_url: z.string().max(2048).nullish(),
   resource_spec: z.record(z.string(), z.unknown()).nullish(),
@@ -93,7 +96,7 @@ export const listDeploymentsQuery = z.object({
   name_contains: z.string().max(256).optional(),
   status: z.string().max(64).optional(),
   deployment_ids: csv.optional(),
-  deployment_type: z.enum(["dev_free", "dev", "prod"]).optional(),
+  deployment_type: deploymentType.optional(),
 });
 export const listRevisionsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20),

@@ -3,6 +3,7 @@ import { nowIso } from "../../store/database.ts";
 import { newId } from "../../store/ids.ts";
 import type { Database } from "../../store/schema.ts";
 import "./deployments-tables.ts";
+import { queryLogs, type LogPage } from "./log-query.ts";
 
 export type LogKind = "build" | "deploy";
 export type LogLevel = "info" | "warning" | "error";
@@ -80,17 +81,9 @@ export class RevisionLog {
   }
 }
 
-export async function readLogs(
-  db: Kysely<Database>,
-  revisionId: string,
-  kind: LogKind,
-  options: { after?: string | null; limit: number; order: "asc" | "desc" },
-): Promise<{ logs: LogEntry[]; next_offset: string | null }> {
-  let q = db.selectFrom("deployment_revision_logs").select(["id", "timestamp", "level", "message"]).where("revision_id", "=", revisionId).where("kind", "=", kind);
-  if (options.after) q = q.where("id", options.order === "asc" ? ">" : "<", options.after);
-  const rows = await q.orderBy("id", options.order).limit(options.limit + 1).execute();
-  const logs = rows.slice(0, options.limit);
-  return { logs, next_offset: rows.length > options.limit ? logs[logs.length - 1].id : null };
+/** One page of one revision's log (see `queryLogs` for the cursor). */
+export function readLogs(db: Kysely<Database>, revisionId: string, kind: LogKind, options: { after?: string | null; limit: number; order: "asc" | "desc" }): Promise<LogPage> {
+  return queryLogs(db, [revisionId], kind, options);
 }
 
 /** The last lines of a revision's log, for error messages (the CLI prints them on failure). */
