@@ -6,6 +6,7 @@
 export { attachEgress, egressAvailable, egressCaptureSpec, egressLog, prepareEgress, releaseEgressValues, type EgressAttachment, type EgressTarget, type PreparedEgress } from "./attach.ts";
 export { proxyConfigSchema, prepareProxyConfig, presentProxyConfig, type StoredProxyConfig } from "./config/proxy-config.ts";
 export { auditEntrySchema, createEgressFeature } from "./egress-feature.ts";
+export { describeRefusal, watchEgressRefusals } from "./audit/refusals.ts";
 /** Sealed columns of the egress area, for master-key rotation and its tests. */
 export { workspaceCa } from "./proxy/ca-store.ts";
 export { openValues, sealValue } from "./credentials/sealed-values.ts";

@@ -22,6 +22,7 @@ import { ensureStateImage } from "./state-disk.ts";
 import type { Launched } from "../confinement/launcher.ts";
 import { DeploymentEgress, type ProcessEgress } from "./revision-egress.ts";
 import { serverTimeouts } from "../../http/connection-guard.ts";
+import { BuildRefusals } from "./build-refusals.ts";
 
 type Deployment = Database["deployments"];
 
@@ -184,13 +185,15 @@ export class RevisionRuntime {
         // An interrupt that arrived while the confinement was starting has already fired its event.
         if (signal.aborted) kill();
         else signal.addEventListener("abort", kill, { once: true });
+        const refusals = egress ? new BuildRefusals(buildEgressId(revisionId), log, kill) : null;
         try {
           const code = await launched.exited;
           await launched.stop(0);
           signal.throwIfAborted();
-          if (code !== 0) throw new CommandFailed(`${step.what} failed (exit ${code ?? "signal"})`);
+          if (code !== 0) throw new CommandFailed(refusals?.failure(step.what) ?? `${step.what} failed (exit ${code ?? "signal"})`);
           return captured;
         } finally {
+          refusals?.close();
           signal.removeEventListener("abort", kill);
           await egress?.close();
         }

@@ -5,6 +5,7 @@ import { newId } from "../../store/ids.ts";
 import type { Database } from "../../store/schema.ts";
 import type { EgressAuditLogTable } from "../egress-tables.ts";
 import { auditKey } from "./audit-batch.ts";
+import { notifyRefusal } from "./refusals.ts";
 
 /**
  * One audited egress decision: an injection, a signing, a callback, a raw tunnel or a block. Never
@@ -59,6 +60,7 @@ export class DbAuditLog implements AuditSink {
   ) {}
 
   record(event: AuditEvent): void {
+    notifyRefusal(event);
     const path = event.path ? event.path.slice(0, MAX_AUDIT_PATH) : null;
     const e = { ...event, path };
     // Events folded by the data plane arrive with their count.
