@@ -52,6 +52,7 @@ export const SETTINGS = {
   WHARF_KEEP_ALIVE_TIMEOUT_MS: decl({ part: "control plane", type: "ms", default: "5000", description: "an idle kept-alive client connection is closed after this", schema: int(100, 600_000) }),
   WHARF_MAX_CONNECTIONS: decl({ part: "control plane", type: "integer", default: "4096", description: "open client connections in total; past it a new one replaces the oldest that has not sent a request head yet, else it is closed (0: no cap)", schema: int(0) }),
   WHARF_MAX_CONNECTIONS_PER_CLIENT: decl({ part: "control plane", type: "integer", default: "256", description: "open connections per client address, an IPv6 /64 counting as one, loopback excepted (0: no cap; raise it behind a reverse proxy on another host, whose address every client then shares)", schema: int(0) }),
+  WHARF_METRICS_TOKEN: decl({ part: "control plane", type: "secret", defaultText: "none (`/metrics` off)", description: "operator token that reads `GET /metrics` (Prometheus text) as `Authorization: Bearer <token>`", schema: z.string().min(16, "at least 16 characters").optional() }),
   WHARF_BEARER_TTL_SECONDS: decl({ part: "control plane", type: "seconds", default: "3600", description: "lifetime of bearer tokens from POST /v2/tokens", schema: int(60, 30 * 24 * 3600) }),
 
   WHARF_HOME: decl({ part: "storage", type: "path", default: ".wharf", description: "state folder: SQLite file, master key, bootstrap key, sandboxes, builds", schema: text() }),

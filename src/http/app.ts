@@ -10,6 +10,7 @@ import { HttpError } from "./errors.ts";
 import { OpenApiRegistry } from "./openapi.ts";
 import type { AppEnv } from "./principal.ts";
 import { Router } from "./route.ts";
+import { observeHttp } from "../metrics/index.ts";
 
 export const API_VERSION = "0.1.0";
 
@@ -41,6 +42,7 @@ export function createHttpApp(ctx: PlatformContext, features: Feature[]): Hono<A
     await next();
     const ms = Math.round((performance.now() - started) * 10) / 10;
     const line = { requestId: c.get("requestId"), method: c.req.method, path: c.req.path, status: c.res.status, ms };
+    observeHttp(ctx, c, ms);
     if (c.res.status >= 500) log.error(line, "request");
     else log.debug(line, "request");
   });
