@@ -126,6 +126,14 @@ describe("deployment egress", () => {
     assert.equal(injected.at(-1)?.headers.authorization, `Bearer ${OPAQUE}`, "the header rule injected the credential");
     assert.equal(out.results["https://other.test/"], 403, "not in the allow_list");
     assert.equal(out.results["http://registry.test/wharf-egress-fixture"], 403, "the registry is allowed to build steps only");
+    // The agent server's refusals are in its deploy log, with what would allow them (it keeps serving).
+    const refusedLine = /egress refused .*other\.test:443.*not in allow_list.*; allowed by "other\.test" in the deployment's proxy_config\.access_control\.allow_list/;
+    let deployLog = "";
+    for (let i = 0; i < 30 && !refusedLine.test(deployLog); i++) {
+      if (i) await new Promise((r) => setTimeout(r, 100)); // the log is written in batches
+      deployLog = await logsOf(p, d.id, rev.id, "deploy");
+    }
+    assert.match(deployLog, refusedLine);
     // Loopback and the platform's own port stay closed, transparently and through the explicit proxy.
     assert.match(String(out.results[`http://127.0.0.1:${platformPort}/ok`]), /^error: ECONNREFUSED/);
     assert.match(String(out.results[`http://localhost:${platformPort}/ok`]), /^error: /);

@@ -22,7 +22,7 @@ import { ensureStateImage } from "./state-disk.ts";
 import type { Launched } from "../confinement/launcher.ts";
 import { DeploymentEgress, type ProcessEgress } from "./revision-egress.ts";
 import { serverTimeouts } from "../../http/connection-guard.ts";
-import { BuildRefusals } from "./build-refusals.ts";
+import { BuildRefusals, logEgressRefusals } from "./egress-refusals.ts";
 
 type Deployment = Database["deployments"];
 
@@ -266,7 +266,10 @@ export class RevisionRuntime {
       throw err;
     }
     const env = { ...this.agentEnv(deployment, revisionId, secrets, ident, inside.state), ...egress?.env, LANGSMITH_ENDPOINT: gatewayUrl, LANGSMITH_API_KEY: key, WHARF_URL: gatewayUrl, ...database?.env };
+    // The agent server's refused requests go into its deploy log (it keeps serving).
+    const unwatchRefusals = egress ? logEgressRefusals(serverEgressId(revisionId), log, "warning") : null;
     const cleanup = () => {
+      unwatchRefusals?.();
       database?.close();
       gateway.close();
       void egress?.close();
