@@ -10,6 +10,7 @@ import type { UserApp } from "./project/http-app.ts";
 import type { UiFile } from "./project/ui-bundles.ts";
 import type { ProjectHttp } from "./project/project.ts";
 import type { GraphFailure, LoadedGraph } from "./project/graphs.ts";
+import type { PythonGraph, PythonWorker } from "./python/index.ts";
 import type { AgentStore } from "./storage/store.ts";
 import "./storage/tables.ts";
 
@@ -19,7 +20,10 @@ export interface AgentServerContext {
   serverId: string;
   db: Kysely<Database>;
   dialect: Dialect;
-  graphs: Map<string, LoadedGraph>;
+  /** JavaScript graphs (imported here) and Python graphs (served by `python`). */
+  graphs: Map<string, LoadedGraph | PythonGraph>;
+  /** The project's Python worker, when it has Python graphs. */
+  python: PythonWorker | null;
   /** Graphs of the project that failed to load (logged at start, listed by `/info`). */
   graphFailures: Map<string, GraphFailure>;
   checkpointer: Checkpointer;

@@ -18,6 +18,7 @@ import type { AgentEnv, AgentServerContext } from "./context.ts";
 import { CronScheduler, cronTickMs } from "./crons/cron-scheduler.ts";
 import { CustomAuth } from "./auth/custom-auth.ts";
 import { loadGraphs } from "./project/graphs.ts";
+import { startPythonRuntime } from "./python/index.ts";
 import { registerSdkLogger } from "./project/sdk-logger.ts";
 import { loadHttpApp } from "./project/http-app.ts";
 import { buildUiBundles } from "./project/ui-bundles.ts";
@@ -89,14 +90,22 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
   const project = typeof options.project === "string" ? loadProject(options.project) : options.project;
   applyProjectEnv(project);
   registerSdkLogger(options.log);
-  const { graphs, failures } = await loadGraphs(project);
-  for (const [graphId, f] of failures) options.log.error({ graphId, module: f.module, error: f.error }, `graph "${graphId}" did not load (${f.module}): ${f.error}; the other graphs still serve`);
+  const js = await loadGraphs(project);
+  for (const [graphId, f] of js.failures) options.log.error({ graphId, module: f.module, error: f.error }, `graph "${graphId}" did not load (${f.module}): ${f.error}; the other graphs still serve`);
   for (const w of project.warnings) options.log.warn({ configFile: project.configFile }, `langgraph.json: ${w}`);
   const customAuth = await CustomAuth.load(project);
   const userApp = await loadHttpApp(project);
   const ui = await buildUiBundles(project.ui, options.log);
   const index = project.store.index ? { dims: project.store.index.dims, fields: project.store.index.fields, embed: await loadEmbed(project.store.index.embed) } : null;
   const graphConfig = graphConfigFromEnv(process.env.LANGGRAPH_CONFIG);
+  const python = await startPythonRuntime({ project, home: options.home, python: readSetting("WHARF_PYTHON"), envsDir: readSetting("WHARF_PYTHON_ENVS") ?? path.join(options.home, "python-envs"), log: options.log });
+  // Ordered as in langgraph.json, whichever runtime serves each graph.
+  const graphs = new Map(project.graphs.flatMap((g) => {
+    const loaded = js.graphs.get(g.graphId) ?? python?.graphs.get(g.graphId);
+    return loaded ? [[g.graphId, loaded] as const] : [];
+  }));
+  const failures = new Map([...js.failures, ...(python?.failures ?? [])]);
+  for (const [graphId, f] of python?.failures ?? []) options.log.error({ graphId, module: f.module, error: f.error }, `python graph "${graphId}" did not load (${f.module}): ${f.error}; the other graphs still serve`);
   const checkpointer: Checkpointer = await openCheckpointer({ databaseUrl: options.databaseUrl, home: options.home, pgSchema: options.pgSchema });
   const serverId = options.serverId ?? defaultServerId(project);
   const tickMs = options.cronTickMs ?? cronTickMs();
@@ -105,6 +114,7 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
     db: options.store.db,
     dialect: options.store.dialect,
     graphs,
+    python: python?.worker ?? null,
     graphFailures: failures,
     checkpointer,
     store: new AgentStore(options.store.db, options.store.dialect, serverId, { index, ttl: project.store.ttl }),
@@ -120,6 +130,7 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
   try {
     await ensureSystemAssistants(ctx, graphConfig);
   } catch (err) {
+    await python?.worker.stop();
     await checkpointer.close();
     throw err;
   }
@@ -127,6 +138,7 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
   try {
     await engine.listen();
   } catch (err) {
+    await python?.worker.stop();
     await checkpointer.close();
     throw err;
   }
@@ -153,6 +165,7 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
         await crons.stop();
         await sweeper.stop();
         await engine.stop();
+        await python?.worker.stop();
         await checkpointer.close();
       })()),
   };

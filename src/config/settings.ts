@@ -129,6 +129,8 @@ export const SETTINGS = {
   WHARF_AGENT_PROJECT: decl({ part: "agent server", type: "path", defaultText: "`examples/chat-agent`", description: "project the in-process agent server serves (`createAgentServerFeature`), or `off`", schema: text().optional() }),
   WHARF_AGENT_PORT: decl({ part: "agent server", type: "port", default: "8124", description: "port of the in-process agent server (0: any free port)", schema: int(0, 65535) }),
   WHARF_AGENT_SERVER_ID: decl({ part: "agent server", type: "string", defaultText: "`example:<project folder>`", description: "server id of the in-process agent server (scopes its threads and runs)", schema: text().optional() }),
+  WHARF_PYTHON: decl({ part: "agent server", type: "path", default: "python3", description: "interpreter (3.11 or newer) that creates the virtual environments of Python projects", schema: text() }),
+  WHARF_PYTHON_ENVS: decl({ part: "agent server", type: "path", defaultText: "`$WHARF_HOME/python-envs`", description: "folder of the cached virtual environments of Python projects, one per dependency key", schema: text().optional() }),
   WHARF_PRINT_AGENT_URL: decl({ part: "agent server", type: "0/1", default: "0", description: "print the in-process agent server's URL and a sample call even without a terminal", schema: flag() }),
 
   WHARF_URL: decl({ part: "CLI and graph clients", type: "URL", defaultText: "`http://$WHARF_HOST:$WHARF_PORT`", description: "control plane the `wharf` commands and `getAccessToken` call", schema: z.string().url().optional() }),

@@ -1,5 +1,6 @@
 import type { TestContext } from "node:test";
 import pg from "pg";
+import { execFile } from "node:child_process";
 
 export const STRICT = process.env.WHARF_STRICT === "1" || process.env.CI === "true";
 
@@ -35,3 +36,15 @@ export function postgresReachable(): Promise<boolean> {
 }
 
 export const isRoot = () => typeof process.getuid === "function" && process.getuid() === 0;
+
+let pythonOk: Promise<boolean> | null = null;
+/** Python 3.11+ with the venv module (Python graphs and the Python client tests need it, and PyPI). */
+export function pythonAvailable(): Promise<boolean> {
+  pythonOk ??= new Promise((resolve) => {
+    execFile(process.env.WHARF_PYTHON || "python3", ["-c", "import sys, venv, ensurepip; sys.exit(0 if sys.version_info >= (3, 11) else 1)"], (err) => resolve(!err));
+  });
+  return pythonOk;
+}
+
+/** Where tests cache the virtual environments of Python projects (creating one downloads from PyPI). */
+export const TEST_PYTHON_ENVS = process.env.WHARF_TEST_PYTHON_ENVS || "/tmp/wharf-test-python-envs";

@@ -70,7 +70,12 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
 }
 
 function registerMetaRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
-  app.get("/ok", () => new Response('{"ok":true}', { headers: { ...CORS_HEADERS, "content-type": "application/json" } }));
+  app.get("/ok", () =>
+    // A project's Python worker restarting after a crash: its graphs cannot run until it is back.
+    ctx.python && !ctx.python.up
+      ? new Response('{"ok":false,"detail":"the Python worker is restarting"}', { status: 503, headers: { ...CORS_HEADERS, "content-type": "application/json" } })
+      : new Response('{"ok":true}', { headers: { ...CORS_HEADERS, "content-type": "application/json" } }),
+  );
   app.get("/info", () =>
     new Response(
       JSON.stringify({

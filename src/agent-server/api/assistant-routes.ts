@@ -9,7 +9,10 @@ import {
   resolveAssistantId,
   searchAssistants,
   setLatestVersion,
+  type Assistant,
 } from "../storage/assistants.ts";
+import type { LoadedGraph } from "../project/graphs.ts";
+import { isPythonGraph } from "../python/index.ts";
 import type { AgentEnv, AgentServerContext } from "../context.ts";
 import { AgentError } from "../errors.ts";
 import { authorize, body, json, noContent, type C } from "./route-helpers.ts";
@@ -81,23 +84,29 @@ export function registerAssistantRoutes(app: Hono<AgentEnv>, ctx: AgentServerCon
     const assistant = await getAssistant(ctx, id, filters);
     const loaded = ctx.graphs.get(assistant.graph_id);
     if (!loaded) throw new AgentError(404, `Graph "${assistant.graph_id}" not found`);
-    return { assistant, graph: await loaded.get({ configurable: assistant.config.configurable ?? {} }, null) };
+    return { assistant, loaded };
   };
+  const jsGraph = (loaded: LoadedGraph, assistant: Assistant) => loaded.get({ configurable: assistant.config.configurable ?? {} }, null);
 
   app.get("/assistants/:assistant_id/graph", async (c) => {
-    const { assistant, graph } = await graphOf(c);
-    const xray = c.req.query("xray");
-    const drawable = await graph.getGraphAsync({ ...assistant.config, xray: xray === "true" ? true : xray && /^\d+$/.test(xray) ? Number(xray) : undefined });
+    const { assistant, loaded } = await graphOf(c);
+    const q = c.req.query("xray");
+    const xray = q === "true" ? true : q && /^\d+$/.test(q) ? Number(q) : undefined;
+    if (isPythonGraph(loaded)) return json(await loaded.draw(assistant.config, xray));
+    const drawable = await (await jsGraph(loaded, assistant)).getGraphAsync({ ...assistant.config, xray });
     return json(drawable.toJSON());
   });
 
   app.get("/assistants/:assistant_id/schemas", async (c) => {
-    const { assistant, graph } = await graphOf(c);
-    return json({ graph_id: assistant.graph_id, ...graphSchemas(graph) });
+    const { assistant, loaded } = await graphOf(c);
+    if (isPythonGraph(loaded)) return json({ graph_id: assistant.graph_id, ...(await loaded.schemas(assistant.config)) });
+    return json({ graph_id: assistant.graph_id, ...graphSchemas(await jsGraph(loaded, assistant)) });
   });
 
   app.get("/assistants/:assistant_id/subgraphs/:namespace?", async (c) => {
-    const { graph } = await graphOf(c);
+    const { assistant, loaded } = await graphOf(c);
+    if (isPythonGraph(loaded)) return json(await loaded.subgraphs(assistant.config, c.req.param("namespace"), c.req.query("recurse") === "true"));
+    const graph = await jsGraph(loaded, assistant);
     const out: Record<string, unknown> = {};
     if (graph.getSubgraphsAsync) {
       for await (const [ns, sub] of graph.getSubgraphsAsync(c.req.param("namespace"), c.req.query("recurse") === "true")) out[ns] = graphSchemas(sub);

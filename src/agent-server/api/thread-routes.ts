@@ -10,6 +10,7 @@ import type { RunEngine } from "../runs/run-engine.ts";
 import { INFLIGHT } from "../runs/runs.ts";
 import { authorize, body, json, noContent, query, uuidAt, type C } from "./route-helpers.ts";
 import { history, stateAtCheckpoint, statePatch, stateUpdate, threadCount, threadCreate, threadListQuery, threadPatch, threadSearch } from "./schemas.ts";
+import { isPythonGraph } from "../python/index.ts";
 import { copyCheckpoints, emptyState, graphForThread, toThreadState } from "../storage/thread-state.ts";
 import { toJson } from "../wire.ts";
 import { countThreads, createThread, getThread, patchThread, searchThreads, type Thread } from "../storage/threads.ts";
@@ -37,6 +38,10 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     // Supersteps are written through the thread's graph, as `bulkUpdateState` (one checkpoint each).
     const graph = await graphForThread(ctx, thread);
     if (!graph) throw new AgentError(422, "supersteps need the thread's graph: pass graph_id in its metadata (threads.create({graphId}))");
+    if (isPythonGraph(graph)) {
+      await recordValues(thread.thread_id, await graph.bulkUpdate(thread.thread_id, b.supersteps as never));
+      return json(await getThread(ctx, thread.thread_id, undefined));
+    }
     await asBadInput(() =>
       graph.bulkUpdateState!(
         { configurable: { thread_id: thread.thread_id } },
@@ -48,8 +53,8 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
   });
 
   /** The thread row's copy of its latest state (what GET /threads and search return). */
-  const recordState = async (threadId: string, graph: RunnableGraph) => {
-    const state = await graph.getState({ configurable: { thread_id: threadId } });
+  const recordState = async (threadId: string, graph: RunnableGraph) => recordValues(threadId, await graph.getState({ configurable: { thread_id: threadId } }));
+  const recordValues = async (threadId: string, state: { values?: unknown; next?: unknown[] }) => {
     await ctx.db
       .updateTable("agent_threads")
       .set({ state_values: toJson(state.values ?? {}, false), updated_at: nowIso(), status: (state.next?.length ?? 0) > 0 ? "interrupted" : "idle" })
@@ -94,6 +99,7 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
       await trx.deleteFrom("agent_threads").where("thread_id", "=", threadId).where("server_id", "=", ctx.serverId).execute();
     });
     await ctx.checkpointer.saver.deleteThread(threadId);
+    await ctx.python?.call("checkpoints.delete_thread", { thread_id: threadId });
     return noContent();
   });
 
@@ -104,6 +110,7 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     await authorize(ctx, c, "threads:create", value);
     const copy = await createThread(ctx, { metadata: value.metadata }, undefined);
     await copyCheckpoints(ctx, threadId, copy.thread_id);
+    await ctx.python?.call("checkpoints.copy_thread", { from: threadId, to: copy.thread_id });
     const set = { status: source.status === "busy" ? "idle" : source.status, state_values: source.values !== undefined ? asJson(source.values) : null, interrupts: source.interrupts !== undefined ? asJson(source.interrupts) : null, updated_at: nowIso() };
     await ctx.db.updateTable("agent_threads").set(set).where("thread_id", "=", copy.thread_id).execute();
     return json(await getThread(ctx, copy.thread_id, undefined));
@@ -113,6 +120,7 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     const thread = await readable(c, threadId);
     const graph = await graphForThread(ctx, thread);
     if (!graph) return json(emptyState(threadId));
+    if (isPythonGraph(graph)) return json((await graph.state(threadId, checkpoint, subgraphs)) ?? emptyState(threadId));
     const snapshot = await graph.getState({ configurable: { ...checkpoint, thread_id: threadId } }, { subgraphs });
     return json(snapshot?.config ? toThreadState(snapshot) : emptyState(threadId));
   };
@@ -136,6 +144,11 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     if (thread.status === "busy") throw new AgentError(409, "Thread is busy with a run; update its state when the run has ended");
     const graph = await graphForThread(ctx, thread);
     if (!graph) throw new AgentError(400, "Thread has no graph_id in its metadata; create it with a graph id or run it once");
+    if (isPythonGraph(graph)) {
+      const updated = await graph.update(threadId, { ...(b.checkpoint ?? {}), ...(b.checkpoint_id ? { checkpoint_id: b.checkpoint_id } : {}) }, b.values, b.as_node ?? null);
+      await recordValues(threadId, updated);
+      return json({ checkpoint: updated.checkpoint });
+    }
     const config = await asBadInput(() =>
       graph.updateState({ configurable: { ...(b.checkpoint ?? {}), ...(b.checkpoint_id ? { checkpoint_id: b.checkpoint_id } : {}), thread_id: threadId } }, b.values, b.as_node ?? undefined),
     );
@@ -157,6 +170,7 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     const thread = await readable(c, threadId);
     const graph = await graphForThread(ctx, thread);
     if (!graph) return json([]);
+    if (isPythonGraph(graph)) return json(await graph.history(threadId, { checkpoint: h.checkpoint, limit: h.limit, before: h.before, filter: h.metadata }));
     const before = typeof h.before === "string" ? { configurable: { checkpoint_id: h.before } } : h.before ? { configurable: h.before } : undefined;
     const out: unknown[] = [];
     for await (const s of graph.getStateHistory({ configurable: { ...(h.checkpoint ?? {}), thread_id: threadId } }, { limit: h.limit, before, filter: h.metadata ?? undefined })) {

@@ -104,6 +104,7 @@ export async function loadGraphs(project: AgentProject): Promise<LoadedGraphs> {
   const graphs = new Map<string, LoadedGraph>();
   const failures = new Map<string, GraphFailure>();
   for (const g of project.graphs) {
+    if (g.runtime !== "js") continue;
     const where = `graph "${g.graphId}" (${g.file}:${g.exportName})`;
     try {
       const mod = (await import(pathToFileURL(g.file).href)) as Record<string, unknown>;

@@ -6,7 +6,7 @@ import { z } from "zod";
 export interface AgentProject {
   dir: string;
   configFile: string;
-  graphs: Array<{ graphId: string; file: string; exportName: string; description: string | null }>;
+  graphs: ProjectGraph[];
   env: Record<string, string>;
   auth: { file: string; exportName: string; disableStudioAuth: boolean } | null;
   dependencies: string[];
@@ -18,6 +18,34 @@ export interface AgentProject {
   ui: Record<string, string>;
   /** Keys of `langgraph.json` this server does not use, each with why (logged as warnings). */
   warnings: string[];
+}
+
+/** One graph of `langgraph.json`: JavaScript (imported by this server) or Python (served by the Python worker). */
+export interface ProjectGraph {
+  graphId: string;
+  /** The file (for a module-syntax Python graph, the project folder). */
+  file: string;
+  exportName: string;
+  description: string | null;
+  runtime: GraphRuntime;
+  /** The reference as written (`./src/agent/graph.py:graph`, `pkg.mod:attr`): what the Python worker imports. */
+  ref: string;
+}
+
+export type GraphRuntime = "js" | "python";
+
+const JS_EXT = /\.(?:[cm]?[jt]s|[jt]sx)$/;
+
+/**
+ * The runtime of a graph reference (pure: table-tested): a `.py` file is Python; so is module
+ * syntax (`pkg.mod:attr`: no path separator and no JavaScript extension), as the LangGraph CLI reads it.
+ */
+export function graphRuntime(ref: string): GraphRuntime {
+  const idx = ref.lastIndexOf(":");
+  const target = idx > 1 ? ref.slice(0, idx) : ref;
+  if (target.endsWith(".py")) return "python";
+  if (JS_EXT.test(target) || target.includes("/") || target.includes("\\")) return "js";
+  return /^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$/.test(target) && idx > 1 ? "python" : "js";
 }
 
 export interface ProjectHttp {
@@ -118,6 +146,9 @@ export function ignoredKeys(raw: Record<string, unknown>): string[] {
   return out;
 }
 
+/** `.`, `./pkg`, `/abs`: a local folder (pure); `langchain-openai>=1`, `git+https://…`: a package. */
+export const isLocalDependency = (d: string): boolean => d === "." || d === ".." || d.startsWith("./") || d.startsWith("../") || path.isAbsolute(d);
+
 /** `./src/agent.ts:graph` → file and export name (`default` when omitted). */
 export function splitRef(dir: string, ref: string): { file: string; exportName: string } {
   // A Windows drive letter is not an export separator; otherwise the last colon splits.
@@ -163,15 +194,21 @@ export function loadProject(dirOrFile: string): AgentProject {
   const cfg = parsed.data;
   const graphs = Object.entries(cfg.graphs).map(([graphId, spec]) => {
     const ref = typeof spec === "string" ? spec : spec.path;
+    const description = typeof spec === "string" ? null : (spec.description ?? null);
+    const runtime = graphRuntime(ref);
+    // A module-syntax graph is found on the Python path at import; the worker reports it if not.
+    if (runtime === "python" && !ref.slice(0, ref.lastIndexOf(":")).endsWith(".py")) return { graphId, file: dir, exportName: ref.slice(ref.lastIndexOf(":") + 1), description, runtime, ref };
     const { file, exportName } = splitRef(dir, ref);
     if (!fs.existsSync(file)) throw new ProjectError(`graph "${graphId}" in ${configFile}: file not found: ${file}`);
-    return { graphId, file, exportName, description: typeof spec === "string" ? null : (spec.description ?? null) };
+    return { graphId, file, exportName, description, runtime, ref };
   });
   let env: Record<string, string> = {};
+  const warnings = ignoredKeys(raw as Record<string, unknown>);
   if (typeof cfg.env === "string") {
     const envFile = path.resolve(dir, cfg.env);
+    // As `langgraph dev`: the templates name `.env` and ship only `.env.example`.
     if (fs.existsSync(envFile)) env = parseDotenv(fs.readFileSync(envFile, "utf8"));
-    else throw new ProjectError(`env file ${envFile} named in ${configFile} does not exist`);
+    else warnings.push(`env file ${envFile} does not exist: no variables loaded from it`);
   } else if (cfg.env) {
     env = Object.fromEntries(Object.entries(cfg.env).map(([k, v]) => [k, String(v)]));
   }
@@ -181,9 +218,10 @@ export function loadProject(dirOrFile: string): AgentProject {
     if (!fs.existsSync(file)) throw new ProjectError(`auth.path in ${configFile}: file not found: ${file}`);
     auth = { file, exportName, disableStudioAuth: cfg.auth.disable_studio_auth ?? false };
   }
-  const dependencies = (cfg.dependencies ?? []).map((d) => path.resolve(dir, d));
+  // Local folders are resolved and checked; anything else is a package (PyPI name, `git+https` URL) for the Python installer.
+  const dependencies = (cfg.dependencies ?? []).map((d) => (isLocalDependency(d) ? path.resolve(dir, d) : d));
   for (const d of dependencies) {
-    if (!fs.existsSync(d)) throw new ProjectError(`dependency ${d} named in ${configFile} does not exist`);
+    if (path.isAbsolute(d) && !fs.existsSync(d)) throw new ProjectError(`dependency ${d} named in ${configFile} does not exist`);
   }
   const ref = (where: string, r: string) => {
     const out = splitRef(dir, r);
@@ -198,7 +236,6 @@ export function loadProject(dirOrFile: string): AgentProject {
   };
   const idx = cfg.store?.index;
   const ttl = cfg.store?.ttl;
-  const warnings = ignoredKeys(raw as Record<string, unknown>);
   // A path ("./embed.ts:embed") is the project's function; "openai:text-embedding-3-small" names a
   // provider model that needs its SDK and network access.
   const embedIsPath = !!idx && (idx.embed.startsWith(".") || path.isAbsolute(idx.embed));

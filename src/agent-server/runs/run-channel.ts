@@ -8,6 +8,15 @@ export interface RunEvent {
   readonly json: string;
 }
 
+/** An event whose JSON is already serialised (by the Python worker, with Python's own rules). */
+class ReadyEvent implements RunEvent {
+  constructor(
+    readonly id: number,
+    readonly event: string,
+    readonly json: string,
+  ) {}
+}
+
 class LazyEvent implements RunEvent {
   private text: string | null = null;
   constructor(
@@ -39,6 +48,12 @@ export class RunChannel {
     // With a listener attached the chunk is serialised now, before the graph can change it.
     if (this.waiters.length) void ev.json;
     this.events.push(ev);
+    this.wake();
+  }
+
+  /** An event serialised elsewhere (the Python worker): forwarded as it is. */
+  pushJson(event: string, json: string): void {
+    this.events.push(new ReadyEvent(this.events.length, event, json));
     this.wake();
   }
 

@@ -11,6 +11,7 @@ import { AgentError } from "../errors.ts";
 import { asJson, parseJson } from "../storage/json-columns.ts";
 import { RunChannel } from "./run-channel.ts";
 import { openRunSignals, signalChannel, type RunSignals } from "./run-signals.ts";
+import { isPythonGraph } from "../python/index.ts";
 import { executeGraph, serializeError, type RunOutcome } from "./run-executor.ts";
 import { INFLIGHT, toRun, type MultitaskStrategy, type Run, type RunKwargs, type RunPrivate } from "./runs.ts";
 import type { AgentRunsTable } from "../storage/tables.ts";
@@ -375,12 +376,17 @@ export class RunEngine {
           langgraph_api_url: this.options.apiUrl?.(),
         },
       };
-      const graph = await loaded.get({ configurable, context: kwargs.context }, stateful ? ctx.checkpointer.saver : null);
-      if (stateful) {
-        const tuple = await ctx.checkpointer.saver.getTuple({ configurable: { thread_id: run.thread_id, checkpoint_ns: "" } });
-        rollbackTo = tuple?.config.configurable?.checkpoint_id ?? null;
+      if (isPythonGraph(loaded)) {
+        // The Python worker executes and checkpoints; its events arrive serialised.
+        outcome = await loaded.execute(kwargs, runConfig, channel, abort.signal, stateful);
+      } else {
+        const graph = await loaded.get({ configurable, context: kwargs.context }, stateful ? ctx.checkpointer.saver : null);
+        if (stateful) {
+          const tuple = await ctx.checkpointer.saver.getTuple({ configurable: { thread_id: run.thread_id, checkpoint_ns: "" } });
+          rollbackTo = tuple?.config.configurable?.checkpoint_id ?? null;
+        }
+        outcome = await executeGraph(graph, kwargs, runConfig, channel, abort.signal, stateful);
       }
-      outcome = await executeGraph(graph, kwargs, runConfig, channel, abort.signal, stateful);
     } catch (err) {
       if (abort.signal.aborted) {
         const reason = String(abort.signal.reason ?? "interrupt");

@@ -65,7 +65,8 @@ export async function ensureSystemAssistants(ctx: AgentServerContext, defaults: 
       server_id: ctx.serverId,
       assistant_id: systemAssistantId(graphId),
       graph_id: graphId,
-      name: graphId,
+      // A Python graph's default assistant is named after the compiled graph, as on the LangGraph server.
+      name: "runtime" in g && g.runtime === "python" ? g.name : graphId,
       description: g.description,
       config: asJson(defaults[graphId]?.config ?? {}),
       context: asJson(defaults[graphId]?.context ?? {}),

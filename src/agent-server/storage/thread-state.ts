@@ -1,6 +1,7 @@
 import type { AgentServerContext } from "../context.ts";
 import { AgentError } from "../errors.ts";
 import type { RunnableGraph } from "../project/graphs.ts";
+import { isPythonGraph, type PythonGraph } from "../python/index.ts";
 import type { Thread } from "./threads.ts";
 
 const checkpointOf = (config: { configurable?: Record<string, unknown> } | undefined | null) => {
@@ -57,11 +58,12 @@ export const emptyState = (threadId: string) => ({
 });
 
 /** The graph a thread's state belongs to: its `graph_id` metadata, or the only graph of the project. */
-export async function graphForThread(ctx: AgentServerContext, thread: Thread): Promise<RunnableGraph | null> {
+export async function graphForThread(ctx: AgentServerContext, thread: Thread): Promise<RunnableGraph | PythonGraph | null> {
   const graphId = typeof thread.metadata.graph_id === "string" ? thread.metadata.graph_id : ctx.graphs.size === 1 ? [...ctx.graphs.keys()][0] : null;
   if (!graphId) return null;
   const loaded = ctx.graphs.get(graphId);
   if (!loaded) throw new AgentError(404, `Graph "${graphId}" of thread ${thread.thread_id} not found`);
+  if (isPythonGraph(loaded)) return loaded;
   return loaded.get({ configurable: { thread_id: thread.thread_id } }, ctx.checkpointer.saver);
 }
 

@@ -54,6 +54,7 @@ export class TtlSweeper {
       });
       if (!deleted) continue;
       await ctx.checkpointer.saver.deleteThread(thread_id);
+      await ctx.python?.call("checkpoints.delete_thread", { thread_id });
       n++;
     }
     if (n) ctx.log.info({ threads: n }, "checkpointer.ttl: deleted idle threads");

@@ -1,0 +1,196 @@
+"""The worker's request loop: each request in its own task, replies as frames."""
+
+import asyncio
+import contextlib
+import importlib.metadata
+import sys
+import uuid
+
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from . import frames, graphs, runs, state
+from .schemas import graph_schemas
+from .serde import dumps, error_dict, loads
+
+
+class RequestError(Exception):
+    """A request the worker refuses: answered with its HTTP status."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+class Worker:
+    def __init__(self, settings: dict):
+        self.settings = settings
+        self.graphs = {}
+        self.saver = None
+        self.tasks = {}
+        self.out = None
+
+    async def serve(self, in_fd: int, out_fd: int) -> None:
+        self.out = frames.FrameWriter(out_fd)
+        reader = await frames.open_reader(in_fd)
+        async with AsyncSqliteSaver.from_conn_string(self.settings["checkpoint_path"]) as saver:
+            await saver.setup()
+            self.saver = saver
+            self.graphs, errors = graphs.load_all(self.settings["project_dir"], self.settings["graphs"])
+            self.out.send(
+                {"kind": "hello"},
+                dumps({
+                    "graphs": {gid: {"name": g.name} for gid, g in self.graphs.items()},
+                    "errors": errors,
+                    "versions": {"python": sys.version.split()[0], **{n: _version(n) for n in ("langgraph", "langchain-core", "langgraph-checkpoint-sqlite")}},
+                }),
+            )
+            pending = set()
+            while (frame := await reader.read()) is not None:
+                header, body = frame
+                task = asyncio.create_task(self.handle(header, body))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+            # The server closed our input: it is stopping. Runs in flight end with it.
+            for task in pending:
+                task.cancel()
+
+    def graph(self, graph_id: str) -> graphs.LoadedGraph:
+        g = self.graphs.get(graph_id)
+        if g is None:
+            raise RequestError(404, f'Graph "{graph_id}" not found')
+        return g
+
+    async def handle(self, header: dict, body: bytes) -> None:
+        rid, op = header["id"], header["op"]
+        try:
+            req = loads(body) or {}
+            method = getattr(self, "op_" + op.replace(".", "_"), None)
+            if method is None:
+                raise RequestError(400, f"unknown operation {op!r}")
+            result = await method(rid, req)
+            extra, payload = result if isinstance(result, tuple) else ({}, dumps(result))
+            self.out.send({"id": rid, "kind": "result", **extra}, payload)
+        except asyncio.CancelledError:
+            self.out.send({"id": rid, "kind": "cancelled"})
+        except RequestError as err:
+            self.out.send({"id": rid, "kind": "error", "status": err.status, **error_dict(err)})
+        except Exception as err:  # noqa: BLE001 - any failure of user code is the request's error
+            self.out.send({"id": rid, "kind": "error", **error_dict(err)})
+
+    def _run_config(self, req: dict) -> dict:
+        cfg = dict(req.get("config") or {})
+        cfg["run_id"] = uuid.UUID(req["run_id"])
+        return cfg
+
+    async def op_run_start(self, rid, req):
+        stateful = not req.get("temporary")
+        config = self._run_config(req)
+        loaded = self.graph(req["graph_id"])
+        self.tasks[req["run_id"]] = asyncio.current_task()
+        try:
+            async with loaded.get(config, self.saver if stateful else None) as graph:
+                send = lambda event, data: self.out.send({"id": rid, "kind": "event", "event": event}, data)  # noqa: E731
+                try:
+                    mapper = await runs.stream_run(graph, req, config, send)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as err:  # noqa: BLE001 - the graph's error is the run's outcome
+                    body = dumps(error_dict(err))
+                    send("error", body)
+                    return {"status": "error"}, body
+                extra, body = await runs.outcome(graph, config, mapper, stateful)
+                return {"status": "success", **extra}, body
+        finally:
+            self.tasks.pop(req["run_id"], None)
+
+    async def op_run_cancel(self, rid, req):
+        task = self.tasks.get(req["run_id"])
+        if task is not None:
+            task.cancel()
+        return {"cancelled": task is not None}
+
+    async def op_state_get(self, rid, req):
+        async with self.graph(req["graph_id"]).get(req.get("config") or {}, self.saver) as graph:
+            s = await graph.aget_state(state.config_of(req["thread_id"], req.get("checkpoint")), subgraphs=bool(req.get("subgraphs")))
+            return state.thread_state(s) if s.config else None
+
+    async def op_state_history(self, rid, req):
+        async with self.graph(req["graph_id"]).get(req.get("config") or {}, self.saver) as graph:
+            before = req.get("before")
+            before = {"configurable": {"checkpoint_id": before}} if isinstance(before, str) else {"configurable": before} if before else None
+            out = []
+            async for s in graph.aget_state_history(state.config_of(req["thread_id"], req.get("checkpoint")), limit=req.get("limit"), before=before, filter=req.get("filter")):
+                out.append(state.thread_state(s))
+            return out
+
+    async def op_state_update(self, rid, req):
+        async with self.graph(req["graph_id"]).get(req.get("config") or {}, self.saver) as graph:
+            values = req.get("values")
+            if req.get("command") is not None:
+                values = runs.to_command(req["command"])
+            try:
+                cfg = await graph.aupdate_state(state.config_of(req["thread_id"], req.get("checkpoint")), values, as_node=req.get("as_node"))
+            except (ValueError, KeyError, TypeError) as err:
+                raise RequestError(400, str(err)) from err
+            s = await graph.aget_state({"configurable": {"thread_id": req["thread_id"]}})
+            return {"checkpoint": cfg["configurable"], "values": s.values, "next": list(s.next)}
+
+    async def op_state_bulk_update(self, rid, req):
+        async with self.graph(req["graph_id"]).get(req.get("config") or {}, self.saver) as graph:
+            from langgraph.types import StateUpdate
+
+            supersteps = [
+                [StateUpdate(runs.to_command(u["command"]) if u.get("command") is not None else u.get("values"), u.get("as_node")) for u in step["updates"]]
+                for step in req["supersteps"]
+            ]
+            try:
+                await graph.abulk_update_state(state.config_of(req["thread_id"], None), supersteps)
+            except (ValueError, KeyError, TypeError) as err:
+                raise RequestError(400, str(err)) from err
+            s = await graph.aget_state({"configurable": {"thread_id": req["thread_id"]}})
+            return {"values": s.values, "next": list(s.next)}
+
+    async def op_graph_draw(self, rid, req):
+        async with self.graph(req["graph_id"]).get(req.get("config") or {}, None) as graph:
+            xray = req.get("xray") or False
+            drawable = await graph.aget_graph(req.get("config") or None, xray=xray)
+            return drawable.to_json()
+
+    async def op_graph_schemas(self, rid, req):
+        async with self.graph(req["graph_id"]).get(req.get("config") or {}, None) as graph:
+            return graph_schemas(graph)
+
+    async def op_graph_subgraphs(self, rid, req):
+        async with self.graph(req["graph_id"]).get(req.get("config") or {}, None) as graph:
+            out = {}
+            async for ns, sub in graph.aget_subgraphs(namespace=req.get("namespace"), recurse=bool(req.get("recurse"))):
+                out[ns] = graph_schemas(sub)
+            return out
+
+    async def op_checkpoints_delete_thread(self, rid, req):
+        await self.saver.adelete_thread(req["thread_id"])
+        return {"ok": True}
+
+    async def op_checkpoints_copy_thread(self, rid, req):
+        with contextlib.suppress(NotImplementedError):
+            await self.saver.acopy_thread(req["from"], req["to"])
+            return {"ok": True}
+        tuples = [t async for t in self.saver.alist({"configurable": {"thread_id": req["from"]}})]
+        for t in reversed(tuples):
+            ns = t.config["configurable"].get("checkpoint_ns", "")
+            parent = (t.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+            cfg = {"configurable": {"thread_id": req["to"], "checkpoint_ns": ns, **({"checkpoint_id": parent} if parent else {})}}
+            await self.saver.aput(cfg, t.checkpoint, t.metadata, t.checkpoint["channel_versions"])
+            by_task = {}
+            for task_id, channel, value in t.pending_writes or []:
+                by_task.setdefault(task_id, []).append((channel, value))
+            for task_id, writes in by_task.items():
+                await self.saver.aput_writes({"configurable": {"thread_id": req["to"], "checkpoint_ns": ns, "checkpoint_id": t.checkpoint["id"]}}, writes, task_id)
+        return {"ok": True}

@@ -1,0 +1,52 @@
+/**
+ * Python graphs: a long-lived Python worker per served project (`python/wharf_worker`) executes
+ * them and owns their checkpoints; this side keeps the API, run rows, queueing and SSE.
+ */
+import path from "node:path";
+import type { Logger } from "../../log/logger.ts";
+import type { GraphFailure } from "../project/graphs.ts";
+import type { AgentProject } from "../project/project.ts";
+import { PythonGraph } from "./python-graph.ts";
+import { ensurePythonEnv } from "./python-env.ts";
+import { PythonWorker } from "./worker.ts";
+
+export { isPythonGraph, PythonGraph } from "./python-graph.ts";
+export { PythonEnvError } from "./python-env.ts";
+export { PythonWorker, WorkerCrashed } from "./worker.ts";
+
+export interface PythonRuntime {
+  worker: PythonWorker;
+  graphs: Map<string, PythonGraph>;
+  failures: Map<string, GraphFailure>;
+}
+
+export interface PythonRuntimeOptions {
+  project: AgentProject;
+  /** The server's state folder: the Python checkpointer's SQLite file lives there. */
+  home: string;
+  python: string;
+  envsDir: string;
+  log: Logger;
+}
+
+/** Prepares the project's environment, starts its worker and waits for its graphs; null without Python graphs. */
+export async function startPythonRuntime(o: PythonRuntimeOptions): Promise<PythonRuntime | null> {
+  const specs = o.project.graphs.filter((g) => g.runtime === "python");
+  if (!specs.length) return null;
+  const python = await ensurePythonEnv({ project: o.project, python: o.python, envsDir: o.envsDir, log: o.log });
+  const worker = new PythonWorker({
+    python,
+    projectDir: o.project.dir,
+    graphs: Object.fromEntries(specs.map((g) => [g.graphId, g.ref])),
+    checkpointPath: path.join(o.home, "python-checkpoints.sqlite"),
+    log: o.log,
+  });
+  const hello = await worker.start();
+  const graphs = new Map<string, PythonGraph>();
+  const failures = new Map<string, GraphFailure>();
+  for (const g of specs) {
+    if (hello.graphs[g.graphId]) graphs.set(g.graphId, new PythonGraph(g.graphId, g.description, worker));
+    else failures.set(g.graphId, hello.errors[g.graphId] ?? { module: g.ref, error: "not loaded" });
+  }
+  return { worker, graphs, failures };
+}

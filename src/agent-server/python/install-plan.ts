@@ -1,0 +1,71 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+
+/** What the worker itself imports; never pinned, so the user's own `langgraph` constraint wins. */
+export const WORKER_REQUIREMENTS = ["langgraph", "langgraph-checkpoint-sqlite", "orjson"];
+
+export const MIN_PYTHON: [number, number] = [3, 11];
+
+/** What a local dependency folder is, as the LangGraph CLI tells them apart. */
+export type LocalKind = "package" | "requirements" | "plain";
+
+export const PACKAGE_FILES = ["pyproject.toml", "setup.py", "setup.cfg"];
+
+export function localKind(dir: string, exists: (p: string) => boolean = fs.existsSync): LocalKind {
+  if (PACKAGE_FILES.some((f) => exists(path.join(dir, f)))) return "package";
+  if (exists(path.join(dir, "requirements.txt"))) return "requirements";
+  return "plain";
+}
+
+export interface InstallPlan {
+  /** Arguments after `pip install`. */
+  args: string[];
+  /** Folders put on the interpreter's path with a `.pth` file (faux packages: no metadata). */
+  pathDirs: string[];
+}
+
+/**
+ * The one resolver call for a project (pure: table-tested): real packages installed editable (so
+ * `wharf dev` sees edits), a folder with only `requirements.txt` installs those and goes on the path,
+ * other strings are packages as written, then the worker's few needs.
+ */
+export function installPlan(dependencies: string[], kindOf: (dir: string) => LocalKind): InstallPlan {
+  const args: string[] = [];
+  const pathDirs: string[] = [];
+  for (const d of dependencies) {
+    if (!path.isAbsolute(d)) {
+      args.push(d);
+      continue;
+    }
+    const kind = kindOf(d);
+    if (kind === "package") args.push("-e", d);
+    else {
+      if (kind === "requirements") args.push("-r", path.join(d, "requirements.txt"));
+      pathDirs.push(d);
+    }
+  }
+  return { args: [...args, ...WORKER_REQUIREMENTS], pathDirs };
+}
+
+/** The environment's key: what decides its contents (interpreter version, dependencies and their metadata files). */
+export function envKey(pythonVersion: string, dependencies: string[], read: (p: string) => string | null): string {
+  const h = crypto.createHash("sha256");
+  h.update(`python ${pythonVersion}\n`);
+  h.update(`worker ${WORKER_REQUIREMENTS.join(",")}\n`);
+  for (const d of dependencies) {
+    h.update(`dep ${d}\n`);
+    if (!path.isAbsolute(d)) continue;
+    for (const f of [...PACKAGE_FILES, "requirements.txt"]) {
+      const text = read(path.join(d, f));
+      if (text !== null) h.update(`${f}\n${text}\n`);
+    }
+  }
+  return h.digest("hex").slice(0, 16);
+}
+
+/** `"3.11.7"` → whether it is at least {@link MIN_PYTHON} (pure). */
+export function pythonIsRecentEnough(version: string): boolean {
+  const [maj, min] = version.split(".").map(Number);
+  return maj > MIN_PYTHON[0] || (maj === MIN_PYTHON[0] && min >= MIN_PYTHON[1]);
+}

@@ -1,0 +1,114 @@
+import type { RunChannel } from "../runs/run-channel.ts";
+import type { RunOutcome } from "../runs/run-executor.ts";
+import type { RunKwargs } from "../runs/runs.ts";
+import { AgentError } from "../errors.ts";
+import { WorkerCrashed, WorkerRequestError, type PythonWorker } from "./worker.ts";
+
+type Json = Record<string, unknown>;
+
+/** The config a Python graph receives (snake_case keys of `RunnableConfig`; no JS objects such as the store). */
+export function pythonRunConfig(runConfig: Json): Json {
+  const out: Json = {};
+  for (const k of ["configurable", "metadata", "tags"]) if (runConfig[k] !== undefined) out[k] = runConfig[k];
+  if (runConfig.recursionLimit !== undefined) out.recursion_limit = runConfig.recursionLimit;
+  return out;
+}
+
+/** A worker failure as the API answers it: a refused request keeps its status; anything else is the graph's error. */
+function apiError(err: unknown): never {
+  if (err instanceof WorkerRequestError && err.status) throw new AgentError(err.status, err.message);
+  if (err instanceof WorkerCrashed) throw new AgentError(503, `the Python worker is not available: ${err.message}`);
+  throw err;
+}
+
+/**
+ * A graph of the project served by the Python worker. The run's events arrive as JSON Python
+ * serialised (messages from `model_dump()`, interrupts with `response_schema`) and go to the run's
+ * channel unparsed.
+ */
+export class PythonGraph {
+  readonly runtime = "python";
+
+  constructor(
+    readonly graphId: string,
+    readonly description: string | null,
+    private readonly worker: PythonWorker,
+  ) {}
+
+  /** The compiled graph's name (`compile(name=…)`), the default assistant's name as on the LangGraph server. */
+  get name(): string {
+    return this.worker.hello?.graphs[this.graphId]?.name ?? this.graphId;
+  }
+
+  async execute(kwargs: RunKwargs, runConfig: Json, channel: RunChannel, signal: AbortSignal, stateful: boolean): Promise<RunOutcome> {
+    const runId = String(runConfig.runId);
+    const payload = {
+      run_id: runId,
+      graph_id: this.graphId,
+      temporary: !stateful,
+      stream_mode: kwargs.stream_mode,
+      subgraphs: kwargs.subgraphs,
+      input: kwargs.input ?? null,
+      command: kwargs.command ?? null,
+      context: kwargs.context ?? null,
+      interrupt_before: kwargs.interrupt_before ?? null,
+      interrupt_after: kwargs.interrupt_after ?? null,
+      durability: kwargs.durability ?? null,
+      config: pythonRunConfig(runConfig),
+    };
+    const onAbort = () => void this.worker.request("run.cancel", { run_id: runId }).catch(() => {});
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      const end = await this.worker.request("run.start", payload, (event, body) => channel.pushJson(event, body.toString("utf8")));
+      const body = JSON.parse(end.body.toString("utf8")) as Json;
+      if (end.header.status === "error") {
+        const error = body as { error: string; message: string };
+        return { status: "error", threadStatus: "error", values: { __error__: error }, error };
+      }
+      const threadStatus = end.header.thread_status === "interrupted" ? "interrupted" : "idle";
+      return { status: "success", threadStatus, values: body.values, interrupts: stateful ? ((body.interrupts as Record<string, unknown[]>) ?? {}) : undefined };
+    } catch (err) {
+      if (signal.aborted) throw err;
+      if (err instanceof WorkerCrashed) {
+        const error = { error: "WorkerCrashed", message: err.message };
+        channel.push("error", error);
+        return { status: "error", threadStatus: "error", values: { __error__: error }, error };
+      }
+      throw err;
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** The thread's `ThreadState` at a checkpoint (the latest when none), or null when it has none. */
+  state(threadId: string, checkpoint: Json, subgraphs: boolean): Promise<Json | null> {
+    return this.worker.call<Json | null>("state.get", { graph_id: this.graphId, thread_id: threadId, checkpoint, subgraphs }).catch(apiError);
+  }
+
+  history(threadId: string, h: { checkpoint?: Json | null; limit: number; before?: unknown; filter?: Json | null }): Promise<Json[]> {
+    return this.worker.call<Json[]>("state.history", { graph_id: this.graphId, thread_id: threadId, checkpoint: h.checkpoint ?? null, limit: h.limit, before: h.before ?? null, filter: h.filter ?? null }).catch(apiError);
+  }
+
+  /** Writes values as a node would; returns the new checkpoint and the thread's values after it. */
+  update(threadId: string, checkpoint: Json | null, values: unknown, asNode: string | null): Promise<{ checkpoint: Json; values: unknown; next: string[] }> {
+    return this.worker.call<{ checkpoint: Json; values: unknown; next: string[] }>("state.update", { graph_id: this.graphId, thread_id: threadId, checkpoint, values, as_node: asNode }).catch(apiError);
+  }
+
+  bulkUpdate(threadId: string, supersteps: Array<{ updates: Array<{ values?: unknown; command?: unknown; as_node?: string | null }> }>): Promise<{ values: unknown; next: string[] }> {
+    return this.worker.call<{ values: unknown; next: string[] }>("state.bulk_update", { graph_id: this.graphId, thread_id: threadId, supersteps }).catch(apiError);
+  }
+
+  draw(config: Json, xray: boolean | number | undefined): Promise<unknown> {
+    return this.worker.call("graph.draw", { graph_id: this.graphId, config, xray: xray ?? false }).catch(apiError);
+  }
+
+  schemas(config: Json): Promise<Json> {
+    return this.worker.call<Json>("graph.schemas", { graph_id: this.graphId, config }).catch(apiError);
+  }
+
+  subgraphs(config: Json, namespace: string | undefined, recurse: boolean): Promise<Json> {
+    return this.worker.call<Json>("graph.subgraphs", { graph_id: this.graphId, config, namespace: namespace ?? null, recurse }).catch(apiError);
+  }
+}
+
+export const isPythonGraph = (g: unknown): g is PythonGraph => g instanceof PythonGraph;

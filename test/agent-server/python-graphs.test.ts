@@ -1,0 +1,161 @@
+import assert from "node:assert/strict";
+import path from "node:path";
+import { describe, test, type TestContext } from "node:test";
+import { DIALECTS } from "../support/dialects.ts";
+import { pythonAvailable, requireCapability, TEST_PYTHON_ENVS } from "../support/requirements.ts";
+import { collect, startTestAgentServer } from "./support.ts";
+
+process.env.WHARF_PYTHON_ENVS = TEST_PYTHON_ENVS;
+const MIXED = path.resolve(import.meta.dirname, "fixtures/python-mixed");
+const hi = { messages: [{ role: "human", content: "hi" }] };
+
+async function start(t: TestContext, dialect: (typeof DIALECTS)[number]) {
+  if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python graphs")) return null;
+  return startTestAgentServer(t, { dialect, project: MIXED });
+}
+
+for (const dialect of DIALECTS) {
+  describe(`Python graphs beside JavaScript ones, with the JS SDK (${dialect})`, () => {
+    test("assistants, graph errors, stateless wait and every stream mode with Python's own serialisation", async (t) => {
+      const server = await start(t, dialect);
+      if (!server) return;
+      const client = server.client();
+      const info = (await (await fetch(`${server.url}/info`)).json()) as { graph_errors: Record<string, { error: string }> };
+      assert.match(info.graph_errors.broken.error, /RuntimeError: this graph is broken on purpose/);
+      const assistants = await client.assistants.search({ limit: 20 });
+      assert.deepEqual(assistants.map((a) => a.graph_id).sort(), ["ask", "chat", "crash", "echo", "js_echo", "nested"]);
+      // A Python graph's default assistant is named after the compiled graph; a JS one after its id.
+      assert.equal(assistants.find((a) => a.graph_id === "nested")!.name, "Nested");
+      assert.equal(assistants.find((a) => a.graph_id === "ask")!.description, "asks before answering");
+
+      const py = (await client.runs.wait(null, "echo", { input: hi })) as { messages: Array<Record<string, unknown>> };
+      const js = (await client.runs.wait(null, "js_echo", { input: hi })) as { messages: Array<Record<string, unknown>> };
+      assert.equal(py.messages[1].content, "echo: hi");
+      assert.equal(js.messages[1].content, "echo: hi");
+      // Python's model_dump(): no `example` (the JS server adds it), fields in Python's order.
+      assert.deepEqual(Object.keys(py.messages[1]), ["content", "additional_kwargs", "response_metadata", "type", "name", "id", "tool_calls", "invalid_tool_calls", "usage_metadata"]);
+      assert.ok("example" in js.messages[1]);
+
+      const chunks = await collect(client.runs.stream(null, "chat", { input: hi, streamMode: ["values", "updates", "messages-tuple", "custom", "debug"] }));
+      const events = chunks.map((c) => c.event);
+      assert.equal(events[0], "metadata");
+      for (const e of ["values", "updates", "messages", "custom", "debug"]) assert.ok(events.includes(e as never), `no ${e} event in ${events}`);
+      assert.deepEqual(chunks.find((c) => c.event === "custom")!.data, { progress: "thinking" });
+      const tokens = chunks.filter((c) => c.event === "messages").map((c) => (c.data as [Record<string, unknown>, Record<string, unknown>]));
+      assert.equal(tokens.map(([m]) => m.content).join(""), "hello there");
+      assert.equal(tokens[0][0].type, "AIMessageChunk");
+      assert.ok("chunk_position" in tokens[0][0]);
+      assert.equal(tokens[0][1].langgraph_node, "call");
+      const last = chunks.filter((c) => c.event === "values").at(-1)!.data as { messages: Array<{ type: string; content: string }> };
+      assert.deepEqual(last.messages.map((m) => [m.type, m.content]), [["human", "hi"], ["ai", "hello there"]]);
+
+      // A factory receives the run's config (configurable), per run.
+      const custom = (await client.runs.wait(null, "chat", { input: hi, config: { configurable: { reply: "bye now" } } })) as { messages: Array<{ content: string }> };
+      assert.equal(custom.messages.at(-1)!.content, "bye now");
+
+      // Legacy `messages`: metadata once, then accumulated partials.
+      const legacy = await collect(client.runs.stream(null, "chat", { input: hi, streamMode: "messages" }));
+      const partials = legacy.filter((c) => c.event === "messages/partial").map((c) => (c.data as Array<{ content: string }>)[0].content);
+      assert.equal(legacy.filter((c) => c.event === "messages/metadata").length, 1);
+      assert.equal(partials.at(-1), "hello there");
+
+      // `events`: astream_events v2 events, root stream chunks as their modes.
+      const evs = await collect(client.runs.stream(null, "echo", { input: hi, streamMode: ["events", "values"] }));
+      const kinds = evs.filter((c) => c.event === "events").map((c) => (c.data as { event: string }).event);
+      assert.ok(kinds.includes("on_chain_start") && kinds.includes("on_chain_end"), kinds.join());
+      assert.ok(evs.some((c) => c.event === "values"));
+
+      // Subgraphs: namespaced event names, as `mode|ns`.
+      const nested = await collect(client.runs.stream(null, "nested", { input: { n: 1 }, streamMode: ["updates"], streamSubgraphs: true }));
+      assert.ok(nested.some((c) => c.event.startsWith("updates|inner:")), nested.map((c) => c.event).join());
+      assert.deepEqual(await client.runs.wait(null, "nested", { input: { n: 1 } }), { n: 4 });
+
+      // A graph's error is the run's error event, with Python's class name.
+      const drawn = await client.assistants.getGraph("nested");
+      assert.ok(drawn.nodes.some((n) => n.id === "inner"));
+      const schemas = await client.assistants.getSchemas("ask");
+      assert.deepEqual(Object.keys((schemas.input_schema as { properties: object }).properties).sort(), ["answer", "question"]);
+      assert.ok(schemas.state_schema);
+      const subs = await client.assistants.getSubgraphs("nested");
+      assert.deepEqual(Object.keys(subs), ["inner"]);
+    });
+
+    test("threads: interrupt and Command resume, state, history and update through the Python checkpointer", async (t) => {
+      const server = await start(t, dialect);
+      if (!server) return;
+      const client = server.client();
+      const thread = await client.threads.create({ graphId: "ask" });
+      const first = (await client.runs.wait(thread.thread_id, "ask", { input: { question: "proceed?" } })) as Record<string, unknown>;
+      const intr = first.__interrupt__ as Array<Record<string, unknown>>;
+      assert.deepEqual(intr[0].value, { question: "proceed?" });
+      // langgraph's own Interrupt fields (id, response_schema) as Python writes them.
+      assert.deepEqual(Object.keys(intr[0]).sort(), ["id", "response_schema", "value"]);
+      const paused = await client.threads.get(thread.thread_id);
+      assert.equal(paused.status, "interrupted");
+      const state = await client.threads.getState(thread.thread_id);
+      assert.deepEqual(state.next, ["ask"]);
+      assert.deepEqual(((state as unknown as { interrupts: Array<{ value: unknown }> }).interrupts).map((i) => i.value), [{ question: "proceed?" }]);
+      assert.deepEqual((state.tasks[0].interrupts as Array<{ value: unknown }>).map((i) => i.value), [{ question: "proceed?" }]);
+      assert.equal(state.checkpoint.thread_id, thread.thread_id);
+
+      const resumed = (await client.runs.wait(thread.thread_id, "ask", { command: { resume: "yes" } })) as Record<string, unknown>;
+      assert.equal(resumed.answer, "you said yes");
+      assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
+      assert.deepEqual((await client.threads.get(thread.thread_id)).values, { question: "proceed?", answer: "you said yes" });
+
+      const history = await client.threads.getHistory(thread.thread_id, { limit: 10 });
+      assert.ok(history.length >= 3);
+      assert.deepEqual(history[0].values, { question: "proceed?", answer: "you said yes" });
+      assert.ok(history.every((h) => h.checkpoint.checkpoint_id));
+
+      const updated = await client.threads.updateState(thread.thread_id, { values: { answer: "changed" }, asNode: "ask" });
+      assert.ok((updated as unknown as { checkpoint: { checkpoint_id: string } }).checkpoint.checkpoint_id);
+      assert.equal(((await client.threads.getState(thread.thread_id)).values as Record<string, unknown>).answer, "changed");
+      assert.equal(((await client.threads.get(thread.thread_id)).values as Record<string, unknown>).answer, "changed");
+
+      // Streams on a thread: thread-run SSE with ids; background run + join.
+      const t2 = await client.threads.create();
+      const streamed = await collect(client.runs.stream(t2.thread_id, "echo", { input: hi, streamMode: "values" }));
+      assert.equal((streamed.at(-1)!.data as { messages: unknown[] }).messages.length, 2);
+      const bg = await client.runs.create(t2.thread_id, "echo", { input: { messages: [{ role: "human", content: "again" }] } });
+      await client.runs.join(t2.thread_id, bg.run_id);
+      const after = (await client.threads.getState(t2.thread_id)).values as { messages: Array<{ content: string }> };
+      assert.deepEqual(after.messages.map((m) => m.content), ["hi", "echo: hi", "again", "echo: again"]);
+
+      // A stateless run calling interrupt() has no checkpointer: it fails, as on the LangGraph server.
+      const stateless = await collect(client.runs.stream(null, "ask", { input: {}, streamMode: "values" }));
+      // A stateless run calling interrupt() ends with it (no checkpointer to resume from), sent once.
+      const stops = stateless.filter((c) => c.event === "values" && "__interrupt__" in (c.data as object));
+      assert.equal(stops.length, 1);
+      assert.deepEqual((stops[0].data as { __interrupt__: Array<{ value: unknown }> }).__interrupt__[0].value, { question: "ok?" });
+      // Only messages asked for on a thread: the interrupt still arrives, as a values event.
+      const t3 = await client.threads.create();
+      const onlyMessages = await collect(client.runs.stream(t3.thread_id, "ask", { input: {}, streamMode: "messages-tuple" }));
+      assert.deepEqual(onlyMessages.filter((c) => c.event !== "metadata").map((c) => c.event), ["values"]);
+
+      // Copy and delete reach the Python checkpoints too.
+      const copy = await client.threads.copy(thread.thread_id);
+      assert.equal(((await client.threads.getState(copy.thread_id)).values as Record<string, unknown>).answer, "changed");
+      await client.threads.delete(thread.thread_id);
+      await assert.rejects(client.threads.getState(thread.thread_id), /404/);
+      assert.equal(((await client.threads.getState(copy.thread_id)).values as Record<string, unknown>).answer, "changed");
+    });
+
+    test("a node calling os._exit ends only the worker: its run fails, /ok says so, the worker comes back", async (t) => {
+      const server = await start(t, dialect);
+      if (!server) return;
+      const client = server.client();
+      const res = await fetch(`${server.url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": server.apiKey! }, body: JSON.stringify({ assistant_id: "crash", input: {} }) });
+      const body = (await res.json()) as { __error__?: { error: string; message: string } };
+      assert.equal(body.__error__?.error, "WorkerCrashed");
+      assert.match(body.__error__!.message, /exit code 7/);
+      const ok = await fetch(`${server.url}/ok`);
+      assert.equal(ok.status, 503);
+      // JavaScript graphs of the project keep serving meanwhile.
+      assert.equal(((await client.runs.wait(null, "js_echo", { input: hi })) as { messages: unknown[] }).messages.length, 2);
+      // A request waits for the restarted worker.
+      assert.equal(((await client.runs.wait(null, "echo", { input: hi })) as { messages: unknown[] }).messages.length, 2);
+      assert.equal((await fetch(`${server.url}/ok`)).status, 200);
+    });
+  });
+}

@@ -1,0 +1,93 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { graphRuntime, isLocalDependency } from "../../src/agent-server/project/project.ts";
+import { encodeFrame, FrameDecoder, FrameError } from "../../src/agent-server/python/frames.ts";
+import { envKey, installPlan, pythonIsRecentEnough, WORKER_REQUIREMENTS, type LocalKind } from "../../src/agent-server/python/install-plan.ts";
+import { pythonRunConfig } from "../../src/agent-server/python/python-graph.ts";
+import { restartDelayMs } from "../../src/agent-server/python/restart-policy.ts";
+
+test("graphRuntime: .py files and module syntax are Python, the rest JavaScript", () => {
+  const cases: Array<[string, "js" | "python"]> = [
+    ["./src/agent/graph.py:graph", "python"],
+    ["src/agent/graph.py:graph", "python"],
+    ["./src/agent/graph.py", "python"],
+    ["agent.graph:graph", "python"],
+    ["my_pkg.sub.mod:make_graph", "python"],
+    ["./src/agent.ts:graph", "js"],
+    ["./src/agent.mjs:graph", "js"],
+    ["src/agent.js", "js"],
+    ["./dist/agent:graph", "js"],
+    ["agent.ts:graph", "js"],
+    ["graph", "js"],
+  ];
+  for (const [ref, want] of cases) assert.equal(graphRuntime(ref), want, ref);
+});
+
+test("isLocalDependency: folders are local, package names and URLs are not", () => {
+  const cases: Array<[string, boolean]> = [
+    [".", true],
+    ["./libs/tools", true],
+    ["../shared", true],
+    ["/abs/pkg", true],
+    ["langchain-openai>=1", false],
+    ["git+https://example.invalid/x.git", false],
+  ];
+  for (const [d, want] of cases) assert.equal(isLocalDependency(d), want, d);
+});
+
+test("installPlan: packages editable, requirements folders on the path, names as written, then the worker's needs", () => {
+  const kinds: Record<string, LocalKind> = { "/p/pkg": "package", "/p/req": "requirements", "/p/plain": "plain" };
+  const cases: Array<[string[], string[], string[]]> = [
+    [["/p/pkg"], ["-e", "/p/pkg"], []],
+    [["/p/req"], ["-r", "/p/req/requirements.txt"], ["/p/req"]],
+    [["/p/plain"], [], ["/p/plain"]],
+    [["langchain-openai", "/p/pkg"], ["langchain-openai", "-e", "/p/pkg"], []],
+  ];
+  for (const [deps, args, pathDirs] of cases) assert.deepEqual(installPlan(deps, (d) => kinds[d]), { args: [...args, ...WORKER_REQUIREMENTS], pathDirs });
+  // The user's langgraph is never pinned.
+  assert.ok(WORKER_REQUIREMENTS.every((r) => !/[<>=~]/.test(r)));
+});
+
+test("envKey changes with the Python version, the dependencies and their metadata files only", () => {
+  const files: Record<string, string> = { "/p/pyproject.toml": "deps = a" };
+  const read = (p: string) => files[p] ?? null;
+  const base = envKey("3.11", ["/p"], read);
+  assert.equal(envKey("3.11", ["/p"], read), base);
+  assert.notEqual(envKey("3.12", ["/p"], read), base);
+  assert.notEqual(envKey("3.11", ["/p", "x"], read), base);
+  assert.notEqual(envKey("3.11", ["/p"], (p) => (p === "/p/pyproject.toml" ? "deps = b" : null)), base);
+});
+
+test("pythonIsRecentEnough: 3.11 and newer", () => {
+  const cases: Array<[string, boolean]> = [["3.11.2", true], ["3.12.0", true], ["4.0.0", true], ["3.10.14", false], ["2.7.18", false]];
+  for (const [v, want] of cases) assert.equal(pythonIsRecentEnough(v), want, v);
+});
+
+test("frames: round trip whatever the chunking; oversized and malformed headers are errors", () => {
+  const frames = [encodeFrame({ id: 1, op: "a" }, '{"x":1}'), encodeFrame({ id: 2, kind: "event", event: "values" }, Buffer.from("é".repeat(1000))), encodeFrame({ id: 3 })];
+  const all = Buffer.concat(frames);
+  for (const size of [1, 3, 7, 64, all.length]) {
+    const d = new FrameDecoder();
+    const got = [];
+    for (let i = 0; i < all.length; i += size) got.push(...d.push(all.subarray(i, i + size)));
+    assert.deepEqual(got.map((f) => f.header.id), [1, 2, 3]);
+    assert.equal(got[0].body.toString(), '{"x":1}');
+    assert.equal(got[1].body.toString(), "é".repeat(1000));
+    assert.equal(got[2].body.length, 0);
+  }
+  const huge = Buffer.alloc(4);
+  huge.writeUInt32BE(0xffffffff);
+  assert.throws(() => new FrameDecoder().push(huge), FrameError);
+  const bad = Buffer.alloc(8 + 3);
+  bad.writeUInt32BE(3);
+  bad.write("{{{", 4);
+  assert.throws(() => new FrameDecoder().push(bad), FrameError);
+});
+
+test("pythonRunConfig: RunnableConfig keys in Python's spelling, nothing JavaScript-only", () => {
+  assert.deepEqual(pythonRunConfig({ configurable: { a: 1 }, metadata: { m: 1 }, tags: ["t"], recursionLimit: 5, store: {}, runId: "r", signal: null }), { configurable: { a: 1 }, metadata: { m: 1 }, tags: ["t"], recursion_limit: 5 });
+});
+
+test("restartDelayMs: doubles from 0.5 s, capped at 30 s", () => {
+  assert.deepEqual([0, 1, 2, 10].map(restartDelayMs), [500, 1000, 2000, 30_000]);
+});
