@@ -9,7 +9,7 @@ const wharfBin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../
 /** Folders whose changes never restart the server: dependencies and build output. */
 const IGNORED_DIRS = new Set(["node_modules", "dist", "build", "out", "coverage", "__pycache__"]);
 /** Files editors and tools write next to sources: swap files, logs, databases. */
-const IGNORED_FILES = /(\.swp|\.swx|~|\.log|\.db|\.db-wal|\.db-shm|\.db-journal|\.sqlite|\.tsbuildinfo)$|^4913$/;
+const IGNORED_FILES = /(\.pyc|\.swp|\.swx|~|\.log|\.db|\.db-wal|\.db-shm|\.db-journal|\.sqlite|\.tsbuildinfo)$|^4913$/;
 
 /**
  * Whether a change (path relative to the project) restarts `wharf dev`. Dot-folders (`.git`,
@@ -20,8 +20,9 @@ export function shouldReload(file: string): boolean {
   const parts = file.split(/[\\/]+/).filter(Boolean);
   if (parts.length === 0) return false;
   const name = parts[parts.length - 1];
-  for (const dir of parts.slice(0, -1)) if (dir.startsWith(".") || IGNORED_DIRS.has(dir)) return false;
-  if (IGNORED_DIRS.has(name) || IGNORED_FILES.test(name)) return false;
+  // `pip install -e` writes `*.egg-info` into a Python project: installing must not restart the server.
+  for (const dir of parts.slice(0, -1)) if (dir.startsWith(".") || IGNORED_DIRS.has(dir) || dir.endsWith(".egg-info")) return false;
+  if (IGNORED_DIRS.has(name) || IGNORED_FILES.test(name) || name.endsWith(".egg-info")) return false;
   if (name.startsWith(".")) return name === ".env" || name.startsWith(".env.");
   return true;
 }

@@ -22,6 +22,11 @@ test("wharf dev reloads on project sources, not on dot-folders, dependencies or 
     ["debug.log", false],
     ["data.sqlite", false],
     ["tsconfig.tsbuildinfo", false],
+    ["src/agent/graph.py", true],
+    ["src/agent/__pycache__/graph.cpython-311.pyc", false],
+    ["src/agent.egg-info/PKG-INFO", false],
+    ["agent.egg-info", false],
+    [".venv/lib/python3.11/site-packages/x.py", false],
     ["", false],
   ];
   for (const [file, want] of cases) assert.equal(shouldReload(file), want, file);
