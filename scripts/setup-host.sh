@@ -1,5 +1,6 @@
 #!/bin/sh
-# Installs the Debian packages the local sandbox driver and its base image need, and wrk and h2load,
+# Installs the Debian packages the local sandbox driver and its base image need (python3, python3-venv
+# and python3-pip also serve Python graphs and the Python client tests), and wrk and h2load,
 # the egress benchmark's load generators. Idempotent; run as root (CI calls it from .ci/run). The
 # platform checks the sandbox packages at start and names the missing ones when a sandbox is created
 # on a host that did not run this.

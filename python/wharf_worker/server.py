@@ -9,6 +9,7 @@ import uuid
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from . import frames, graphs, runs, state
+from .auth import Denied, ProjectAuth, revive_user
 from .schemas import graph_schemas
 from .serde import dumps, error_dict, loads
 
@@ -35,6 +36,7 @@ class Worker:
         self.saver = None
         self.tasks = {}
         self.out = None
+        self.auth = None
 
     async def serve(self, in_fd: int, out_fd: int) -> None:
         self.out = frames.FrameWriter(out_fd)
@@ -43,11 +45,21 @@ class Worker:
             await saver.setup()
             self.saver = saver
             self.graphs, errors = graphs.load_all(self.settings["project_dir"], self.settings["graphs"])
+            auth_info, auth_error = None, None
+            if self.settings.get("auth"):
+                try:
+                    ref = self.settings["auth"]
+                    self.auth = ProjectAuth(graphs.import_ref(self.settings["project_dir"], ref), ref)
+                    auth_info = self.auth.describe()
+                except BaseException as err:  # noqa: BLE001 - reported to the server, which refuses to start
+                    auth_error = f"{type(err).__name__}: {err}"
             self.out.send(
                 {"kind": "hello"},
                 dumps({
                     "graphs": {gid: {"name": g.name} for gid, g in self.graphs.items()},
                     "errors": errors,
+                    "auth": auth_info,
+                    "auth_error": auth_error,
                     "versions": {"python": sys.version.split()[0], **{n: _version(n) for n in ("langgraph", "langchain-core", "langgraph-checkpoint-sqlite")}},
                 }),
             )
@@ -81,12 +93,20 @@ class Worker:
             self.out.send({"id": rid, "kind": "cancelled"})
         except RequestError as err:
             self.out.send({"id": rid, "kind": "error", "status": err.status, **error_dict(err)})
+        except Denied as err:
+            self.out.send({"id": rid, "kind": "error", "status": err.status, "error": "HTTPException", "message": str(err), "headers": err.headers})
         except Exception as err:  # noqa: BLE001 - any failure of user code is the request's error
             self.out.send({"id": rid, "kind": "error", **error_dict(err)})
 
     def _run_config(self, req: dict) -> dict:
         cfg = dict(req.get("config") or {})
         cfg["run_id"] = uuid.UUID(req["run_id"])
+        configurable = cfg.get("configurable") or {}
+        # Graphs read the caller as an object (`.identity`, `runtime.server_info.user`), not a plain dict.
+        for key in ("langgraph_auth_user", "service_auth_user"):
+            if isinstance(configurable.get(key), dict):
+                configurable = {**configurable, key: revive_user(configurable[key])}
+        cfg["configurable"] = configurable
         return cfg
 
     async def op_run_start(self, rid, req):
@@ -173,6 +193,12 @@ class Worker:
             async for ns, sub in graph.aget_subgraphs(namespace=req.get("namespace"), recurse=bool(req.get("recurse"))):
                 out[ns] = graph_schemas(sub)
             return out
+
+    async def op_auth_authenticate(self, rid, req):
+        return await self.auth.authenticate(req)
+
+    async def op_auth_authorize(self, rid, req):
+        return await self.auth.authorize(req)
 
     async def op_checkpoints_delete_thread(self, rid, req):
         await self.saver.adelete_thread(req["thread_id"])

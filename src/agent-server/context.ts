@@ -5,7 +5,7 @@ import type { Logger } from "../log/logger.ts";
 import type { Dialect } from "../store/database.ts";
 import type { Database } from "../store/schema.ts";
 import type { Checkpointer } from "./storage/checkpointer.ts";
-import type { AuthContext, CustomAuth } from "./auth/custom-auth.ts";
+import type { AuthContext, ProjectAuth } from "./auth/custom-auth.ts";
 import type { UserApp } from "./project/http-app.ts";
 import type { UiFile } from "./project/ui-bundles.ts";
 import type { ProjectHttp } from "./project/project.ts";
@@ -29,7 +29,7 @@ export interface AgentServerContext {
   checkpointer: Checkpointer;
   /** The LangGraph store (`/store/*`, and `config.store` / `getStore()` in graphs). */
   store: AgentStore;
-  customAuth: CustomAuth | null;
+  customAuth: ProjectAuth | null;
   /** Seals what a queued run must not keep in clear (the caller's user, forwarded headers). */
   box: SecretBox;
   /** The platform's API-key check, used when the project has no custom auth handler. */

@@ -93,7 +93,7 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
   const js = await loadGraphs(project);
   for (const [graphId, f] of js.failures) options.log.error({ graphId, module: f.module, error: f.error }, `graph "${graphId}" did not load (${f.module}): ${f.error}; the other graphs still serve`);
   for (const w of project.warnings) options.log.warn({ configFile: project.configFile }, `langgraph.json: ${w}`);
-  const customAuth = await CustomAuth.load(project);
+  const jsAuth = project.auth?.runtime === "python" ? null : await CustomAuth.load(project);
   const userApp = await loadHttpApp(project);
   const ui = await buildUiBundles(project.ui, options.log);
   const index = project.store.index ? { dims: project.store.index.dims, fields: project.store.index.fields, embed: await loadEmbed(project.store.index.embed) } : null;
@@ -105,6 +105,7 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
     return loaded ? [[g.graphId, loaded] as const] : [];
   }));
   const failures = new Map([...js.failures, ...(python?.failures ?? [])]);
+  const customAuth = python?.auth ?? jsAuth;
   for (const [graphId, f] of python?.failures ?? []) options.log.error({ graphId, module: f.module, error: f.error }, `python graph "${graphId}" did not load (${f.module}): ${f.error}; the other graphs still serve`);
   const checkpointer: Checkpointer = await openCheckpointer({ databaseUrl: options.databaseUrl, home: options.home, pgSchema: options.pgSchema });
   const serverId = options.serverId ?? defaultServerId(project);

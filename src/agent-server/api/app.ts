@@ -20,21 +20,28 @@ function textError(status: number, message: string, headers: Record<string, stri
   return new Response(message, { status, headers: { ...CORS_HEADERS, "content-type": "text/plain;charset=UTF-8", ...headers } });
 }
 
+/** An error as the Python LangGraph server answers it (FastAPI's `{"detail": …}`), for projects with Python graphs or auth. */
+function jsonError(status: number, message: string, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ detail: message }), { status, headers: { ...CORS_HEADERS, "content-type": "application/json", ...headers } });
+}
+
 /**
  * The LangGraph server API of one project as a Hono app: CORS, authentication (custom handler,
  * platform API key, or open in `wharf dev`), then meta, assistants, threads and runs. Errors are
- * the message as text (as the LangGraph server answers); validation errors a 422 with `detail`.
+ * the message as text (as the LangGraph JS server answers; `{"detail"}` JSON, as the Python server, for projects with
+ * Python graphs or auth); validation errors a 422 with `detail`.
  */
 export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<AgentEnv> {
   const app = new Hono<AgentEnv>();
+  const errorResponse = ctx.python ? jsonError : textError;
   app.onError((err, c) => {
     if (err instanceof ValidationFailed) return new Response(JSON.stringify({ detail: err.issues }), { status: 422, headers: { ...CORS_HEADERS, "content-type": "application/json" } });
-    if (err instanceof AgentError) return textError(err.status, err.message, err.headers);
-    if (err instanceof HttpError) return textError(err.status, typeof err.detail === "string" ? err.detail : err.message, err.headers);
+    if (err instanceof AgentError) return errorResponse(err.status, err.message, err.headers);
+    if (err instanceof HttpError) return errorResponse(err.status, typeof err.detail === "string" ? err.detail : err.message, err.headers);
     ctx.log.error({ err, path: c.req.path, method: c.req.method }, "agent server: unhandled error");
-    return textError(500, "Internal server error");
+    return errorResponse(500, "Internal server error");
   });
-  app.notFound((c) => textError(404, `Not found: ${c.req.method} ${c.req.path}`));
+  app.notFound((c) => errorResponse(404, `Not found: ${c.req.method} ${c.req.path}`));
 
   const cors = ctx.http.cors;
   app.use("*", async (c, next) => {

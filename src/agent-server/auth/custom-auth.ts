@@ -65,8 +65,17 @@ export function normaliseUser(response: unknown): AuthContext {
   throw new Error("Invalid auth response received. Make sure to either return a `string` or an object with `identity` property.");
 }
 
+/** What the server needs of a project's auth, whichever runtime runs its handlers (JavaScript here, Python in the worker). */
+export interface ProjectAuth {
+  readonly where: string;
+  readonly disableStudioAuth: boolean;
+  readonly hasAuthenticate: boolean;
+  authenticate(request: Request, onHandlerBug: (err: unknown) => void): Promise<AuthContext>;
+  authorize<V>(ctx: AuthContext | null, event: ResourceAction, value: V): Promise<{ filters: AuthFilters; value: V }>;
+}
+
 /** The project's `Auth` object: authentication of every request and per-resource authorization. */
-export class CustomAuth {
+export class CustomAuth implements ProjectAuth {
   constructor(
     private readonly cache: HandlerCache,
     readonly disableStudioAuth: boolean,

@@ -8,7 +8,8 @@ export interface AgentProject {
   configFile: string;
   graphs: ProjectGraph[];
   env: Record<string, string>;
-  auth: { file: string; exportName: string; disableStudioAuth: boolean } | null;
+  /** `auth.path`: a JavaScript `Auth` (imported here) or a Python `langgraph_sdk.Auth` (`runtime: "python"`, imported by the worker from `ref`). */
+  auth: { file: string; exportName: string; disableStudioAuth: boolean; runtime: GraphRuntime; ref: string } | null;
   dependencies: string[];
   http: ProjectHttp;
   store: ProjectStore;
@@ -214,9 +215,12 @@ export function loadProject(dirOrFile: string): AgentProject {
   }
   let auth: AgentProject["auth"] = null;
   if (cfg.auth?.path) {
-    const { file, exportName } = splitRef(dir, cfg.auth.path);
-    if (!fs.existsSync(file)) throw new ProjectError(`auth.path in ${configFile}: file not found: ${file}`);
-    auth = { file, exportName, disableStudioAuth: cfg.auth.disable_studio_auth ?? false };
+    const ref = cfg.auth.path;
+    const runtime = graphRuntime(ref);
+    const { file, exportName } = splitRef(dir, ref);
+    const moduleSyntax = runtime === "python" && !ref.slice(0, ref.lastIndexOf(":")).endsWith(".py");
+    if (!moduleSyntax && !fs.existsSync(file)) throw new ProjectError(`auth.path in ${configFile}: file not found: ${file}`);
+    auth = { file, exportName, disableStudioAuth: cfg.auth.disable_studio_auth ?? false, runtime, ref };
   }
   // Local folders are resolved and checked; anything else is a package (PyPI name, `git+https` URL) for the Python installer.
   const dependencies = (cfg.dependencies ?? []).map((d) => (isLocalDependency(d) ? path.resolve(dir, d) : d));

@@ -6,6 +6,7 @@ import path from "node:path";
 import type { Logger } from "../../log/logger.ts";
 import type { GraphFailure } from "../project/graphs.ts";
 import type { AgentProject } from "../project/project.ts";
+import { PythonAuth } from "./python-auth.ts";
 import { PythonGraph } from "./python-graph.ts";
 import { ensurePythonEnv } from "./python-env.ts";
 import { PythonWorker } from "./worker.ts";
@@ -18,6 +19,8 @@ export interface PythonRuntime {
   worker: PythonWorker;
   graphs: Map<string, PythonGraph>;
   failures: Map<string, GraphFailure>;
+  /** The project's Python `Auth`, when `auth.path` names one. */
+  auth: PythonAuth | null;
 }
 
 export interface PythonRuntimeOptions {
@@ -29,24 +32,32 @@ export interface PythonRuntimeOptions {
   log: Logger;
 }
 
-/** Prepares the project's environment, starts its worker and waits for its graphs; null without Python graphs. */
+/** Prepares the project's environment, starts its worker and waits for its graphs; null without Python graphs or auth. */
 export async function startPythonRuntime(o: PythonRuntimeOptions): Promise<PythonRuntime | null> {
   const specs = o.project.graphs.filter((g) => g.runtime === "python");
-  if (!specs.length) return null;
+  const authRef = o.project.auth?.runtime === "python" ? o.project.auth.ref : null;
+  if (!specs.length && !authRef) return null;
   const python = await ensurePythonEnv({ project: o.project, python: o.python, envsDir: o.envsDir, log: o.log });
   const worker = new PythonWorker({
     python,
     projectDir: o.project.dir,
     graphs: Object.fromEntries(specs.map((g) => [g.graphId, g.ref])),
+    auth: authRef,
     checkpointPath: path.join(o.home, "python-checkpoints.sqlite"),
     log: o.log,
   });
   const hello = await worker.start();
+  if (hello.auth_error) {
+    await worker.stop();
+    // As for a JavaScript auth file: a project whose auth does not load does not serve.
+    throw new Error(`cannot load auth ${authRef}: ${hello.auth_error}`);
+  }
   const graphs = new Map<string, PythonGraph>();
   const failures = new Map<string, GraphFailure>();
   for (const g of specs) {
     if (hello.graphs[g.graphId]) graphs.set(g.graphId, new PythonGraph(g.graphId, g.description, worker));
     else failures.set(g.graphId, hello.errors[g.graphId] ?? { module: g.ref, error: "not loaded" });
   }
-  return { worker, graphs, failures };
+  const auth = hello.auth ? new PythonAuth(worker, hello.auth, o.project.auth?.disableStudioAuth ?? false) : null;
+  return { worker, graphs, failures, auth };
 }

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 
 /** What the worker itself imports; never pinned, so the user's own `langgraph` constraint wins. */
-export const WORKER_REQUIREMENTS = ["langgraph", "langgraph-checkpoint-sqlite", "orjson"];
+export const WORKER_REQUIREMENTS = ["langgraph", "langgraph-checkpoint-sqlite", "orjson", "starlette"];
 
 export const MIN_PYTHON: [number, number] = [3, 11];
 

@@ -15,6 +15,8 @@ export interface WorkerOptions {
   projectDir: string;
   /** Graph id → reference as written in `langgraph.json`. */
   graphs: Record<string, string>;
+  /** `auth.path` when it is a Python `langgraph_sdk.Auth`. */
+  auth: string | null;
   /** The SQLite file of the Python checkpointer (never the JS saver's: both create `checkpoints`). */
   checkpointPath: string;
   log: Logger;
@@ -23,6 +25,9 @@ export interface WorkerOptions {
 export interface WorkerHello {
   graphs: Record<string, { name: string }>;
   errors: Record<string, { module: string; error: string }>;
+  /** The project's Python `Auth`: whether it authenticates, the parameters it asks for, its handler keys (`threads:create`, `threads:*`, `*:*`). */
+  auth: { authenticate: boolean; params: string[]; handlers: string[]; where: string } | null;
+  auth_error: string | null;
   versions: Record<string, string | null>;
 }
 
@@ -35,6 +40,7 @@ export class WorkerRequestError extends Error {
     readonly errorName: string,
     message: string,
     readonly status: number | null,
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = errorName;
@@ -90,7 +96,7 @@ export class PythonWorker {
         ...process.env,
         PYTHONPATH: [WORKER_PACKAGE_DIR, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
         PYTHONUNBUFFERED: "1",
-        WHARF_WORKER_CONFIG: JSON.stringify({ project_dir: o.projectDir, graphs: o.graphs, checkpoint_path: o.checkpointPath }),
+        WHARF_WORKER_CONFIG: JSON.stringify({ project_dir: o.projectDir, graphs: o.graphs, auth: o.auth, checkpoint_path: o.checkpointPath }),
       },
     });
     this.child = child;
@@ -149,7 +155,7 @@ export class PythonWorker {
     this.pending.delete(h.id as number);
     if (h.kind === "result") p.resolve(f);
     else if (h.kind === "cancelled") p.reject(new WorkerRequestError("CancelledError", "cancelled", null));
-    else p.reject(new WorkerRequestError(String(h.error ?? "Error"), String(h.message ?? ""), typeof h.status === "number" ? h.status : null));
+    else p.reject(new WorkerRequestError(String(h.error ?? "Error"), String(h.message ?? ""), typeof h.status === "number" ? h.status : null, (h.headers as Record<string, string> | undefined) ?? {}));
   }
 
   private onExit(code: number | null, signal: NodeJS.Signals | null, err?: Error): void {

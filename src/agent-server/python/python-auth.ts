@@ -1,0 +1,69 @@
+import { AgentError } from "../errors.ts";
+import type { AuthContext, AuthFilters, ResourceAction } from "../auth/custom-auth.ts";
+import { WorkerRequestError, type PythonWorker, type WorkerHello } from "./worker.ts";
+
+type Described = NonNullable<WorkerHello["auth"]>;
+
+/** Whether an authorization event has a Python handler (pure): the LangGraph server's dispatch keys. */
+export function hasHandler(handlers: string[], event: ResourceAction): boolean {
+  const [resource, action] = event.split(":");
+  return [event, `${resource}:*`, `*:${action}`, "*:*"].some((k) => handlers.includes(k));
+}
+
+/**
+ * The project's Python `langgraph_sdk.Auth`, run in the worker: one round trip to authenticate a
+ * request, one per authorization event that has a handler (events without one are allowed here).
+ */
+export class PythonAuth {
+  readonly where: string;
+
+  constructor(
+    private readonly worker: PythonWorker,
+    private readonly described: Described,
+    readonly disableStudioAuth: boolean,
+  ) {
+    this.where = described.where;
+  }
+
+  get hasAuthenticate(): boolean {
+    return this.described.authenticate;
+  }
+
+  async authenticate(request: Request, onHandlerBug: (err: unknown) => void): Promise<AuthContext> {
+    const url = new URL(request.url);
+    // The body only for a handler that asks for it (reading it costs, and it is read again by the route).
+    const wantsBody = this.described.params.includes("request") || this.described.params.includes("body");
+    const body = wantsBody && request.body ? await request.clone().text() : null;
+    try {
+      const r = await this.worker.call<{ user: AuthContext["user"]; permissions: string[] }>("auth.authenticate", {
+        method: request.method,
+        path: url.pathname,
+        query: url.search.replace(/^\?/, ""),
+        headers: [...request.headers.entries()],
+        body,
+      });
+      return { user: r.user, scopes: r.permissions };
+    } catch (err) {
+      if (err instanceof WorkerRequestError && err.status) throw new AgentError(err.status, err.message, err.headers);
+      onHandlerBug(err);
+      throw new AgentError(401, "Unauthorized");
+    }
+  }
+
+  async authorize<V>(ctx: AuthContext | null, event: ResourceAction, value: V): Promise<{ filters: AuthFilters; value: V }> {
+    if (!ctx || !hasHandler(this.described.handlers, event)) return { filters: undefined, value };
+    let r: { filters: AuthFilters | null; value: unknown };
+    try {
+      r = await this.worker.call("auth.authorize", { event, value, user: ctx.user, permissions: ctx.scopes });
+    } catch (err) {
+      if (err instanceof WorkerRequestError && err.status) throw new AgentError(err.status, err.message, err.headers);
+      throw err;
+    }
+    // Handlers mutate `value` (owner metadata, a store namespace): the routes read the object they passed.
+    if (value && typeof value === "object" && r.value && typeof r.value === "object") {
+      for (const k of Object.keys(value)) delete (value as Record<string, unknown>)[k];
+      Object.assign(value, r.value);
+    }
+    return { filters: r.filters ?? undefined, value };
+  }
+}
