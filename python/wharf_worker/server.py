@@ -204,6 +204,20 @@ class Worker:
         await self.saver.adelete_thread(req["thread_id"])
         return {"ok": True}
 
+    async def op_checkpoints_delete_for_run(self, rid, req):
+        # AsyncSqliteSaver has no adelete_for_runs; langgraph writes the run's id into each
+        # checkpoint's metadata, and the saver's tables are its documented schema.
+        with contextlib.suppress(NotImplementedError):
+            await self.saver.adelete_for_runs([req["run_id"]])
+            return {"ok": True}
+        match = "thread_id = ? AND json_extract(CAST(metadata AS TEXT), '$.run_id') = ?"
+        args = (req["thread_id"], req["run_id"])
+        async with self.saver.lock:
+            await self.saver.conn.execute(f"DELETE FROM writes WHERE thread_id = ? AND checkpoint_id IN (SELECT checkpoint_id FROM checkpoints WHERE {match})", (req["thread_id"], *args))
+            await self.saver.conn.execute(f"DELETE FROM checkpoints WHERE {match}", args)
+            await self.saver.conn.commit()
+        return {"ok": True}
+
     async def op_checkpoints_copy_thread(self, rid, req):
         with contextlib.suppress(NotImplementedError):
             await self.saver.acopy_thread(req["from"], req["to"])

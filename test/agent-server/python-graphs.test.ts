@@ -23,7 +23,7 @@ for (const dialect of DIALECTS) {
       const info = (await (await fetch(`${server.url}/info`)).json()) as { graph_errors: Record<string, { error: string }> };
       assert.match(info.graph_errors.broken.error, /RuntimeError: this graph is broken on purpose/);
       const assistants = await client.assistants.search({ limit: 20 });
-      assert.deepEqual(assistants.map((a) => a.graph_id).sort(), ["ask", "chat", "crash", "echo", "js_echo", "nested"]);
+      assert.deepEqual(assistants.map((a) => a.graph_id).sort(), ["ask", "chat", "crash", "echo", "js_echo", "nested", "slow"]);
       // A Python graph's default assistant is named after the compiled graph; a JS one after its id.
       assert.equal(assistants.find((a) => a.graph_id === "nested")!.name, "Nested");
       assert.equal(assistants.find((a) => a.graph_id === "ask")!.description, "asks before answering");
@@ -139,6 +139,31 @@ for (const dialect of DIALECTS) {
       await client.threads.delete(thread.thread_id);
       await assert.rejects(client.threads.getState(thread.thread_id), /404/);
       assert.equal(((await client.threads.getState(copy.thread_id)).values as Record<string, unknown>).answer, "changed");
+    });
+
+    test("cancel: interrupt stops an awaiting Python node and keeps its checkpoints, rollback removes the run's", async (t) => {
+      const server = await start(t, dialect);
+      if (!server) return;
+      const client = server.client();
+      const started = async (threadId: string) => {
+        const run = await client.runs.create(threadId, "slow", { input: {} });
+        for (let i = 0; i < 200 && (((await client.threads.getState(threadId)).values as { step?: number }).step ?? 0) < 1; i++) await new Promise((r) => setTimeout(r, 50));
+        return run;
+      };
+      const kept = await client.threads.create();
+      const r1 = await started(kept.thread_id);
+      const t0 = Date.now();
+      await client.runs.cancel(kept.thread_id, r1.run_id, true, "interrupt");
+      assert.ok(Date.now() - t0 < 10_000, "the node awaiting asyncio.sleep(60) was not cancelled");
+      assert.equal((await client.runs.get(kept.thread_id, r1.run_id)).status, "interrupted");
+      assert.deepEqual((await client.threads.getState(kept.thread_id)).values, { step: 1 });
+
+      const rolled = await client.threads.create();
+      const r2 = await started(rolled.thread_id);
+      await client.runs.cancel(rolled.thread_id, r2.run_id, true, "rollback");
+      await assert.rejects(client.runs.get(rolled.thread_id, r2.run_id), /404/);
+      assert.deepEqual((await client.threads.getState(rolled.thread_id)).values, {});
+      assert.deepEqual(await client.threads.getHistory(rolled.thread_id), []);
     });
 
     test("a node calling os._exit ends only the worker: its run fails, /ok says so, the worker comes back", async (t) => {

@@ -98,6 +98,11 @@ export class PythonGraph {
     return this.worker.call<{ values: unknown; next: string[] }>("state.bulk_update", { graph_id: this.graphId, thread_id: threadId, supersteps }).catch(apiError);
   }
 
+  /** Rollback: removes the checkpoints (and their writes) a run wrote on a thread. */
+  async deleteRunCheckpoints(threadId: string, runId: string): Promise<void> {
+    await this.worker.call("checkpoints.delete_for_run", { thread_id: threadId, run_id: runId });
+  }
+
   draw(config: Json, xray: boolean | number | undefined): Promise<unknown> {
     return this.worker.call("graph.draw", { graph_id: this.graphId, config, xray: xray ?? false }).catch(apiError);
   }

@@ -11,7 +11,7 @@ import { AgentError } from "../errors.ts";
 import { asJson, parseJson } from "../storage/json-columns.ts";
 import { RunChannel } from "./run-channel.ts";
 import { openRunSignals, signalChannel, type RunSignals } from "./run-signals.ts";
-import { isPythonGraph } from "../python/index.ts";
+import { isPythonGraph, type PythonGraph } from "../python/index.ts";
 import { executeGraph, serializeError, type RunOutcome } from "./run-executor.ts";
 import { INFLIGHT, toRun, type MultitaskStrategy, type Run, type RunKwargs, type RunPrivate } from "./runs.ts";
 import type { AgentRunsTable } from "../storage/tables.ts";
@@ -338,6 +338,7 @@ export class RunEngine {
     const stateful = !kwargs.temporary;
     let outcome: RunOutcome;
     let rollbackTo: string | null | undefined = undefined;
+    let python: PythonGraph | null = null;
     const startedAt = new Date();
     channel.push("metadata", { run_id: run.run_id, attempt: kwargs.attempt ?? 1 });
     try {
@@ -378,6 +379,7 @@ export class RunEngine {
       };
       if (isPythonGraph(loaded)) {
         // The Python worker executes and checkpoints; its events arrive serialised.
+        python = loaded;
         outcome = await loaded.execute(kwargs, runConfig, channel, abort.signal, stateful);
       } else {
         const graph = await loaded.get({ configurable, context: kwargs.context }, stateful ? ctx.checkpointer.saver : null);
@@ -400,6 +402,10 @@ export class RunEngine {
     }
     if (outcome.error) ctx.log.info({ runId: run.run_id, error: outcome.error.message }, "run ended with an error");
     const rollback = abort.signal.aborted && abort.signal.reason === "rollback";
+    if (rollback && python && stateful) {
+      // The run's own checkpoints go; the JS saver below has none of this thread's.
+      await python.deleteRunCheckpoints(run.thread_id, run.run_id).catch((err) => ctx.log.error({ err, runId: run.run_id }, "cannot roll back a Python run's checkpoints"));
+    }
     try {
       await this.finish(run, outcome, stateful, rollback ? (rollbackTo ?? null) : undefined);
     } catch (err) {
