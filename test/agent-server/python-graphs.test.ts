@@ -23,7 +23,7 @@ for (const dialect of DIALECTS) {
       const info = (await (await fetch(`${server.url}/info`)).json()) as { graph_errors: Record<string, { error: string }> };
       assert.match(info.graph_errors.broken.error, /RuntimeError: this graph is broken on purpose/);
       const assistants = await client.assistants.search({ limit: 20 });
-      assert.deepEqual(assistants.map((a) => a.graph_id).sort(), ["ask", "chat", "crash", "echo", "js_echo", "nested", "slow"]);
+      assert.deepEqual(assistants.map((a) => a.graph_id).sort(), ["ask", "chat", "crash", "crash_once", "echo", "js_echo", "nested", "slow"]);
       // A Python graph's default assistant is named after the compiled graph; a JS one after its id.
       assert.equal(assistants.find((a) => a.graph_id === "nested")!.name, "Nested");
       assert.equal(assistants.find((a) => a.graph_id === "ask")!.description, "asks before answering");
@@ -181,6 +181,13 @@ for (const dialect of DIALECTS) {
       // A request waits for the restarted worker.
       assert.equal(((await client.runs.wait(null, "echo", { input: hi })) as { messages: unknown[] }).messages.length, 2);
       assert.equal((await fetch(`${server.url}/ok`)).status, 200);
+
+      // A thread run whose node ends the worker resumes once from its checkpoint (attempt 2).
+      const thread = await client.threads.create();
+      const chunks = await collect(client.runs.stream(thread.thread_id, "crash_once", { input: {}, streamMode: "values" }));
+      assert.deepEqual(chunks.filter((c) => c.event === "metadata").map((c) => (c.data as unknown as { attempt: number }).attempt), [1, 2]);
+      assert.deepEqual(chunks.at(-1)!.data, { before: true, done: true });
+      assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
     });
   });
 }

@@ -58,8 +58,19 @@ export class PythonGraph {
     };
     const onAbort = () => void this.worker.request("run.cancel", { run_id: runId }).catch(() => {});
     signal.addEventListener("abort", onAbort, { once: true });
+    const onEvent = (event: string, body: Buffer) => channel.pushJson(event, body.toString("utf8"));
     try {
-      const end = await this.worker.request("run.start", payload, (event, body) => channel.pushJson(event, body.toString("utf8")));
+      let end;
+      try {
+        end = await this.worker.request("run.start", payload, onEvent);
+      } catch (err) {
+        // A thread run resumes once from its last checkpoint when the worker comes back, as runs of
+        // a crashed server do; a stateless run has nothing to resume from.
+        if (!(err instanceof WorkerCrashed) || !stateful || signal.aborted || (kwargs.attempt ?? 1) > 1) throw err;
+        await this.worker.ready();
+        channel.push("metadata", { run_id: runId, attempt: 2 });
+        end = await this.worker.request("run.start", { ...payload, input: null, command: null }, onEvent);
+      }
       const body = JSON.parse(end.body.toString("utf8")) as Json;
       if (end.header.status === "error") {
         const error = body as { error: string; message: string };
