@@ -90,7 +90,7 @@ class LoadedGraph:
     async def get(self, config: dict, checkpointer, store=None):
         """The graph for one request, persisted by ``checkpointer`` (None: stateless) whatever it was compiled with."""
         if self.compiled is not None:
-            key = id(checkpointer)
+            key = (id(checkpointer), id(store))
             graph = self._with_saver.get(key)
             if graph is None:
                 graph = self.compiled.copy(update={"checkpointer": checkpointer, "store": store})

@@ -12,6 +12,7 @@ from . import frames, graphs, runs, state
 from .auth import Denied, ProjectAuth, revive_user
 from .schemas import graph_schemas
 from .serde import dumps, error_dict, loads
+from .store import RemoteStore
 
 
 class RequestError(Exception):
@@ -37,10 +38,14 @@ class Worker:
         self.tasks = {}
         self.out = None
         self.auth = None
+        self.store = None
+        self.calls = {}
+        self.next_call = 0
 
     async def serve(self, in_fd: int, out_fd: int) -> None:
         self.out = frames.FrameWriter(out_fd)
         reader = await frames.open_reader(in_fd)
+        self.store = RemoteStore(self.call, asyncio.get_running_loop())
         async with AsyncSqliteSaver.from_conn_string(self.settings["checkpoint_path"]) as saver:
             await saver.setup()
             self.saver = saver
@@ -66,12 +71,36 @@ class Worker:
             pending = set()
             while (frame := await reader.read()) is not None:
                 header, body = frame
+                if header.get("kind") in ("reply", "reply_error"):
+                    self._settle(header, body)
+                    continue
                 task = asyncio.create_task(self.handle(header, body))
                 pending.add(task)
                 task.add_done_callback(pending.discard)
             # The server closed our input: it is stopping. Runs in flight end with it.
             for task in pending:
                 task.cancel()
+
+    async def call(self, op: str, payload):
+        """A request to the agent server (the store); its reply settles the future."""
+        self.next_call += 1
+        cid = f"py-{self.next_call}"
+        fut = asyncio.get_running_loop().create_future()
+        self.calls[cid] = fut
+        try:
+            self.out.send({"id": cid, "kind": "call", "op": op}, dumps(payload))
+            return await fut
+        finally:
+            self.calls.pop(cid, None)
+
+    def _settle(self, header: dict, body: bytes) -> None:
+        fut = self.calls.get(header["id"])
+        if fut is None or fut.done():
+            return
+        if header["kind"] == "reply":
+            fut.set_result(loads(body))
+        else:
+            fut.set_exception(RuntimeError(header.get("message", "the agent server refused the call")))
 
     def graph(self, graph_id: str) -> graphs.LoadedGraph:
         g = self.graphs.get(graph_id)
@@ -115,7 +144,7 @@ class Worker:
         loaded = self.graph(req["graph_id"])
         self.tasks[req["run_id"]] = asyncio.current_task()
         try:
-            async with loaded.get(config, self.saver if stateful else None) as graph:
+            async with loaded.get(config, self.saver if stateful else None, self.store) as graph:
                 send = lambda event, data: self.out.send({"id": rid, "kind": "event", "event": event}, data)  # noqa: E731
                 try:
                     mapper = await runs.stream_run(graph, req, config, send)
@@ -137,12 +166,12 @@ class Worker:
         return {"cancelled": task is not None}
 
     async def op_state_get(self, rid, req):
-        async with self.graph(req["graph_id"]).get(req.get("config") or {}, self.saver) as graph:
+        async with self.graph(req["graph_id"]).get(req.get("config") or {}, self.saver, self.store) as graph:
             s = await graph.aget_state(state.config_of(req["thread_id"], req.get("checkpoint")), subgraphs=bool(req.get("subgraphs")))
             return state.thread_state(s) if s.config else None
 
     async def op_state_history(self, rid, req):
-        async with self.graph(req["graph_id"]).get(req.get("config") or {}, self.saver) as graph:
+        async with self.graph(req["graph_id"]).get(req.get("config") or {}, self.saver, self.store) as graph:
             before = req.get("before")
             before = {"configurable": {"checkpoint_id": before}} if isinstance(before, str) else {"configurable": before} if before else None
             out = []
@@ -151,7 +180,7 @@ class Worker:
             return out
 
     async def op_state_update(self, rid, req):
-        async with self.graph(req["graph_id"]).get(req.get("config") or {}, self.saver) as graph:
+        async with self.graph(req["graph_id"]).get(req.get("config") or {}, self.saver, self.store) as graph:
             values = req.get("values")
             if req.get("command") is not None:
                 values = runs.to_command(req["command"])
@@ -163,7 +192,7 @@ class Worker:
             return {"checkpoint": cfg["configurable"], "values": s.values, "next": list(s.next)}
 
     async def op_state_bulk_update(self, rid, req):
-        async with self.graph(req["graph_id"]).get(req.get("config") or {}, self.saver) as graph:
+        async with self.graph(req["graph_id"]).get(req.get("config") or {}, self.saver, self.store) as graph:
             from langgraph.types import StateUpdate
 
             supersteps = [

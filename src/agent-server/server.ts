@@ -18,7 +18,7 @@ import type { AgentEnv, AgentServerContext } from "./context.ts";
 import { CronScheduler, cronTickMs } from "./crons/cron-scheduler.ts";
 import { CustomAuth } from "./auth/custom-auth.ts";
 import { loadGraphs } from "./project/graphs.ts";
-import { startPythonRuntime } from "./python/index.ts";
+import { pythonStoreBatch, startPythonRuntime, type PythonStoreOp } from "./python/index.ts";
 import { registerSdkLogger } from "./project/sdk-logger.ts";
 import { loadHttpApp } from "./project/http-app.ts";
 import { buildUiBundles } from "./project/ui-bundles.ts";
@@ -128,6 +128,8 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
     userApp,
     ui,
   };
+  // Python graphs read and write the same store as the API and the JS graphs.
+  python?.worker.serve("store.batch", (ops) => pythonStoreBatch(ctx.store, ops as PythonStoreOp[]));
   try {
     await ensureSystemAssistants(ctx, graphConfig);
   } catch (err) {

@@ -23,7 +23,7 @@ for (const dialect of DIALECTS) {
       const info = (await (await fetch(`${server.url}/info`)).json()) as { graph_errors: Record<string, { error: string }> };
       assert.match(info.graph_errors.broken.error, /RuntimeError: this graph is broken on purpose/);
       const assistants = await client.assistants.search({ limit: 20 });
-      assert.deepEqual(assistants.map((a) => a.graph_id).sort(), ["ask", "chat", "crash", "crash_once", "echo", "js_echo", "nested", "slow"]);
+      assert.deepEqual(assistants.map((a) => a.graph_id).sort(), ["ask", "chat", "crash", "crash_once", "echo", "js_echo", "memory", "nested", "slow"]);
       // A Python graph's default assistant is named after the compiled graph; a JS one after its id.
       assert.equal(assistants.find((a) => a.graph_id === "nested")!.name, "Nested");
       assert.equal(assistants.find((a) => a.graph_id === "ask")!.description, "asks before answering");
@@ -139,6 +139,19 @@ for (const dialect of DIALECTS) {
       await client.threads.delete(thread.thread_id);
       await assert.rejects(client.threads.getState(thread.thread_id), /404/);
       assert.equal(((await client.threads.getState(copy.thread_id)).values as Record<string, unknown>).answer, "changed");
+    });
+
+    test("the store: Python nodes (async and sync) read and write the items the API sees", async (t) => {
+      const server = await start(t, dialect);
+      if (!server) return;
+      const client = server.client();
+      await client.store.putItem(["memories", "u1"], "http", { text: "from http" });
+      const out = (await client.runs.wait(null, "memory", { input: { key: "k1", text: "hi" } })) as Record<string, unknown>;
+      assert.deepEqual(out.found, ["http", "k1"]);
+      assert.deepEqual(out.got, { text: "hi" });
+      assert.deepEqual(out.namespaces, [["memories", "u1"]]);
+      assert.equal(out.sync, "hi");
+      assert.deepEqual((await client.store.getItem(["memories", "u1"], "k1"))?.value, { text: "hi" });
     });
 
     test("cancel: interrupt stops an awaiting Python node and keeps its checkpoints, rollback removes the run's", async (t) => {

@@ -5,6 +5,7 @@ import { encodeFrame, FrameDecoder, FrameError } from "../../src/agent-server/py
 import { envKey, installPlan, pythonIsRecentEnough, WORKER_REQUIREMENTS, type LocalKind } from "../../src/agent-server/python/install-plan.ts";
 import { pythonRunConfig } from "../../src/agent-server/python/python-graph.ts";
 import { restartDelayMs } from "../../src/agent-server/python/restart-policy.ts";
+import { toJsOperation, toPythonResult, type PythonStoreOp } from "../../src/agent-server/python/store-bridge.ts";
 
 test("graphRuntime: .py files and module syntax are Python, the rest JavaScript", () => {
   const cases: Array<[string, "js" | "python"]> = [
@@ -90,4 +91,21 @@ test("pythonRunConfig: RunnableConfig keys in Python's spelling, nothing JavaScr
 
 test("restartDelayMs: doubles from 0.5 s, capped at 30 s", () => {
   assert.deepEqual([0, 1, 2, 10].map(restartDelayMs), [500, 1000, 2000, 30_000]);
+});
+
+test("store bridge: Python store operations become LangGraph JS operations, items come back with ISO dates", () => {
+  const cases: Array<[PythonStoreOp, unknown]> = [
+    [{ kind: "get", namespace: ["a"], key: "k" }, { namespace: ["a"], key: "k" }],
+    [{ kind: "put", namespace: ["a"], key: "k", value: { x: 1 }, index: null }, { namespace: ["a"], key: "k", value: { x: 1 } }],
+    [{ kind: "put", namespace: ["a"], key: "k", value: null, index: false }, { namespace: ["a"], key: "k", value: null, index: false }],
+    [{ kind: "search", namespace_prefix: ["a"], filter: null, limit: 10, offset: 0, query: "q" }, { namespacePrefix: ["a"], filter: undefined, limit: 10, offset: 0, query: "q" }],
+    [{ kind: "list", match_conditions: [{ match_type: "prefix", path: ["a"] }], max_depth: null, limit: 100, offset: 0 }, { matchConditions: [{ matchType: "prefix", path: ["a"] }], maxDepth: undefined, limit: 100, offset: 0 }],
+  ];
+  for (const [op, want] of cases) assert.deepEqual(toJsOperation(op), want, op.kind);
+  const d = new Date("2026-01-02T03:04:05.000Z");
+  const item = { namespace: ["a"], key: "k", value: { x: 1 }, createdAt: d, updatedAt: d };
+  assert.deepEqual(toPythonResult(cases[0][0], item), { namespace: ["a"], key: "k", value: { x: 1 }, created_at: d.toISOString(), updated_at: d.toISOString() });
+  assert.deepEqual(toPythonResult(cases[3][0], [{ ...item, score: 0.5 }]), [{ namespace: ["a"], key: "k", value: { x: 1 }, created_at: d.toISOString(), updated_at: d.toISOString(), score: 0.5 }]);
+  assert.equal(toPythonResult(cases[0][0], null), null);
+  assert.equal(toPythonResult(cases[1][0], undefined), null);
 });

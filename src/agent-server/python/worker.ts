@@ -69,6 +69,8 @@ export class PythonWorker {
   private resolveReady!: (h: WorkerHello) => void;
   private rejectReady!: (e: Error) => void;
   private stderrTail: string[] = [];
+  /** Calls the worker makes to the server (the store), by operation. */
+  private readonly services = new Map<string, (payload: unknown) => Promise<unknown>>();
   /** The last hello (graph names and load errors), set once the first worker is up. */
   hello: WorkerHello | null = null;
   up = false;
@@ -146,6 +148,10 @@ export class PythonWorker {
       this.resolveReady(hello);
       return;
     }
+    if (h.kind === "call") {
+      void this.answer(h.id as string, h.op as string, f.body);
+      return;
+    }
     const p = this.pending.get(h.id as number);
     if (!p) return;
     if (h.kind === "event") {
@@ -177,6 +183,24 @@ export class PythonWorker {
     setTimeout(() => {
       if (!this.stopping) void this.start();
     }, delay).unref();
+  }
+
+  /** Serves an operation the worker calls (`store.batch`). */
+  serve(op: string, handler: (payload: unknown) => Promise<unknown>): void {
+    this.services.set(op, handler);
+  }
+
+  private async answer(id: string, op: string, body: Buffer): Promise<void> {
+    let reply: Buffer;
+    try {
+      const handler = this.services.get(op);
+      if (!handler) throw new Error(`the agent server does not serve ${op}`);
+      const result = await handler(JSON.parse(body.toString("utf8")));
+      reply = encodeFrame({ id, kind: "reply" }, JSON.stringify(result ?? null));
+    } catch (err) {
+      reply = encodeFrame({ id, kind: "reply_error", message: (err as Error).message });
+    }
+    this.input?.write(reply);
   }
 
   /** One request; resolves with the result frame. */
