@@ -52,7 +52,12 @@ test("Python custom auth: authenticate with injected parameters and every return
 
   // The user in the graph: attribute and item access, runtime.server_info.user, service_auth_user, headers.
   const out = (await alice.runs.wait(ta.thread_id, "whoami", { input: {} })) as { who: Record<string, unknown> };
-  assert.deepEqual(out.who, {
+  // auth.cache (by Authorization): alice's first request ran the handler; every later one reused it.
+  assert.equal(typeof out.who.authenticate_call, "number");
+  const { authenticate_call: firstCall, ...who } = out.who;
+  const again = (await alice.runs.wait(null, "whoami", { input: {} })) as { who: Record<string, unknown> };
+  assert.equal(again.who.authenticate_call, firstCall);
+  assert.deepEqual(who, {
     identity_attr: "alice",
     identity_item: "alice",
     token: "tok-alice",

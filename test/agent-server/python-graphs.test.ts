@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { describe, test, type TestContext } from "node:test";
 import { DIALECTS } from "../support/dialects.ts";
@@ -203,4 +204,23 @@ for (const dialect of DIALECTS) {
       assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
     });
   });
+}
+
+test("a Python graph that ends the interpreter at import fails the start with its stderr, and leaves no worker restarting", async (t) => {
+  if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python graphs")) return;
+  const before = new Set(pythonWorkers());
+  await assert.rejects(startTestAgentServer(t, { project: path.resolve(import.meta.dirname, "fixtures/python-exit-at-import") }), /did not start \(exit code 3\)[\s\S]*leaving at import/);
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.deepEqual(pythonWorkers().filter((p) => !before.has(p)), []);
+});
+
+/** Pids of this process's Python workers (children running `-m wharf_worker`). */
+function pythonWorkers(): number[] {
+  let out = "";
+  try {
+    out = execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(process.pid)]).toString();
+  } catch {
+    // ps exits 1 when the process has no children: none are workers.
+  }
+  return out.split("\n").filter((l) => l.includes("wharf_worker")).map((l) => Number(l.trim().split(/\s+/)[0]));
 }

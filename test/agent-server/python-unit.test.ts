@@ -4,6 +4,7 @@ import { graphRuntime, isLocalDependency } from "../../src/agent-server/project/
 import { encodeFrame, FrameDecoder, FrameError } from "../../src/agent-server/python/frames.ts";
 import { envKey, installPlan, pythonIsRecentEnough, WORKER_REQUIREMENTS, type LocalKind } from "../../src/agent-server/python/install-plan.ts";
 import { pythonRunConfig } from "../../src/agent-server/python/python-graph.ts";
+import { AuthCache } from "../../src/agent-server/python/auth-cache.ts";
 import { restartDelayMs } from "../../src/agent-server/python/restart-policy.ts";
 import { toJsOperation, toPythonResult, type PythonStoreOp } from "../../src/agent-server/python/store-bridge.ts";
 
@@ -108,4 +109,24 @@ test("store bridge: Python store operations become LangGraph JS operations, item
   assert.deepEqual(toPythonResult(cases[3][0], [{ ...item, score: 0.5 }]), [{ namespace: ["a"], key: "k", value: { x: 1 }, created_at: d.toISOString(), updated_at: d.toISOString(), score: 0.5 }]);
   assert.equal(toPythonResult(cases[0][0], null), null);
   assert.equal(toPythonResult(cases[1][0], undefined), null);
+});
+
+test("AuthCache: by the configured headers (hashed), for ttl_seconds, least recently used out first", () => {
+  let now = 0;
+  const cache = new AuthCache({ cacheKeys: ["authorization", "x-api-key"], ttlSeconds: 10, maxSize: 2 }, () => now);
+  const ctx = (identity: string) => ({ user: { identity, permissions: [], display_name: identity, is_authenticated: true }, scopes: [] });
+  assert.equal(cache.key(new Headers()), null);
+  const a = cache.key(new Headers({ authorization: "Bearer a" }))!;
+  const b = cache.key(new Headers({ "x-api-key": "b" }))!;
+  const c = cache.key(new Headers({ authorization: "Bearer a", "x-api-key": "b" }))!;
+  assert.equal(new Set([a, b, c]).size, 3);
+  assert.doesNotMatch(a, /Bearer/);
+  cache.set(a, ctx("a"));
+  cache.set(b, ctx("b"));
+  assert.equal(cache.get(a)?.user.identity, "a");
+  cache.set(c, ctx("c"));
+  assert.equal(cache.get(b), null, "b was the least recently used");
+  assert.equal(cache.get(a)?.user.identity, "a");
+  now = 10_000;
+  assert.equal(cache.get(a), null, "expired");
 });

@@ -9,7 +9,7 @@ export interface AgentProject {
   graphs: ProjectGraph[];
   env: Record<string, string>;
   /** `auth.path`: a JavaScript `Auth` (imported here) or a Python `langgraph_sdk.Auth` (`runtime: "python"`, imported by the worker from `ref`). */
-  auth: { file: string; exportName: string; disableStudioAuth: boolean; runtime: GraphRuntime; ref: string } | null;
+  auth: { file: string; exportName: string; disableStudioAuth: boolean; runtime: GraphRuntime; ref: string; cache: AuthCacheConfig | null } | null;
   dependencies: string[];
   http: ProjectHttp;
   store: ProjectStore;
@@ -34,6 +34,13 @@ export interface ProjectGraph {
 }
 
 export type GraphRuntime = "js" | "python";
+
+/** `auth.cache`: authenticate results kept per value of these request headers (Python auth). */
+export interface AuthCacheConfig {
+  cacheKeys: string[];
+  ttlSeconds: number;
+  maxSize: number;
+}
 
 const JS_EXT = /\.(?:[cm]?[jt]s|[jt]sx)$/;
 
@@ -82,7 +89,14 @@ const configSchema = z
     graphs: z.record(z.string().min(1), graphSpec).refine((g) => Object.keys(g).length > 0, "at least one graph is required"),
     env: z.union([z.string(), z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]))]).optional(),
     dependencies: z.array(z.string()).optional(),
-    auth: z.object({ path: z.string().min(1).optional(), disable_studio_auth: z.boolean().optional() }).passthrough().optional(),
+    auth: z
+      .object({
+        path: z.string().min(1).optional(),
+        disable_studio_auth: z.boolean().optional(),
+        cache: z.object({ cache_keys: z.array(z.string().min(1)).min(1), ttl_seconds: z.number().positive().optional(), max_size: z.number().int().positive().optional() }).passthrough().optional(),
+      })
+      .passthrough()
+      .optional(),
     node_version: z.union([z.string(), z.number()]).optional(),
     http: z
       .object({
@@ -141,7 +155,7 @@ export function ignoredKeys(raw: Record<string, unknown>): string[] {
   for (const section of ["store", "checkpointer", "auth"] as const) {
     const v = raw[section];
     if (!v || typeof v !== "object") continue;
-    const known = section === "store" ? ["index", "ttl"] : section === "checkpointer" ? ["ttl"] : ["path", "disable_studio_auth"];
+    const known = section === "store" ? ["index", "ttl"] : section === "checkpointer" ? ["ttl"] : ["path", "disable_studio_auth", "cache"];
     for (const k of Object.keys(v)) if (!known.includes(k)) out.push(`"${section}.${k}" is not supported by this server and is ignored`);
   }
   return out;
@@ -220,7 +234,10 @@ export function loadProject(dirOrFile: string): AgentProject {
     const { file, exportName } = splitRef(dir, ref);
     const moduleSyntax = runtime === "python" && !ref.slice(0, ref.lastIndexOf(":")).endsWith(".py");
     if (!moduleSyntax && !fs.existsSync(file)) throw new ProjectError(`auth.path in ${configFile}: file not found: ${file}`);
-    auth = { file, exportName, disableStudioAuth: cfg.auth.disable_studio_auth ?? false, runtime, ref };
+    const c = cfg.auth.cache;
+    const cache = c ? { cacheKeys: c.cache_keys.map((k) => k.toLowerCase()), ttlSeconds: c.ttl_seconds ?? 60, maxSize: c.max_size ?? 1000 } : null;
+    if (cache && runtime !== "python") warnings.push(`"auth.cache" applies to Python auth handlers only; it is ignored for ${ref}`);
+    auth = { file, exportName, disableStudioAuth: cfg.auth.disable_studio_auth ?? false, runtime, ref, cache };
   }
   // Local folders are resolved and checked; anything else is a package (PyPI name, `git+https` URL) for the Python installer.
   const dependencies = (cfg.dependencies ?? []).map((d) => (isLocalDependency(d) ? path.resolve(dir, d) : d));

@@ -6,6 +6,7 @@ import path from "node:path";
 import type { Logger } from "../../log/logger.ts";
 import type { GraphFailure } from "../project/graphs.ts";
 import type { AgentProject } from "../project/project.ts";
+import { AuthCache } from "./auth-cache.ts";
 import { PythonAuth } from "./python-auth.ts";
 import { PythonGraph } from "./python-graph.ts";
 import { ensurePythonEnv } from "./python-env.ts";
@@ -47,7 +48,14 @@ export async function startPythonRuntime(o: PythonRuntimeOptions): Promise<Pytho
     checkpointPath: path.join(o.home, "python-checkpoints.sqlite"),
     log: o.log,
   });
-  const hello = await worker.start();
+  let hello;
+  try {
+    hello = await worker.start();
+  } catch (err) {
+    // Not started (`sys.exit` or `os._exit` at import, a missing module): no restarts behind a failed start.
+    await worker.stop();
+    throw err;
+  }
   if (hello.auth_error) {
     await worker.stop();
     // As for a JavaScript auth file: a project whose auth does not load does not serve.
@@ -59,6 +67,7 @@ export async function startPythonRuntime(o: PythonRuntimeOptions): Promise<Pytho
     if (hello.graphs[g.graphId]) graphs.set(g.graphId, new PythonGraph(g.graphId, g.description, worker));
     else failures.set(g.graphId, hello.errors[g.graphId] ?? { module: g.ref, error: "not loaded" });
   }
-  const auth = hello.auth ? new PythonAuth(worker, hello.auth, o.project.auth?.disableStudioAuth ?? false) : null;
+  const cacheConfig = o.project.auth?.cache;
+  const auth = hello.auth ? new PythonAuth(worker, hello.auth, o.project.auth?.disableStudioAuth ?? false, cacheConfig ? new AuthCache(cacheConfig) : null) : null;
   return { worker, graphs, failures, auth };
 }

@@ -1,5 +1,6 @@
 import { AgentError } from "../errors.ts";
 import type { AuthContext, AuthFilters, ResourceAction } from "../auth/custom-auth.ts";
+import type { AuthCache } from "./auth-cache.ts";
 import { WorkerRequestError, type PythonWorker, type WorkerHello } from "./worker.ts";
 
 type Described = NonNullable<WorkerHello["auth"]>;
@@ -21,6 +22,7 @@ export class PythonAuth {
     private readonly worker: PythonWorker,
     private readonly described: Described,
     readonly disableStudioAuth: boolean,
+    private readonly cache: AuthCache | null = null,
   ) {
     this.where = described.where;
   }
@@ -30,6 +32,9 @@ export class PythonAuth {
   }
 
   async authenticate(request: Request, onHandlerBug: (err: unknown) => void): Promise<AuthContext> {
+    const cacheKey = this.cache?.key(request.headers) ?? null;
+    const cached = cacheKey ? this.cache!.get(cacheKey) : null;
+    if (cached) return cached;
     const url = new URL(request.url);
     // The body only for a handler that asks for it (reading it costs, and it is read again by the route).
     const wantsBody = this.described.params.includes("request") || this.described.params.includes("body");
@@ -42,7 +47,9 @@ export class PythonAuth {
         headers: [...request.headers.entries()],
         body,
       });
-      return { user: r.user, scopes: r.permissions };
+      const ctx = { user: r.user, scopes: r.permissions };
+      if (cacheKey) this.cache!.set(cacheKey, ctx);
+      return ctx;
     } catch (err) {
       if (err instanceof WorkerRequestError && err.status) throw new AgentError(err.status, err.message, err.headers);
       onHandlerBug(err);
