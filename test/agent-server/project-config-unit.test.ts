@@ -8,7 +8,8 @@ import { fieldTexts } from "../../src/agent-server/storage/store-index.ts";
 test("ignoredKeys names every key this server does not use", () => {
   const cases: Array<[Record<string, unknown>, RegExp[]]> = [
     [{ graphs: {}, env: {}, http: { app: "x" }, store: {}, checkpointer: {} }, []],
-    [{ graphs: {}, python_version: "3.12" }, [/"python_version" is for container image builds/]],
+    [{ graphs: {}, python_version: "3.12" }, []],
+    [{ graphs: {}, pip_installer: "uv" }, [/"pip_installer" is for container image builds/]],
     [{ graphs: {}, ui_config: {} }, [/"ui_config"/]],
     [{ graphs: {}, nonsense: 1 }, [/unknown key "nonsense"/]],
     [{ graphs: {}, http: { mount_prefix: "/x" } }, [/"http.mount_prefix" is not supported/]],

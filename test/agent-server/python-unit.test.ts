@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { graphRuntime, isLocalDependency } from "../../src/agent-server/project/project.ts";
 import { encodeFrame, FrameDecoder, FrameError } from "../../src/agent-server/python/frames.ts";
-import { envKey, installPlan, pythonIsRecentEnough, WORKER_REQUIREMENTS, type LocalKind } from "../../src/agent-server/python/install-plan.ts";
+import { envKey, installPlan, pythonIsRecentEnough, pythonVersionProblem, WORKER_REQUIREMENTS, type LocalKind } from "../../src/agent-server/python/install-plan.ts";
 import { pythonRunConfig } from "../../src/agent-server/python/python-graph.ts";
 import { AuthCache } from "../../src/agent-server/python/auth-cache.ts";
 import { restartDelayMs } from "../../src/agent-server/python/restart-policy.ts";
@@ -58,6 +58,12 @@ test("envKey changes with the Python version, the dependencies and their metadat
   assert.notEqual(envKey("3.12", ["/p"], read), base);
   assert.notEqual(envKey("3.11", ["/p", "x"], read), base);
   assert.notEqual(envKey("3.11", ["/p"], (p) => (p === "/p/pyproject.toml" ? "deps = b" : null)), base);
+});
+
+test("pythonVersionProblem: a python_version newer than the host's interpreter is refused, naming both", () => {
+  const cases: Array<[string | null, string, boolean]> = [[null, "3.11.2", false], ["3.11", "3.11.2", false], ["3.11", "3.12.1", false], ["3.12", "3.11.7", true], ["3.13", "3.12.0", true]];
+  for (const [req, host, bad] of cases) assert.equal(pythonVersionProblem(req, host) !== null, bad, `${req} on ${host}`);
+  assert.match(pythonVersionProblem("3.12", "3.11.7")!, /python_version 3\.12.*3\.11\.7/);
 });
 
 test("pythonIsRecentEnough: 3.11 and newer", () => {

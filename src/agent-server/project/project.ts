@@ -11,6 +11,8 @@ export interface AgentProject {
   /** `auth.path`: a JavaScript `Auth` (imported here) or a Python `langgraph_sdk.Auth` (`runtime: "python"`, imported by the worker from `ref`). */
   auth: { file: string; exportName: string; disableStudioAuth: boolean; runtime: GraphRuntime; ref: string; cache: AuthCacheConfig | null } | null;
   dependencies: string[];
+  /** `python_version` ("3.12"): the Python graphs need at least this interpreter. */
+  pythonVersion: string | null;
   http: ProjectHttp;
   store: ProjectStore;
   /** `checkpointer.ttl`: threads not updated for `defaultTtlMinutes` are deleted by a sweep. */
@@ -89,6 +91,7 @@ const configSchema = z
     graphs: z.record(z.string().min(1), graphSpec).refine((g) => Object.keys(g).length > 0, "at least one graph is required"),
     env: z.union([z.string(), z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]))]).optional(),
     dependencies: z.array(z.string()).optional(),
+    python_version: z.union([z.string().regex(/^3\.\d+$/, 'a "major.minor" version such as "3.11"'), z.number()]).optional(),
     auth: z
       .object({
         path: z.string().min(1).optional(),
@@ -137,8 +140,8 @@ const configSchema = z
   .passthrough();
 
 /** Keys the LangGraph CLI reads to build a container image: meaningless to this server, noted once. */
-const IMAGE_KEYS = new Set(["python_version", "pip_config_file", "pip_installer", "dockerfile_lines", "image_distro", "base_image", "keep_pkg_tools", "_INTERNAL_docker_tag", "api_version"]);
-const KNOWN_KEYS = new Set(["$schema", "graphs", "env", "dependencies", "auth", "node_version", "http", "store", "checkpointer", "ui"]);
+const IMAGE_KEYS = new Set(["pip_config_file", "pip_installer", "dockerfile_lines", "image_distro", "base_image", "keep_pkg_tools", "_INTERNAL_docker_tag", "api_version"]);
+const KNOWN_KEYS = new Set(["$schema", "python_version", "graphs", "env", "dependencies", "auth", "node_version", "http", "store", "checkpointer", "ui"]);
 const KNOWN_HTTP = new Set(["app", "disable_assistants", "disable_threads", "disable_runs", "disable_store", "disable_meta", "cors"]);
 
 /** Every key of `langgraph.json` this server ignores, named, with why (pure: table-tested). */
@@ -272,7 +275,9 @@ export function loadProject(dirOrFile: string): AgentProject {
     if (!fs.existsSync(abs)) throw new ProjectError(`ui "${name}" in ${configFile}: file not found: ${abs}`);
     return [name, abs];
   }));
-  return { dir, configFile, graphs, env, auth, dependencies, http, store, checkpointerTtl, ui, warnings };
+  const pythonVersion = cfg.python_version !== undefined ? String(cfg.python_version) : null;
+  if (pythonVersion && !graphs.some((g) => g.runtime === "python") && auth?.runtime !== "python") warnings.push(`"python_version" applies to Python graphs and this project has none: it is ignored`);
+  return { dir, configFile, graphs, env, auth, dependencies, pythonVersion, http, store, checkpointerTtl, ui, warnings };
 }
 
 /** Puts the project's env into process.env without overriding what the operator already set. */

@@ -64,6 +64,15 @@ export function envKey(pythonVersion: string, dependencies: string[], read: (p: 
   return h.digest("hex").slice(0, 16);
 }
 
+/** Why the host interpreter cannot serve a project asking for `python_version`, or null (pure). */
+export function pythonVersionProblem(requested: string | null, host: string): string | null {
+  if (!requested) return null;
+  const [rMaj, rMin] = requested.split(".").map(Number);
+  const [hMaj, hMin] = host.split(".").map(Number);
+  if (hMaj > rMaj || (hMaj === rMaj && hMin >= rMin)) return null;
+  return `langgraph.json asks for python_version ${requested}; this host's interpreter is ${host} (set WHARF_PYTHON to a Python ${requested} or newer)`;
+}
+
 /** `"3.11.7"` → whether it is at least {@link MIN_PYTHON} (pure). */
 export function pythonIsRecentEnough(version: string): boolean {
   const [maj, min] = version.split(".").map(Number);

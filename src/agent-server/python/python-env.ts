@@ -4,7 +4,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import type { Logger } from "../../log/logger.ts";
 import type { AgentProject } from "../project/project.ts";
-import { envKey, installPlan, localKind, MIN_PYTHON, pythonIsRecentEnough, WORKER_REQUIREMENTS } from "./install-plan.ts";
+import { envKey, installPlan, localKind, MIN_PYTHON, pythonIsRecentEnough, pythonVersionProblem, WORKER_REQUIREMENTS } from "./install-plan.ts";
 
 const run = promisify(execFile);
 
@@ -59,6 +59,8 @@ export async function ensurePythonEnv(o: PythonEnvOptions): Promise<string> {
     return own;
   }
   const version = await baseVersion(o.python, o.log);
+  const problem = pythonVersionProblem(o.project.pythonVersion ?? null, version);
+  if (problem) throw new PythonEnvError(problem);
   const read = (p: string) => (fs.existsSync(p) ? fs.readFileSync(p, "utf8") : null);
   const key = envKey(version.split(".").slice(0, 2).join("."), o.project.dependencies, read);
   const dir = path.join(path.resolve(o.envsDir), key);
