@@ -4,6 +4,7 @@ event names of the LangGraph server and sent to the agent server as pre-serialis
 from langchain_core.messages import BaseMessage, BaseMessageChunk
 from langgraph.types import Command, Send
 
+from .debug import server_chunk
 from .serde import dumps, error_dict
 
 
@@ -70,7 +71,7 @@ class EventMapper:
                     self.send("messages/partial", [merged])
             return
         if mode in self.modes:
-            self.send(name(mode), data)
+            self.send(name(mode), server_chunk(mode, data))
         if mode == "values" and "messages" in self.modes and isinstance(data, dict):
             msgs = data.get("messages")
             msgs = msgs if isinstance(msgs, list) else [msgs] if msgs is not None else []

@@ -116,8 +116,16 @@ for (const dialect of DIALECTS) {
 
       // Streams on a thread: thread-run SSE with ids; background run + join.
       const t2 = await client.threads.create();
-      const streamed = await collect(client.runs.stream(t2.thread_id, "echo", { input: hi, streamMode: "values" }));
-      assert.equal((streamed.at(-1)!.data as { messages: unknown[] }).messages.length, 2);
+      const streamed = await collect(client.runs.stream(t2.thread_id, "echo", { input: hi, streamMode: ["values", "debug"] }));
+      assert.equal((streamed.filter((c) => c.event === "values").at(-1)!.data as { messages: unknown[] }).messages.length, 2);
+      // debug checkpoints as the LangGraph server sends them: checkpoint/parent_checkpoint, no internal config keys.
+      const chunks = streamed;
+      // debug checkpoints as the LangGraph server sends them: checkpoint/parent_checkpoint, no internal config keys.
+      const cp = chunks.find((c) => c.event === "debug" && (c.data as { type: string }).type === "checkpoint")!.data as { payload: Record<string, unknown> };
+      assert.deepEqual(Object.keys(cp.payload.checkpoint as object).sort(), ["checkpoint_id", "checkpoint_ns", "thread_id"]);
+      assert.ok("parent_checkpoint" in cp.payload);
+      assert.ok(!Object.keys((cp.payload.config as { configurable: object }).configurable).some((k) => k.startsWith("__")));
+
       const bg = await client.runs.create(t2.thread_id, "echo", { input: { messages: [{ role: "human", content: "again" }] } });
       await client.runs.join(t2.thread_id, bg.run_id);
       const after = (await client.threads.getState(t2.thread_id)).values as { messages: Array<{ content: string }> };
