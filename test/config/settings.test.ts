@@ -47,7 +47,7 @@ describe("one configuration", () => {
 
   test("every WHARF_* variable the code names is declared (or is one the platform sets for its children)", () => {
     // Set by the platform for processes it starts, or constants named like settings: not operator settings.
-    const internal = new Set(["WHARF_AGENT_DATABASE_URL", "WHARF_AGENT_DATABASE_SCHEMA", "WHARF_DEPLOYMENT_ID", "WHARF_REVISION_ID", "WHARF_WORKSPACE_ID", "WHARF_FSIZE_LIMIT", "WHARF_BIN", "WHARF_NODE_MODULES", "WHARF_ROOT"]);
+    const internal = new Set(["WHARF_AGENT_DATABASE_URL", "WHARF_AGENT_DATABASE_SCHEMA", "WHARF_DEPLOYMENT_ID", "WHARF_REVISION_ID", "WHARF_WORKSPACE_ID", "WHARF_FSIZE_LIMIT", "WHARF_BIN", "WHARF_NODE_MODULES", "WHARF_ROOT", "WHARF_WORKER_CONFIG"]);
     const src = path.join(REPO_ROOT, "src");
     const named = new Set<string>();
     for (const f of fs.readdirSync(src, { recursive: true }) as string[]) {
