@@ -6,6 +6,7 @@ import path from "node:path";
 import { test } from "node:test";
 import { TSX_LOADER } from "../../src/deployments/build/builder.ts";
 import { storageSettings, tempHome } from "../support/dialects.ts";
+import { TEST_LOCAL_ROOTS } from "../support/platform.ts";
 import { freePort } from "../support/process.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import { copyProject, FIXTURES, lastMessage, processesWithArg, runWait } from "./support.ts";
@@ -29,7 +30,7 @@ test("PostgreSQL, two platform processes: kill -9 of the one serving leaves no o
   const s = await storageSettings(t, "postgres");
   if (!s) return;
   const homeB = tempHome();
-  const common = { DATABASE_URL: s.databaseUrl!, TEST_PG_SCHEMA: s.pgSchema!, TEST_LEASE_MS: "5000", WHARF_MASTER_KEY: crypto.randomBytes(32).toString("base64") };
+  const common = { DATABASE_URL: s.databaseUrl!, TEST_PG_SCHEMA: s.pgSchema!, TEST_LEASE_MS: "5000", WHARF_MASTER_KEY: crypto.randomBytes(32).toString("base64"), WHARF_DEPLOY_LOCAL_ROOTS: TEST_LOCAL_ROOTS };
   const a = await startChild({ ...common, WHARF_HOME: s.home, WHARF_PORT: String(await freePort()) });
   const b = await startChild({ ...common, WHARF_HOME: homeB, WHARF_PORT: String(await freePort()) });
   t.after(async () => {
