@@ -103,6 +103,16 @@ export function releaseHolder(child: ChildProcess): void {
   gate.end("go\n");
 }
 
+/** The launcher's fd from which ENTER reads the command's environment. */
+export const ENTER_ENV_FD = 4;
+
+/** What ENTER reads from ENTER_ENV_FD: each `NAME=VALUE` hex-encoded (no separator a value could forge), one a line. */
+export function enterEnvironment(env: Record<string, string>): string {
+  return Object.entries(env)
+    .map(([k, v]) => `${Buffer.from(`${k}=${v}`, "utf8").toString("hex")}\n`)
+    .join("");
+}
+
 /**
  * ENTER: runs one command in a running sandbox, as root until it drops. Joins the cgroups, enters
  * every namespace of the sandbox's pid 1 (the user namespace last: entering it first would give up
@@ -111,21 +121,28 @@ export function releaseHolder(child: ChildProcess): void {
  * reaches the whole process group), sets no-new-privs and the seccomp filter, the per-file size
  * limit and the working directory, and execs. The parent waits and exits as the command did.
  * The launcher itself runs with an empty environment (PERL5OPT, PERL5LIB, LD_PRELOAD and friends
- * from a request must never reach a root process); the command's environment arrives as
- * arguments and is installed only in the child. It refuses to run unless the target is still the
+ * from a request must never reach a root process); the command's environment (sandbox env_vars,
+ * sealed at rest) arrives on fd 4, never as arguments (any local user reads a command line): one
+ * hex-encoded `NAME=VALUE` a line, read to its end before anything else and installed only in the
+ * child. It refuses to run unless the target is still the
  * sandbox's init (same start time, and a user namespace other than the host's): a recycled pid
  * must never put a command into the host's namespaces.
  * With PTY = "ROWSxCOLS" (else "-") the command gets a pseudo-terminal from the sandbox's own
  * devpts as its controlling terminal (stdin, stdout and stderr), and the launcher's uid-1000 child
  * pumps bytes between it and the launcher's stdin/stdout; lines "ROWS COLS" on fd 3 resize it;
  * end of stdin is sent as the terminal's EOF character.
- *   perl -e ENTER SYS PID START CGFILES(:) SECCOMPHEX|- FSIZE CWD PTY NENV K=V... -- argv...
+ *   perl -e ENTER SYS PID START CGFILES(:) SECCOMPHEX|- FSIZE CWD PTY -- argv...   (env on fd 4)
  */
 export const ENTER = String.raw`my %S = map { split /=/ } split /,/, shift @ARGV;
-my ($pid, $start, $cg, $hex, $fsize, $cwd, $pty, $nenv) = splice(@ARGV, 0, 8);
-my @env = splice(@ARGV, 0, $nenv);
+my ($pid, $start, $cg, $hex, $fsize, $cwd, $pty) = splice(@ARGV, 0, 7);
 my ($sep, @cmd) = @ARGV;
 sub fail { print STDERR "wharf: $_[0]: $!\n"; exit 125 }
+# Read (and close: the command must not inherit it) the environment before opening anything else.
+open(my $envfh, "<&=", ${ENTER_ENV_FD}) or fail("environment");
+my $envtext = do { local $/; <$envfh> };
+close($envfh);
+defined($envtext) or fail("environment");
+my @env = map { pack("H*", $_) } grep { /^[0-9a-f]+$/ } split /\n/, $envtext;
 for my $f (grep { length } split /:/, $cg) { open(my $h, ">>", $f) or fail("cgroup $f"); print $h "$$\n"; close($h) or fail("cgroup $f"); }
 my @ns;
 for (["ipc", 0x08000000], ["uts", 0x04000000], ["net", 0x40000000], ["cgroup", 0x02000000], ["pid", 0x20000000], ["mnt", 0x00020000], ["user", 0x10000000]) {

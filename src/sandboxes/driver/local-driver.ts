@@ -8,7 +8,7 @@ import { cgroupLayout, type CgroupLayout } from "./cgroups.ts";
 import type { CapturedNetwork, ExecProcess, ExecRequest, RuntimeRef, SandboxDriver, SandboxSpec, StartHooks } from "./driver.ts";
 import { checkHost, HostNotReady } from "./host-check.ts";
 import { childrenOf, descendantsOf, isAlive, killGroupsAndProcesses, namespacePid, procRef, type ProcRef } from "./proc.ts";
-import { ENTER, HOLDER, releaseHolder } from "./launchers.ts";
+import { ENTER, ENTER_ENV_FD, enterEnvironment, HOLDER, releaseHolder } from "./launchers.ts";
 import { receiveListeners } from "./listener-handover.ts";
 import { captureInNamespace, connectInNamespace } from "./port-connect.ts";
 import { archSyscalls, buildSeccompFilter } from "./seccomp.ts";
@@ -355,14 +355,15 @@ export class LocalDriver implements SandboxDriver {
   exec(id: string, ref: RuntimeRef, req: ExecRequest): ExecProcess {
     const r = ref as unknown as LocalRef;
     const fsize = String(req.env.WHARF_FSIZE_LIMIT ?? 0);
-    const env = Object.entries(req.env)
-      .filter(([k]) => k !== "WHARF_FSIZE_LIMIT")
-      .map(([k, v]) => `${k}=${v}`);
+    const env = Object.fromEntries(Object.entries(req.env).filter(([k]) => k !== "WHARF_FSIZE_LIMIT"));
     const pty = req.tty ? `${clampTty(req.tty.rows)}x${clampTty(req.tty.cols)}` : "-";
-    const args = ["-e", ENTER, this.sysArg, String(r.init.pid), String(r.init.start), this.cg.procsFiles(id).join(":"), this.bpfHex, fsize, req.cwd, pty, String(env.length), ...env, "--", ...req.argv];
-    // An empty environment for the launcher (root): the command's own arrives as arguments.
-    // With a terminal, fd 3 carries resize requests.
-    const child = spawn("/usr/bin/perl", args, { stdio: ["pipe", "pipe", "pipe", ...(req.tty ? (["pipe"] as const) : [])], env: {} });
+    const args = ["-e", ENTER, this.sysArg, String(r.init.pid), String(r.init.start), this.cg.procsFiles(id).join(":"), this.bpfHex, fsize, req.cwd, pty, "--", ...req.argv];
+    // An empty environment for the launcher (root); the command's own arrives on a pipe (a command
+    // line is readable by every local user). With a terminal, fd 3 carries resize requests.
+    const child = spawn("/usr/bin/perl", args, { stdio: ["pipe", "pipe", "pipe", req.tty ? "pipe" : "ignore", "pipe"], env: {} });
+    const envPipe = child.stdio[ENTER_ENV_FD] as NodeJS.WritableStream;
+    envPipe.on("error", () => {}); // the launcher died before reading it: its exit says why
+    envPipe.end(enterEnvironment(env));
     const control = req.tty ? (child.stdio[3] as NodeJS.WritableStream) : null;
     control?.on("error", () => {}); // the launcher is gone: a late resize has nowhere to go
     const exited = new Promise<number>((resolve) => {
