@@ -25,7 +25,7 @@ describe("confinement decisions", () => {
     }
   });
 
-  test("host paths under the deployments root appear under /deployment; nothing else moves", () => {
+  test("host paths under the deployments root appear under /deployment, Wharf's runtime under /opt/wharf; nothing else moves", () => {
     const layout = new DeploymentsLayout("/srv/wharf-home");
     const cases: Array<[string, string]> = [
       ["/srv/wharf-home/deployments", DEPLOYMENTS_INSIDE],
@@ -33,8 +33,15 @@ describe("confinement decisions", () => {
       ["/srv/wharf-home/deployments-other/x", "/srv/wharf-home/deployments-other/x"],
       ["/srv/wharf-home/master.key", "/srv/wharf-home/master.key"],
       ["/usr/bin/node", "/usr/bin/node"],
+      ["/srv/wharf/src/deployments/runtime/revision-server.ts", "/opt/wharf/src/deployments/runtime/revision-server.ts"],
+      ["file:///srv/wharf/node_modules/tsx/dist/loader.mjs", "file:///opt/wharf/node_modules/tsx/dist/loader.mjs"],
+      ["/srv/wharf-other/x", "/srv/wharf-other/x"],
     ];
-    for (const [host, inside] of cases) assert.equal(insidePath(layout, host), inside, host);
+    for (const [host, inside] of cases) assert.equal(insidePath(layout, host, "/srv/wharf"), inside, host);
+    // A home inside the checkout (development): the more specific folder wins.
+    const nested = new DeploymentsLayout("/srv/wharf/.home");
+    assert.equal(insidePath(nested, "/srv/wharf/.home/deployments/builds/r1", "/srv/wharf"), "/deployment/builds/r1");
+    assert.equal(insidePath(nested, "/srv/wharf/.home/master.key", "/srv/wharf"), "/opt/wharf/.home/master.key");
   });
 
   test("the data-plane gateway lets through sandboxes and connections only", () => {
@@ -97,9 +104,10 @@ describe("confinement decisions", () => {
   });
 
   test("bind sources below a platform folder are named relative to it, for the holder to resolve without links", () => {
-    assert.deepEqual(bindRecord(3, { src: "/h/deployments/deps/w/k", dest: "/deployment/deps/w/k", beneath: "/h/deployments/deps" }), ["3", "b", "/h/deployments/deps", "w/k", "/deployment/deps/w/k"]);
-    assert.deepEqual(bindRecord(0, { src: "/srv/wharf/src" }), ["0", "b", "/srv/wharf/src", "", "/srv/wharf/src"]);
-    assert.deepEqual(bindRecord(1, { src: "/tmp/x", dest: "/tmp/y" }, "lowerdir=/a"), ["1", "o", "lowerdir=/a", "", "/tmp/y"]);
+    assert.deepEqual(bindRecord(3, { src: "/h/deployments/deps/w/k", dest: "/deployment/deps/w/k", beneath: "/h/deployments/deps" }), ["3", "r", "/h/deployments/deps", "w/k", "/deployment/deps/w/k"]);
+    assert.deepEqual(bindRecord(0, { src: "/srv/wharf/src" }), ["0", "r", "/srv/wharf/src", "", "/srv/wharf/src"]);
+    assert.deepEqual(bindRecord(4, { src: "/h/deployments/state/d", dest: "/state", rw: true, beneath: "/h/deployments/state" }), ["4", "b", "/h/deployments/state", "d", "/state"]);
+    assert.deepEqual(bindRecord(1, { src: "/tmp/x", dest: "/tmp/y", rw: true, overlay: "overlay-0" }), ["1", "o", "/tmp/x", "", "/tmp/y"]);
     assert.throws(() => bindRecord(2, { src: "/h/other", beneath: "/h/deployments" }), /not below its folder/);
     assert.throws(() => bindRecord(2, { src: "/h/deployments", beneath: "/h/deployments" }), /not below its folder/);
   });

@@ -3,6 +3,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, test } from "node:test";
 import { Launcher } from "../../src/deployments/confinement/launcher.ts";
 import { DIALECTS } from "../support/dialects.ts";
@@ -166,7 +167,7 @@ describe("deployed code at the confinement's edges", () => {
       }
     });
 
-  test("deployed code's /proc shows only its own processes", async (t) => {
+  test("deployed code's /proc shows only its own processes, and its mount table no host path ($WHARF_HOME, the checkout)", async (t) => {
     if (!requireCapability(t, isRoot(), "confining deployments needs root (namespaces, cgroups)")) return;
     const p = await startDeploymentsPlatform(t);
     if (!p) return;
@@ -179,5 +180,13 @@ describe("deployed code at the confinement's edges", () => {
     // bubblewrap's init and the server: nothing of the host, the platform or other deployments.
     assert.ok(report.procs.length <= 4, `it sees ${report.procs.length} processes: ${report.procs.join(" | ").slice(0, 600)}`);
     for (const c of report.procs) assert.ok(!c.includes(process.argv[1] ?? "\0") && !/wharf up|--test/.test(c), `it sees a host process: ${c}`);
+    // A bind mount's root field is the source's path in its filesystem: the platform's folders
+    // (its home, where Wharf is installed) must not show there or in any mount's options.
+    const checkout = path.resolve(fileURLToPath(new URL("../..", import.meta.url)));
+    for (const [what, hostPath] of [
+      ["$WHARF_HOME", p.home],
+      ["the checkout", checkout],
+    ])
+      assert.ok(!report.mountinfo.includes(hostPath), `its mount table shows ${what} (${hostPath}):\n${report.mountinfo.split("\n").filter((l) => l.includes(hostPath)).join("\n").slice(0, 1500)}`);
   });
 });

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Limits } from "../../sandboxes/driver/cgroups.ts";
 import { WHARF_NODE_MODULES, WHARF_ROOT, type DeploymentsLayout } from "../layout.ts";
 
@@ -57,10 +58,28 @@ export const SOCKET_NAME = "agent.sock";
  */
 export const DEPLOYMENTS_INSIDE = "/deployment";
 
-/** A host path under `$WHARF_HOME/deployments` as a confined process sees it (other paths unchanged). */
-export function insidePath(layout: DeploymentsLayout, hostPath: string): string {
-  if (hostPath === layout.root) return DEPLOYMENTS_INSIDE;
-  return hostPath.startsWith(layout.root + path.sep) ? DEPLOYMENTS_INSIDE + hostPath.slice(layout.root.length) : hostPath;
+/**
+ * Where Wharf's own runtime (the checkout or installed package: sources, dependencies, entry point)
+ * appears inside: where it is installed on the host never shows (not even in the mount table).
+ */
+export const RUNTIME_INSIDE = "/opt/wharf";
+
+/**
+ * A host path under `$WHARF_HOME/deployments` or Wharf's runtime as a confined process sees it
+ * (the more specific folder wins when one holds the other; other paths unchanged). A `file:` URL
+ * (tsx's loader) is moved the same way.
+ */
+export function insidePath(layout: DeploymentsLayout, hostPath: string, runtimeRoot = WHARF_ROOT): string {
+  if (hostPath.startsWith("file://")) return pathToFileURL(insidePath(layout, fileURLToPath(hostPath), runtimeRoot)).href;
+  const moves = [
+    { from: layout.root, to: DEPLOYMENTS_INSIDE },
+    { from: runtimeRoot, to: RUNTIME_INSIDE },
+  ].sort((a, b) => b.from.length - a.from.length);
+  for (const { from, to } of moves) {
+    if (hostPath === from) return to;
+    if (hostPath.startsWith(from + path.sep)) return to + hostPath.slice(from.length);
+  }
+  return hostPath;
 }
 
 /**
@@ -71,12 +90,12 @@ export function socketRoot(): string {
   return process.getuid?.() === 0 ? "/run/wharf-deployments" : path.join(os.tmpdir(), "wharf-deployments");
 }
 
-/** Wharf's runtime, read-only: sources, dependencies, the entry point (same paths as on the host). */
+/** Wharf's runtime, read-only: sources, dependencies, the entry point (below RUNTIME_INSIDE). */
 export function runtimeBinds(): Bind[] {
   const binds: Bind[] = [];
   for (const p of ["src", "node_modules", "bin", "package.json", "tsconfig.json"]) {
     const full = path.join(WHARF_ROOT, p);
-    if (fs.existsSync(full)) binds.push({ src: full });
+    if (fs.existsSync(full)) binds.push({ src: full, dest: path.join(RUNTIME_INSIDE, p) });
   }
   return binds;
 }
@@ -89,8 +108,8 @@ function resolutionLinks(layout: DeploymentsLayout): MountPlan {
   return {
     binds: [{ src: path.join(layout.builds, "package.json"), dest: insidePath(layout, path.join(layout.builds, "package.json")) }],
     symlinks: [
-      { link: insidePath(layout, path.join(layout.builds, "node_modules")), target: WHARF_NODE_MODULES },
-      { link: insidePath(layout, path.join(layout.deps, "node_modules")), target: WHARF_NODE_MODULES },
+      { link: insidePath(layout, path.join(layout.builds, "node_modules")), target: insidePath(layout, WHARF_NODE_MODULES) },
+      { link: insidePath(layout, path.join(layout.deps, "node_modules")), target: insidePath(layout, WHARF_NODE_MODULES) },
     ],
   };
 }

@@ -280,8 +280,8 @@ export class RevisionRuntime {
         id: `dep-${revisionId}`,
         uid: ident.uid,
         limits: limitsFor(resourceSpecOf(deployment)),
-        plan: withExtraBinds(servePlan({ layout: buildLayout, workspaceId: deployment.workspace_id, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, stateImage, socketDir }), this.runnerBinds, egress?.binds),
-        argv: [command, ...args],
+        plan: withExtraBinds(servePlan({ layout: buildLayout, workspaceId: deployment.workspace_id, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, stateImage, socketDir }), this.runnerBinds.map((src) => ({ src, dest: insidePath(buildLayout, src) })), egress?.binds),
+        argv: [command, ...args].map((a) => this.inside(a, buildLayout)),
         env,
         cwd: this.inside(project.projectDir, buildLayout),
         capture: this.isolated ? { tcpPorts: [GATEWAY_PORT, ...(database?.tcpPorts ?? []), ...(egress?.capture.tcpPorts ?? [])], dns: egress?.capture.dns ?? false } : null,
@@ -351,8 +351,8 @@ export class RevisionRuntime {
   }
 }
 
-function withExtraBinds(plan: MountPlan, extra: string[], egress: Bind[] = []): MountPlan {
-  return { ...plan, binds: [...plan.binds, ...extra.map((src) => ({ src })), ...egress] };
+function withExtraBinds(plan: MountPlan, extra: Bind[], egress: Bind[] = []): MountPlan {
+  return { ...plan, binds: [...plan.binds, ...extra, ...egress] };
 }
 
 /** Egress files that cannot appear in the confinement (a new file under read-only `/etc`), told in the log. */

@@ -170,13 +170,14 @@ export function envArgs(env: Record<string, string>): Buffer {
  * One record of the holder's bind list (see service-stage.pl): a source below its `beneath`
  * folder is named relative to it, so the holder resolves that part without following links.
  */
-export function bindRecord(i: number, b: ServiceBind & { overlay?: string }, overlayOptions?: string): string[] {
+export function bindRecord(i: number, b: ServiceBind & { overlay?: string }): string[] {
   const name = b.dest ?? b.src;
-  if (overlayOptions !== undefined) return [String(i), "o", overlayOptions, "", name];
-  if (!b.beneath) return [String(i), "b", b.src, "", name];
+  // "o": a writable overlay; "r": a read-only view or copy; "b": a writable bind.
+  const kind = b.overlay ? "o" : b.rw ? "b" : "r";
+  if (!b.beneath) return [String(i), kind, b.src, "", name];
   const rel = path.relative(b.beneath, b.src);
   if (!rel || rel.startsWith("..") || path.isAbsolute(rel)) throw new Error(`bind source for ${name} is not below its folder`);
-  return [String(i), "b", b.beneath, rel, name];
+  return [String(i), kind, b.beneath, rel, name];
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -200,15 +201,8 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
   fs.rmSync(spec.scratchDir, { recursive: true, force: true });
   fs.mkdirSync(spec.scratchDir, { recursive: true, mode: 0o700 });
   const bindList = path.join(spec.scratchDir, "binds");
-  const entries = stagedBinds(spec, baseDir).map((b, i) => {
-    // A disk's mount point exists only in the holder's namespace, once it has mounted the image.
-    if (!b.overlay) return bindRecord(i, b);
-    const upper = path.join(spec.scratchDir, b.overlay, "upper");
-    const work = path.join(spec.scratchDir, b.overlay, "work");
-    for (const d of [upper, work]) fs.mkdirSync(d, { recursive: true, mode: 0o700 });
-    fs.chownSync(upper, spec.hostUid, spec.hostUid);
-    return bindRecord(i, b, `lowerdir=${b.src},upperdir=${upper},workdir=${work}`);
-  });
+  // A disk's mount point exists only in the holder's namespace, once it has mounted the image.
+  const entries = stagedBinds(spec, baseDir).map((b, i) => bindRecord(i, b));
   const env = envArgs(spec.env);
   fs.writeFileSync(bindList, entries.map((e) => e.join("\0")).join("\0"), { mode: 0o600 });
   const capture = spec.capture ?? null;
