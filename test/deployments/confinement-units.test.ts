@@ -106,6 +106,7 @@ describe("confinement decisions", () => {
   test("bind sources below a platform folder are named relative to it, for the holder to resolve without links", () => {
     assert.deepEqual(bindRecord(3, { src: "/h/deployments/deps/w/k", dest: "/deployment/deps/w/k", beneath: "/h/deployments/deps" }), ["3", "r", "/h/deployments/deps", "w/k", "/deployment/deps/w/k"]);
     assert.deepEqual(bindRecord(0, { src: "/srv/wharf/src" }), ["0", "r", "/srv/wharf/src", "", "/srv/wharf/src"]);
+    assert.deepEqual(bindRecord(5, { src: "/srv/wharf/package.json", dest: "/opt/wharf/package.json", copy: true }), ["5", "c", "/srv/wharf/package.json", "", "/opt/wharf/package.json"]);
     assert.deepEqual(bindRecord(4, { src: "/h/deployments/state/d", dest: "/state", rw: true, beneath: "/h/deployments/state" }), ["4", "b", "/h/deployments/state", "d", "/state"]);
     assert.deepEqual(bindRecord(1, { src: "/tmp/x", dest: "/tmp/y", rw: true, overlay: "overlay-0" }), ["1", "o", "/tmp/x", "", "/tmp/y"]);
     assert.throws(() => bindRecord(2, { src: "/h/other", beneath: "/h/deployments" }), /not below its folder/);

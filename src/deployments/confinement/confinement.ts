@@ -15,6 +15,8 @@ export interface Bind {
   src: string;
   dest?: string;
   rw?: boolean;
+  /** A small read-only file that never changes while shown: copied in (no host path in the mount table). */
+  copy?: boolean;
   /**
    * A folder of the platform's own that holds `src`: the rest of the path is resolved without
    * following links when it is mounted (deployed code writes what lies below some of these).
@@ -95,7 +97,7 @@ export function runtimeBinds(): Bind[] {
   const binds: Bind[] = [];
   for (const p of ["src", "node_modules", "bin", "package.json", "tsconfig.json"]) {
     const full = path.join(WHARF_ROOT, p);
-    if (fs.existsSync(full)) binds.push({ src: full, dest: path.join(RUNTIME_INSIDE, p) });
+    if (fs.existsSync(full)) binds.push({ src: full, dest: path.join(RUNTIME_INSIDE, p), copy: p.endsWith(".json") });
   }
   return binds;
 }
@@ -106,7 +108,7 @@ export function runtimeBinds(): Bind[] {
  */
 function resolutionLinks(layout: DeploymentsLayout): MountPlan {
   return {
-    binds: [{ src: path.join(layout.builds, "package.json"), dest: insidePath(layout, path.join(layout.builds, "package.json")) }],
+    binds: [{ src: path.join(layout.builds, "package.json"), dest: insidePath(layout, path.join(layout.builds, "package.json")), copy: true }],
     symlinks: [
       { link: insidePath(layout, path.join(layout.builds, "node_modules")), target: insidePath(layout, WHARF_NODE_MODULES) },
       { link: insidePath(layout, path.join(layout.deps, "node_modules")), target: insidePath(layout, WHARF_NODE_MODULES) },

@@ -280,7 +280,7 @@ export class RevisionRuntime {
         id: `dep-${revisionId}`,
         uid: ident.uid,
         limits: limitsFor(resourceSpecOf(deployment)),
-        plan: withExtraBinds(servePlan({ layout: buildLayout, workspaceId: deployment.workspace_id, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, stateImage, socketDir }), this.runnerBinds.map((src) => ({ src, dest: insidePath(buildLayout, src) })), egress?.binds),
+        plan: withExtraBinds(servePlan({ layout: buildLayout, workspaceId: deployment.workspace_id, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, stateImage, socketDir }), this.runnerBinds.map((src) => ({ src, dest: insidePath(buildLayout, src), copy: true })), egress?.binds),
         argv: [command, ...args].map((a) => this.inside(a, buildLayout)),
         env,
         cwd: this.inside(project.projectDir, buildLayout),

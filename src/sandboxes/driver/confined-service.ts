@@ -70,6 +70,8 @@ export interface ServiceBind {
   dest?: string;
   rw?: boolean;
   beneath?: string;
+  /** A small read-only file that never changes while shown: copied, so no host path shows for it. */
+  copy?: boolean;
 }
 
 export interface ConfinedProcess {
@@ -172,8 +174,8 @@ export function envArgs(env: Record<string, string>): Buffer {
  */
 export function bindRecord(i: number, b: ServiceBind & { overlay?: string }): string[] {
   const name = b.dest ?? b.src;
-  // "o": a writable overlay; "r": a read-only view or copy; "b": a writable bind.
-  const kind = b.overlay ? "o" : b.rw ? "b" : "r";
+  // "o": a writable overlay; "c": a copy; "r": a read-only view (a folder) or bind (a file); "b": a writable bind.
+  const kind = b.overlay ? "o" : b.copy ? "c" : b.rw ? "b" : "r";
   if (!b.beneath) return [String(i), kind, b.src, "", name];
   const rel = path.relative(b.beneath, b.src);
   if (!rel || rel.startsWith("..") || path.isAbsolute(rel)) throw new Error(`bind source for ${name} is not below its folder`);

@@ -49,7 +49,10 @@ if ($wd == 0) {
 # How it is staged keeps host paths out of the confinement's /proc/self/mountinfo (a bind mount's
 # root field is its source's path in its filesystem: the platform's home, where Wharf is installed):
 # kind "r" (read-only): a folder becomes a read-only overlay whose lower layer is named by
-#   descriptor (mountinfo shows `lowerdir=/proc/self/fd/N`), a regular file is copied into the tmpfs;
+#   descriptor (mountinfo shows `lowerdir=/proc/self/fd/N`); a file is bound (the platform rewrites
+#   some in place while they are shown: egress files);
+# kind "c": a regular file of the runtime's that never changes, copied into the tmpfs (a folder
+#   is a read-only view as with "r");
 # kind "o": a writable overlay of the source folder (named by descriptor) whose changes go to this
 #   tmpfs, thrown away with the namespace;
 # kind "b": a writable bind of the source (it shows its path).
@@ -73,7 +76,7 @@ my $copy_cap = 1 << 20;
 while (@bl >= 5) {
   my ($bi, $bkind, $bbase, $brel, $bname) = splice(@bl, 0, 5);
   my $bt = "$mnt/$bi";
-  $bkind =~ /^[rob]$/ or fail("bind list: unknown kind $bkind");
+  $bkind =~ /^[robc]$/ or fail("bind list: unknown kind $bkind");
   my $fd = open_how(-100, $bbase, 0);
   $fd >= 0 or fail("bind source of $bname");
   if (length $brel) {
@@ -95,12 +98,12 @@ while (@bl >= 5) {
     mkdir($bt, 0755) or fail("overlay target $bname");
     my $o = "lowerdir=$src,upperdir=$bt-u,workdir=$bt-w";
     syscall($S{mount}, $ovl, $bt, $ovl, 2 | 4, $o) == 0 or fail("overlay for $bname");
-  } elsif ($bkind eq "r" && -d $src) {
+  } elsif ($bkind ne "b" && -d $src) {
     mkdir($bt, 0755) or fail("bind target $bname");
     # Without an upper layer overlayfs wants two lower ones: the second is empty.
     my $o = "lowerdir=$src:$empty";
     syscall($S{mount}, $ovl, $bt, $ovl, 1 | 2 | 4, $o) == 0 or fail("read-only view of $bname");
-  } elsif ($bkind eq "r") {
+  } elsif ($bkind eq "c") {
     -f $src or fail("source of $bname is neither a folder nor a regular file");
     # O_RDONLY | O_NONBLOCK | O_CLOEXEC through the checked descriptor.
     sysopen(my $in, $src, 0x800 | 0x80000) or fail("source of $bname");
