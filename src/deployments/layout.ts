@@ -12,7 +12,7 @@ export const WHARF_NODE_MODULES = path.join(WHARF_ROOT, "node_modules");
  * `uploads/<workspace>/<id>.tar.gz` (source tarballs), `builds/<revision>/` (one checked-out and
  * installed project per revision, reused by redeploys), `deps/<hash>/node_modules` (installed
  * dependencies shared by a workspace's builds with the same package.json + lockfile, under
- * `deps/<workspace>/`), `npm-cache/<workspace>/`, `state/<deployment>/` (the deployment's private
+ * `deps/<workspace>/`; Python environments in `deps/<workspace>/python/<key>/`), `npm-cache/<workspace>/`, `state/<deployment>/` (the deployment's private
  * state folder: its own database), `scratch/` (the confinement launcher's).
  */
 export class DeploymentsLayout {
@@ -35,6 +35,13 @@ export class DeploymentsLayout {
   /** Installed dependencies of one workspace's builds (install scripts are that workspace's code). */
   depsFor(workspaceId: string) {
     return path.join(this.deps, workspaceId);
+  }
+  /**
+   * Python environments of one workspace's builds, one folder per key (`python-env-child.ts`):
+   * created by a build step at the path the agent server sees them at, shown read-only afterwards.
+   */
+  pythonEnvsFor(workspaceId: string) {
+    return path.join(this.depsFor(workspaceId), "python");
   }
   npmCacheFor(workspaceId: string) {
     return path.join(this.npmCache, workspaceId);

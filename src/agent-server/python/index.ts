@@ -13,7 +13,7 @@ import { ensurePythonEnv } from "./python-env.ts";
 import { PythonWorker } from "./worker.ts";
 
 export { isPythonGraph, PythonGraph } from "./python-graph.ts";
-export { PythonEnvError } from "./python-env.ts";
+export { ensurePythonEnv, PythonEnvError, pythonEnvKey } from "./python-env.ts";
 export { pythonStoreBatch, type PythonStoreOp } from "./store-bridge.ts";
 export { PythonWorker, WorkerCrashed } from "./worker.ts";
 

@@ -47,6 +47,18 @@ export async function baseVersion(python: string, log: Logger): Promise<string> 
 const hasUv = async (log: Logger) => exec("uv", ["--version"], log, "uv").then(() => true, () => false);
 
 /**
+ * The key of the project's cached environment (the folder name under `envsDir`); fails naming the
+ * `python_version` this interpreter cannot provide. Deployment builds create the folder ahead.
+ */
+export async function pythonEnvKey(o: PythonEnvOptions): Promise<string> {
+  const version = await baseVersion(o.python, o.log);
+  const problem = pythonVersionProblem(o.project.pythonVersion ?? null, version);
+  if (problem) throw new PythonEnvError(problem);
+  const read = (p: string) => (fs.existsSync(p) ? fs.readFileSync(p, "utf8") : null);
+  return envKey(version.split(".").slice(0, 2).join("."), o.project.dependencies, read);
+}
+
+/**
  * The interpreter for a project's worker: the project's own `.venv` if it has one (the worker's
  * needs added when missing), else a cached environment per dependency key, created with uv when it
  * is on PATH, else `python -m venv` and pip.
@@ -58,11 +70,7 @@ export async function ensurePythonEnv(o: PythonEnvOptions): Promise<string> {
     if (!ok) await install(own, WORKER_REQUIREMENTS, o.log, await hasUv(o.log));
     return own;
   }
-  const version = await baseVersion(o.python, o.log);
-  const problem = pythonVersionProblem(o.project.pythonVersion ?? null, version);
-  if (problem) throw new PythonEnvError(problem);
-  const read = (p: string) => (fs.existsSync(p) ? fs.readFileSync(p, "utf8") : null);
-  const key = envKey(version.split(".").slice(0, 2).join("."), o.project.dependencies, read);
+  const key = await pythonEnvKey(o);
   const dir = path.join(path.resolve(o.envsDir), key);
   const python = path.join(dir, "bin", "python");
   const marker = path.join(dir, ".wharf-ready");

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { installDependencies } from "./dependencies.ts";
+import { checkPythonGraphs, installPythonEnvironment, projectNeedsPython } from "./python-deps.ts";
 import type { DeploymentsLayout } from "../layout.ts";
 import { readProjectConfig } from "./project-config.ts";
 import type { RevisionLog } from "../store/revision-logs.ts";
@@ -18,7 +19,16 @@ const LOAD_CHECK = path.join(path.dirname(fileURLToPath(import.meta.url)), "load
  * Runs one build step (install, build command, load check) confined as the deployment: `writable`
  * says whether the build folder may change; returns its stdout when `capture`.
  */
-export type BuildStep = (step: { what: string; argv: string[]; cwd: string; env: Record<string, string>; writable: boolean; capture?: boolean }) => Promise<string>;
+export type BuildStep = (step: {
+  what: string;
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  writable: boolean;
+  capture?: boolean;
+  /** Python steps: PyPI is implied in the egress, and this host folder is shown as the workspace's Python environments. */
+  python?: { envs: string; writable: boolean };
+}) => Promise<string>;
 
 export interface BuildInput {
   revisionId: string;
@@ -67,6 +77,8 @@ export async function buildRevision(
     log.line(`running build command: ${input.buildCommand}`);
     await ctx.step({ what: "build command", argv: ["/bin/sh", "-c", input.buildCommand], cwd: config.dir, env: childEnv, writable: true });
   }
+  const python = projectNeedsPython(config.file);
+  if (python) await installPythonEnvironment(config, { layout, workspaceId: ctx.workspaceId, revisionId: input.revisionId, log, step: ctx.step, env: childEnv });
   log.line("loading graphs");
   const out = await ctx.step({ what: "loading the graphs", argv: [process.execPath, "--import", TSX_LOADER, LOAD_CHECK, config.file], cwd: config.dir, env: childEnv, writable: false, capture: true });
   const last = out.trim().split("\n").pop() ?? "";
@@ -76,6 +88,7 @@ export async function buildRevision(
   } catch {
     throw new BuildError(`loading the graphs printed no result: ${last.slice(0, 500)}`);
   }
+  if (python) result.graphs.push(...(await checkPythonGraphs(config, { layout, workspaceId: ctx.workspaceId, log, step: ctx.step, env: childEnv })));
   const failed = result.graphs.filter((g) => !g.ok);
   for (const g of failed) for (const l of (g.error ?? "").split("\n").slice(0, 15)) log.line(`graph ${g.id}: ${l}`, "error");
   if (result.auth && !result.auth.ok) log.line(`auth: ${result.auth.error}`, "error");

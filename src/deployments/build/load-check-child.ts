@@ -7,6 +7,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { graphRuntime } from "../../agent-server/index.ts";
 
 interface Result {
   graphs: Array<{ id: string; ok: boolean; error?: string }>;
@@ -42,6 +43,8 @@ const dir = path.dirname(configFile);
 const result: Result = { graphs: [], auth: null };
 for (const [id, entry] of Object.entries(config.graphs ?? {})) {
   const ref = typeof entry === "string" ? entry : entry.path;
+  // Python graphs are imported by their own worker in the Python check step.
+  if (graphRuntime(ref) === "python") continue;
   try {
     const value = await loadExport(dir, ref);
     if (!looksLikeGraph(value)) throw new Error(`${ref} is not a graph (expected a compiled graph, a StateGraph or a factory function)`);
@@ -50,7 +53,7 @@ for (const [id, entry] of Object.entries(config.graphs ?? {})) {
     result.graphs.push({ id, ok: false, error: (err as Error).stack ?? String(err) });
   }
 }
-if (config.auth?.path) {
+if (config.auth?.path && graphRuntime(config.auth.path) === "js") {
   try {
     await loadExport(dir, config.auth.path);
     result.auth = { ok: true };

@@ -60,3 +60,16 @@ export function registryHosts(input: { npmrc: string | null; env: Record<string,
   const urls = [fromEnv ?? rc.registry ?? NPM_DEFAULT_REGISTRY, ...rc.scoped];
   return [...new Set(urls.map(registryEntry).filter((e): e is string => e !== null))];
 }
+
+/** PyPI's index and the host its files are served from. */
+export const PYPI_HOSTS = ["pypi.org", "files.pythonhosted.org"];
+
+/**
+ * What a Python build step needs reachable: PyPI, and the indexes the build's environment names
+ * (`PIP_INDEX_URL`, `PIP_EXTRA_INDEX_URL` (space separated), `UV_INDEX_URL`, `UV_EXTRA_INDEX_URL`),
+ * as pip and uv read them.
+ */
+export function pythonRegistryHosts(env: Record<string, string>): string[] {
+  const urls = ["PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL"].flatMap((k) => (env[k] ?? "").split(/\s+/).filter(Boolean));
+  return [...new Set([...PYPI_HOSTS, ...urls.map(registryEntry).filter((e): e is string => e !== null)])];
+}

@@ -92,10 +92,10 @@ export function socketRoot(): string {
   return process.getuid?.() === 0 ? "/run/wharf-deployments" : path.join(os.tmpdir(), "wharf-deployments");
 }
 
-/** Wharf's runtime, read-only: sources, dependencies, the entry point (below RUNTIME_INSIDE). */
+/** Wharf's runtime, read-only: sources (the Python worker's too), dependencies, the entry point (below RUNTIME_INSIDE). */
 export function runtimeBinds(): Bind[] {
   const binds: Bind[] = [];
-  for (const p of ["src", "node_modules", "bin", "package.json", "tsconfig.json"]) {
+  for (const p of ["src", "python", "node_modules", "bin", "package.json", "tsconfig.json"]) {
     const full = path.join(WHARF_ROOT, p);
     if (fs.existsSync(full)) binds.push({ src: full, dest: path.join(RUNTIME_INSIDE, p), copy: p.endsWith(".json") });
   }

@@ -15,7 +15,7 @@ import { DataPlaneGateway, deleteLabelledSandboxes, DEPLOYMENT_LABEL, deployment
 import { CommandFailed } from "../build/run-command.ts";
 import { prepareDatabaseAccess } from "./database-access.ts";
 import type { StoredProxyConfig } from "../../egress/index.ts";
-import { registryHosts } from "../build/registry-hosts.ts";
+import { pythonRegistryHosts, registryHosts } from "../build/registry-hosts.ts";
 import { readProjectFile } from "../build/project-file.ts";
 import { buildEgressId, serverEgressId } from "../confinement/egress-plan.ts";
 import { ensureStateImage } from "./state-disk.ts";
@@ -150,7 +150,9 @@ export class RevisionRuntime {
         ownFolder(npmCache, ident.uid, this.isolated);
         const artifactDir = this.layout.buildDir(revisionId);
         // The project's own file, read on the host: never followed, never blocking, capped.
-        const registries = registryHosts({ npmrc: readProjectFile(artifactDir, path.relative(artifactDir, path.join(step.cwd, ".npmrc"))), env: step.env });
+        const npmRegistries = registryHosts({ npmrc: readProjectFile(artifactDir, path.relative(artifactDir, path.join(step.cwd, ".npmrc"))), env: step.env });
+        const registries = step.python ? [...new Set([...npmRegistries, ...pythonRegistryHosts(step.env)])] : npmRegistries;
+        if (step.python?.writable) ownFolder(step.python.envs, ident.uid, this.isolated);
         const egress = this.isolated ? await this.egress.open({ id: buildEgressId(revisionId), deploymentId: deployment.id, workspaceId: deployment.workspace_id, registries, onUnplaced: unplacedNote(log) }) : null;
         const env: Record<string, string> = {
           PATH: "/usr/bin:/bin",
@@ -167,7 +169,7 @@ export class RevisionRuntime {
             id: buildEgressId(revisionId),
             uid: ident.uid,
             limits,
-            plan: { ...plan, binds: [...plan.binds, ...(egress?.binds ?? [])] },
+            plan: { ...plan, binds: [...plan.binds, ...pythonEnvBinds(this.layout, deployment.workspace_id, step.python), ...(egress?.binds ?? [])] },
             argv: step.argv.map((a) => this.inside(a)),
             env,
             cwd: this.inside(step.cwd),
@@ -265,7 +267,9 @@ export class RevisionRuntime {
       gateway.close();
       throw err;
     }
-    const env = { ...this.agentEnv(deployment, revisionId, secrets, ident, inside.state), ...egress?.env, LANGSMITH_ENDPOINT: gatewayUrl, LANGSMITH_API_KEY: key, WHARF_URL: gatewayUrl, ...database?.env };
+    // Python projects: the workspace's environments, read-only, where their builds made them.
+    const pythonEnvs = fs.existsSync(this.layout.pythonEnvsFor(deployment.workspace_id)) ? { envs: this.layout.pythonEnvsFor(deployment.workspace_id), writable: false } : undefined;
+    const env = { ...this.agentEnv(deployment, revisionId, secrets, ident, inside.state), ...(pythonEnvs && { WHARF_PYTHON_ENVS: this.inside(pythonEnvs.envs) }), ...egress?.env, LANGSMITH_ENDPOINT: gatewayUrl, LANGSMITH_API_KEY: key, WHARF_URL: gatewayUrl, ...database?.env };
     // The agent server's refused requests go into its deploy log (it keeps serving).
     const unwatchRefusals = egress ? logEgressRefusals(serverEgressId(revisionId), log, "warning") : null;
     const cleanup = () => {
@@ -280,7 +284,7 @@ export class RevisionRuntime {
         id: `dep-${revisionId}`,
         uid: ident.uid,
         limits: limitsFor(resourceSpecOf(deployment)),
-        plan: withExtraBinds(servePlan({ layout: buildLayout, workspaceId: deployment.workspace_id, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, stateImage, socketDir }), this.runnerBinds.map((src) => ({ src, dest: insidePath(buildLayout, src), copy: true })), egress?.binds),
+        plan: withExtraBinds(servePlan({ layout: buildLayout, workspaceId: deployment.workspace_id, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, stateImage, socketDir }), this.runnerBinds.map((src) => ({ src, dest: insidePath(buildLayout, src), copy: true })), [...pythonEnvBinds(this.layout, deployment.workspace_id, pythonEnvs), ...(egress?.binds ?? [])]),
         argv: [command, ...args].map((a) => this.inside(a, buildLayout)),
         env,
         cwd: this.inside(project.projectDir, buildLayout),
@@ -353,6 +357,15 @@ export class RevisionRuntime {
 
 function withExtraBinds(plan: MountPlan, extra: Bind[], egress: Bind[] = []): MountPlan {
   return { ...plan, binds: [...plan.binds, ...extra, ...egress] };
+}
+
+/**
+ * The workspace's Python environments (or a build's staging folder for them) shown at the inside
+ * path of `deps/<workspace>/python`, so a venv made there works where the agent server uses it.
+ */
+function pythonEnvBinds(layout: DeploymentsLayout, workspaceId: string, python: { envs: string; writable: boolean } | undefined): Bind[] {
+  if (!python) return [];
+  return [{ src: python.envs, dest: insidePath(layout, layout.pythonEnvsFor(workspaceId)), rw: python.writable, beneath: layout.deps }];
 }
 
 /** Egress files that cannot appear in the confinement (a new file under read-only `/etc`), told in the log. */
