@@ -13,6 +13,7 @@ import type { TestContext } from "node:test";
 const here = import.meta.dirname;
 const TEMPLATE = path.resolve(here, "../agent-server/fixtures/python-template");
 const HOSTILE = path.join(FIXTURES, "projects", "python-hostile");
+const BROKEN = path.join(FIXTURES, "projects", "python-broken");
 const EXPECTED = { changeme: "output from call_model. Configured with x" };
 /** Creating a Python environment downloads from PyPI: builds get minutes, not the usual 60 s. */
 const SLOW = { buildTimeoutMs: 600_000, deployTimeoutMs: 120_000 };
@@ -26,7 +27,7 @@ async function pypiMirror(): Promise<string> {
   return [...new Set(addrs.flat().map((a) => `${a.address}/${a.family === 6 ? 128 : 32}`))].join(",");
 }
 
-async function deploy(t: TestContext, localPath: string) {
+async function deploy(t: TestContext, localPath: string, expect = "DEPLOYED") {
   if (!requireCapability(t, process.platform === "linux" && isRoot(), "confined deployments need root on Linux")) return null;
   if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects")) return null;
   // With the egress proxy: the build reaches PyPI through it, as any deployment's build would.
@@ -42,8 +43,8 @@ async function deploy(t: TestContext, localPath: string) {
   const d = await res.json();
   const rev = await pollRevision(p, d.id, d.latest_revision_id, 600_000);
   const build = await logsOf(p, d.id, rev.id, "build");
-  assert.equal(rev.status, "DEPLOYED", `${rev.status_message}\n${build}\n${await logsOf(p, d.id, rev.id, "deploy")}`);
-  return { p, d, url: d.source_config.custom_url as string, build };
+  assert.equal(rev.status, expect, `${rev.status_message}\n${build}\n${await logsOf(p, d.id, rev.id, "deploy")}`);
+  return { p, d, rev, url: d.source_config.custom_url as string, build };
 }
 
 describe("deployments of Python projects", () => {
@@ -57,7 +58,7 @@ describe("deployments of Python projects", () => {
     const js = new Client({ apiUrl: up.url, apiKey: up.p.apiKey, callerOptions: { maxRetries: 0 } });
     assert.deepEqual(await js.runs.wait(null, "agent", { input: { changeme: "hi" }, context: { my_configurable_param: "x" } }), EXPECTED);
 
-    // A redeploy of the same dependencies reuses the cached environment.
+    // A new revision (a PATCH) builds and serves again.
     const res = await up.p.api(`/v2/deployments/${up.d.id}`, { method: "PATCH", json: { secrets: [{ name: "SOME_FLAG", value: "1" }] } });
     assert.equal(res.status, 200, await res.clone().text());
     const again = await res.json();
@@ -92,5 +93,12 @@ describe("deployments of Python projects", () => {
       assert.ok(Date.now() < deadline, `echo did not serve again: ${String(v instanceof Error ? v.message : JSON.stringify(v))}`);
       await new Promise((r) => setTimeout(r, 500));
     }
+  });
+
+  test("a Python graph that fails to import fails the build naming it, with its error in the build log", async (t) => {
+    const up = await deploy(t, BROKEN, "BUILD_FAILED");
+    if (!up) return;
+    assert.match(up.rev.status_message ?? "", /graph broken failed to load/);
+    assert.match(up.build, /graph broken: .*a_module_nobody_published/);
   });
 });
