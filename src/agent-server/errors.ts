@@ -12,8 +12,9 @@ export class AgentError extends Error {
     readonly status: number,
     message: string,
     readonly headers: Record<string, string> = {},
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
 }
 

@@ -233,6 +233,9 @@ export async function startAgentServer(options: StandaloneOptions): Promise<Runn
   });
   const addr = server.address() as AddressInfo;
   url = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
+  // The SDK's `new Client()` without `apiUrl`, in a graph or the project's routes, talks to this
+  // server, as in the LangGraph server (one project per process here, so a process-wide default).
+  (globalThis as Record<symbol, unknown>)[Symbol.for("langgraph_api:url")] = url;
   let stopping: Promise<void> | null = null;
   return {
     url,

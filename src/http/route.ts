@@ -48,7 +48,7 @@ function queryObject(c: Context): Record<string, string | string[]> {
 }
 
 /** The JSON body of a request: empty is `emptyAs` when given (else a 422), malformed JSON a 422. */
-export async function readJsonBody(req: Request, emptyAs?: unknown): Promise<unknown> {
+export async function readJsonBody(req: Pick<Request, "text">, emptyAs?: unknown): Promise<unknown> {
   const text = await req.text();
   if (text.trim() === "") {
     if (emptyAs !== undefined) return emptyAs;

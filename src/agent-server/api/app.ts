@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { HttpError, ValidationFailed } from "../../http/errors.ts";
+import { shareJsonBody } from "./json-body.ts";
 import { registerAssistantRoutes } from "./assistant-routes.ts";
 import type { AgentEnv, AgentServerContext } from "../context.ts";
 import { registerCronRoutes } from "../crons/cron-routes.ts";
@@ -62,11 +63,17 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
 
   // The project's own routes (`http.app`) come first, behind the same authentication, as on the
   // LangGraph server; what they do not match falls through to the API.
-  if (ctx.userApp) app.route("/", ctx.userApp as unknown as Hono);
+  if (ctx.userApp) {
+    app.use("*", async (c, next) => {
+      shareJsonBody(c.req);
+      await next();
+    });
+    app.route("/", ctx.userApp as unknown as Hono);
+  }
 
   const off = ctx.http.disable;
   if (!off.meta) registerMetaRoutes(app, ctx);
-  if (!off.assistants) registerAssistantRoutes(app, ctx);
+  if (!off.assistants) registerAssistantRoutes(app, ctx, engine);
   if (!off.runs) registerRunRoutes(app, ctx, engine);
   if (!off.runs) registerCronRoutes(app, ctx);
   if (!off.threads) registerThreadRoutes(app, ctx, engine);

@@ -15,12 +15,15 @@ import type { LoadedGraph } from "../project/graphs.ts";
 import { isPythonGraph } from "../python/index.ts";
 import type { AgentEnv, AgentServerContext } from "../context.ts";
 import { AgentError } from "../errors.ts";
-import { authorize, body, json, noContent, type C } from "./route-helpers.ts";
+import { authorize, body, json, type C } from "./route-helpers.ts";
 import { assistantCount, assistantCreate, assistantLatest, assistantPatch, assistantSearch, assistantVersions } from "./schemas.ts";
+import { findThreadRow, searchThreads } from "../storage/threads.ts";
+import type { RunEngine } from "../runs/run-engine.ts";
+import { removeThread } from "./thread-removal.ts";
 import { graphSchemas } from "../project/graph-schemas.ts";
 
 /** `/assistants/*`: the default assistant per graph plus user-made ones, with versions. */
-export function registerAssistantRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
+export function registerAssistantRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
   app.post("/assistants", async (c) => {
     const b = await body(c, assistantCreate);
     const value = { ...b, metadata: { ...(b.metadata ?? {}) } };
@@ -61,7 +64,17 @@ export function registerAssistantRoutes(app: Hono<AgentEnv>, ctx: AgentServerCon
     const id = resolveAssistantId(ctx, c.req.param("assistant_id"));
     const filters = await authorize(ctx, c, "assistants:delete", { assistant_id: id });
     await deleteAssistant(ctx, id, filters);
-    return noContent();
+    // `delete_threads=true` also deletes the threads made for it (`metadata.assistant_id`), those
+    // the caller may delete; the answer is the deleted ids with a 200, as the LangGraph server's.
+    if (c.req.query("delete_threads") === "true") {
+      const metadata = { assistant_id: id };
+      const { items } = await searchThreads(ctx, { metadata, limit: Number.MAX_SAFE_INTEGER }, await authorize(ctx, c, "threads:search", { metadata }));
+      for (const t of items) {
+        const threadFilters = await authorize(ctx, c, "threads:delete", { thread_id: t.thread_id });
+        if (await findThreadRow(ctx.db, ctx, t.thread_id, threadFilters)) await removeThread(ctx, engine, t.thread_id);
+      }
+    }
+    return json([id]);
   });
 
   app.post("/assistants/:assistant_id/versions", async (c) => {

@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import type { AgentEnv, AgentServerContext } from "../context.ts";
 import type { AuthFilters, ResourceAction } from "../auth/custom-auth.ts";
 import { parseWith, readJson } from "../errors.ts";
+import { sharedJsonBody } from "./json-body.ts";
 import { uuidParam } from "./schemas.ts";
 import { CORS_HEADERS, toJson } from "../wire.ts";
 import type { z } from "zod";
@@ -23,8 +24,17 @@ export async function authorize<V>(ctx: AgentServerContext, c: C, event: Resourc
   return (await ctx.customAuth.authorize(c.get("auth"), event, value)).filters;
 }
 
+/**
+ * The validated JSON body: the object a project's `http.app` middleware parsed (and maybe edited),
+ * else read through Hono's request, whose text a middleware's read left cached.
+ */
 export async function body<T>(c: C, schema: z.ZodType<T>, emptyAs: unknown = undefined): Promise<T> {
-  return parseWith("body", schema, await readJson(c.req.raw, emptyAs));
+  const shared = await sharedJsonBody(c.req)?.then(
+    (value) => ({ value }),
+    // The middleware's parse failed (malformed JSON): read it again below for the 422.
+    () => undefined,
+  );
+  return parseWith("body", schema, shared ? shared.value : await readJson(c.req, emptyAs));
 }
 
 export function query<T>(c: C, schema: z.ZodType<T>): T {

@@ -236,7 +236,8 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
       found = await runOf(c);
     } catch (err) {
       if (!(err instanceof AgentError) || err.status !== 404) throw err;
-      const frame = sseFrame("error", toJson({ error: "Error", message: err.message }));
+      // The message starts with the status, as the LangGraph server writes it (`404: Thread not found`).
+      const frame = sseFrame("error", toJson({ error: "Error", message: `404: ${err.message}` }));
       return new Response(frame, { status: 200, headers: { ...CORS_HEADERS, "cache-control": "no-cache", "content-type": "text/event-stream" } });
     }
     const { threadId, runId } = found;

@@ -1,3 +1,4 @@
+import { isWebhookPath } from "../runs/webhook.ts";
 import { z } from "zod";
 
 /** Request bodies of the LangGraph server API. Unknown fields are ignored (real clients send extras). */
@@ -27,7 +28,8 @@ export const runCreate = z.looseObject({
   feedback_keys: nullish(z.array(z.string())),
   interrupt_before: nullish(interruptNodes),
   interrupt_after: nullish(interruptNodes),
-  webhook: nullish(z.string().url()),
+  // A URL, or a path of this server (`/my/hook`) as the LangGraph server accepts.
+  webhook: nullish(z.union([z.string().url(), z.string().refine(isWebhookPath, "Invalid URL: expected an http(s) URL or a path starting with /")])),
   multitask_strategy: nullish(z.enum(["reject", "interrupt", "rollback", "enqueue"])),
   if_not_exists: nullish(z.enum(["create", "reject"])),
   on_completion: nullish(z.enum(["delete", "keep"])),

@@ -7,7 +7,7 @@ import type { AgentEnv, AgentServerContext } from "../context.ts";
 import { AgentError } from "../errors.ts";
 import { asJson } from "../storage/json-columns.ts";
 import type { RunEngine } from "../runs/run-engine.ts";
-import { INFLIGHT } from "../runs/runs.ts";
+import { removeThread } from "./thread-removal.ts";
 import { authorize, body, json, noContent, query, uuidAt, type C } from "./route-helpers.ts";
 import { history, stateAtCheckpoint, statePatch, stateUpdate, threadCount, threadCreate, threadListQuery, threadPatch, threadSearch } from "./schemas.ts";
 import { isPythonGraph } from "../python/index.ts";
@@ -91,21 +91,17 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     const threadId = uuidAt(c, "thread_id");
     const filters = await authorize(ctx, c, "threads:delete", { thread_id: threadId });
     await getThread(ctx, threadId, filters);
-    const inflight = await ctx.db.selectFrom("agent_runs").select("run_id").where("thread_id", "=", threadId).where("status", "in", INFLIGHT).execute();
-    await engine.cancel(threadId, inflight.map((r) => r.run_id), "interrupt");
-    await Promise.all(inflight.map((r) => engine.get(r.run_id)?.done));
-    await ctx.db.transaction().execute(async (trx) => {
-      await trx.deleteFrom("agent_runs").where("thread_id", "=", threadId).where("server_id", "=", ctx.serverId).execute();
-      await trx.deleteFrom("agent_threads").where("thread_id", "=", threadId).where("server_id", "=", ctx.serverId).execute();
-    });
-    await ctx.checkpointer.saver.deleteThread(threadId);
-    await ctx.python?.call("checkpoints.delete_thread", { thread_id: threadId });
+    await removeThread(ctx, engine, threadId);
     return noContent();
   });
 
   app.post("/threads/:thread_id/copy", async (c) => {
     const threadId = uuidAt(c, "thread_id");
-    const source = await readable(c, threadId);
+    // A source that is missing or not the caller's is a 409 (the same for both, so existence does
+    // not leak), as the LangGraph server answers a copy.
+    const source = await readable(c, threadId).catch((err: unknown) => {
+      throw err instanceof AgentError && err.status === 404 ? new AgentError(409, `Thread with ID ${threadId} not found`, {}, { cause: err }) : err;
+    });
     const value = { thread_id: undefined as string | undefined, metadata: { ...source.metadata } };
     await authorize(ctx, c, "threads:create", value);
     const copy = await createThread(ctx, { metadata: value.metadata }, undefined);

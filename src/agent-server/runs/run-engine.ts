@@ -414,7 +414,7 @@ export class RunEngine {
     channel.close();
     this.active.delete(run.run_id);
     this.retainEnded(active, kwargs.resumable ? RESUMABLE_KEEP_MS : ENDED_KEEP_MS);
-    if (kwargs.webhook) void sendWebhook(ctx.log, kwargs.webhook, { ...run, status: outcome.status, values: outcome.values, error: outcome.error, run_started_at: startedAt.toISOString(), run_ended_at: nowIso() });
+    if (kwargs.webhook) void sendWebhook(ctx.log, kwargs.webhook, { ...run, status: outcome.status, values: outcome.values, error: outcome.error, run_started_at: startedAt.toISOString(), run_ended_at: nowIso() }, this.options.apiUrl?.());
     return outcome;
   }
 
@@ -518,7 +518,17 @@ export class RunEngine {
           .where("thread_id", "=", scope.thread)
           .execute();
       }
+      await this.idleIfNothingLeft(threadId);
     }
+  }
+
+  /** A queued run cancelled before it started leaves its thread `idle` when no other run is pending or running on it. */
+  private async idleIfNothingLeft(threadId: string): Promise<void> {
+    await this.ctx.db.transaction().execute(async (trx) => {
+      await this.lockThread(trx, threadId);
+      const left = await trx.selectFrom("agent_runs").select("run_id").where("thread_id", "=", threadId).where("status", "in", INFLIGHT).executeTakeFirst();
+      if (!left) await trx.updateTable("agent_threads").set({ status: "idle", updated_at: nowIso() }).where("thread_id", "=", threadId).where("status", "=", "busy").execute();
+    });
   }
 
   /** Listens for cancels sent by other processes (PostgreSQL). */
