@@ -54,7 +54,7 @@ describe("as the LangGraph server's own suites expect", () => {
     assert.equal(lastText((await client.threads.getState(thread.thread_id)).values), "after");
   });
 
-  test("a project's routes: a middleware's body edit reaches the run, a webhook path is delivered to the project, new Client() calls this server", async (t) => {
+  test("a project's routes: a middleware's body edit reaches the run, a webhook path is delivered to the project, new Client() calls this server, a dashed UI name builds and its loader escapes the caller's text", async (t) => {
     const server = await startTestAgentServer(t, { open: true, project: ROUTES_PROJECT });
     if (!server) return;
     const client = server.client({ "x-prefix": "edited" });
@@ -78,6 +78,20 @@ describe("as the LangGraph server's own suites expect", () => {
     const self = await fetch(`${server.url}/self-call`);
     assert.equal(self.status, 200);
     assert.equal(lastText(await self.json()), "echo: from a route");
+
+    // A UI named with a dash builds (its global is an identifier) and its loader calls it.
+    const loader = await fetch(`${server.url}/ui/chat-widgets`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "Weather", shadowRootId: "root-1" }) });
+    const html = await loader.text();
+    assert.equal(loader.status, 200, html);
+    assert.match(html, /onload='__LGUI_chat_widgets\.render\("Weather", "root-1"\)'/);
+    assert.match(await (await fetch(`${server.url}/ui/chat-widgets/entrypoint.js`)).text(), /__LGUI_chat_widgets/);
+    // Attack: a component name that closes the onload attribute to add its own handler. It stays
+    // inside the attribute (the quote is an entity), so the page gets no new attribute or element.
+    const hostile = await fetch(`${server.url}/ui/chat-widgets`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "x' onerror='alert(1)", shadowRootId: "r'><img src=x onerror=alert(2)>" }) });
+    const hostileHtml = await hostile.text();
+    assert.equal(hostile.status, 200);
+    assert.doesNotMatch(hostileHtml, /' onerror=|'><img/);
+    assert.match(hostileHtml, /render\("x&#39; onerror=&#39;alert\(1\)", "r&#39;><img src=x onerror=alert\(2\)>"\)'><\/script>$/);
 
     // Neither a URL nor a path of this server: a 422 at the field, never a 500.
     for (const webhook of ["not a url", "//elsewhere.example/x", "relative/path"]) {

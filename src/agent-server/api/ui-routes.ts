@@ -4,10 +4,13 @@ import type { AgentEnv, AgentServerContext } from "../context.ts";
 import { AgentError } from "../errors.ts";
 import { CORS_HEADERS } from "../wire.ts";
 import { body } from "./route-helpers.ts";
+import { uiGlobalName } from "../project/ui-bundles.ts";
 
 const uiRequest = z.looseObject({ name: z.string().min(1), shadowRootId: z.string().min(1) });
 const MIME: Record<string, string> = { ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".map": "application/json" };
 const ext = (name: string) => name.slice(name.lastIndexOf("."));
+// Only what can end or alter a single-quoted attribute; `"` stays as the LangGraph server writes it.
+const escapeAttribute = (text: string) => text.replace(/[&']/g, (ch) => (ch === "&" ? "&amp;" : "&#39;"));
 
 /**
  * `ui` of `langgraph.json` as the LangGraph server serves it: `POST /ui/{graph}` answers the HTML
@@ -24,7 +27,9 @@ export function registerUiRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext): 
     const html: string[] = [];
     for (const css of files.filter((f) => f.basename.endsWith(".css"))) html.push(`<link rel="stylesheet" href="${base}/${css.basename}" />`);
     const js = files.find((f) => f.basename.endsWith(".js"));
-    if (js) html.push(`<script src="${base}/${js.basename}" onload='__LGUI_${agent}.render(${JSON.stringify(b.name)}, ${JSON.stringify(b.shadowRootId)})'></script>`);
+    // The call sits in a single-quoted attribute: the caller's name and root id are escaped for it.
+    const onload = escapeAttribute(`${uiGlobalName(agent)}.render(${JSON.stringify(b.name)}, ${JSON.stringify(b.shadowRootId)})`);
+    if (js) html.push(`<script src="${base}/${js.basename}" onload='${onload}'></script>`);
     return new Response(html.join("\n"), { headers: { ...CORS_HEADERS, "content-type": "text/html" } });
   });
 

@@ -2,6 +2,11 @@ import path from "node:path";
 import type { Logger } from "../../log/logger.ts";
 
 /** One built file of a graph's UI bundle (`entrypoint.js`, `entrypoint.css`). */
+/** The global a UI bundle defines: a JS identifier even for names such as `agent-alias` (as the LangGraph server names it). */
+export function uiGlobalName(agentName: string): string {
+  return `__LGUI_${agentName.replace(/[^a-zA-Z0-9]/g, "_")}`;
+}
+
 export interface UiFile {
   basename: string;
   contents: Uint8Array;
@@ -40,7 +45,7 @@ async function bundle(agentName: string, file: string): Promise<UiFile[]> {
     jsx: "automatic",
     logLevel: "silent",
     external: ["react", "react-dom", "@langchain/langgraph-sdk", "@langchain/langgraph-sdk/react-ui"],
-    globalName: `__LGUI_${agentName}`,
+    globalName: uiGlobalName(agentName),
     plugins: [
       {
         name: "entrypoint",
