@@ -101,6 +101,18 @@ describe("as the LangGraph server's own suites expect", () => {
     }
   });
 
+  test("a graph factory's thread state is read and updated with the graph its assistant's config builds", async (t) => {
+    const server = await startTestAgentServer(t, { open: true, project: ROUTES_PROJECT });
+    if (!server) return;
+    const client = server.client();
+    const assistant = await client.assistants.create({ graphId: "dynamic", config: { configurable: { node: "custom" } } });
+    const thread = await client.threads.create({ graphId: "dynamic" });
+    assert.equal(lastText(await client.runs.wait(thread.thread_id, assistant.assistant_id, { input: say("in") })), "from custom");
+    await client.threads.updateState(thread.thread_id, { values: say("update"), asNode: "custom" });
+    const state = await client.threads.getState(thread.thread_id);
+    assert.deepEqual((state.values as { messages: Array<{ content: string }> }).messages.map((m) => m.content), ["in", "from custom", "update"]);
+  });
+
   test("another user's thread: a join stream is one error event naming 404, a copy is 409 (as for a missing thread)", async (t) => {
     const server = await startTestAgentServer(t, { project: AUTH_PROJECT });
     if (!server) return;

@@ -3,6 +3,7 @@ import { AgentError } from "../errors.ts";
 import type { RunnableGraph } from "../project/graphs.ts";
 import { isPythonGraph, type PythonGraph } from "../python/index.ts";
 import type { Thread } from "./threads.ts";
+import { getAssistant } from "./assistants.ts";
 
 const checkpointOf = (config: { configurable?: Record<string, unknown> } | undefined | null) => {
   const c = config?.configurable;
@@ -64,7 +65,13 @@ export async function graphForThread(ctx: AgentServerContext, thread: Thread): P
   const loaded = ctx.graphs.get(graphId);
   if (!loaded) throw new AgentError(404, `Graph "${graphId}" of thread ${thread.thread_id} not found`);
   if (isPythonGraph(loaded)) return loaded;
-  return loaded.get({ configurable: { thread_id: thread.thread_id } }, ctx.checkpointer.saver);
+  // A graph factory is rebuilt with the configurable of the thread's assistant (the one its last
+  // run used), as the LangGraph server rebuilds it with the thread's config: its nodes may depend on it.
+  const assistantId = typeof thread.metadata.assistant_id === "string" ? thread.metadata.assistant_id : null;
+  // A deleted assistant leaves the graph built without its config, as for a thread that never ran.
+  const assistant = assistantId ? await getAssistant(ctx, assistantId, undefined).catch(() => null) : null;
+  const fromAssistant = assistant?.graph_id === graphId ? ((assistant.config?.configurable ?? {}) as Record<string, unknown>) : {};
+  return loaded.get({ configurable: { ...fromAssistant, thread_id: thread.thread_id } }, ctx.checkpointer.saver);
 }
 
 /** Copies every checkpoint and pending write of a thread to another thread id. */
