@@ -85,6 +85,9 @@ describe("as the LangGraph server's own suites expect", () => {
     assert.equal(loader.status, 200, html);
     assert.match(html, /onload='__LGUI_chat_widgets\.render\("Weather", "root-1"\)'/);
     assert.match(await (await fetch(`${server.url}/ui/chat-widgets/entrypoint.js`)).text(), /__LGUI_chat_widgets/);
+    // Current SDKs send only the name: the root id is left as the placeholder they fill in.
+    const placeholder = await fetch(`${server.url}/ui/chat-widgets`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "Weather" }) });
+    assert.match(await placeholder.text(), /onload='__LGUI_chat_widgets\.render\("Weather", "\{\{shadowRootId\}\}"\)'/);
     // Attack: a component name that closes the onload attribute to add its own handler. It stays
     // inside the attribute (the quote is an entity), so the page gets no new attribute or element.
     const hostile = await fetch(`${server.url}/ui/chat-widgets`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "x' onerror='alert(1)", shadowRootId: "r'><img src=x onerror=alert(2)>" }) });
@@ -111,6 +114,29 @@ describe("as the LangGraph server's own suites expect", () => {
     await client.threads.updateState(thread.thread_id, { values: say("update"), asNode: "custom" });
     const state = await client.threads.getState(thread.thread_id);
     assert.deepEqual((state.values as { messages: Array<{ content: string }> }).messages.map((m) => m.content), ["in", "from custom", "update"]);
+  });
+
+  test("POST /internal/truncate resets an open (wharf dev) server as the suites do between tests, and exists nowhere else", async (t) => {
+    const server = await startTestAgentServer(t, { open: true });
+    if (!server) return;
+    const client = server.client();
+    const assistant = await client.assistants.create({ graphId: "echo" });
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, "echo", { input: say("x") });
+    await client.store.putItem(["a"], "k", { v: 1 });
+    const res = await fetch(`${server.url}/internal/truncate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ runs: true, threads: true, assistants: true, checkpointer: true, store: true }) });
+    assert.equal(res.status, 200);
+    assert.deepEqual(await client.threads.search(), []);
+    const left = await client.assistants.search({ limit: 100 });
+    assert.ok(!left.some((a) => a.assistant_id === assistant.assistant_id));
+    assert.ok(left.some((a) => a.graph_id === "echo"), "the graphs' own assistants stay");
+    assert.deepEqual((await client.store.searchItems(["a"])).items, []);
+    assert.equal((await client.runs.wait(null, "echo", { input: say("still serving") }) as { messages: unknown[] }).messages.length, 2);
+
+    const closed = await startTestAgentServer(t, {});
+    if (!closed) return;
+    const refused = await fetch(`${closed.url}/internal/truncate`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": closed.apiKey ?? "" }, body: "{}" });
+    assert.equal(refused.status, 404);
   });
 
   test("another user's thread: a join stream is one error event naming 404, a copy is 409 (as for a missing thread)", async (t) => {

@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { HttpError, ValidationFailed } from "../../http/errors.ts";
+import { registerDevRoutes } from "./dev-routes.ts";
 import { shareJsonBody } from "./json-body.ts";
 import { registerAssistantRoutes } from "./assistant-routes.ts";
 import type { AgentEnv, AgentServerContext } from "../context.ts";
@@ -73,6 +74,7 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
 
   const off = ctx.http.disable;
   if (!off.meta) registerMetaRoutes(app, ctx);
+  if (ctx.open) registerDevRoutes(app, ctx, engine);
   if (!off.assistants) registerAssistantRoutes(app, ctx, engine);
   if (!off.runs) registerRunRoutes(app, ctx, engine);
   if (!off.runs) registerCronRoutes(app, ctx);

@@ -6,7 +6,9 @@ import { CORS_HEADERS } from "../wire.ts";
 import { body } from "./route-helpers.ts";
 import { uiGlobalName } from "../project/ui-bundles.ts";
 
-const uiRequest = z.looseObject({ name: z.string().min(1), shadowRootId: z.string().min(1) });
+// Current SDKs send only `name` and fill in the `{{shadowRootId}}` placeholder themselves, as the
+// LangGraph server writes it; older ones send the id.
+const uiRequest = z.looseObject({ name: z.string().min(1), shadowRootId: z.string().min(1).optional() });
 const MIME: Record<string, string> = { ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".map": "application/json" };
 const ext = (name: string) => name.slice(name.lastIndexOf("."));
 // Only what can end or alter a single-quoted attribute; `"` stays as the LangGraph server writes it.
@@ -28,7 +30,7 @@ export function registerUiRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext): 
     for (const css of files.filter((f) => f.basename.endsWith(".css"))) html.push(`<link rel="stylesheet" href="${base}/${css.basename}" />`);
     const js = files.find((f) => f.basename.endsWith(".js"));
     // The call sits in a single-quoted attribute: the caller's name and root id are escaped for it.
-    const onload = escapeAttribute(`${uiGlobalName(agent)}.render(${JSON.stringify(b.name)}, ${JSON.stringify(b.shadowRootId)})`);
+    const onload = escapeAttribute(`${uiGlobalName(agent)}.render(${JSON.stringify(b.name)}, ${JSON.stringify(b.shadowRootId ?? "{{shadowRootId}}")})`);
     if (js) html.push(`<script src="${base}/${js.basename}" onload='${onload}'></script>`);
     return new Response(html.join("\n"), { headers: { ...CORS_HEADERS, "content-type": "text/html" } });
   });
