@@ -30,7 +30,8 @@ export function registerDevRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
     else if (flags.checkpointer) for (const id of threadIds) await ctx.checkpointer.saver.deleteThread(id);
     if (flags.runs) await ctx.db.deleteFrom("agent_runs").where("server_id", "=", server).where("status", "not in", INFLIGHT).execute();
     if (flags.assistants) {
-      const system = [...ctx.graphs.keys()].map(systemAssistantId);
+      // The graphs' own assistants stay (`not in` of no ids would be invalid SQL: a sentinel id).
+      const system = [...ctx.graphs.keys()].map(systemAssistantId).concat("-");
       await ctx.db.transaction().execute(async (trx) => {
         await trx.deleteFrom("agent_crons").where("server_id", "=", server).where("assistant_id", "not in", system).execute();
         await trx.deleteFrom("agent_assistant_versions").where("server_id", "=", server).where("assistant_id", "not in", system).execute();
