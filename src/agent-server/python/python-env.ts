@@ -21,6 +21,7 @@ export interface PythonEnvOptions {
 
 async function exec(cmd: string, args: string[], log: Logger, what: string): Promise<string> {
   try {
+    // pip and uv get the server's environment as it is (index URLs, proxies, certificates): passed on, not read as configuration.
     const { stdout } = await run(cmd, args, { maxBuffer: 64 * 1024 * 1024, env: { ...process.env, PIP_DISABLE_PIP_VERSION_CHECK: "1" } });
     return stdout;
   } catch (err) {

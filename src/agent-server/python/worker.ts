@@ -94,6 +94,9 @@ export class PythonWorker {
     const child = spawn(o.python, ["-m", "wharf_worker"], {
       cwd: o.projectDir,
       stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
+      // The worker runs the project's graphs with the server's own environment (the project's `env`,
+      // its secrets, proxy variables), as a JavaScript graph in this process sees it: passed on, not
+      // read as configuration.
       env: {
         ...process.env,
         PYTHONPATH: [WORKER_PACKAGE_DIR, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
