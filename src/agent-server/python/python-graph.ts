@@ -69,7 +69,11 @@ export class PythonGraph {
         if (!(err instanceof WorkerCrashed) || !stateful || signal.aborted || (kwargs.attempt ?? 1) > 1) throw err;
         await this.worker.ready();
         channel.push("metadata", { run_id: runId, attempt: 2 });
-        end = await this.worker.request("run.start", { ...payload, input: null, command: null }, onEvent);
+        // Checkpoints are written in the background by default (durability "async"): a worker that
+        // died early may have saved none of this run's, and resuming then would run nothing (or
+        // fail on an empty input), so the run starts over from its own input.
+        const resume = await this.checkpointedByRun(String((runConfig.configurable as Json | undefined)?.thread_id ?? ""), runId);
+        end = await this.worker.request("run.start", resume ? { ...payload, input: null, command: null } : payload, onEvent);
       }
       const body = JSON.parse(end.body.toString("utf8")) as Json;
       if (end.header.status === "error") {
@@ -89,6 +93,13 @@ export class PythonGraph {
     } finally {
       signal.removeEventListener("abort", onAbort);
     }
+  }
+
+  /** Whether the thread's latest checkpoint was written by this run (each checkpoint's metadata names its run). */
+  private async checkpointedByRun(threadId: string, runId: string): Promise<boolean> {
+    if (!threadId) return false;
+    const latest = await this.state(threadId, {}, false);
+    return (latest?.metadata as Json | undefined)?.run_id === runId;
   }
 
   /** The thread's `ThreadState` at a checkpoint (the latest when none), or null when it has none. */
