@@ -2,13 +2,16 @@
 // Runs every test file under test/ with Node's test runner (TypeScript through tsx).
 // In strict mode (CI=true or WHARF_STRICT=1) a skipped or todo test fails the run: CI must prove
 // that root, namespaces and PostgreSQL tests really ran.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { formatDurations, parseDurations, reportCounts, scheduleOrder } from "./test-schedule.mjs";
 
 const strict = process.env.CI === "true" || process.env.WHARF_STRICT === "1";
-const filters = process.argv.slice(2);
+// `--unit`: only the fast tier listed in test/unit-tier.txt (pure tests, seconds, no root).
+const unit = process.argv.includes("--unit");
+const filters = process.argv.slice(2).filter((a) => !a.startsWith("--"));
 
 function findTests(dir) {
   const out = [];
@@ -20,54 +23,147 @@ function findTests(dir) {
   return out.sort();
 }
 
-const files = findTests("test").filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
+const unitTier = () => {
+  const listed = fs.readFileSync("test/unit-tier.txt", "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  const missing = listed.filter((f) => !fs.existsSync(f));
+  if (missing.length) {
+    console.error(`test/unit-tier.txt names files that do not exist: ${missing.join(", ")}`);
+    process.exit(1);
+  }
+  return listed.map((f) => path.normalize(f)).sort();
+};
+const files = (unit ? unitTier() : findTests("test")).filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
 if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);
 }
-const args = [
+const concurrency = Math.max(1, Number(process.env.WHARF_TEST_CONCURRENCY) || 2);
+// Every file in a test runner of its own (one process per file, as `--test` does anyway), started
+// by this script rather than by one `--test` over all files: it starts the longest files first,
+// from the durations measured last (test/file-durations.txt), and it knows each file's duration.
+const fileArgs = [
   "--import", "tsx",
   "--test",
-  "--test-concurrency=2",
   // A test file whose tests have all finished exits even if a library left a handle open (an HTTP/2
   // session, a gRPC channel): one leaked handle must not stall the whole run until CI's deadline.
   "--test-force-exit",
-  // A test that hangs (a peer that never answers) fails after 5 minutes instead of holding the whole
-  // run until CI's deadline; the slowest tests take about a minute.
-  "--test-timeout=300000",
+  // A test that hangs (a peer that never answers) fails after 10 minutes instead of holding the whole
+  // run until CI's deadline. The limit also applies to a whole file, and the files that build Python
+  // environments for several deployments take several minutes on a loaded 2-core machine.
+  "--test-timeout=600000",
   "--test-reporter=spec", "--test-reporter-destination=stdout",
-  ...files,
 ];
+const DURATIONS = "test/file-durations.txt";
+// `--record-durations`: this run's per-file durations replace the file's (commit it after a full run).
+const record = process.argv.includes("--record-durations");
+const DURATIONS_HEADER = [
+  "# Seconds each test file took in the last recorded run (`node scripts/run-tests.mjs --record-durations`),",
+  "# slowest first: the runner starts the longest files first. Files not listed count as a typical file.",
+].join("\n");
+const known = fs.existsSync(DURATIONS) ? parseDurations(fs.readFileSync(DURATIONS, "utf8")) : new Map();
 // Every test platform would otherwise assemble its own sandbox base image in its temporary home;
 // one shared cache (builders rename atomically into place) keeps that to once per machine.
 const baseCache = process.env.WHARF_SANDBOX_BASE_CACHE || path.join(os.tmpdir(), "wharf-test-base-images");
 const env = { ...process.env, WHARF_STRICT: strict ? "1" : process.env.WHARF_STRICT ?? "", WHARF_SANDBOX_BASE_CACHE: baseCache };
-// The spec report is read back as it passes through: with --test-force-exit the runner exits
-// before a file reporter would be flushed, so the summary and the skipped tests' names come from it.
-const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"], env });
-let report = "";
-child.stdout.setEncoding("utf8");
-child.stdout.on("data", (chunk) => {
-  process.stdout.write(chunk);
-  report += chunk;
-});
-// "close" waits for the end of the report; a process a test leaked may still hold the pipe open, so
-// the runner's exit starts a short grace period instead of waiting for that forever.
-let ended = false;
-child.stdout.once("end", () => { ended = true; });
-child.on("exit", (code, signal) => {
-  if (ended) return summarise(code, signal);
-  const timer = setTimeout(() => summarise(code, signal), 5000);
-  child.stdout.once("end", () => { clearTimeout(timer); summarise(code, signal); });
-});
-function summarise(code, signal) {
-  const count = (name) => Number(new RegExp(`^ℹ ${name} (\\d+)$`, "m").exec(report)?.[1] ?? 0);
-  const passed = count("pass"), failed = count("fail"), skipped = count("skipped"), todo = count("todo");
-  console.log(`\n${passed} passed, ${failed} failed, ${skipped} skipped`);
-  if (strict && (skipped > 0 || todo > 0)) {
-    const names = [...report.matchAll(/^\s*﹣ (.*)$/gm)].map((m) => `  ${m[1]}`);
-    console.error(`strict mode: ${skipped + todo} test(s) skipped; in CI every test must run:\n${names.join("\n")}`);
+const uvBin = sharedUv();
+if (uvBin) Object.assign(env, { PATH: `${uvBin}:${env.PATH ?? ""}`, WHARF_TEST_UV_BIN: uvBin });
+
+/**
+ * The Python environments tests create on the host (the agent server's per project, the official
+ * client's) install with uv when it is on PATH (`pip_installer: "auto"`): seconds each instead of
+ * a minute or more with pip on a loaded machine, from uv's own cache shared by every test file. uv
+ * is fetched from PyPI once per machine into the tests' shared Python cache (the Python templates
+ * test uses the same one). Confined deployment builds keep their own PATH, so they still install
+ * with pip; python-builds.test.ts takes this uv off PATH to test fetching it. Without python3 or
+ * PyPI, nothing changes: environments install with pip.
+ */
+function sharedUv() {
+  const onPath = (process.env.PATH ?? "").split(":").some((d) => d && fs.existsSync(path.join(d, "uv")));
+  if (onPath) return null;
+  const envs = process.env.WHARF_TEST_PYTHON_ENVS || path.join(os.tmpdir(), "wharf-test-python-envs");
+  const tool = path.join(envs, "uv-tool");
+  const bin = path.join(tool, "bin");
+  if (fs.existsSync(path.join(bin, "uv"))) return bin;
+  try {
+    fs.mkdirSync(envs, { recursive: true });
+    const staging = fs.mkdtempSync(`${tool}.`);
+    execFileSync(process.env.WHARF_PYTHON || "python3", ["-m", "pip", "install", "--quiet", "--target", staging, "uv"], { stdio: ["ignore", "ignore", "pipe"], timeout: 300_000 });
+    try {
+      fs.renameSync(staging, tool);
+    } catch {
+      // Another run put it in place meanwhile: that one serves.
+      fs.rmSync(staging, { recursive: true, force: true });
+    }
+    return fs.existsSync(path.join(bin, "uv")) ? bin : null;
+  } catch (err) {
+    console.error(`uv could not be fetched (${String(err.stderr ?? err.message).trim().split("\n").pop()}): Python environments install with pip`);
+    return null;
+  }
+}
+const started = Date.now();
+const measured = new Map();
+const results = [];
+const queue = scheduleOrder(files, known);
+console.log(`${files.length} test file(s), ${concurrency} at a time, longest first`);
+await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
+  for (let f = queue.shift(); f !== undefined; f = queue.shift()) results.push(await runFile(f));
+}));
+summarise();
+
+/**
+ * One file in its own test runner, its report printed whole when it ends (files running side by
+ * side would otherwise interleave their lines).
+ */
+function runFile(file) {
+  const t0 = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [...fileArgs, file], { stdio: ["ignore", "pipe", "pipe"], env });
+    let report = "";
+    let errors = "";
+    child.stdout.setEncoding("utf8");
+    child.stderr.setEncoding("utf8");
+    child.stdout.on("data", (chunk) => { report += chunk; });
+    child.stderr.on("data", (chunk) => { errors += chunk; });
+    // "close" waits for the end of the report; a process a test leaked may still hold the pipes open,
+    // so the file's exit starts a short grace period instead of waiting for that forever.
+    let ended = false;
+    child.stdout.once("end", () => { ended = true; });
+    const done = (code, signal) => {
+      const seconds = (Date.now() - t0) / 1000;
+      measured.set(file, seconds);
+      const ok = code === 0 && !signal;
+      process.stdout.write(`\n── ${file} (${seconds.toFixed(1)} s${ok ? "" : `, exit ${code ?? signal}`})\n${report}`);
+      if (errors) process.stderr.write(errors);
+      resolve({ file, ok, report, seconds });
+    };
+    child.on("exit", (code, signal) => {
+      if (ended) return done(code, signal);
+      const timer = setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        done(code, signal);
+      }, 5000);
+      child.stdout.once("end", () => { clearTimeout(timer); done(code, signal); });
+    });
+  });
+}
+
+function summarise() {
+  const total = { passed: 0, failed: 0, skipped: 0, todo: 0 };
+  for (const r of results) for (const [k, v] of Object.entries(reportCounts(r.report))) total[k] += v;
+  const failedFiles = results.filter((r) => !r.ok).map((r) => r.file);
+  const slowest = [...measured].sort((a, b) => b[1] - a[1]).slice(0, 15);
+  console.log(`\nslowest files:\n${slowest.map(([f, s]) => `  ${s.toFixed(1).padStart(6)} s  ${f}`).join("\n")}`);
+  console.log(`\n${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped in ${((Date.now() - started) / 60000).toFixed(1)} min (${results.length} files, ${concurrency} at a time)`);
+  if (failedFiles.length) console.log(`files that failed:\n${failedFiles.map((f) => `  ${f}`).join("\n")}`);
+  if (record) {
+    fs.writeFileSync(DURATIONS, formatDurations(known, measured, DURATIONS_HEADER));
+    console.log(`durations written to ${DURATIONS}`);
+  }
+  if (strict && (total.skipped > 0 || total.todo > 0)) {
+    const names = results.flatMap((r) => [...r.report.matchAll(/^\s*﹣ (.*)$/gm)].map((m) => `  ${m[1]}`));
+    console.error(`strict mode: ${total.skipped + total.todo} test(s) skipped; in CI every test must run:\n${names.join("\n")}`);
     process.exit(1);
   }
-  process.exit(code ?? (signal ? 1 : 0));
+  process.exit(failedFiles.length ? 1 : 0);
 }

@@ -6,7 +6,7 @@
 #
 #   scripts/upstream-suites.sh /path/to/langgraphjs [api|auth ...]
 #
-# Environment: UPSTREAM_API_PORT / UPSTREAM_AUTH_PORT (default 2024 / 2025, the ports the suites name;
+# Environment: UPSTREAM_COLD=1 (no cached graph schemas), UPSTREAM_API_PORT / UPSTREAM_AUTH_PORT (default 2024 / 2025, the ports the suites name;
 # the scratch copies are rewritten to others), UPSTREAM_WORK (scratch folder, default /tmp/wharf-upstream-suites; its node_modules
 # is kept between runs), UPSTREAM_KEEP_LOGS=1 to print the servers' logs.
 set -euo pipefail
@@ -21,11 +21,18 @@ pkg_src="$checkout/libs/langgraph-api"
 wharf_root=$(cd "$(dirname "$0")/.." && pwd)
 work=${UPSTREAM_WORK:-/tmp/wharf-upstream-suites}
 mkdir -p "$work"
+# Derived graph schemas of the previous run survive the fresh copy (see start_server).
+for f in graphs graphs-auth; do
+  if [ -d "$work/pkg/tests/$f/.wharf/graph-schemas" ]; then rm -rf "$work/schemas-$f"; mv "$work/pkg/tests/$f/.wharf/graph-schemas" "$work/schemas-$f"; fi
+done
 rm -rf "$work/pkg"
 mkdir -p "$work/pkg"
-cp -r "$pkg_src/tests" "$pkg_src/src" "$pkg_src/vitest.config.js" "$work/pkg/"
+cp -r "$pkg_src/tests" "$pkg_src/src" "$pkg_src/vitest.config.js" "$pkg_src/tsconfig.json" "$work/pkg/"
 # The auth suite's project is the same graphs folder with langgraph.auth.json as its config.
 cp -r "$work/pkg/tests/graphs" "$work/pkg/tests/graphs-auth"
+for f in graphs graphs-auth; do
+  if [ -d "$work/schemas-$f" ] && [ "${UPSTREAM_COLD:-}" != 1 ]; then mkdir -p "$work/pkg/tests/$f/.wharf"; mv "$work/schemas-$f" "$work/pkg/tests/$f/.wharf/graph-schemas"; fi
+done
 cp "$work/pkg/tests/graphs-auth/langgraph.auth.json" "$work/pkg/tests/graphs-auth/langgraph.json"
 api_port=${UPSTREAM_API_PORT:-2024}
 auth_port=${UPSTREAM_AUTH_PORT:-2025}
@@ -49,7 +56,11 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
 start_server() { # folder port log
-  rm -rf "$1/.wharf"
+  # A fresh store each run; the graphs' TypeScript-derived schemas are kept (keyed by the sources'
+  # hash), as across `wharf dev` restarts: deriving them cold takes longer than the suites' 10-30 s
+  # timeouts on a loaded machine. UPSTREAM_COLD=1 starts from nothing.
+  if [ "${UPSTREAM_COLD:-}" = 1 ]; then rm -rf "$1/.wharf"
+  elif [ -d "$1/.wharf" ]; then find "$1/.wharf" -mindepth 1 -maxdepth 1 ! -name graph-schemas -exec rm -rf {} +; fi
   WHARF_HOME="$1/.wharf" node "$wharf_root/bin/wharf.js" dev "$1" --port "$2" >"$3" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 120); do

@@ -61,7 +61,7 @@ export async function roleOurs(args: string[]): Promise<void> {
   const { toStoredConfig, proxyConfigSchema } = await import("../../src/egress/config/proxy-config.ts");
   const audited = { n: 0 };
   const audit = { record: () => void audited.n++ };
-  const plane = where === "local" ? new LocalDataPlane(loadEgressSettings(env), audit, () => null) : new SupervisedDataPlane(audit, null, env, nodeArgs);
+  const plane = where === "local" ? new LocalDataPlane(loadEgressSettings(env), audit, () => null) : new SupervisedDataPlane(audit, null, env, process.env, nodeArgs);
   const ca = await createCa("bench sandbox CA");
   fs.writeFileSync(path.join(path.dirname(caFile), "sandbox-ca.pem"), ca.certPem);
   const cfg = await toStoredConfig(

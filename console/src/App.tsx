@@ -11,8 +11,12 @@ import { SignIn } from "./pages/SignIn.tsx";
 
 // The chat client and its dependencies load only when the playground opens.
 const Playground = lazy(() => import("./pages/Playground.tsx"));
+// The Studio (graph drawing and layout) likewise.
+const Studio = lazy(() => import("./pages/studio/Studio.tsx"));
 
 export interface Session {
+  /** `wharf dev` answers `{"local": true}`: its console is the Studio of that one project. */
+  local?: boolean;
   user_id: string;
   workspace_id: string;
   csrf_token: string;
@@ -28,6 +32,7 @@ const TENANT_KEY = "wharf.console.workspace";
 const NAV: Array<[string, string]> = [
   ["deployments", "Deployments"],
   ["playground", "Playground"],
+  ["studio", "Studio"],
   ["sandboxes", "Sandboxes"],
   ["connections", "Connections"],
   ["settings", "Secrets & keys"],
@@ -41,7 +46,7 @@ export function App() {
   const route = useRoute();
 
   const adopt = useCallback((s: Session | null) => {
-    if (s) {
+    if (s && !s.local) {
       const saved = sessionStorage.getItem(TENANT_KEY);
       configureApi({ csrf: s.csrf_token, tenant: saved, onSignedOut: () => setSession(null) });
       setTenantState(saved);
@@ -51,18 +56,19 @@ export function App() {
 
   useEffect(() => {
     fetch("/console/api/session", { credentials: "same-origin" })
-      .then((r) => (r.ok ? (r.json() as Promise<Session>) : null))
+      .then((r) => (r.status === 200 ? (r.json() as Promise<Session>) : null))
       .then(adopt, () => adopt(null));
   }, [adopt]);
 
   useEffect(() => {
-    if (session) api<Workspace[]>("/v2/workspaces").then(setWorkspaces, () => setWorkspaces([]));
+    if (session && !session.local) api<Workspace[]>("/v2/workspaces").then(setWorkspaces, () => setWorkspaces([]));
   }, [session]);
 
   useEffect(() => setMenu(false), [route.join("/")]);
 
   if (session === undefined) return <div className="boot">Loading…</div>;
   if (session === null) return <SignIn onSignedIn={adopt} />;
+  if (session.local) return <LocalStudio threadId={route[0] === "studio" ? route[2] : undefined} />;
 
   const switchTo = (id: string) => {
     const next = id === session.workspace_id ? null : id;
@@ -103,10 +109,28 @@ export function App() {
           {section === "deployments" && !id ? <Deployments /> : null}
           {section === "deployments" && id ? <DeploymentDetail id={id} /> : null}
           {section === "playground" ? <Playground deploymentId={id} threadId={rest[0]} /> : null}
+          {section === "studio" ? <Studio deploymentId={id} threadId={rest[0]} /> : null}
           {section === "sandboxes" && !id ? <Sandboxes /> : null}
           {section === "sandboxes" && id ? <SandboxDetail name={id} tab={rest[0] ?? "terminal"} /> : null}
           {section === "connections" ? <Connections /> : null}
           {section === "settings" ? <Settings /> : null}
+        </Suspense>
+      </main>
+    </div>
+  );
+}
+
+/** The console that `wharf dev` serves: the Studio of the project it runs, on the same origin. */
+function LocalStudio({ threadId }: { threadId?: string }) {
+  return (
+    <div className="shell local">
+      <header className="topbar">
+        <span className="brand">Wharf dev</span>
+        <a className="ghost-link" href="/docs" target="_blank" rel="noreferrer">API docs ↗</a>
+      </header>
+      <main>
+        <Suspense fallback={<div className="boot">Loading…</div>}>
+          <Studio local deploymentId="local" threadId={threadId} />
         </Suspense>
       </main>
     </div>

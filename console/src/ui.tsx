@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState, type ReactNode } from "react";
 import { ApiError } from "./api.ts";
-import { issuesUnder } from "./decisions.ts";
+import { humanMessage, humanPath, issuesUnder, relativeTime, statusLabel, type ValidationItem } from "./decisions.ts";
 
 export function Page(props: { title: string; actions?: ReactNode; children: ReactNode }) {
   return (
@@ -16,16 +16,39 @@ export function Page(props: { title: string; actions?: ReactNode; children: Reac
 
 const GOOD = /^(DEPLOYED|READY|ready|completed|ACTIVE|idle|success|inject)$/;
 const BAD = /FAILED|failed|INTERRUPTED|error|block/;
-export function Status({ value }: { value: string | null | undefined }) {
+/** A status pill: the API's value in `data-status`, in words ("Deploy failed") on screen. */
+export function Status({ value, title }: { value: string | null | undefined; title?: string }) {
   const v = value ?? "—";
   const tone = GOOD.test(v) ? "good" : BAD.test(v) ? "bad" : /stopped|SKIPPED|deleting/.test(v) ? "muted" : "busy";
-  return <span className={`status ${tone}`} data-status={v}>{v}</span>;
+  return <span className={`status ${tone}`} data-status={v} title={title}>{value ? statusLabel(v) : "—"}</span>;
 }
 
-export function ErrorNote({ error }: { error: unknown }) {
+/**
+ * An error in words. A 422's items that a form shows at its inputs (`placed`) are not repeated:
+ * the note then only points at them; the others are listed with their field in words.
+ */
+export function ErrorNote({ error, placed }: { error: unknown; placed?: (loc: ValidationItem["loc"]) => boolean }) {
   if (!error) return null;
+  if (error instanceof ApiError && error.status === 422 && error.issues.length) {
+    const rest = error.issues.filter((i) => !placed?.(i.loc));
+    if (!rest.length) return <div className="error" role="status">Some values need a change: see the messages at the fields.</div>;
+    return (
+      <div className="error" role="alert">
+        {rest.map((i, k) => {
+          const where = humanPath(i.loc.filter((p) => p !== "body" && p !== "query" && p !== "path").join("."));
+          return <div key={k}>{where ? `${where.charAt(0).toUpperCase() + where.slice(1)}: ` : ""}{humanMessage(i.msg)}</div>;
+        })}
+      </div>
+    );
+  }
   const msg = error instanceof Error ? error.message : String(error);
   return <div className="error" role="alert">{msg}</div>;
+}
+
+/** A time as "5 minutes ago" (the exact local time on hover), refreshed with the page's data. */
+export function When({ iso }: { iso: string | null | undefined }) {
+  if (!iso) return <>—</>;
+  return <time dateTime={iso} title={new Date(iso).toLocaleString()}>{relativeTime(iso)}</time>;
 }
 
 /** Loads data, reloads on demand or on an interval; errors are shown, never thrown. */
@@ -76,12 +99,18 @@ export function Field(props: { label: string; hint?: string; error?: string | nu
       <span className="label">{props.label}</span>
       {props.children}
       {props.hint && !props.error ? <span className="hint">{props.hint}</span> : null}
-      {props.error ? <span className="field-error" role="alert">{props.error}</span> : null}
+      {props.error ? <span className="field-error" role="alert">{humanMessage(props.error)}</span> : null}
     </label>
   );
 }
 
 export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : "—");
+
+/** `placed` for ErrorNote: the 422 items at or under these body fields are shown at their inputs. */
+export const placedAt =
+  (...fields: string[]) =>
+  (loc: ValidationItem["loc"]) =>
+    loc[0] === "body" && fields.includes(String(loc[1]));
 
 export function Empty({ children }: { children: ReactNode }) {
   return <p className="empty">{children}</p>;
@@ -89,7 +118,7 @@ export function Empty({ children }: { children: ReactNode }) {
 
 export function Progress({ fraction, label }: { fraction: number | null; label: string }) {
   return (
-    <div className="progress" role="progressbar" aria-valuenow={fraction === null ? undefined : Math.round(fraction * 100)}>
+    <div className="progress" role="progressbar" aria-label={label} aria-valuenow={fraction === null ? undefined : Math.round(fraction * 100)}>
       <div className={`bar${fraction === null ? " indeterminate" : ""}`} style={fraction === null ? undefined : { width: `${Math.round(fraction * 100)}%` }} />
       <span>{label}</span>
     </div>

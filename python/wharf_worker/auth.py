@@ -8,6 +8,8 @@ from urllib.parse import unquote
 
 from langgraph_sdk import Auth
 
+from .asgi import receiver
+
 SUPPORTED = {"request", "body", "user", "path", "method", "scopes", "path_params", "query_params", "headers", "authorization", "scope"}
 
 
@@ -126,7 +128,7 @@ class ProjectAuth:
         }
         body = (req.get("body") or "").encode()
         available = {
-            "request": lambda: Request(scope, receive=_receiver(body)),
+            "request": lambda: Request(scope, receive=receiver(body)),
             "body": lambda: body,
             "user": lambda: None,
             "path": lambda: scope["path"],
@@ -175,16 +177,3 @@ class ProjectAuth:
         if not isinstance(result, dict):
             raise TypeError(f"auth handler for {req['event']} returned {type(result).__name__}; expected a filter dict, None or a bool")
         return {"filters": result or None, "value": value}
-
-
-def _receiver(body: bytes):
-    sent = False
-
-    async def receive():
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return receive

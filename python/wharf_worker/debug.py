@@ -1,6 +1,7 @@
-"""``debug``, ``checkpoints`` and ``tasks`` chunks as the LangGraph server sends them: a checkpoint
+"""``debug`` chunks as the LangGraph server sends them (``checkpoints`` and ``tasks`` go as langgraph
+streams them): a checkpoint
 carries ``checkpoint`` and ``parent_checkpoint`` ({thread_id, checkpoint_ns, checkpoint_id,
-checkpoint_map}), configs lose internal (``__``) keys, and a task whose state is a subgraph's config
+checkpoint_map}), and a task whose state is a subgraph's config
 carries it as ``checkpoint``."""
 
 KEYS = ("thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map")
@@ -13,14 +14,6 @@ def _pick(configurable: dict) -> dict:
 def config_to_checkpoint(config) -> dict | None:
     c = (config or {}).get("configurable") if isinstance(config, dict) else None
     return _pick(c) if c and c.get("thread_id") else None
-
-
-def _without_internal(config):
-    if not isinstance(config, dict) or not isinstance(config.get("configurable"), dict):
-        return config
-    rest = {k: v for k, v in config.items() if k != "callbacks"}
-    rest["configurable"] = {k: v for k, v in config["configurable"].items() if not k.startswith("__")}
-    return rest
 
 
 def debug_task(task: dict) -> dict:
@@ -38,18 +31,12 @@ def debug_checkpoint(payload: dict) -> dict:
         "checkpoint": config_to_checkpoint(payload.get("config")),
         "parent_checkpoint": config_to_checkpoint(payload.get("parent_config")),
         "tasks": [debug_task(t) if isinstance(t, dict) else t for t in tasks] if isinstance(tasks, (list, tuple)) else tasks,
-        "config": _without_internal(payload.get("config")),
-        "parent_config": _without_internal(payload.get("parent_config")),
     }
 
 
 def server_chunk(mode: str, data):
     if not isinstance(data, dict):
         return data
-    if mode == "checkpoints":
-        return debug_checkpoint(data)
-    if mode == "tasks":
-        return debug_task(data)
     if mode == "debug" and isinstance(data.get("payload"), dict):
         if data.get("type") == "checkpoint":
             return {**data, "payload": debug_checkpoint(data["payload"])}

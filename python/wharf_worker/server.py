@@ -6,9 +6,7 @@ import importlib.metadata
 import sys
 import uuid
 
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-from . import frames, graphs, runs, state
+from . import checkpointer, embed, frames, graphs, http_app, runs, state, warmup
 from .auth import Denied, ProjectAuth, revive_user
 from .schemas import graph_schemas
 from .serde import dumps, error_dict, loads
@@ -30,14 +28,26 @@ def _version(name: str) -> str | None:
         return None
 
 
+def _drawing(graph: dict) -> dict:
+    """The drawable graph without the runnables' class paths (``data.id``), as the LangGraph server sends it."""
+    for node in graph.get("nodes", []):
+        if isinstance(node.get("data"), dict):
+            node["data"] = {k: v for k, v in node["data"].items() if k != "id"}
+    return graph
+
+
 class Worker:
     def __init__(self, settings: dict):
         self.settings = settings
         self.graphs = {}
         self.saver = None
         self.tasks = {}
+        # Drain controls of the runs in flight (`run.drain`), by run id.
+        self.controls = {}
         self.out = None
         self.auth = None
+        self.embedder = None
+        self.http = None
         self.store = None
         self.calls = {}
         self.next_call = 0
@@ -46,10 +56,26 @@ class Worker:
         self.out = frames.FrameWriter(out_fd)
         reader = await frames.open_reader(in_fd)
         self.store = RemoteStore(self.call, asyncio.get_running_loop())
-        async with AsyncSqliteSaver.from_conn_string(self.settings["checkpoint_path"]) as saver:
-            await saver.setup()
-            self.saver = saver
+        async with contextlib.AsyncExitStack() as stack:
+            load_ref = lambda ref: graphs.import_ref(self.settings["project_dir"], ref)  # noqa: E731
+            self.saver = await checkpointer.open_saver(stack, self.settings["checkpointer"], load_ref)
+            state.stamp_thread_ids(self.saver)
             self.graphs, errors = graphs.load_all(self.settings["project_dir"], self.settings["graphs"])
+            self.embedder, embed_error = None, None
+            if self.settings.get("embed"):
+                try:
+                    self.embedder = embed.load(self.settings["embed"], load_ref)
+                except BaseException as err:  # noqa: BLE001 - reported to the server, which decides
+                    embed_error = f"{type(err).__name__}: {err}"
+            self.http, http_error = None, None
+            if self.settings.get("http_app"):
+                try:
+                    self.http = http_app.HttpApp(load_ref(self.settings["http_app"]), self.settings["http_app"])
+                    # The app's lifespan starts before the worker says hello, so no request meets an app not ready.
+                    await self.http.startup()
+                    stack.push_async_callback(self.http.shutdown)
+                except BaseException as err:  # noqa: BLE001 - reported to the server, which refuses to start
+                    http_error = f"{type(err).__name__}: {err}"
             auth_info, auth_error = None, None
             if self.settings.get("auth"):
                 try:
@@ -58,6 +84,10 @@ class Worker:
                     auth_info = self.auth.describe()
                 except BaseException as err:  # noqa: BLE001 - reported to the server, which refuses to start
                     auth_error = f"{type(err).__name__}: {err}"
+            try:
+                await warmup.warm_up(self.graphs, self.saver, self.store)
+            except Exception as err:  # noqa: BLE001 - a warm-up is an optimisation: the worker serves without it
+                print(f"warm-up skipped: {type(err).__name__}: {err}", file=sys.stderr)
             self.out.send(
                 {"kind": "hello"},
                 dumps({
@@ -65,7 +95,9 @@ class Worker:
                     "errors": errors,
                     "auth": auth_info,
                     "auth_error": auth_error,
-                    "versions": {"python": sys.version.split()[0], **{n: _version(n) for n in ("langgraph", "langchain-core", "langgraph-checkpoint-sqlite")}},
+                    "embed_error": embed_error,
+                    "http_error": http_error,
+                    "versions": {"python": sys.version.split()[0], **{n: _version(n) for n in ("langgraph", "langchain-core", "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres")}, "checkpointer": type(self.saver).__name__},
                 }),
             )
             pending = set()
@@ -143,21 +175,37 @@ class Worker:
         config = self._run_config(req)
         loaded = self.graph(req["graph_id"])
         self.tasks[req["run_id"]] = asyncio.current_task()
+        # Only a thread's run can be drained: it resumes from its checkpoint as the next attempt.
+        control = runs.new_control() if stateful else None
+        if control is not None:
+            self.controls[req["run_id"]] = control
         try:
             async with loaded.get(config, self.saver if stateful else None, self.store) as graph:
                 send = lambda event, data: self.out.send({"id": rid, "kind": "event", "event": event}, data)  # noqa: E731
                 try:
-                    mapper = await runs.stream_run(graph, req, config, send)
+                    mapper = await runs.stream_run(graph, req, config, send, control)
                 except asyncio.CancelledError:
                     raise
                 except Exception as err:  # noqa: BLE001 - the graph's error is the run's outcome
+                    if runs.is_drained(err):
+                        return {"status": "drained"}, dumps({})
                     body = dumps(error_dict(err))
                     send("error", body)
                     return {"status": "error"}, body
+                if control is not None and control.drain_requested and await runs.stopped_early(graph, config):
+                    return {"status": "drained"}, dumps({})
                 extra, body = await runs.outcome(graph, config, mapper, stateful)
                 return {"status": "success", **extra}, body
         finally:
             self.tasks.pop(req["run_id"], None)
+            self.controls.pop(req["run_id"], None)
+
+    async def op_run_drain(self, rid, req):
+        """Asks a run to stop at its next superstep boundary, its checkpoint saved (SIGTERM on a replica)."""
+        control = self.controls.get(req["run_id"])
+        if control is not None:
+            control.request_drain("shutdown")
+        return {"draining": control is not None}
 
     async def op_run_cancel(self, rid, req):
         task = self.tasks.get(req["run_id"])
@@ -185,7 +233,10 @@ class Worker:
             if req.get("command") is not None:
                 values = runs.to_command(req["command"])
             try:
-                cfg = await graph.aupdate_state(state.config_of(req["thread_id"], req.get("checkpoint")), values, as_node=req.get("as_node"))
+                # The graph id rides in configurable, so the new checkpoint's metadata names it (as a run's do).
+                at = state.config_of(req["thread_id"], req.get("checkpoint"))
+                at["configurable"]["graph_id"] = req["graph_id"]
+                cfg = await graph.aupdate_state(at, values, as_node=req.get("as_node"))
             except (ValueError, KeyError, TypeError) as err:
                 raise RequestError(400, str(err)) from err
             s = await graph.aget_state({"configurable": {"thread_id": req["thread_id"]}})
@@ -210,7 +261,7 @@ class Worker:
         async with self.graph(req["graph_id"]).get(req.get("config") or {}, None) as graph:
             xray = req.get("xray") or False
             drawable = await graph.aget_graph(req.get("config") or None, xray=xray)
-            return drawable.to_json()
+            return _drawing(drawable.to_json())
 
     async def op_graph_schemas(self, rid, req):
         async with self.graph(req["graph_id"]).get(req.get("config") or {}, None) as graph:
@@ -223,6 +274,27 @@ class Worker:
                 out[ns] = graph_schemas(sub)
             return out
 
+    async def op_http_match(self, rid, req):
+        return {"match": self.http is not None and self.http.matches(req["method"], req["path"])}
+
+    async def op_http_request(self, rid, req):
+        if self.http is None:
+            raise RequestError(404, "this project has no Python http.app")
+        # Cancelled (`run.cancel` with this id) when the client goes away from a streamed response.
+        key = req.get("run_id")
+        if key:
+            self.tasks[key] = asyncio.current_task()
+        try:
+            return await self.http.handle(req, lambda event, data: self.out.send({"id": rid, "kind": "event", "event": event}, data))
+        finally:
+            if key:
+                self.tasks.pop(key, None)
+
+    async def op_store_embed(self, rid, req):
+        if self.embedder is None:
+            raise RequestError(400, "this project has no store.index.embed in Python")
+        return await self.embedder.embed(list(req["texts"]))
+
     async def op_auth_authenticate(self, rid, req):
         return await self.auth.authenticate(req)
 
@@ -233,19 +305,18 @@ class Worker:
         await self.saver.adelete_thread(req["thread_id"])
         return {"ok": True}
 
+    async def op_checkpoints_prune(self, rid, req):
+        ids = [str(t) for t in req["thread_ids"]]
+        return {"pruned": len(ids) if await checkpointer.prune_keep_latest(self.saver, ids) else 0}
+
     async def op_checkpoints_delete_for_run(self, rid, req):
-        # AsyncSqliteSaver has no adelete_for_runs; langgraph writes the run's id into each
-        # checkpoint's metadata, and the saver's tables are its documented schema.
         with contextlib.suppress(NotImplementedError):
             await self.saver.adelete_for_runs([req["run_id"]])
             return {"ok": True}
-        match = "thread_id = ? AND json_extract(CAST(metadata AS TEXT), '$.run_id') = ?"
-        args = (req["thread_id"], req["run_id"])
-        async with self.saver.lock:
-            await self.saver.conn.execute(f"DELETE FROM writes WHERE thread_id = ? AND checkpoint_id IN (SELECT checkpoint_id FROM checkpoints WHERE {match})", (req["thread_id"], *args))
-            await self.saver.conn.execute(f"DELETE FROM checkpoints WHERE {match}", args)
-            await self.saver.conn.commit()
-        return {"ok": True}
+        # The official savers without adelete_for_runs: langgraph writes the run's id into each
+        # checkpoint's metadata, and the savers' tables are their documented schema.
+        deleted = await checkpointer.delete_run_checkpoints(self.saver, req["thread_id"], req["run_id"])
+        return {"ok": deleted}
 
     async def op_checkpoints_copy_thread(self, rid, req):
         with contextlib.suppress(NotImplementedError):

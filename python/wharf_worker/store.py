@@ -20,18 +20,20 @@ def op_to_json(op) -> dict:
     raise TypeError(f"unknown store operation {type(op).__name__}")
 
 
-def _item(d):
+def _item(d, search=False):
     if d is None:
         return None
     common = {"value": d["value"], "key": d["key"], "namespace": tuple(d["namespace"]), "created_at": datetime.fromisoformat(d["created_at"]), "updated_at": datetime.fromisoformat(d["updated_at"])}
-    return SearchItem(**common, score=d.get("score")) if "score" in d else Item(**common)
+    # Search results are SearchItems even unranked (score None), as langgraph's own stores return
+    # them: graphs read `.score` (the memory-agent template does).
+    return SearchItem(**common, score=d.get("score")) if search or "score" in d else Item(**common)
 
 
 def result_from_json(op, r):
     if isinstance(op, GetOp):
         return _item(r)
     if isinstance(op, SearchOp):
-        return [_item(i) for i in r]
+        return [_item(i, search=True) for i in r]
     if isinstance(op, ListNamespacesOp):
         return [tuple(ns) for ns in r]
     return None

@@ -10,7 +10,8 @@ import type { UserApp } from "./project/http-app.ts";
 import type { UiFile } from "./project/ui-bundles.ts";
 import type { ProjectHttp } from "./project/project.ts";
 import type { GraphFailure, LoadedGraph } from "./project/graphs.ts";
-import type { PythonGraph, PythonWorker } from "./python/index.ts";
+import type { GraphSchemaCache } from "./project/static-schemas.ts";
+import type { PythonGraph, PythonHttpApp, PythonWorkers } from "./python/index.ts";
 import type { AgentStore } from "./storage/store.ts";
 import "./storage/tables.ts";
 
@@ -23,7 +24,7 @@ export interface AgentServerContext {
   /** JavaScript graphs (imported here) and Python graphs (served by `python`). */
   graphs: Map<string, LoadedGraph | PythonGraph>;
   /** The project's Python worker, when it has Python graphs. */
-  python: PythonWorker | null;
+  python: PythonWorkers | null;
   /** Graphs of the project that failed to load (logged at start, listed by `/info`). */
   graphFailures: Map<string, GraphFailure>;
   checkpointer: Checkpointer;
@@ -41,6 +42,10 @@ export interface AgentServerContext {
   http: ProjectHttp;
   /** The project's own routes (`http.app`), mounted before the API. */
   userApp: UserApp | null;
+  /** `http.app` as a Python ASGI app, served by the Python worker. */
+  pythonApp: PythonHttpApp | null;
+  /** Schemas derived from the JavaScript graphs' TypeScript types (cached per source hash). */
+  schemas: GraphSchemaCache;
   /** Built generative UI bundles (`ui`), by graph name. */
   ui: Map<string, UiFile[]>;
 }

@@ -56,7 +56,7 @@ export function createAgentServerFeature(): Feature & { url(): string | null } {
         // It listens on the control plane's address: the same caps against floods of slow heads.
         hardenServer(server as http.Server, ctx.config.settings, ctx.log);
       } catch (err) {
-        ctx.log.error({ err: (err as Error).message, project }, "the example agent server could not start");
+        ctx.log.error({ err, project }, "the example agent server could not start");
         await agent?.close();
         agent = null;
         return;

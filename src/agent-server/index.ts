@@ -6,5 +6,7 @@ export { loadProject, applyProjectEnv, graphRuntime, ProjectError } from "./proj
 export type { AgentProject } from "./project/project.ts";
 export { systemAssistantId } from "./storage/assistants.ts";
 export { claimDueCrons } from "./crons/crons.ts";
+export { onRunEnded, type RunEnded } from "./runs/run-events.ts";
 export { registerSdkLogger } from "./project/sdk-logger.ts";
-export { ensurePythonEnv, PythonEnvError, pythonEnvKey, startPythonRuntime } from "./python/index.ts";
+export { createPythonEnv, ensurePythonEnv, gitDependencyUrl, pipConfigIndexes, pipConfigUrls, PythonEnvError, pythonEnvKey, startPythonRuntime, uvLockUrls } from "./python/index.ts";
+export { attachProtocolUpgrades } from "./protocol/index.ts";

@@ -1,4 +1,13 @@
-import { isAIMessage, isAIMessageChunk, isBaseMessage, isBaseMessageChunk, isToolMessage, type AIMessageChunk, type BaseMessage } from "@langchain/core/messages";
+import { isAIMessage, isAIMessageChunk, isBaseMessage, isToolMessage, type AIMessageChunk, type BaseMessage } from "@langchain/core/messages";
+
+/**
+ * Whether a message is a streamed chunk. LangChain's `isBaseMessageChunk` checks the prototype
+ * chain, so a chunk made by the project's own copy of `@langchain/core` (the usual case: a project
+ * installs its own) reads as a whole message; chunks are the messages that `concat`.
+ */
+export function isMessageChunk(m: unknown): m is AIMessageChunk {
+  return isBaseMessage(m) && typeof (m as { concat?: unknown }).concat === "function";
+}
 
 /**
  * A LangChain message as the LangGraph server puts it on the wire: every field present (the
@@ -15,7 +24,7 @@ export function messageToDict(m: BaseMessage): Record<string, unknown> {
     name: m.name ?? null,
     id: m.id ?? null,
   };
-  const chunk = isBaseMessageChunk(m);
+  const chunk = isMessageChunk(m);
   if (isAIMessage(m) || isAIMessageChunk(m as never)) {
     out.example = any.example ?? false;
     const ai = m as AIMessageChunk;

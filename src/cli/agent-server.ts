@@ -1,6 +1,5 @@
 import type { Command } from "commander";
 import { loadConfigOrExit } from "./config-or-exit.ts";
-import { startAgentServer } from "../agent-server/index.ts";
 import { installFaultPolicy } from "../platform/process-faults.ts";
 
 const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
@@ -16,15 +15,22 @@ export function registerAgentServer(program: Command): void {
     .option("--server-id <id>", "which project/deployment the stored rows belong to (default: from the project path)")
     .option("--open", "no credentials required (wharf dev; loopback addresses only)")
     .option("--exclusive", "no other process serves this server id: runs left running by a crashed one are settled at start")
-    .action(async (opts: { project: string; host: string; port: number; serverId?: string; open?: boolean; exclusive?: boolean }) => {
+    .option("--warm-schemas", "derive the graphs' schemas from their TypeScript types in the background at start (wharf dev: Studio asks for them at once)")
+    .action(async (opts: { project: string; host: string; port: number; serverId?: string; open?: boolean; exclusive?: boolean; warmSchemas?: boolean }) => {
       const config = loadConfigOrExit();
       if (opts.open && !LOOPBACK.has(opts.host)) {
         console.error(`wharf: --open serves without credentials and is only allowed on a loopback address, not ${opts.host}`);
         process.exit(2);
       }
+      // The project's Python workers start importing its graphs now, while the server's own modules
+      // load below (imported here, not at the top, for that reason).
+      const [{ createLogger }, { readSetting }, { prestartPython }] = await Promise.all([import("../log/logger.ts"), import("../config/index.ts"), import("../agent-server/python/prestart.ts")]);
+      const log = createLogger({ level: readSetting("WHARF_LOG_LEVEL") });
+      const earlyPython = prestartPython({ projectDir: opts.project, home: config.home, databaseUrl: config.databaseUrl, log });
       let running;
       try {
-        running = await startAgentServer({ projectDir: opts.project, host: opts.host, port: opts.port, databaseUrl: config.databaseUrl, home: config.home, open: opts.open, serverId: opts.serverId, exclusive: opts.exclusive });
+        const { startAgentServer } = await import("../agent-server/index.ts");
+        running = await startAgentServer({ projectDir: opts.project, host: opts.host, port: opts.port, databaseUrl: config.databaseUrl, home: config.home, open: opts.open, serverId: opts.serverId, exclusive: opts.exclusive, warmSchemas: opts.warmSchemas, log, earlyPython });
       } catch (err) {
         console.error(`wharf: cannot start the agent server: ${(err as Error).message}`);
         process.exit(1);

@@ -39,7 +39,7 @@ async function readStdin(): Promise<string> {
 
 /** A spinner on stderr while waiting, only on a terminal (logs and pipes get plain lines). */
 function spinner(text: string): { stop(final?: string): void } {
-  if (!process.stderr.isTTY) return { stop: () => {} };
+  if (!process.stderr.isTTY) return { stop: () => undefined }; // no spinner off a terminal: nothing to stop
   const frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
   let i = 0;
   const timer = setInterval(() => process.stderr.write(`\r${frames[i++ % frames.length]} ${text}`), 100);

@@ -6,6 +6,7 @@ import * as tar from "tar";
 import { callApi, CliError, connectionFromEnv, type Connection } from "./api-client.ts";
 import { findByName, logLines, waitForRevision, type DeploymentView } from "./deployments.ts";
 import { addConnectionOptions } from "./output.ts";
+import { processEnvironment } from "../config/index.ts";
 
 const NOT_PACKED = new Set(["node_modules", ".git", ".wharf", ".langgraph_api", ".env"]);
 
@@ -21,7 +22,7 @@ function parseSecrets(specs: string[]): Array<{ name: string; value: string }> {
   return specs.map((spec) => {
     const eq = spec.indexOf("=");
     if (eq > 0) return { name: spec.slice(0, eq), value: spec.slice(eq + 1) };
-    const value = process.env[spec];
+    const value = processEnvironment()[spec];
     if (value === undefined) throw new CliError(`--secret ${spec}: no value given and ${spec} is not set in the environment`);
     return { name: spec, value };
   });

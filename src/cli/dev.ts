@@ -4,6 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { loadProject } from "../agent-server/index.ts";
+import { processEnvironment } from "../config/index.ts";
 
 const wharfBin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bin/wharf.js");
 /** Folders whose changes never restart the server: dependencies and build output. */
@@ -47,9 +48,9 @@ export function registerDev(program: Command): void {
       let child: ChildProcess | null = null;
       let restarting = false;
       const startChild = () => {
-        child = spawn(process.execPath, [wharfBin, "agent-server", "--project", projectDir, "--host", "127.0.0.1", "--port", String(opts.port), "--open"], {
+        child = spawn(process.execPath, [wharfBin, "agent-server", "--project", projectDir, "--host", "127.0.0.1", "--port", String(opts.port), "--open", "--warm-schemas"], {
           stdio: "inherit",
-          env: { ...process.env, WHARF_HOME: process.env.WHARF_HOME ?? path.join(projectDir, ".wharf") },
+          env: { ...processEnvironment(), WHARF_HOME: processEnvironment().WHARF_HOME ?? path.join(projectDir, ".wharf") },
         });
         child.on("exit", (code) => {
           child = null;
@@ -68,7 +69,7 @@ export function registerDev(program: Command): void {
         console.log("wharf dev: change detected, restarting");
         startChild();
       };
-      console.log(`wharf dev: serving ${projectDir} on http://127.0.0.1:${opts.port} (open on loopback: no credentials needed unless the project has custom auth)`);
+      console.log(`wharf dev: serving ${projectDir} on http://127.0.0.1:${opts.port} (open on loopback: no credentials needed unless the project has custom auth)\nStudio: http://127.0.0.1:${opts.port}/console/`);
       startChild();
       let pending: NodeJS.Timeout | null = null;
       fs.watch(projectDir, { recursive: true }, (_event, file) => {

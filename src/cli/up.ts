@@ -79,7 +79,7 @@ export function registerUp(program: Command): void {
       // `npm start` deploys the example agent through the same path as any deployment, in the
       // background: start-up does not wait for a build.
       const { ensureExampleDeployment } = await import("../deployments/index.ts");
-      void ensureExampleDeployment(ctx).catch((err) => ctx.log.warn({ err: (err as Error).message }, "the example deployment could not be set up"));
+      void ensureExampleDeployment(ctx).catch((err) => ctx.log.warn({ err }, "the example deployment could not be set up"));
       if (pending) {
         signals--;
         shutdown(pending);

@@ -30,9 +30,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   try {
     s = loadSettings(env);
   } catch (err) {
-    if (err instanceof SettingsError) throw new ConfigError(err.message);
+    if (err instanceof SettingsError) throw new ConfigError(err.message, { cause: err });
     throw err;
   }
+  const refusal = replicaRefusal(s.DATABASE_URL, s.REDIS_URL);
+  if (refusal) throw new ConfigError(refusal);
   return {
     host: s.WHARF_HOST,
     port: s.WHARF_PORT,
@@ -45,4 +47,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bearerTtlSeconds: s.WHARF_BEARER_TTL_SECONDS,
     settings: s,
   };
+}
+
+/**
+ * Replicas share their runs through PostgreSQL; Redis only carries their events. Redis beside
+ * SQLite would suggest a scale-out that SQLite (one process) cannot give, so it is refused.
+ */
+export function replicaRefusal(databaseUrl: string | undefined, redisUrl: string | undefined): string | null {
+  if (!redisUrl) return null;
+  if (databaseUrl && /^postgres(ql)?:\/\//.test(databaseUrl)) return null;
+  return "REDIS_URL needs DATABASE_URL to be PostgreSQL (replicas share runs through it); with SQLite Wharf runs as one process without Redis";
 }

@@ -49,10 +49,23 @@ export const SETTINGS = {
   WHARF_UPLOAD_LIMIT_BYTES: decl({ part: "control plane", type: "bytes", default: String(1024 * 1024 * 1024), description: "largest deployment tarball upload, streamed to disk (sandbox file uploads are bounded by the sandbox's fs_capacity_bytes)", schema: int(1024) }),
   WHARF_HEADERS_TIMEOUT_MS: decl({ part: "control plane", type: "ms", default: "10000", description: "time a client connection has to send a complete request head (then 408 and closed)", schema: int(500, 600_000) }),
   WHARF_REQUEST_TIMEOUT_MS: decl({ part: "control plane", type: "ms", default: "300000", description: "time a client has to send a whole request, body included (0: no limit; uploads of large tarballs need it long)", schema: int(0) }),
-  WHARF_KEEP_ALIVE_TIMEOUT_MS: decl({ part: "control plane", type: "ms", default: "5000", description: "an idle kept-alive client connection is closed after this", schema: int(100, 600_000) }),
+  WHARF_KEEP_ALIVE_TIMEOUT_MS: decl({ part: "control plane", type: "ms", default: "65000", description: "an idle kept-alive client connection is closed after this; longer than common clients keep one for reuse (httpx 5 s, undici 4 s), so the server never closes a connection a client is sending its next request on", schema: int(100, 600_000) }),
   WHARF_MAX_CONNECTIONS: decl({ part: "control plane", type: "integer", default: "4096", description: "open client connections in total; past it a new one replaces the oldest that has not sent a request head yet, else it is closed (0: no cap)", schema: int(0) }),
   WHARF_MAX_CONNECTIONS_PER_CLIENT: decl({ part: "control plane", type: "integer", default: "256", description: "open connections per client address, an IPv6 /64 counting as one, loopback excepted (0: no cap; raise it behind a reverse proxy on another host, whose address every client then shares)", schema: int(0) }),
   WHARF_METRICS_TOKEN: decl({ part: "control plane", type: "secret", defaultText: "none (`/metrics` off)", description: "operator token that reads `GET /metrics` (Prometheus text) as `Authorization: Bearer <token>`", schema: z.string().min(16, "at least 16 characters").optional() }),
+  WHARF_INTERNAL_LISTEN: decl({
+    part: "control plane",
+    type: "host:port",
+    defaultText: "none (one process)",
+    description:
+      "turns on replica mode (PostgreSQL only): the address this replica's internal listener binds, on which other replicas forward the sandbox data-plane and deployment requests whose workload this replica runs (every request signed with a key derived from the master key; put it on a network only replicas reach)",
+    schema: z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:/]+):\d{1,5}$/, "host:port, such as 10.0.0.5:8125")
+      .optional(),
+  }),
+  WHARF_REPLICA_URL: decl({ part: "control plane", type: "URL", defaultText: "`http://$WHARF_INTERNAL_LISTEN`", description: "the URL other replicas reach this replica's internal listener at (when it listens on 0.0.0.0 or behind NAT)", schema: z.string().url().transform((v) => v.replace(/\/+$/, "")).optional() }),
+  WHARF_REPLICA_LEASE_MS: decl({ part: "control plane", type: "ms", default: "10000", description: "a replica renews its row in `replicas` every third of this on the database's clock; one that stops renewing is taken as dead: its running sandboxes become `error`", schema: int(1000, 600_000) }),
   WHARF_BEARER_TTL_SECONDS: decl({ part: "control plane", type: "seconds", default: "3600", description: "lifetime of bearer tokens from POST /v2/tokens", schema: int(60, 30 * 24 * 3600) }),
 
   WHARF_HOME: decl({ part: "storage", type: "path", default: ".wharf", description: "state folder: SQLite file, master key, bootstrap key, sandboxes, builds", schema: text() }),
@@ -66,6 +79,20 @@ export const SETTINGS = {
       .refine((v) => /^postgres(ql)?:\/\//.test(v) || v.startsWith("sqlite:"), { message: "must start with postgres://, postgresql:// or sqlite:" })
       .optional(),
   }),
+
+  REDIS_URL: decl({
+    part: "storage",
+    type: "URL",
+    defaultText: "none (one process: run events stay in its memory)",
+    description:
+      "`redis://…` (or `rediss://`): run events go through Redis Streams so any replica serves any run's stream; with PostgreSQL (`DATABASE_URL`) only, as one of several identical replicas behind a load balancer (same master key). Redis holds only stream history that may be lost",
+    schema: z
+      .string()
+      .refine((v) => /^rediss?:\/\//.test(v), { message: "must start with redis:// or rediss://" })
+      .optional(),
+  }),
+  WHARF_RUN_SLOTS: decl({ part: "agent server", type: "integer", default: "10", description: "runs an agent server executes at once; more wait `pending` for a free slot on any replica (0: this replica only serves the API and streams)", schema: int(0, 10_000) }),
+  WHARF_RUN_LEASE_MS: decl({ part: "agent server", type: "ms", default: "10000", description: "how long a run's claim holds without its replica renewing it (renewed every third of it, on the database's clock); then another replica resumes the run from its checkpoint", schema: int(500, 600_000) }),
 
   WHARF_MASTER_KEY: decl({ part: "encryption", type: "keys", defaultText: "generated into `$WHARF_HOME/master.key` (0600)", description: "base64 or hex 32-byte keys, comma-separated, the first one active, that seal secrets at rest", schema: text().optional() }),
 
@@ -109,7 +136,7 @@ export const SETTINGS = {
   WHARF_SANDBOX_WORKSPACE_MAX_DISK_BYTES: decl({ part: "sandboxes", type: "bytes", default: String(512 * 1024 ** 3), description: "fs_capacity_bytes one workspace's sandboxes may have in all (429 beyond)", schema: int(64 << 20) }),
 
   WHARF_DEPLOYMENT_ISOLATION: decl({ part: "deployments", type: "enum", defaultText: "on where the host can (root with bubblewrap)", description: "`off` runs deployed code unconfined, as the platform's user", schema: z.enum(["on", "off"]).optional() }),
-  WHARF_DEPLOYMENT_DB_STATEMENT_TIMEOUT_SECONDS: decl({ part: "deployments", type: "seconds", default: "300", description: "on PostgreSQL, longest statement of a deployment's role: its `statement_timeout`, and a platform sweep cancels longer ones (the role could lift its own)", schema: int(1, 86_400) }),
+  WHARF_DEPLOYMENT_DB_STATEMENT_TIMEOUT_SECONDS: decl({ part: "deployments", type: "seconds", default: "300", description: "on PostgreSQL, longest statement of a deployment's role and longest it may sit idle inside a transaction: its `statement_timeout` and `idle_in_transaction_session_timeout`, and a platform sweep cancels longer statements and ends such sessions (the role could lift its own)", schema: int(1, 86_400) }),
   WHARF_DEPLOYMENT_DB_TEMP_FILE_LIMIT_BYTES: decl({ part: "deployments", type: "bytes", default: String(1024 ** 3), description: "on PostgreSQL, temporary file space one session of a deployment's role may use (`temp_file_limit`)", schema: int(1024) }),
   WHARF_DEPLOYMENT_STATE_BYTES: decl({ part: "deployments", type: "bytes", default: String(10 * 1024 ** 3), description: "size of a confined deployment's state folder `/state` (a sparse ext4 image; a full one is ENOSPC inside); an existing image keeps its size", schema: int(16 * 1024 * 1024) }),
   WHARF_DEPLOYMENT_WORKSPACE_MAX: decl({ part: "deployments", type: "integer", default: "50", description: "deployments one workspace may have (429 beyond)", schema: int(1) }),
@@ -123,14 +150,23 @@ export const SETTINGS = {
     description: "comma-separated folders whose subfolders deployments may build from with `local_path` (`wharf deploy --local`); empty refuses `local_path`",
     schema: list().refine((dirs) => dirs.every((d) => d.startsWith("/")), { message: "every folder must be an absolute path" }),
   }),
+  WHARF_BUILD_REGISTRIES_INTERNAL: decl({
+    part: "deployments",
+    type: "0/1",
+    default: "0",
+    description: "1 lets build steps reach the host's own package registries (npm's `registry`, pip's `index-url`/`extra-index-url`, as `npm config get` and `pip config list` report them) at internal addresses: the one setting for a company mirror. Only those hosts, only builds",
+    schema: flag(),
+  }),
   WHARF_EXAMPLE_PROJECT: decl({ part: "deployments", type: "path", defaultText: "`examples/chat-agent`", description: "the project `wharf up` deploys as the deployment `example`, or `off`", schema: text().optional() }),
 
+  WHARF_AGENT_EGRESS_PROXIED: decl({ part: "agent server", type: "0/1", default: "0", description: "set by the platform for a confined deployment's agent server, whose every connection goes through the egress proxy: runs' webhooks are left to the proxy's address policy instead of being checked in the server (elsewhere they are checked against `WHARF_EGRESS_ALLOW_INTERNAL`)", schema: flag() }),
   WHARF_CRON_TICK_MS: decl({ part: "agent server", type: "ms", default: "5000", description: "how often an agent server looks for due crons", schema: int(10, 3_600_000) }),
   WHARF_AGENT_PROJECT: decl({ part: "agent server", type: "path", defaultText: "`examples/chat-agent`", description: "project the in-process agent server serves (`createAgentServerFeature`), or `off`", schema: text().optional() }),
   WHARF_AGENT_PORT: decl({ part: "agent server", type: "port", default: "8124", description: "port of the in-process agent server (0: any free port)", schema: int(0, 65535) }),
   WHARF_AGENT_SERVER_ID: decl({ part: "agent server", type: "string", defaultText: "`example:<project folder>`", description: "server id of the in-process agent server (scopes its threads and runs)", schema: text().optional() }),
   WHARF_PYTHON: decl({ part: "agent server", type: "path", default: "python3", description: "interpreter (3.11 or newer) that creates the virtual environments of Python projects", schema: text() }),
   WHARF_PYTHON_ENVS: decl({ part: "agent server", type: "path", defaultText: "`$WHARF_HOME/python-envs`", description: "folder of the cached virtual environments of Python projects, one per dependency key", schema: text().optional() }),
+  WHARF_PYTHON_WORKERS: decl({ part: "agent server", type: "integer", default: "1", description: "Python worker processes per served Python project; runs are spread over them (least busy first), so a graph that blocks its event loop delays only the runs of its own worker; each is restarted on its own. Also read from the project's `env`", schema: int(1, 64) }),
   WHARF_PRINT_AGENT_URL: decl({ part: "agent server", type: "0/1", default: "0", description: "print the in-process agent server's URL and a sample call even without a terminal", schema: flag() }),
 
   WHARF_URL: decl({ part: "CLI and graph clients", type: "URL", defaultText: "`http://$WHARF_HOST:$WHARF_PORT`", description: "control plane the `wharf` commands and `getAccessToken` call", schema: z.string().url().optional() }),

@@ -80,7 +80,7 @@ async function call<T>(url: string, init: RequestInit): Promise<T> {
   try {
     res = await fetch(url, { ...init, signal: AbortSignal.timeout(60_000) });
   } catch (err) {
-    throw new ConnectionError(`cannot reach Wharf at ${new URL(url).origin}: ${(err as Error).message}`);
+    throw new ConnectionError(`cannot reach Wharf at ${new URL(url).origin}: ${(err as Error).message}`, { cause: err });
   }
   const text = await res.text();
   if (!res.ok) throw new ConnectionError(`${init.method ?? "GET"} ${new URL(url).pathname} failed with ${res.status}: ${text.slice(0, 300)}`);

@@ -1,6 +1,6 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
-import { HttpError, forbidden, unauthorized } from "../http/errors.ts";
+import { HttpError, forbidden } from "../http/errors.ts";
 import type { AppEnv } from "../http/principal.ts";
 import type { PlatformContext } from "../platform/context.ts";
 import { csrfTokenFor, cookieRequestRefusal } from "./csrf.ts";
@@ -75,7 +75,8 @@ export function mountSessionRoutes(app: Hono<AppEnv>, ctx: PlatformContext): voi
     c.header("Cache-Control", "no-store");
     const value = sessionCookieOf(c.req.header("cookie") ?? null);
     const owner = value ? await resolveSession(ctx.db, value) : null;
-    if (!value || !owner) throw unauthorized("Not signed in");
+    // Nobody signed in is an answer, not an error: a first visit should not log a failed request.
+    if (!value || !owner) return c.body(null, 204);
     return c.json(sessionBody(value, owner));
   });
 

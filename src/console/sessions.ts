@@ -1,5 +1,6 @@
 import crypto from "node:crypto";
 import type { Kysely } from "kysely";
+import { noteApiKeyUse } from "../identity/api-keys.ts";
 import { nowIso } from "../store/database.ts";
 import type { Database } from "../store/schema.ts";
 import "./session-tables.ts";
@@ -66,8 +67,10 @@ export async function resolveSession(db: Kysely<Database>, value: string): Promi
   const row = await db.selectFrom("console_sessions").selectAll().where("id_hash", "=", hashSession(value)).executeTakeFirst();
   if (!row || row.expires_at <= nowIso()) return null;
   if (row.api_key_id) {
-    const key = await db.selectFrom("api_keys").select(["revoked_at", "expires_at"]).where("id", "=", row.api_key_id).executeTakeFirst();
+    const key = await db.selectFrom("api_keys").select(["revoked_at", "expires_at", "last_used_at"]).where("id", "=", row.api_key_id).executeTakeFirst();
     if (!key || key.revoked_at || (key.expires_at && key.expires_at <= nowIso())) return null;
+    // A session is a use of the key it was opened with: the keys page shows it as used, not "—".
+    await noteApiKeyUse(db, row.api_key_id, key.last_used_at);
   }
   return { userId: row.user_id, workspaceId: row.workspace_id, apiKeyId: row.api_key_id, expiresAt: row.expires_at };
 }

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import zlib from "node:zlib";
 import { fileURLToPath } from "node:url";
-import type { Context, Hono } from "hono";
+import type { Context, Env, Hono } from "hono";
 import type { AppEnv } from "../http/principal.ts";
 
 /** Where `vite build` (run by `npm install`) puts the console. */
@@ -61,7 +61,7 @@ function loader(dist: string) {
   };
 }
 
-function send(c: Context<AppEnv>, asset: Asset, immutable: boolean): Response {
+function send<E extends Env>(c: Context<E>, asset: Asset, immutable: boolean): Response {
   const headers: Record<string, string> = {
     "content-type": asset.type,
     "content-security-policy": CONSOLE_CSP,
@@ -82,9 +82,9 @@ const MISSING = `The console is not built. Run \`npm install\` (it builds the co
  * `/console/assets/*` are Vite's hashed files (cached forever); every other `/console/…` path is the
  * single page (hash routing), and a browser's `GET /` is sent there.
  */
-export function mountStaticConsole(app: Hono<AppEnv>, dist = CONSOLE_DIST): void {
+export function mountStaticConsole<E extends Env = AppEnv>(app: Hono<E>, dist = CONSOLE_DIST, options: { redirectRoot?: boolean } = {}): void {
   const load = loader(dist);
-  app.get("/", (c, next) => (/text\/html/.test(c.req.header("accept") ?? "") ? c.redirect("/console/", 302) : next()));
+  if (options.redirectRoot !== false) app.get("/", (c, next) => (/text\/html/.test(c.req.header("accept") ?? "") ? c.redirect("/console/", 302) : next()));
   app.get("/console", (c) => c.redirect("/console/", 301));
   app.get("/console/*", (c) => {
     const rel = c.req.path.slice("/console/".length);

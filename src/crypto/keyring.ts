@@ -55,7 +55,7 @@ function readKeyringFile(file: string): Keyring {
   try {
     parsed = JSON.parse(fs.readFileSync(file, "utf8")) as KeyringFile;
   } catch (err) {
-    throw new KeyringError(`cannot read master key file ${file}: ${(err as Error).message}`);
+    throw new KeyringError(`cannot read master key file ${file}: ${(err as Error).message}`, { cause: err });
   }
   const keys = new Map<string, Buffer>();
   for (const [id, text] of Object.entries(parsed.keys ?? {})) keys.set(id, decodeKey(text, file));

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import type { Settings } from "../config/settings.ts";
+import type { Settings } from "../config/index.ts";
 import type { PlatformContext } from "../platform/context.ts";
 import { bootstrapKeyPath } from "../platform/bootstrap.ts";
 import { WHARF_ROOT } from "./layout.ts";

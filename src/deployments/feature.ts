@@ -1,11 +1,13 @@
 import type { Feature, PlatformContext } from "../platform/context.ts";
 import { mountDeploymentProxy } from "./api/proxy.ts";
-import { RolloutEngine, type DeploymentsOptions } from "./rollout/rollout-engine.ts";
+import { RolloutEngine } from "./rollout/rollout-engine.ts";
+import type { DeploymentsOptions } from "./rollout/options.ts";
 import { registerDeploymentRoutes } from "./api/routes.ts";
 import { registerProjectLogRoutes } from "./api/project-log-routes.ts";
 import { storeUpload, UploadTooLarge, verifyUploadToken } from "./api/upload-urls.ts";
 import { UploadQuotaExceeded } from "./api/upload-quota.ts";
 import { Housekeeping, uploadLimits } from "./housekeeping.ts";
+import { revisionOwner } from "./api/revision-owner.ts";
 
 /**
  * Deployments: `/v2/deployments…` (control plane), `PUT /deployments-uploads/{token}` (signed
@@ -47,8 +49,9 @@ export function createDeploymentsFeature(options: DeploymentsOptions = {}): Feat
           throw err;
         }
       });
-      mountDeploymentProxy(app, get, ctx.authenticate, ctx.config.settings.WHARF_TENANT_DOMAIN);
+      mountDeploymentProxy(app, get, ctx.authenticate, ctx.config.settings.WHARF_TENANT_DOMAIN, ctx.log);
     },
+    workloadOwner: () => revisionOwner(get),
     async start(ctx) {
       await ensure(ctx).start();
       housekeeping = new Housekeeping(ctx, get().layout);

@@ -28,7 +28,7 @@ export class Housekeeping {
       const t = setInterval(() => {
         fn().then(
           (n) => n > 0 && ctx.log.info({ count: n }, what),
-          (err) => ctx.log.warn({ err: (err as Error).message }, `${what}: sweep failed`),
+          (err) => ctx.log.warn({ err }, `${what}: sweep failed`),
         );
       }, ms);
       t.unref();

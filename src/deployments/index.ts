@@ -8,4 +8,4 @@
  */
 export { createDeploymentsFeature } from "./feature.ts";
 export { ensureExampleDeployment } from "./example-deployment.ts";
-export type { DeploymentsOptions } from "./rollout/rollout-engine.ts";
+export type { DeploymentsOptions } from "./rollout/options.ts";

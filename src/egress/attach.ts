@@ -7,6 +7,7 @@ import { closeNamespaceListeners, type NamespaceListeners } from "./capture/netn
 import { deleteValues } from "./credentials/sealed-values.ts";
 import { asStoredConfig, sealedRefs } from "./config/stored-config.ts";
 import type { AuditRow } from "./audit/audit-log.ts";
+import { describeRefusal, watchDistinctRefusals } from "./audit/refusals.ts";
 
 /**
  * CONTRACT between the sandbox driver and the egress proxy. The sandbox driver
@@ -53,11 +54,17 @@ export async function attachEgress(target: EgressTarget): Promise<EgressAttachme
     if (target.captured) closeNamespaceListeners(target.captured);
     throw err;
   }
+  // The sandbox's refusals in the platform's log, tagged with it: once per (host, port, reason),
+  // with the setting that would allow each (its egress-log API has every one, folded).
+  const unwatch = watchDistinctRefusals(target.sandboxId, (e) => rt.deps.log?.warn({ sandbox: target.sandboxId, workspace: target.workspaceId, host: e.host, port: e.port, reason: e.reason }, describeRefusal(e)));
   return {
     env: egress.env,
     files: egress.files,
     update: (proxyConfig) => egress.update(proxyConfig),
-    detach: () => egress.detach(),
+    detach: () => {
+      unwatch();
+      return egress.detach();
+    },
   };
 }
 

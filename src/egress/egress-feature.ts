@@ -5,6 +5,7 @@ import type { Feature } from "../platform/context.ts";
 import { listAudit } from "./audit/audit-log.ts";
 import { installCloudAuthorizers } from "./credentials/cloud-authorizer.ts";
 import { EgressRuntime, setEgressRuntime } from "./egress-runtime.ts";
+import { egressSourceFrom } from "./egress-settings.ts";
 
 /** One egress audit row as the API shows it (sandboxes' and deployments' egress logs). */
 export const auditEntrySchema = z.object({
@@ -33,7 +34,7 @@ export function createEgressFeature(): Feature {
     name: "egress",
     routes(router, ctx) {
       if (!runtime) {
-        runtime = new EgressRuntime({ db: ctx.db, box: ctx.box, log: ctx.log, isolate: ctx.config.settings.WHARF_EGRESS_ISOLATE });
+        runtime = new EgressRuntime({ db: ctx.db, box: ctx.box, log: ctx.log, source: egressSourceFrom(ctx.config.settings), isolate: ctx.config.settings.WHARF_EGRESS_ISOLATE });
         installCloudAuthorizers(runtime);
       }
       setEgressRuntime(runtime);
@@ -67,8 +68,11 @@ export function createEgressFeature(): Feature {
       });
     },
     async start(ctx) {
-      const url = new URL(ctx.baseUrl());
-      runtime?.addSelfEndpoint(url.hostname.replace(/^\[|\]$/g, ""), Number(url.port));
+      // The control plane, and in replica mode the internal listener replicas forward to: never a sandbox's destination.
+      for (const base of [ctx.baseUrl(), ...(ctx.cluster ? [ctx.cluster.internalUrl()] : [])]) {
+        const url = new URL(base);
+        runtime?.addSelfEndpoint(url.hostname.replace(/^\[|\]$/g, ""), Number(url.port));
+      }
     },
     async stop() {
       if (runtime) await runtime.close();

@@ -11,7 +11,7 @@ import { createResolver } from "./proxy/resolver.ts";
 import { TargetChecker } from "./proxy/target-checker.ts";
 import { LocalDataPlane, policyOf, type CompiledConfig, type DataPlane } from "./supervisor/data-plane.ts";
 import { SupervisedDataPlane } from "./supervisor/supervised-data-plane.ts";
-import { loadEgressSettings, type EgressSettings } from "./egress-settings.ts";
+import { loadEgressSettings, type EgressSettings, type EgressSource } from "./egress-settings.ts";
 import { secretRefs } from "./credentials/header-values.ts";
 import { SandboxPolicy } from "./policy/policy.ts";
 import { openValues } from "./credentials/sealed-values.ts";
@@ -32,12 +32,15 @@ export interface EgressRuntimeDeps {
   db: Kysely<Database>;
   box: SecretBox;
   log: Logger | null;
+  /** The settings' source (`egressSourceFrom(ctx.config.settings)`): the data-plane child gets it over IPC. */
+  source: EgressSource;
+  /** Settings of a test's own (else made from `source`). */
   settings?: EgressSettings;
   /** Endpoints of this process the proxy must never dial (the control plane). */
   selfEndpoints?: Array<{ address: string; port: number }>;
   /**
    * Runs the data plane in its own supervised process (the platform does); otherwise in this one
-   * (library use, tests with custom settings). The child reads its settings from the environment.
+   * (library use, tests with custom settings). The child gets its settings (`source`) over IPC.
    */
   isolate?: boolean;
 }
@@ -68,10 +71,10 @@ export class EgressRuntime {
   }
 
   constructor(readonly deps: EgressRuntimeDeps) {
-    this.settings = deps.settings ?? loadEgressSettings();
+    this.settings = deps.settings ?? loadEgressSettings(deps.source);
     this.audit = new DbAuditLog(deps.db, deps.log);
     if (deps.isolate) {
-      this.plane = new SupervisedDataPlane(this.audit, deps.log);
+      this.plane = new SupervisedDataPlane(this.audit, deps.log, deps.source);
       this.targets = new TargetChecker(createResolver(this.settings), this.settings.allowInternal);
     } else {
       const local = new LocalDataPlane(this.settings, this.audit, () => this.authorizerFactory, deps.log);

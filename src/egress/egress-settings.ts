@@ -3,6 +3,7 @@ import { z } from "zod";
 import { parseAuthority, type CanonicalHost } from "./policy/canonical-host.ts";
 import { CidrSet } from "./policy/address-class.ts";
 import { chooseSystemBundle, readSystemRoots, SystemRootsError } from "./system-roots.ts";
+import { hostVariable, type Settings } from "../config/index.ts";
 
 /**
  * Operator settings of the egress proxy (environment variables, read when the platform starts).
@@ -77,7 +78,32 @@ function parseHosts(text: string): EgressSettings["hosts"] {
   return out;
 }
 
-export function loadEgressSettings(env: NodeJS.ProcessEnv = process.env): EgressSettings {
+/** The raw WHARF_EGRESS_* values (and SSL_CERT_FILE) egress settings are made from: what the data-plane child gets over IPC. */
+export type EgressSource = Record<string, string | undefined>;
+
+/**
+ * The egress source from the platform's declared settings (`ctx.config.settings`, parsed once at
+ * start): every spelling the start-up check accepts means the same here (`WHARF_EGRESS_SYSTEM_DNS=false`
+ * is off, as `0` is).
+ */
+export function egressSourceFrom(s: Pick<Settings, "WHARF_EGRESS_HOSTS" | "WHARF_EGRESS_ALLOW_INTERNAL" | "WHARF_EGRESS_UPSTREAM_CA_FILE" | "WHARF_EGRESS_SYSTEM_CA_FILE" | "WHARF_EGRESS_SYSTEM_DNS" | "WHARF_EGRESS_HEADER_TIMEOUT_MS" | "WHARF_EGRESS_IDLE_TIMEOUT_MS" | "WHARF_EGRESS_MAX_CONNECTIONS" | "WHARF_EGRESS_FAULT_HOOK" | "WHARF_EGRESS_PROXY_PORT">): EgressSource {
+  const flag = (v: boolean) => (v ? "1" : "0");
+  return {
+    WHARF_EGRESS_HOSTS: s.WHARF_EGRESS_HOSTS,
+    WHARF_EGRESS_ALLOW_INTERNAL: s.WHARF_EGRESS_ALLOW_INTERNAL.join(","),
+    WHARF_EGRESS_UPSTREAM_CA_FILE: s.WHARF_EGRESS_UPSTREAM_CA_FILE,
+    WHARF_EGRESS_SYSTEM_CA_FILE: s.WHARF_EGRESS_SYSTEM_CA_FILE,
+    WHARF_EGRESS_SYSTEM_DNS: flag(s.WHARF_EGRESS_SYSTEM_DNS),
+    WHARF_EGRESS_HEADER_TIMEOUT_MS: String(s.WHARF_EGRESS_HEADER_TIMEOUT_MS),
+    WHARF_EGRESS_IDLE_TIMEOUT_MS: String(s.WHARF_EGRESS_IDLE_TIMEOUT_MS),
+    WHARF_EGRESS_MAX_CONNECTIONS: String(s.WHARF_EGRESS_MAX_CONNECTIONS),
+    WHARF_EGRESS_FAULT_HOOK: flag(s.WHARF_EGRESS_FAULT_HOOK),
+    WHARF_EGRESS_PROXY_PORT: String(s.WHARF_EGRESS_PROXY_PORT),
+    SSL_CERT_FILE: hostVariable("SSL_CERT_FILE"),
+  };
+}
+
+export function loadEgressSettings(env: EgressSource): EgressSettings {
   const allow = (env.WHARF_EGRESS_ALLOW_INTERNAL ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   for (const c of allow) if (!cidr.safeParse(c).success) throw new EgressSettingsError(`WHARF_EGRESS_ALLOW_INTERNAL: ${c} is not an IP address or CIDR`);
   const port = Number(env.WHARF_EGRESS_PROXY_PORT || 3128);
@@ -95,7 +121,7 @@ export function loadEgressSettings(env: NodeJS.ProcessEnv = process.env): Egress
     try {
       upstreamCaPem.push(fs.readFileSync(caFile, "utf8"));
     } catch (err) {
-      throw new EgressSettingsError(`WHARF_EGRESS_UPSTREAM_CA_FILE: cannot read ${caFile}: ${(err as Error).message}`);
+      throw new EgressSettingsError(`WHARF_EGRESS_UPSTREAM_CA_FILE: cannot read ${caFile}: ${(err as Error).message}`, { cause: err });
     }
   }
   const ms = (name: string, fallback: number, min: number) => {

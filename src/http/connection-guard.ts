@@ -1,7 +1,7 @@
 import type http from "node:http";
 import type net from "node:net";
 import ipaddr from "ipaddr.js";
-import type { Settings } from "../config/settings.ts";
+import type { Settings } from "../config/index.ts";
 import type { Logger } from "../log/logger.ts";
 
 /**

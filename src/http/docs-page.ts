@@ -1,8 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
-import type { Hono } from "hono";
-import type { AppEnv } from "./principal.ts";
+import type { Env, Hono } from "hono";
 
 const require = createRequire(import.meta.url);
 
@@ -30,7 +29,7 @@ const PAGE_HEADERS: Record<string, string> = {
 };
 
 /** Interactive API docs served from the local swagger-ui-dist package: no CDN, works offline. */
-export function mountDocs(app: Hono<AppEnv>, openapiPath: string): void {
+export function mountDocs<E extends Env>(app: Hono<E>, openapiPath: string, title = "Wharf API"): void {
   const dist = path.dirname(require.resolve("swagger-ui-dist/package.json"));
   const files: Record<string, { type: string; body: () => Uint8Array }> = {
     "swagger-ui.css": { type: "text/css; charset=utf-8", body: () => fs.readFileSync(path.join(dist, "swagger-ui.css")) },
@@ -39,7 +38,7 @@ export function mountDocs(app: Hono<AppEnv>, openapiPath: string): void {
   };
   app.get("/docs", (c) => {
     for (const [k, v] of Object.entries(PAGE_HEADERS)) c.header(k, v);
-    return c.html(`<!doctype html><html><head><meta charset="utf-8"><title>Wharf API</title>
+    return c.html(`<!doctype html><html><head><meta charset="utf-8"><title>${title.replace(/[<&]/g, "")}</title>
 <link rel="stylesheet" href="/docs/swagger-ui.css"></head><body><div id="ui"></div>
 <script src="/docs/swagger-ui-bundle.js"></script>
 <script src="/docs/init.js"></script>

@@ -80,7 +80,7 @@ export class Router {
       const principal = spec.auth === "none" ? (undefined as unknown as Principal) : await this.requirePrincipal(c);
       const params = parsePart("path", spec.params, c.req.param());
       const query = parsePart("query", spec.query, queryObject(c));
-      const body = spec.body ? parsePart("body", spec.body, await readJsonBody(c.req.raw, spec.bodyOptional ? {} : undefined)) : (undefined as B);
+      const body = spec.body ? parsePart("body", spec.body, await readJsonBody(c.req, spec.bodyOptional ? {} : undefined)) : (undefined as B);
       return spec.handler({ params, query, body, c, principal });
     });
   }

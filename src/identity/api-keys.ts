@@ -77,12 +77,22 @@ export async function resolveApiKey(db: Kysely<Database>, key: string): Promise<
   if (!key.startsWith(KEY_PREFIX) || key.length > 200) return null;
   const row = await db
     .selectFrom("api_keys")
-    .select(["id", "workspace_id", "user_id", "expires_at", "revoked_at"])
+    .select(["id", "workspace_id", "user_id", "expires_at", "revoked_at", "last_used_at"])
     .where("key_hash", "=", hashApiKey(key))
     .executeTakeFirst();
   if (!row || row.revoked_at) return null;
   if (row.expires_at && row.expires_at <= nowIso()) return null;
+  await noteApiKeyUse(db, row.id, row.last_used_at);
   return { keyId: row.id, workspaceId: row.workspace_id, userId: row.user_id };
+}
+
+/** How stale "last used" may get: a busy key is written once a minute, not on every request. */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+
+/** Records that a key (or a console session opened with it) was used, at most once a minute. */
+export async function noteApiKeyUse(db: Kysely<Database>, keyId: string, lastUsedAt: string | null, now = Date.now()): Promise<void> {
+  if (lastUsedAt && now - Date.parse(lastUsedAt) < LAST_USED_RESOLUTION_MS) return;
+  await db.updateTable("api_keys").set({ last_used_at: new Date(now).toISOString() }).where("id", "=", keyId).execute();
 }
 
 export async function listApiKeys(db: Kysely<Database>, workspaceId: string): Promise<ApiKeySummary[]> {

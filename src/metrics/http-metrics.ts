@@ -14,9 +14,10 @@ export class HttpMetrics {
   private readonly requests: Counter<"method" | "route" | "status">;
   private readonly duration: Histogram<"method" | "route">;
 
-  constructor(registry: Registry) {
-    this.requests = new Counter({ name: "wharf_http_requests_total", help: "Control-plane HTTP requests by method, route pattern and status", labelNames: ["method", "route", "status"], registers: [registry] });
-    this.duration = new Histogram({ name: "wharf_http_request_duration_seconds", help: "Control-plane HTTP request duration by method and route pattern", labelNames: ["method", "route"], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry] });
+  /** `prefix` names the families (`wharf` for the control plane, `wharf_agent` for an agent server); `subject` starts their help. */
+  constructor(registry: Registry, prefix = "wharf", subject = "Control-plane") {
+    this.requests = new Counter({ name: `${prefix}_http_requests_total`, help: `${subject} HTTP requests by method, route pattern and status`, labelNames: ["method", "route", "status"], registers: [registry] });
+    this.duration = new Histogram({ name: `${prefix}_http_request_duration_seconds`, help: `${subject} HTTP request duration by method and route pattern`, labelNames: ["method", "route"], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry] });
   }
 
   observe(c: Context, ms: number): void {

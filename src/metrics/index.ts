@@ -3,7 +3,10 @@ import type { Context } from "hono";
 import { Registry } from "prom-client";
 import type { Feature, PlatformContext } from "../platform/context.ts";
 import { HttpMetrics } from "./http-metrics.ts";
+import { registerRunMetrics } from "./run-metrics.ts";
 import { registerStateCollectors } from "./state-collectors.ts";
+
+export { HttpMetrics } from "./http-metrics.ts";
 
 /**
  * `GET /metrics`: Prometheus text for operators. Off unless `WHARF_METRICS_TOKEN` is set; then only
@@ -26,14 +29,20 @@ export function operatorAuthorized(header: string | undefined, token: string): b
 }
 
 export function createMetricsFeature(): Feature {
+  let stopRuns: (() => void) | null = null;
   return {
     name: "metrics",
+    async stop() {
+      stopRuns?.();
+      stopRuns = null;
+    },
     rootRoutes(app, ctx) {
       const token = ctx.config.settings.WHARF_METRICS_TOKEN;
       if (!token) return;
       const registry = new Registry();
       byPlatform.set(ctx, new HttpMetrics(registry));
       registerStateCollectors(registry, ctx.db, ctx.log);
+      stopRuns = registerRunMetrics(registry);
       app.get("/metrics", async (c) => {
         if (!operatorAuthorized(c.req.header("authorization"), token)) return c.json({ detail: "The metrics need the operator's token (Authorization: Bearer, WHARF_METRICS_TOKEN)" }, 401, { "www-authenticate": "Bearer" });
         return c.body(await registry.metrics(), 200, { "content-type": registry.contentType });

@@ -1,7 +1,8 @@
 import type http from "node:http";
 import type { Hono } from "hono";
 import type { Kysely } from "kysely";
-import type { WharfConfig } from "../config/config.ts";
+import type { ClusterView, WorkloadOwner } from "../cluster/index.ts";
+import type { WharfConfig } from "../config/index.ts";
 import type { SecretBox } from "../crypto/secret-box.ts";
 import type { Authenticate } from "../http/authenticate.ts";
 import type { AppEnv } from "../http/principal.ts";
@@ -20,6 +21,8 @@ export interface PlatformContext {
   authenticate: Authenticate;
   /** The base URL the control plane is reachable at, once it listens (e.g. http://127.0.0.1:8123). */
   baseUrl(): string;
+  /** Replica mode (`WHARF_INTERNAL_LISTEN`, PostgreSQL): this replica and the others' liveness; null in one process. */
+  cluster: ClusterView | null;
 }
 
 /**
@@ -40,6 +43,14 @@ export interface Feature {
   streamedBodies?: RegExp[];
   start?(ctx: PlatformContext): Promise<void>;
   stop?(): Promise<void>;
-  /** Called with the Node HTTP server right after it listens (WebSocket upgrades). */
+  /**
+   * Replica mode: which replica runs the workload a request target names (a sandbox's data plane,
+   * a deployment's revision); the platform forwards the request there when it is another live one.
+   */
+  workloadOwner?(ctx: PlatformContext): WorkloadOwner;
+  /**
+   * Called with the Node HTTP server right after it listens (WebSocket upgrades); in replica mode
+   * also with the internal listener, which serves the requests other replicas forward.
+   */
   onServer?(server: http.Server, ctx: PlatformContext): void;
 }

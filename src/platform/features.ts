@@ -4,7 +4,7 @@ import { createDeploymentsFeature } from "../deployments/index.ts";
 import { createEgressFeature } from "../egress/index.ts";
 import { identityFeature } from "../identity/routes.ts";
 import { createMetricsFeature } from "../metrics/index.ts";
-import { createSandboxesFeature } from "../sandboxes/feature.ts";
+import { createSandboxesFeature } from "../sandboxes/index.ts";
 import { secretsFeature } from "../secrets/routes.ts";
 import type { Feature } from "./context.ts";
 

@@ -2,7 +2,8 @@ import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener, serve, type ServerType } from "@hono/node-server";
-import type { WharfConfig } from "../config/config.ts";
+import type { WharfConfig } from "../config/index.ts";
+import { createCluster, type Cluster } from "../cluster/index.ts";
 import { loadKeyring, reloadKeyring } from "../crypto/keyring.ts";
 import { SecretBox } from "../crypto/secret-box.ts";
 import { createAuthenticator } from "../http/authenticate.ts";
@@ -69,6 +70,13 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
   }
   const box = new SecretBox(loadKeyring(config.home, config.masterKey), () => reloadKeyring(config.home, config.masterKey));
   const boot = await bootstrap(store.db, config.home);
+  let cluster: Cluster | null;
+  try {
+    cluster = createCluster(config, store, box, log);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
 
   let baseUrl = "";
   const ctx: PlatformContext = {
@@ -79,22 +87,26 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
     log,
     authenticate: createAuthenticator(store.db, box),
     baseUrl: () => baseUrl,
+    cluster,
   };
   const features = options.features ?? allFeatures();
   const app = createHttpApp(ctx, features);
   const tenantDomain = config.settings.WHARF_TENANT_DOMAIN;
+  // Replica mode: workload requests whose owner is another replica go there; one process pays nothing.
+  const owners = cluster ? features.flatMap((f) => (f.workloadOwner ? [f.workloadOwner(ctx)] : [])) : [];
+  const publicListener = (l: http.RequestListener): http.RequestListener => (cluster ? cluster.wrapListener(l, owners) : l);
 
   let server: ServerType;
   if (options.listener) {
     server = options.listener.server;
   } else {
     server = await new Promise<ServerType>((resolve, reject) => {
-      const createServer = (opts: http.ServerOptions, listener: http.RequestListener) => http.createServer(opts, tenantRoutedListener(listener, tenantDomain));
+      const createServer = (opts: http.ServerOptions, listener: http.RequestListener) => http.createServer(opts, tenantRoutedListener(publicListener(listener), tenantDomain));
       const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port, serverOptions: serverTimeouts(config.settings), createServer: createServer as never }, () => resolve(s));
       s.once("error", reject);
     }).catch(async (err: Error) => {
       await store.close();
-      throw new Error(`cannot listen on ${config.host}:${config.port}: ${err.message}`);
+      throw new Error(`cannot listen on ${config.host}:${config.port}: ${err.message}`, { cause: err });
     });
   }
   // Before any feature's handlers: a connection past the caps is closed before anything sees it.
@@ -102,8 +114,20 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
   const addr = server.address() as AddressInfo;
   baseUrl = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
   routeTenantUpgrades(server as http.Server, tenantDomain);
+  cluster?.interceptUpgrades(server as http.Server, owners);
   for (const f of features) f.onServer?.(server as http.Server, ctx);
-  options.listener?.attach(tenantRoutedListener(getRequestListener(app.fetch), tenantDomain));
+  options.listener?.attach(tenantRoutedListener(publicListener(getRequestListener(app.fetch)), tenantDomain));
+  if (cluster) {
+    try {
+      await cluster.serveInternal(getRequestListener(app.fetch), (internal) => {
+        for (const f of features) f.onServer?.(internal, ctx);
+      });
+    } catch (err) {
+      server.close();
+      await store.close();
+      throw err;
+    }
+  }
   log.info({ url: baseUrl, uptime_ms: Math.round(process.uptime() * 1000) }, "control plane serving");
 
   // The control plane already answers (`/ok` included) while the features recover what a previous
@@ -113,6 +137,7 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
     await startFeatures(features, ctx, log);
   } catch (err) {
     server.close();
+    await cluster?.stop();
     for (const f of [...features].reverse()) await f.stop?.().catch((e) => log.error({ err: e, feature: f.name }, "feature stop after a failed start failed"));
     await store.close();
     throw err;
@@ -128,6 +153,7 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
       for (const f of [...features].reverse()) await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
       await Promise.race([closed, deadline]);
       if ("closeAllConnections" in server) (server as { closeAllConnections(): void }).closeAllConnections();
+      await cluster?.stop();
       await store.close();
     })());
   return { ctx, url: baseUrl, bootstrap: boot, stop };

@@ -1,25 +1,26 @@
 import type { Feature, PlatformContext } from "../platform/context.ts";
-import { DATAPLANE_PREFIX, registerDataplane } from "./dataplane.ts";
-import { attachExecuteWebSocket } from "./dataplane-ws.ts";
+import { DATAPLANE_PREFIX, registerDataplane } from "./dataplane/dataplane.ts";
+import { attachExecuteWebSocket } from "./dataplane/dataplane-ws.ts";
 import { LocalDriver } from "./driver/local-driver.ts";
-import { registerDownloadUrlRoute, serveDownloadLinks } from "./downloads.ts";
-import { SandboxManager } from "./manager.ts";
-import { registerImageSnapshotRoute } from "./images.ts";
-import { registerRegistryRoutes } from "./registries.ts";
-import { registerSandboxRoutes } from "./routes.ts";
-import { proxyServiceUpgrades, registerServiceUrlRoute, SERVICE_PREFIX, serveServiceUrls } from "./service-urls.ts";
-import { loadSandboxSettings } from "./settings.ts";
+import { registerDownloadUrlRoute, serveDownloadLinks } from "./dataplane/downloads.ts";
+import { SandboxManager } from "./lifecycle/manager.ts";
+import { registerImageSnapshotRoute } from "./images/images.ts";
+import { registerRegistryRoutes } from "./images/registries.ts";
+import { registerSandboxRoutes } from "./api/routes.ts";
+import { proxyServiceUpgrades, registerServiceUrlRoute, SERVICE_PREFIX, serveServiceUrls } from "./links/service-urls.ts";
+import { loadSandboxSettings, sandboxSettingsFrom } from "./settings.ts";
+import { sandboxWorkloadOwner } from "./workload-owner.ts";
 
 /**
  * Sandboxes: `/v2/sandboxes/...` (control plane), `/sandboxes/dp/{id}/...` (data plane, incl. the
- * execute WebSocket), a lifecycle loop, and the local driver. `env` overrides the process
- * environment for the WHARF_SANDBOX_* settings (tests).
+ * execute WebSocket), a lifecycle loop, and the local driver. Settings come from the declared
+ * `ctx.config.settings`; `env` (tests) replaces them with WHARF_SANDBOX_* values of its own.
  */
-export function createSandboxesFeature(env: NodeJS.ProcessEnv = process.env): Feature & { manager(): SandboxManager | null } {
+export function createSandboxesFeature(env?: Record<string, string | undefined>): Feature & { manager(): SandboxManager | null } {
   let manager: SandboxManager | null = null;
   const managerFor = (ctx: PlatformContext): SandboxManager => {
     if (manager) return manager;
-    const settings = loadSandboxSettings(ctx.config.home, env);
+    const settings = env ? loadSandboxSettings(ctx.config.home, env) : sandboxSettingsFrom(ctx.config.settings, ctx.config.home);
     const driver =
       settings.driver === "local"
         ? new LocalDriver({
@@ -51,6 +52,7 @@ export function createSandboxesFeature(env: NodeJS.ProcessEnv = process.env): Fe
       serveDownloadLinks(app, ctx, managerFor(ctx));
       serveServiceUrls(app, ctx, managerFor(ctx));
     },
+    workloadOwner: sandboxWorkloadOwner,
     onServer(server, ctx) {
       attachExecuteWebSocket(server, ctx, managerFor(ctx));
       proxyServiceUpgrades(server, ctx, managerFor(ctx));

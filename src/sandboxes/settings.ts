@@ -1,9 +1,8 @@
 import path from "node:path";
-import { z } from "zod";
-import { readSetting } from "../config/index.ts";
-import type { AdmissionLimits } from "./admission.ts";
+import { readSetting, SETTINGS, type Settings } from "../config/index.ts";
+import type { AdmissionLimits } from "./lifecycle/admission.ts";
 
-/** Sandbox settings, read from the environment once (the platform's own config stays generic). */
+/** Sandbox settings: what the declared WHARF_SANDBOX_* settings mean for the sandboxes. */
 export interface SandboxSettings {
   /** `local` (this host, bubblewrap) or `none` (the API answers 503 for anything that needs a runtime). */
   driver: "local" | "none";
@@ -33,46 +32,42 @@ export interface SandboxSettings {
   admission: AdmissionLimits;
 }
 
-const env = z.object({
-  WHARF_SANDBOX_DRIVER: z.enum(["local", "none"]).default("local"),
-  WHARF_SANDBOX_DISK: z.enum(["dir", "image"]).default("image"),
-  WHARF_SANDBOX_BASE_CACHE: z.string().min(1).optional(),
-  WHARF_SANDBOX_HOST_UID: z.coerce.number().int().min(1000).max(2 ** 31 - 2).default(200000),
-  WHARF_SANDBOX_PIDS_MAX: z.coerce.number().int().min(16).default(1024),
-  WHARF_SANDBOX_TTL_SECOND_MS: z.coerce.number().int().min(1).default(1000),
-  WHARF_SANDBOX_TICK_MS: z.coerce.number().int().min(10).default(5000),
-  WHARF_SANDBOX_PROVISION_DEADLINE_MS: z.coerce.number().int().min(100).default(120_000),
-  WHARF_SANDBOX_KEEP_RUNNING: z.enum(["0", "1", "true", "false"]).default("0"),
-  WHARF_SANDBOX_MAX_OUTPUT_BYTES: z.coerce.number().int().min(1024).default(64 << 20),
-  WHARF_SANDBOX_WARM_POOL: z.coerce.number().int().min(0).max(64).default(2),
-});
+/** The declared settings sandboxes read (src/config/settings.ts parses and defaults each once). */
+type SandboxDeclared = Pick<Settings, "WHARF_SANDBOX_DRIVER" | "WHARF_SANDBOX_DISK" | "WHARF_SANDBOX_BASE_CACHE" | "WHARF_SANDBOX_HOST_UID" | "WHARF_SANDBOX_PIDS_MAX" | "WHARF_SANDBOX_TTL_SECOND_MS" | "WHARF_SANDBOX_TICK_MS" | "WHARF_SANDBOX_PROVISION_DEADLINE_MS" | "WHARF_SANDBOX_KEEP_RUNNING" | "WHARF_SANDBOX_MAX_OUTPUT_BYTES" | "WHARF_SANDBOX_WARM_POOL" | "WHARF_SANDBOX_MEMORY_OVERCOMMIT" | "WHARF_SANDBOX_DISK_OVERCOMMIT" | "WHARF_SANDBOX_WORKSPACE_MAX_SANDBOXES" | "WHARF_SANDBOX_WORKSPACE_MAX_MEM_BYTES" | "WHARF_SANDBOX_WORKSPACE_MAX_DISK_BYTES">;
 
-export function loadSandboxSettings(home: string, source: NodeJS.ProcessEnv = process.env): SandboxSettings {
-  const parsed = env.safeParse(Object.fromEntries(Object.entries(source).filter(([k, v]) => k.startsWith("WHARF_SANDBOX_") && v !== "")));
-  if (!parsed.success) throw new Error(`invalid sandbox configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
-  const e = parsed.data;
+/** Sandbox settings from the platform's declared settings (`ctx.config.settings`): a pure mapping. */
+export function sandboxSettingsFrom(s: SandboxDeclared, home: string): SandboxSettings {
   const stateDir = path.join(home, "sandboxes");
   return {
-    driver: e.WHARF_SANDBOX_DRIVER,
-    disk: e.WHARF_SANDBOX_DISK,
+    driver: s.WHARF_SANDBOX_DRIVER,
+    disk: s.WHARF_SANDBOX_DISK,
     stateDir,
-    baseCacheDir: e.WHARF_SANDBOX_BASE_CACHE ? path.resolve(e.WHARF_SANDBOX_BASE_CACHE) : path.join(stateDir, "images"),
-    hostUid: e.WHARF_SANDBOX_HOST_UID,
-    pidsMax: e.WHARF_SANDBOX_PIDS_MAX,
-    ttlSecondMs: e.WHARF_SANDBOX_TTL_SECOND_MS,
-    tickMs: e.WHARF_SANDBOX_TICK_MS,
-    provisionDeadlineMs: e.WHARF_SANDBOX_PROVISION_DEADLINE_MS,
+    baseCacheDir: s.WHARF_SANDBOX_BASE_CACHE ? path.resolve(s.WHARF_SANDBOX_BASE_CACHE) : path.join(stateDir, "images"),
+    hostUid: s.WHARF_SANDBOX_HOST_UID,
+    pidsMax: s.WHARF_SANDBOX_PIDS_MAX,
+    ttlSecondMs: s.WHARF_SANDBOX_TTL_SECOND_MS,
+    tickMs: s.WHARF_SANDBOX_TICK_MS,
+    provisionDeadlineMs: s.WHARF_SANDBOX_PROVISION_DEADLINE_MS,
     deleteDeadlineMs: 60_000,
-    keepRunning: e.WHARF_SANDBOX_KEEP_RUNNING === "1" || e.WHARF_SANDBOX_KEEP_RUNNING === "true",
-    maxOutputBytes: e.WHARF_SANDBOX_MAX_OUTPUT_BYTES,
-    warmPool: e.WHARF_SANDBOX_WARM_POOL,
-    // Declared (parsed, defaulted) once in the platform's settings.
+    keepRunning: s.WHARF_SANDBOX_KEEP_RUNNING,
+    maxOutputBytes: s.WHARF_SANDBOX_MAX_OUTPUT_BYTES,
+    warmPool: s.WHARF_SANDBOX_WARM_POOL,
     admission: {
-      memoryOvercommit: readSetting("WHARF_SANDBOX_MEMORY_OVERCOMMIT", source),
-      diskOvercommit: readSetting("WHARF_SANDBOX_DISK_OVERCOMMIT", source),
-      workspaceMaxSandboxes: readSetting("WHARF_SANDBOX_WORKSPACE_MAX_SANDBOXES", source),
-      workspaceMaxMemBytes: readSetting("WHARF_SANDBOX_WORKSPACE_MAX_MEM_BYTES", source),
-      workspaceMaxDiskBytes: readSetting("WHARF_SANDBOX_WORKSPACE_MAX_DISK_BYTES", source),
+      memoryOvercommit: s.WHARF_SANDBOX_MEMORY_OVERCOMMIT,
+      diskOvercommit: s.WHARF_SANDBOX_DISK_OVERCOMMIT,
+      workspaceMaxSandboxes: s.WHARF_SANDBOX_WORKSPACE_MAX_SANDBOXES,
+      workspaceMaxMemBytes: s.WHARF_SANDBOX_WORKSPACE_MAX_MEM_BYTES,
+      workspaceMaxDiskBytes: s.WHARF_SANDBOX_WORKSPACE_MAX_DISK_BYTES,
     },
   };
+}
+
+/**
+ * The same from a variable set of a test's own (`createSandboxesFeature(env)`), each variable parsed
+ * by its declaration; the platform itself uses `sandboxSettingsFrom(ctx.config.settings, …)`.
+ */
+export function loadSandboxSettings(home: string, source: Record<string, string | undefined>): SandboxSettings {
+  const names = Object.keys(SETTINGS).filter((k) => k.startsWith("WHARF_SANDBOX_")) as Array<keyof SandboxDeclared>;
+  const declared = Object.fromEntries(names.map((n) => [n, readSetting(n, source)])) as unknown as SandboxDeclared;
+  return sandboxSettingsFrom(declared, home);
 }

@@ -5,6 +5,7 @@ import { Kysely, SqliteDialect, sql } from "kysely";
 import pg from "pg";
 import { redactUrl } from "../log/redact-url.ts";
 import { OwnSchemaPostgresDialect } from "./own-schema-postgres.ts";
+import { withStatementCache } from "./statement-cache.ts";
 import type { Database } from "./schema.ts";
 
 export type Dialect = "sqlite" | "postgres";
@@ -38,7 +39,7 @@ function openSqlite(file: string): Store {
   raw.pragma("busy_timeout = 5000");
   raw.pragma("foreign_keys = ON");
   fs.chmodSync(file, 0o600);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
   return { db, dialect: "sqlite", location: file, close: () => db.destroy() };
 }
 
@@ -58,7 +59,7 @@ async function openPostgres(url: string, schema: string | undefined, poolSize: n
     await pool.end().catch(() => {
       // The pool never connected; the connection error below is the one worth reporting.
     });
-    throw new StoreError(`cannot reach PostgreSQL at ${redactUrl(url, "postgres://(unparseable url)")}: ${(err as Error).message}`);
+    throw new StoreError(`cannot reach PostgreSQL at ${redactUrl(url, "postgres://(unparseable url)")}: ${(err as Error).message}`, { cause: err });
   }
   pool.on("error", () => {
     /* idle client errors are surfaced on the next query */
@@ -74,7 +75,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   try {
     return openSqlite(file);
   } catch (err) {
-    throw new StoreError(`cannot open SQLite database ${file}: ${(err as Error).message}`);
+    throw new StoreError(`cannot open SQLite database ${file}: ${(err as Error).message}`, { cause: err });
   }
 }
 

@@ -40,7 +40,7 @@ async function crashDuringRun(t: TestContext, home: string, sleepMs: number) {
   const port = await freePort();
   const child = runWharf(["agent-server", "--project", BASIC_PROJECT, "--port", String(port), "--open", "--server-id", "crash"], { env: { WHARF_HOME: home } });
   t.after(() => child.child.kill("SIGKILL"));
-  await waitForOk(`http://127.0.0.1:${port}/ok`, 20_000);
+  await waitForOk(`http://127.0.0.1:${port}/ok`, 60_000);
   const client = new Client({ apiUrl: `http://127.0.0.1:${port}`, apiKey: null, callerOptions: { maxRetries: 0 } });
   const thread = await client.threads.create({ graphId: "slow" });
   const run = await client.runs.create(thread.thread_id, "slow", { input: { messages: [{ role: "human", content: `sleep ${sleepMs}` }] } });

@@ -1,14 +1,13 @@
 import assert from "node:assert/strict";
+import { until } from "../support/wait.ts";
 import fs from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { describe, test, type TestContext } from "node:test";
+import { describe, test } from "node:test";
 import type { Client, Cron } from "@langchain/langgraph-sdk";
 import { systemAssistantId } from "../../src/agent-server/index.ts";
 import { claimDueCrons } from "../../src/agent-server/index.ts";
 import { DIALECTS, tempHome } from "../support/dialects.ts";
-import { BASIC_PROJECT, startTestAgentServer, type TestAgentServer } from "./support.ts";
+import { BASIC_PROJECT, loopbackHooks, startTestAgentServer, webhookSink, type TestAgentServer } from "./support.ts";
 
 const hi = { messages: [{ role: "human", content: "hi" }] };
 const PAST = "2000-01-01T00:00:00.000Z";
@@ -20,16 +19,6 @@ const withTick = (ms: number) => {
   process.env.WHARF_CRON_TICK_MS = String(ms);
 };
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 5000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** Makes a cron due now, as if its time had come, through the server's own database handle. */
 async function makeDue(server: TestAgentServer, cronId: string): Promise<void> {
   await server.server.ctx.db.updateTable("agent_crons").set({ next_run_date: PAST }).where("cron_id", "=", cronId).execute();
@@ -37,22 +26,6 @@ async function makeDue(server: TestAgentServer, cronId: string): Promise<void> {
 
 async function cronRow(server: TestAgentServer, cronId: string) {
   return server.server.ctx.db.selectFrom("agent_crons").selectAll().where("cron_id", "=", cronId).executeTakeFirst();
-}
-
-/** A loopback webhook receiver: the run each firing posts when it ends. */
-async function webhookSink(t: TestContext): Promise<{ url: string; received: Array<Record<string, any>> }> {
-  const received: Array<Record<string, any>> = [];
-  const server = http.createServer((req, res) => {
-    let data = "";
-    req.on("data", (c) => (data += c));
-    req.on("end", () => {
-      received.push(JSON.parse(data));
-      res.end("ok");
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  t.after(() => new Promise<void>((r) => server.close(() => r())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received };
 }
 
 /**
@@ -174,7 +147,7 @@ for (const dialect of DIALECTS) {
 
     test("due crons fire through the scheduler: on a thread, stateless kept, stateless deleted", async (t) => {
       withTick(100);
-      const server = await startTestAgentServer(t, { dialect });
+      const server = await startTestAgentServer(t, { dialect, webhookGate: loopbackHooks });
       if (!server) return;
       const client = server.client();
       const hook = await webhookSink(t);
@@ -210,7 +183,7 @@ for (const dialect of DIALECTS) {
 
     test("past end_time and disabled crons never fire", async (t) => {
       withTick(100);
-      const server = await startTestAgentServer(t, { dialect });
+      const server = await startTestAgentServer(t, { dialect, webhookGate: loopbackHooks });
       if (!server) return;
       const client = server.client();
       const hook = await webhookSink(t);

@@ -9,7 +9,8 @@ test("ignoredKeys names every key this server does not use", () => {
   const cases: Array<[Record<string, unknown>, RegExp[]]> = [
     [{ graphs: {}, env: {}, http: { app: "x" }, store: {}, checkpointer: {} }, []],
     [{ graphs: {}, python_version: "3.12" }, []],
-    [{ graphs: {}, pip_installer: "uv" }, [/"pip_installer" is for container image builds/]],
+    [{ graphs: {}, pip_installer: "uv", pip_config_file: "pip.conf", source: { kind: "uv" } }, []],
+    [{ graphs: {}, keep_pkg_tools: true }, [/"keep_pkg_tools" is for container image builds/]],
     [{ graphs: {}, ui_config: {} }, [/"ui_config"/]],
     [{ graphs: {}, nonsense: 1 }, [/unknown key "nonsense"/]],
     [{ graphs: {}, http: { mount_prefix: "/x" } }, [/"http.mount_prefix" is not supported/]],

@@ -87,3 +87,43 @@ test("the Python client drives interrupts, Command resume, subgraph and token st
   const out = await runPythonClient(python, path.join(here, "python-client/hitl_flows.py"), [server.url], { WHARF_TEST_API_KEY: server.apiKey! });
   assert.match(out, /^ok$/m);
 });
+
+test("the Python client (sync and async) over Python graphs: assistants, threads, every stream mode with subgraphs, join_stream from last_event_id, HITL, cancel, crons, store", async (t) => {
+  if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects")) return;
+  const python = await sdkPython();
+  const server = await startTestAgentServer(t, { project: MIXED });
+  if (!server) return;
+  const out = await runPythonClient(python, path.join(here, "python-client/client_flows.py"), [server.url], { WHARF_TEST_API_KEY: server.apiKey! });
+  assert.match(out, /^ok$/m);
+});
+
+test("the JS SDK over Python graphs: streams with subgraphs, state, interrupt and Command resume", async (t) => {
+  if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects")) return;
+  const server = await startTestAgentServer(t, { project: MIXED });
+  if (!server) return;
+  const js = server.client();
+  const events: Array<{ event: string; data: unknown }> = [];
+  for await (const part of js.runs.stream(null, "nested", { input: { n: 1 }, streamMode: ["values", "updates", "messages-tuple"], streamSubgraphs: true })) events.push(part as { event: string; data: unknown });
+  assert.equal(events[0].event, "metadata");
+  assert.ok(events.some((e) => e.event.startsWith("updates|inner:")), JSON.stringify(events.map((e) => e.event)));
+  assert.deepEqual([events.at(-1)?.event, events.at(-1)?.data], ["values", { n: 4 }]);
+
+  const tokens: string[] = [];
+  for await (const part of js.runs.stream(null, "chat", { input: { messages: [{ role: "human", content: "hi" }] }, streamMode: "messages-tuple" })) {
+    if (part.event === "messages") tokens.push((part.data as unknown as [{ content: string }, unknown])[0].content);
+  }
+  assert.equal(tokens.join(""), "hello there");
+
+  const thread = await js.threads.create();
+  const first = (await js.runs.wait(thread.thread_id, "ask", { input: { question: "ship?" } })) as { __interrupt__: Array<{ value: unknown; id: string }> };
+  assert.deepEqual(first.__interrupt__[0].value, { question: "ship?" });
+  const state = await js.threads.getState(thread.thread_id);
+  assert.deepEqual(state.next, ["ask"]);
+  assert.deepEqual((state.tasks[0].interrupts as Array<{ value: unknown }>)[0].value, { question: "ship?" });
+  assert.equal((await js.threads.get(thread.thread_id)).status, "interrupted");
+  const resumed: unknown[] = [];
+  for await (const part of js.runs.stream(thread.thread_id, "ask", { command: { resume: "yes" }, streamMode: "values" })) if (part.event === "values") resumed.push(part.data);
+  assert.deepEqual(resumed.at(-1), { question: "ship?", answer: "you said yes" });
+  const history = await js.threads.getHistory(thread.thread_id);
+  assert.deepEqual(history[0].values, { question: "ship?", answer: "you said yes" });
+});

@@ -118,13 +118,15 @@ for (const dialect of DIALECTS) {
       const t2 = await client.threads.create();
       const streamed = await collect(client.runs.stream(t2.thread_id, "echo", { input: hi, streamMode: ["values", "debug"] }));
       assert.equal((streamed.filter((c) => c.event === "values").at(-1)!.data as { messages: unknown[] }).messages.length, 2);
-      // debug checkpoints as the LangGraph server sends them: checkpoint/parent_checkpoint, no internal config keys.
+      // debug checkpoints as the LangGraph server sends them: checkpoint/parent_checkpoint, no internal
+      // config keys of langgraph's (the server's own `__after_seconds__` stays, as there).
       const chunks = streamed;
-      // debug checkpoints as the LangGraph server sends them: checkpoint/parent_checkpoint, no internal config keys.
       const cp = chunks.find((c) => c.event === "debug" && (c.data as { type: string }).type === "checkpoint")!.data as { payload: Record<string, unknown> };
       assert.deepEqual(Object.keys(cp.payload.checkpoint as object).sort(), ["checkpoint_id", "checkpoint_ns", "thread_id"]);
       assert.ok("parent_checkpoint" in cp.payload);
-      assert.ok(!Object.keys((cp.payload.config as { configurable: object }).configurable).some((k) => k.startsWith("__")));
+      const configurable = Object.keys((cp.payload.config as { configurable: object }).configurable);
+      assert.ok(!configurable.some((k) => k.startsWith("__pregel")), configurable.join());
+      assert.ok(configurable.includes("__after_seconds__") && configurable.includes("user_id"), configurable.join());
 
       const bg = await client.runs.create(t2.thread_id, "echo", { input: { messages: [{ role: "human", content: "again" }] } });
       await client.runs.join(t2.thread_id, bg.run_id);
@@ -137,10 +139,12 @@ for (const dialect of DIALECTS) {
       const stops = stateless.filter((c) => c.event === "values" && "__interrupt__" in (c.data as object));
       assert.equal(stops.length, 1);
       assert.deepEqual((stops[0].data as { __interrupt__: Array<{ value: unknown }> }).__interrupt__[0].value, { question: "ok?" });
-      // Only messages asked for on a thread: the interrupt still arrives, as a values event.
+      // Only messages asked for on a thread: nothing else is sent, the interrupt is in the thread's
+      // state (as langgraph dev does: test/agent-server/fixtures/python-wire/recorded.json).
       const t3 = await client.threads.create();
       const onlyMessages = await collect(client.runs.stream(t3.thread_id, "ask", { input: {}, streamMode: "messages-tuple" }));
-      assert.deepEqual(onlyMessages.filter((c) => c.event !== "metadata").map((c) => c.event), ["values"]);
+      assert.deepEqual(onlyMessages.filter((c) => c.event !== "metadata").map((c) => c.event), []);
+      assert.equal((await client.threads.get(t3.thread_id)).status, "interrupted");
 
       // Copy and delete reach the Python checkpoints too.
       const copy = await client.threads.copy(thread.thread_id);

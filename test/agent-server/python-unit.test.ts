@@ -93,7 +93,8 @@ test("frames: round trip whatever the chunking; oversized and malformed headers 
 });
 
 test("pythonRunConfig: RunnableConfig keys in Python's spelling, nothing JavaScript-only", () => {
-  assert.deepEqual(pythonRunConfig({ configurable: { a: 1 }, metadata: { m: 1 }, tags: ["t"], recursionLimit: 5, store: {}, runId: "r", signal: null }), { configurable: { a: 1 }, metadata: { m: 1 }, tags: ["t"], recursion_limit: 5 });
+  assert.deepEqual(pythonRunConfig({ configurable: { a: 1 }, metadata: { m: 1 }, tags: ["t"], recursionLimit: 5, store: {}, runId: "r", signal: null }), { configurable: { user_id: "", __after_seconds__: 0, a: 1 }, metadata: { m: 1 }, tags: ["t"], recursion_limit: 5 });
+  assert.equal((pythonRunConfig({ configurable: { langgraph_auth_user_id: "u1" } }, 3).configurable as Record<string, unknown>).user_id, "u1");
 });
 
 test("restartDelayMs: doubles from 0.5 s, capped at 30 s", () => {

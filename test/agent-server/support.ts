@@ -1,3 +1,5 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TestContext } from "node:test";
@@ -7,6 +9,7 @@ import { createLogger, type Logger } from "../../src/log/logger.ts";
 import { bootstrap } from "../../src/platform/bootstrap.ts";
 import type { Dialect } from "../../src/store/database.ts";
 import { storageSettings } from "../support/dialects.ts";
+import { egressWebhookGate, type WebhookGate } from "../../src/agent-server/runs/webhook.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const BASIC_PROJECT = path.join(here, "fixtures/basic");
@@ -26,7 +29,7 @@ export interface TestAgentServer extends RunningAgentServer {
  */
 export async function startTestAgentServer(
   t: TestContext,
-  options: { dialect?: Dialect; project?: string; open?: boolean; leaseMs?: number; log?: Logger } = {},
+  options: { dialect?: Dialect; project?: string; open?: boolean; leaseMs?: number; log?: Logger; webhookGate?: WebhookGate; runSlots?: number } = {},
 ): Promise<TestAgentServer | null> {
   const s = await storageSettings(t, options.dialect ?? "sqlite");
   if (!s) return null;
@@ -43,6 +46,8 @@ export async function startTestAgentServer(
       open: options.open,
       serverId: "test-server",
       leaseMs: leaseMs ?? options.leaseMs,
+      webhookGate: options.webhookGate,
+      runSlots: options.runSlots,
       log: options.log ?? createLogger({ level: process.env.WHARF_TEST_LOG ?? "silent" }),
     });
     servers.push(running);
@@ -77,4 +82,23 @@ export function memoryLogger(): { log: Logger; lines: () => Array<Record<string,
   const chunks: string[] = [];
   const log = createLogger({ level: "debug", destination: { write: (s: string) => void chunks.push(s) } });
   return { log, lines: () => chunks.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
+
+/** The egress address policy for webhooks with the tests' loopback receivers allowed, as an operator would. */
+export const loopbackHooks = egressWebhookGate({ WHARF_EGRESS_HOSTS: "", WHARF_EGRESS_ALLOW_INTERNAL: ["127.0.0.1/32"], WHARF_EGRESS_SYSTEM_DNS: false });
+
+/** A loopback webhook receiver: the run each call posts when it ends. */
+export async function webhookSink(t: TestContext): Promise<{ url: string; received: Array<Record<string, any>> }> {
+  const received: Array<Record<string, any>> = [];
+  const server = http.createServer((req, res) => {
+    let data = "";
+    req.on("data", (c) => (data += c));
+    req.on("end", () => {
+      received.push(JSON.parse(data));
+      res.end("ok");
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => new Promise<void>((r) => server.close(() => r())));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received };
 }

@@ -81,7 +81,7 @@ describe("single-flight refresh across two platform processes on one PostgreSQL"
       }
     });
     const otherUrl = `http://127.0.0.1:${port}`;
-    await waitForOk(`${otherUrl}/ok`, 30_000).catch((err) => {
+    await waitForOk(`${otherUrl}/ok`, 60_000).catch((err) => {
       throw new Error(`${err.message}\n${second.output()}`);
     });
     // The second process sees the same connection.

@@ -23,7 +23,10 @@ test("the console's first load is at most 300 KB of compressed JavaScript, with 
   console.log(`first load: ${first.join(", ")} = ${(gz / 1024).toFixed(1)} KB gzip (limit ${LIMIT / 1024} KB)`);
   assert.ok(gz <= LIMIT, `first load is ${gz} bytes gzip`);
   const lazy = fs.readdirSync(path.join(CONSOLE_DIST, "assets")).filter((f) => f.endsWith(".js") && !first.includes(`assets/${f}`));
-  assert.ok(lazy.some((f) => f.startsWith("Terminal")) && lazy.some((f) => f.startsWith("Playground")), "terminal and playground load on demand");
+  assert.ok(lazy.some((f) => f.startsWith("Terminal")) && lazy.some((f) => f.startsWith("Playground")) && lazy.some((f) => f.startsWith("Studio")), "terminal, playground and Studio load on demand");
+  const studio = lazy.filter((f) => f.startsWith("Studio")).reduce((n, f) => n + zlib.gzipSync(fs.readFileSync(path.join(CONSOLE_DIST, "assets", f)), { level: 9 }).length, 0);
+  console.log(`Studio chunk (graph drawing and layout): ${(studio / 1024).toFixed(1)} KB gzip`);
+  assert.ok(studio <= 150 * 1024, `the Studio chunk is ${studio} bytes gzip`);
 });
 
 test("the build is reproducible: two builds give the same files", () => {

@@ -11,6 +11,7 @@ import { startMockAuthServer } from "../connections/support/mock-oauth.ts";
 import { startUpstreams, useUpstreamsForEgress } from "../egress/support/upstreams.ts";
 import { startSandboxPlatform } from "../sandboxes/support.ts";
 import { startGitHttpServer } from "../support/git-http-server.ts";
+import { seriousFindings } from "./support/axe.ts";
 import { ensureConsoleBuilt, launchBrowser, screenshotDir, shoot } from "./support/browser.ts";
 
 const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures", "stream-agent");
@@ -59,12 +60,18 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
   });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("console", (m) => m.type() === "error" && !/status of (40[134]|422)/.test(m.text()) && problems.push(`console: ${m.text()}`));
+  /** Screenshots at both sizes, and axe-core's serious and critical findings at each. */
+  const a11y: string[] = [];
+  const snap = (name: string) =>
+    shoot(page, name, async (label) => {
+      for (const f of await seriousFindings(page)) a11y.push(`${name} ${label}: ${f.id} (${f.impact}) ${f.help} at ${f.targets.join(", ")}`);
+    });
 
   await t.test("sign in", async () => {
     await page.goto(p.url + "/");
     assert.match(page.url(), /\/console\/$/);
     await page.locator("input[name=credential]").waitFor();
-    await shoot(page, "01-sign-in");
+    await snap("01-sign-in");
     await page.fill("input[name=credential]", "wharf_not-a-key");
     await page.click("button[type=submit]");
     await page.locator(".error").waitFor();
@@ -98,14 +105,14 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     await page.waitForURL(/#\/deployments\/[0-9a-f-]{36}$/);
     deploymentId = page.url().split("/").pop()!;
     await page.locator("[data-testid=revision-status] [data-status]").waitFor();
-    await shoot(page, "03-deployment-progress");
+    await snap("03-deployment-progress");
     await page.locator("[data-testid=revision-status] [data-status=DEPLOYED]").waitFor({ timeout: 120_000 });
     await page.locator("[data-testid=build-logs] .log").first().waitFor();
     await page.locator(".timeline [data-status=DEPLOYED]").waitFor();
-    await shoot(page, "04-deployment-detail");
+    await snap("04-deployment-detail");
     await page.goto(`${p.url}/console/#/deployments`);
     await page.locator("table.list [data-status=READY]").waitFor();
-    await shoot(page, "02-deployments");
+    await snap("02-deployments");
   });
 
   await t.test("chat in the playground: tokens stream in", async () => {
@@ -127,7 +134,7 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     const partial = seen.filter((s) => s !== ANSWER && ANSWER.startsWith(s));
     assert.ok(partial.length >= 3, `the answer arrived in pieces: ${JSON.stringify(seen.slice(0, 5))}`);
     await page.locator(".threads li").first().waitFor();
-    await shoot(page, "05-playground");
+    await snap("05-playground");
   });
 
   await t.test("playground: a tool call with its result, an interrupt answered, the thread reopened", async () => {
@@ -136,7 +143,7 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     await page.getByRole("button", { name: "Send" }).click();
     await page.locator("[data-testid=tool-result]", { hasText: "42" }).waitFor({ timeout: 30_000 });
     await page.locator(".interrupt", { hasText: "Send the result?" }).waitFor({ timeout: 30_000 });
-    await shoot(page, "05b-playground-interrupt");
+    await snap("05b-playground-interrupt");
     await page.getByRole("button", { name: "Approve" }).click();
     await page.locator(".msg.ai .bubble", { hasText: "Confirmed (true): the result is 42." }).waitFor({ timeout: 30_000 });
     const threadUrl = page.url();
@@ -159,7 +166,7 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     await page.fill("input[name=match_hosts]", "api.test");
     await page.fill("input[name=header_name]", "X-Wharf-Demo");
     await page.fill("input[name=header_value]", "from-the-console");
-    await shoot(page, "06-sandbox-create");
+    await snap("06-sandbox-create");
     await page.getByRole("button", { name: "Create sandbox" }).click();
     await page.waitForURL(/#\/sandboxes\/console-e2e$/, { timeout: 60_000 });
     await page.locator("[data-testid=terminal-state]", { hasText: /pty|pipes/ }).waitFor({ timeout: 20_000 });
@@ -177,7 +184,7 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     await page.keyboard.type("curl -s http://api.test/v1/from-console\n");
     await page.waitForFunction(() => ((document.querySelector(".xterm-rows") as HTMLElement)?.innerText ?? "").includes("from-the-console"), null, { timeout: 20_000 });
     assert.match(await terminalText(page), /x-wharf-demo/i);
-    await shoot(page, "07-sandbox-terminal");
+    await snap("07-sandbox-terminal");
   });
 
   await t.test("the injection shows in the egress audit log, with filters", async () => {
@@ -192,11 +199,16 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     await page.getByText("No egress events match").waitFor();
     await page.fill("input[name=host]", "api.test");
     await page.locator("tr[data-kind=inject]").first().waitFor();
-    await shoot(page, "08-egress-log");
+    await snap("08-egress-log");
   });
 
   await t.test("upload and download a file", async () => {
     await page.goto(`${p.url}/console/#/sandboxes/console-e2e/files`);
+    // Listening for the file chooser from the start: Playwright turns Chromium's interception on
+    // when the first listener comes, and a key press sent along with it can (on a loaded machine)
+    // open the chooser before interception is on, when no event ever comes.
+    const chooserOpened = page.waitForEvent("filechooser", { timeout: 120_000 });
+    chooserOpened.catch(() => undefined);
     const content = `hello from the console ${Date.now()}\n`;
     await page.setInputFiles("input[name=upload]", { name: "hello.txt", mimeType: "text/plain", buffer: Buffer.from(content) });
     const row = page.locator("tr[data-file='hello.txt']");
@@ -204,7 +216,29 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     const [download] = await Promise.all([page.waitForEvent("download"), row.getByRole("button", { name: "Download" }).click()]);
     assert.equal(download.suggestedFilename(), "hello.txt");
     assert.equal(fs.readFileSync((await download.path())!, "utf8"), content);
-    await shoot(page, "09-sandbox-files");
+    // The upload button is reachable by keyboard and opens the file chooser.
+    await page.getByRole("button", { name: "Upload files" }).focus();
+    await page.waitForFunction("document.activeElement?.textContent === 'Upload files'");
+    await page.keyboard.press("Enter");
+    const chooser = await chooserOpened;
+    assert.ok(chooser.isMultiple());
+    // A file opens in the page, is edited and saved back.
+    await row.getByRole("button", { name: "hello.txt" }).click();
+    const editor = page.locator("textarea[name=file_contents]");
+    await editor.waitFor();
+    assert.equal(await editor.inputValue(), content);
+    await editor.fill(content + "edited in the console\n");
+    await page.getByRole("button", { name: "Save", exact: true }).click();
+    await editor.waitFor({ state: "detached" });
+    const [again] = await Promise.all([page.waitForEvent("download"), row.getByRole("button", { name: "Download" }).click()]);
+    assert.equal(fs.readFileSync((await again.path())!, "utf8"), content + "edited in the console\n");
+    // A new file is created from the page.
+    page.once("dialog", (d) => void d.accept("notes.md"));
+    await page.getByRole("button", { name: "New file" }).click();
+    await page.locator("textarea[name=file_contents]").fill("# notes\n");
+    await page.getByRole("button", { name: "Create file" }).click();
+    await page.locator("tr[data-file='notes.md']").waitFor({ timeout: 15_000 });
+    await snap("09-sandbox-files");
   });
 
   await t.test("snapshot a sandbox, start another from it, stop, start and delete it", async () => {
@@ -212,7 +246,11 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     await page.fill("input[name=snapshot_name]", "console-snap");
     await page.getByRole("button", { name: "Take snapshot" }).click();
     await page.locator("tr", { hasText: "console-snap:latest" }).locator("[data-status=ready]").waitFor({ timeout: 60_000 });
-    await shoot(page, "12-snapshots");
+    // The one-line form keeps its input at its left edge (not pushed to the right).
+    const snapForm = (await page.locator("form:has(input[name=snapshot_name])").boundingBox())!;
+    const snapInput = (await page.locator("input[name=snapshot_name]").boundingBox())!;
+    assert.ok(snapInput.x - snapForm.x < 40, `the input starts ${snapInput.x - snapForm.x} px into the form`);
+    await snap("12-snapshots");
     await page.goto(`${p.url}/console/#/sandboxes`);
     await page.getByRole("button", { name: "New sandbox" }).click();
     const form = page.locator("form[aria-label='New sandbox']");
@@ -241,8 +279,20 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     await page.getByRole("button", { name: "Apply" }).click();
     const fieldError = page.locator("label.field.invalid:has(input[name=header_name]) .field-error");
     await fieldError.waitFor({ timeout: 10_000 });
-    console.log(`field error: ${await fieldError.innerText()}`);
-    await shoot(page, "10-proxy-config-error");
+    const message = await fieldError.innerText();
+    console.log(`field error: ${message}`);
+    assert.doesNotMatch(message, /Value error|body\.|proxy_config\./, "in words, not the API's path");
+    assert.equal(await page.getByText(message, { exact: false }).count(), 1, "shown once, at the field");
+    // Apply is at the top of the form, not at the bottom edge.
+    const apply = (await page.getByRole("button", { name: "Apply" }).boundingBox())!;
+    const headerInput = (await page.locator("input[name=header_name]").boundingBox())!;
+    assert.ok(apply.y < headerInput.y, "Apply sits above the rules");
+    // A URL typed into an allow list gets advice in words, with the patterns' syntax beside it.
+    await page.selectOption("select[name=access_mode]", "allow");
+    await page.getByText("not a URL").waitFor();
+    await page.fill("textarea[name=access_list]", "https://api.example.com/v1");
+    await page.locator(".field-error", { hasText: "is a URL: write the host alone, like api.example.com" }).waitFor();
+    await snap("10-proxy-config-error");
   });
 
   await t.test("every page is usable within a second on loopback", async () => {
@@ -272,10 +322,10 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
   await t.test("the other pages render", async () => {
     await page.goto(`${p.url}/console/#/sandboxes`);
     await page.locator("table.list [data-status=ready]").waitFor();
-    await shoot(page, "11-sandboxes");
+    await snap("11-sandboxes");
     await page.goto(`${p.url}/console/#/connections`);
     await page.getByRole("heading", { name: "OAuth providers" }).waitFor();
-    await shoot(page, "13-connections");
+    await snap("13-connections");
     await page.goto(`${p.url}/console/#/settings`);
     await page.fill("input[name=secret_key]", "CONSOLE_SECRET");
     await page.fill("input[name=secret_value]", "s3cr3t-value-never-shown");
@@ -286,7 +336,7 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     const key = await page.locator("[data-testid=new-key]").innerText();
     assert.match(key, /^wharf_/);
     assert.ok(!(await page.content()).includes("s3cr3t-value-never-shown"), "a secret value is never shown");
-    await shoot(page, "14-settings");
+    await snap("14-settings");
     // On a phone the navigation folds into the menu button.
     await page.setViewportSize({ width: 390, height: 844 });
     await page.getByRole("button", { name: "Menu" }).click();
@@ -332,7 +382,7 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     await list.locator("input[name=agent]").fill("not-a-uuid");
     await list.getByRole("button", { name: "Show" }).click();
     await list.locator(".field-error").waitFor();
-    await shoot(page, "13b-connections-connected");
+    await snap("13b-connections-connected");
   });
 
   await t.test("deploy from a git URL, update its secrets, roll back, delete", async () => {
@@ -366,7 +416,7 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
     await page.getByRole("button", { name: "Roll back to this" }).first().click();
     await page.locator(".revisions li").nth(2).waitFor();
     await page.locator("[data-testid=revision-status] [data-status=DEPLOYED]").waitFor({ timeout: 120_000 });
-    await shoot(page, "04b-deployment-rolled-back");
+    await snap("04b-deployment-rolled-back");
     page.once("dialog", (d) => void d.accept());
     await page.getByRole("button", { name: "Delete" }).click();
     await page.waitForURL(/#\/deployments$/);
@@ -383,6 +433,7 @@ test("the console in a browser: sign in, deploy, chat, terminal, files, egress, 
   });
 
   assert.deepEqual(problems, [], "no script errors in the page");
+  assert.deepEqual(a11y, [], "axe-core: no serious or critical finding on any page");
 
   // Only the public API: every call is in the OpenAPI document, a data plane, a deployment's
   // stable URL, or the console's own files and session.

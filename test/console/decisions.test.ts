@@ -13,12 +13,12 @@ test("422 items land at the input their loc names", () => {
   const issues = issuesUnder(items, ["body", "proxy_config"]);
   assert.equal(issues.length, 4);
   const table: Array<[string, string | null]> = [
-    ["rules.0.headers.1.name", "bad name"],
+    ["rules.0.headers.1.name", "Bad name"],
     ["rules.0.headers.0.name", null],
-    ["rules.0.match_hosts", "2: bad glob"],
-    ["access_control", "one of"],
+    ["rules.0.match_hosts", "Item 3: Bad glob"],
+    ["access_control", "One of"],
     ["no_proxy", null],
-    ["rules.0.headers", "1.name: bad name"],
+    ["rules.0.headers", "Item 2, name: Bad name"],
   ];
   for (const [path, want] of table) assert.equal(messagesAt(issues, path), want, path);
   assert.deepEqual(issues.filter((i) => !FORM_PATHS.test(i.path)).map((i) => i.path), ["callbacks.0.ttl_seconds"], "only what the form cannot show is listed apart");
@@ -68,4 +68,45 @@ test("egress log filters: host, rule, time window", () => {
     [{ host: "api", rule: "gh", minutes: 5 }, ["api.test1"]],
   ];
   for (const [f, want] of table) assert.deepEqual(filterAudit(rows, f, now).map((r) => r.id), want, JSON.stringify(f));
+});
+
+test("first-time-user wording: thread titles, times, status case, sources, API messages", async () => {
+  const { deploymentState, humanMessage, humanPath, listItemAdvice, relativeTime, sourceLabel, statusLabel, threadTitle } = await import("../../console/src/decisions.ts");
+  const titles: Array<[unknown, string]> = [
+    [{ messages: [{ type: "human", content: "What is six times seven?" }] }, "What is six times seven?"],
+    [{ messages: [{ type: "ai", content: "hi" }, { type: "human", content: [{ type: "text", text: "multi\npart" }] }] }, "multi part"],
+    [{ messages: [{ role: "user", content: "x".repeat(60) }] }, "x".repeat(39) + "…"],
+    [{ topic: "whales", notes: [] }, "whales"],
+    [{}, "New thread"],
+    [null, "New thread"],
+  ];
+  for (const [values, want] of titles) assert.equal(threadTitle(values), want, JSON.stringify(values));
+  const now = Date.parse("2026-01-01T12:00:00Z");
+  const times: Array<[string, string]> = [
+    ["2026-01-01T11:59:58Z", "now"],
+    ["2026-01-01T11:55:00Z", "5 minutes ago"],
+    ["2026-01-01T10:00:00Z", "2 hours ago"],
+    ["2025-12-31T12:00:00Z", "yesterday"],
+    ["2026-01-03T12:00:00Z", "in 2 days"],
+  ];
+  for (const [iso, want] of times) assert.equal(relativeTime(iso, now, "en"), want, iso);
+  assert.equal(statusLabel("DEPLOY_FAILED"), "Deploy failed");
+  assert.equal(statusLabel("ready"), "Ready");
+  const states: Array<[string, { status: string } | null, boolean, { status: string; note: string | null }]> = [
+    ["READY", { status: "BUILDING" }, false, { status: "BUILDING", note: null }],
+    ["READY", { status: "DEPLOYING" }, false, { status: "DEPLOYING", note: null }],
+    ["READY", { status: "BUILD_FAILED" }, false, { status: "BUILD_FAILED", note: "nothing is serving" }],
+    ["READY", { status: "DEPLOYED" }, true, { status: "READY", note: null }],
+    ["READY", { status: "BUILDING" }, true, { status: "READY", note: "updating: new revision building" }],
+    ["READY", { status: "BUILD_FAILED" }, true, { status: "READY", note: "latest revision: build failed" }],
+    ["READY", null, false, { status: "READY", note: null }],
+  ];
+  for (const [status, latest, active, want] of states) assert.deepEqual(deploymentState(status, latest, active), want, `${latest?.status} active=${active}`);
+  assert.equal(sourceLabel("internal_source"), "Uploaded project");
+  assert.equal(sourceLabel("github", "https://git.test/a.git"), "https://git.test/a.git");
+  assert.equal(humanMessage("Value error, invalid CIDR"), "Invalid CIDR");
+  assert.equal(humanPath("allow_list.0"), "line 1");
+  assert.equal(humanPath("proxy_config.rules.0.headers.1.name"), "proxy config, rule 1, header 2, name");
+  assert.match(listItemAdvice("https://api.example.com/v1")!, /write the host alone, like api\.example\.com/);
+  assert.equal(listItemAdvice("api.example.com"), null);
 });

@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { execFileSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { DEPLOYMENTS_INSIDE, dependencyLinkTarget, insidePath, limitsFor } from "../../src/deployments/confinement/confinement.ts";
-import { bindRecord, envArgs, serviceBwrapArgs } from "../../src/sandboxes/driver/confined-service.ts";
+import { bindRecord, envArgs, serviceBwrapArgs } from "../../src/confinement/service.ts";
 import net from "node:net";
 import { DataPlaneGateway, gatewayAllows } from "../../src/deployments/runtime/data-plane-gateway.ts";
 import { DeploymentsLayout } from "../../src/deployments/layout.ts";
@@ -121,11 +119,5 @@ describe("confinement decisions", () => {
     assert.equal(envArgs(env).toString(), "--setenv\0SECRET\0v4lue with spaces\0--setenv\0EMPTY\0\0");
     assert.throws(() => envArgs({ "A=B": "x" }), /cannot be passed/);
     assert.throws(() => envArgs({ A: "x\0y" }), /cannot be passed/);
-  });
-
-  test("the holder's staging step is valid Perl", () => {
-    const file = fileURLToPath(new URL("../../src/sandboxes/driver/service-stage.pl", import.meta.url));
-    // Throws with perl's message on a syntax error.
-    execFileSync("perl", ["-c", file], { stdio: ["ignore", "ignore", "pipe"] });
   });
 });

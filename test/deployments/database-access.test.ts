@@ -95,7 +95,7 @@ describe("a deployment's database plan", () => {
     [
       "a superuser platform in its own schema",
       {},
-      [/^CREATE ROLE "wharf_dep_a" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT \d+ PASSWORD 'pw''x'$/, /^ALTER ROLE "wharf_dep_a" SET statement_timeout = 300000$/, /^ALTER ROLE "wharf_dep_a" SET temp_file_limit = 1048576$/, /^ALTER ROLE "wharf_dep_a" SET search_path = "wharf_dep_a"$/, /^CREATE SCHEMA IF NOT EXISTS "wharf_dep_a" AUTHORIZATION "wharf_dep_a"$/, /^REVOKE ALL ON SCHEMA "wharf_dep_a" FROM PUBLIC$/, /^REVOKE CREATE ON SCHEMA "wharf_t_1" FROM PUBLIC$/, /^REVOKE CREATE ON SCHEMA "public" FROM PUBLIC$/],
+      [/^CREATE ROLE "wharf_dep_a" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT \d+ PASSWORD 'pw''x'$/, /^ALTER ROLE "wharf_dep_a" SET statement_timeout = 300000$/, /^ALTER ROLE "wharf_dep_a" SET idle_in_transaction_session_timeout = 300000$/, /^ALTER ROLE "wharf_dep_a" SET temp_file_limit = 1048576$/, /^ALTER ROLE "wharf_dep_a" SET search_path = "wharf_dep_a"$/, /^CREATE SCHEMA IF NOT EXISTS "wharf_dep_a" AUTHORIZATION "wharf_dep_a"$/, /^REVOKE ALL ON SCHEMA "wharf_dep_a" FROM PUBLIC$/, /^REVOKE CREATE ON SCHEMA "wharf_t_1" FROM PUBLIC$/, /^REVOKE CREATE ON SCHEMA "public" FROM PUBLIC$/],
       [/^GRANT "wharf_dep_a" TO/, /GRANT .* ON .*"wharf_t_1"/],
     ],
     ["a platform in public", { platformSchema: "public" }, [/^REVOKE CREATE ON SCHEMA "public" FROM PUBLIC$/], []],
@@ -298,6 +298,23 @@ describe("a deployment role's limits on a live PostgreSQL", () => {
     assert.equal(await code("SELECT pg_sleep(20)"), "57014");
     assert.ok(Date.now() - t0 < 10_000, `cancelled after ${Date.now() - t0} ms`);
     assert.equal(await code("SET temp_file_limit = -1"), "42501", "only a superuser may lift temp_file_limit");
+    // A sort that spills past temp_file_limit is cut off (53400 configuration_limit_exceeded).
+    await c.query("SET statement_timeout = 0; SET work_mem = '64kB'");
+    await admin.query("ALTER ROLE " + JSON.stringify(d.role) + " SET temp_file_limit = 1024");
+    const small = new pg.Client({ connectionString: roleUrl(d, { host: "127.0.0.1", port: 5432 }) });
+    await small.connect();
+    t.after(() => small.end().catch(() => {}));
+    const smallCode = (q: string) => small.query(q).then(() => "ok", (err: { code?: string }) => err.code ?? "error");
+    assert.equal((await small.query("SHOW temp_file_limit")).rows[0].temp_file_limit, "1MB");
+    await small.query("SET statement_timeout = 0; SET work_mem = '64kB'");
+    assert.equal(await smallCode("SELECT count(*) FROM (SELECT md5(g::text) AS h FROM generate_series(1, 400000) g ORDER BY 1) s"), "53400", "a huge sort stops at the role's temp_file_limit");
+    // Idle inside a transaction past the limit: the role's default ends the session, and so does the
+    // sweep when the role lifted its own (the sweep runs every half limit).
+    assert.equal((await small.query("SHOW idle_in_transaction_session_timeout")).rows[0].idle_in_transaction_session_timeout, "1s");
+    await small.query("SET idle_in_transaction_session_timeout = 0");
+    const ended = new Promise<string>((resolve) => small.on("error", (err: Error & { code?: string }) => resolve(err.code ?? "error")));
+    await small.query("BEGIN; SELECT 1");
+    assert.equal(await Promise.race([ended, new Promise<string>((r) => setTimeout(() => r("still open"), 10_000))]), "57P01", "the sweep ended a session idle in its transaction");
     // Every role name is listed to every role (pg_roles, pg_namespace): none names a deployment.
     const listed = [...(await c.query("SELECT rolname AS n FROM pg_roles")).rows, ...(await c.query("SELECT nspname AS n FROM pg_namespace")).rows].map((r) => r.n as string);
     assert.ok(listed.includes(deploymentDatabaseNames(other.id).role), "the other role exists");

@@ -7,7 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import type { TestContext } from "node:test";
 import { createDeploymentsFeature } from "../../src/deployments/feature.ts";
-import type { DeploymentsOptions } from "../../src/deployments/rollout/rollout-engine.ts";
+import type { DeploymentsOptions } from "../../src/deployments/rollout/options.ts";
 import type { Feature } from "../../src/platform/context.ts";
 import { allFeatures } from "../../src/platform/features.ts";
 import type { Dialect } from "../../src/store/database.ts";
@@ -20,11 +20,11 @@ export const EGRESS_FIXTURES = path.join(FIXTURES, "egress");
  * A platform with the egress proxy and confined deployments (the fixture agent server), plus any
  * other feature named (the sandboxes, to compare validation).
  */
-export async function startEgressPlatform(t: TestContext, opts: { also?: Feature[]; options?: DeploymentsOptions; dialect?: Dialect } = {}): Promise<TestPlatform | null> {
+export async function startEgressPlatform(t: TestContext, opts: { also?: Feature[]; options?: DeploymentsOptions; dialect?: Dialect; env?: Record<string, string> } = {}): Promise<TestPlatform | null> {
   const names = new Set(["identity", "secrets", "egress"]);
   const features = [...allFeatures().filter((f) => names.has(f.name)), ...(opts.also ?? [])];
   features.push(createDeploymentsFeature({ ...FAST, ...FAKE_RUNNER, isolation: true, ...opts.options }));
-  return startTestPlatform(t, { features, logLevel: "info", dialect: opts.dialect });
+  return startTestPlatform(t, { features, logLevel: "info", dialect: opts.dialect, env: opts.env });
 }
 
 export interface LocalRegistry {

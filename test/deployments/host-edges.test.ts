@@ -5,10 +5,11 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, test } from "node:test";
-import { Launcher } from "../../src/deployments/confinement/launcher.ts";
+import { Launcher } from "../../src/confinement/launcher.ts";
 import { DIALECTS } from "../support/dialects.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import type { TestPlatform } from "../support/platform.ts";
+import { startEgressPlatform } from "./egress-support.ts";
 import { copyProject, lastMessage, logsOf, pollRevision, runWait, startDeploymentsPlatform, type RevisionBody } from "./support.ts";
 
 /**
@@ -166,6 +167,45 @@ describe("deployed code at the confinement's edges", () => {
         for (const [name, value] of Object.entries(values)) assert.ok(!cmdline.includes(value), `the ${name} is on the command line of pid ${pid}: ${cmdline.slice(0, 200)}`);
       }
     });
+
+  test("no phase of a deployment (install, build, served with egress rules) shows a host path in its mount table", async (t) => {
+    if (!requireCapability(t, isRoot(), "confining deployments needs root (namespaces, cgroups)")) return;
+    const p = await startEgressPlatform(t);
+    if (!p) return;
+    const res = await p.api("/v2/deployments", {
+      method: "POST",
+      json: {
+        name: "mount-report",
+        source: "internal_source",
+        source_config: {
+          install_command: "cat /proc/self/mountinfo > mountinfo-install.txt",
+          build_command: "cat /proc/self/mountinfo > mountinfo-build.txt",
+        },
+        source_revision_config: { langgraph_config_path: "langgraph.json", local_path: copyProject(t, "mount-report") },
+        secrets: [],
+        // Rules give the served revision an egress folder (its CA bundle, its resolver) to show.
+        proxy_config: { rules: [{ name: "api", match_hosts: ["api.test"], headers: [{ name: "X-Probe", type: "plaintext", value: "1" }] }] },
+      },
+    });
+    assert.equal(res.status, 201, await res.clone().text());
+    const d = await res.json();
+    const rev = await pollRevision(p, d.id, d.latest_revision_id);
+    assert.equal(rev.status, "DEPLOYED", await explain(p, d.id, rev));
+    const buildSeconds = /build finished in (\d+) ms/.exec(await logsOf(p, d.id, rev.id, "build"))?.[1];
+    console.log(`install + build + load check of the reporting project: ${buildSeconds} ms`);
+    const run = await runWait(d.source_config.custom_url, p.apiKey, "go", "report");
+    assert.equal(run.status, 200, JSON.stringify(run.body));
+    const report = JSON.parse(lastMessage(run.body)) as Record<"install" | "build" | "serve", string>;
+    const checkout = path.resolve(fileURLToPath(new URL("../..", import.meta.url)));
+    for (const [phase, mountinfo] of Object.entries(report)) {
+      assert.match(mountinfo, / \/proc /, `the ${phase} step left no mount table: ${mountinfo.slice(0, 200)}`);
+      for (const [what, hostPath] of [
+        ["$WHARF_HOME", p.home],
+        ["the checkout", checkout],
+      ])
+        assert.ok(!mountinfo.includes(hostPath), `the ${phase} step's mount table shows ${what} (${hostPath}):\n${mountinfo.split("\n").filter((l) => l.includes(hostPath)).join("\n").slice(0, 1500)}`);
+    }
+  });
 
   test("deployed code's /proc shows only its own processes, and its mount table no host path ($WHARF_HOME, the checkout)", async (t) => {
     if (!requireCapability(t, isRoot(), "confining deployments needs root (namespaces, cgroups)")) return;

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { filterOf, projectLogsBody } from "../../src/deployments/api/project-log-routes.ts";
 import { containsPattern, nextOffset } from "../../src/deployments/store/log-query.ts";
-import { startDeploymentsPlatform } from "./support.ts";
+import { newId } from "../../src/store/ids.ts";
+import { copyProject, startDeploymentsPlatform } from "./support.ts";
 
 test("containsPattern: the query matches literally, any case", () => {
   const rows: Array<[string, string]> = [
@@ -38,3 +39,33 @@ test("POST /v1/projects/{id}/deploy_logs: 404 for an unknown project, 422 with d
   const body = await res.json();
   assert.deepEqual(body.detail[0].loc, ["body", "end_time"]);
 });
+
+/**
+ * The `query` filter (`-q` of both CLIs) is a literal, case-insensitive substring on both stores:
+ * SQLite's LIKE has no escape character unless told, PostgreSQL's default is the backslash.
+ */
+for (const dialect of ["sqlite", "postgres"] as const) {
+  test(`POST /v1/projects/{id}/deploy_logs: query matches literally, any case, on ${dialect}`, async (t) => {
+    const p = await startDeploymentsPlatform(t, { dialect });
+    if (!p) return;
+    const res = await p.api("/v2/deployments", { method: "POST", json: { name: `q-${dialect}`, source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: copyProject(t, "echo") }, secrets: [] } });
+    assert.equal(res.status, 201);
+    const d = await res.json();
+    const lines = ["Loading graphs", "disk 100% full", "disk 100 full", "name a_b here", "name axb here", "path C:\\x", "path C:x"];
+    const at = new Date().toISOString();
+    await p.ctx.db.insertInto("deployment_revision_logs").values(lines.map((message) => ({ id: newId(), revision_id: d.latest_revision_id, kind: "deploy", level: "info", message, timestamp: at }))).execute();
+    const rows: Array<[query: string, want: string[]]> = [
+      ["LOADING GRAPHS", ["Loading graphs"]],
+      ["100%", ["disk 100% full"]],
+      ["a_b", ["name a_b here"]],
+      ["C:\\x", ["path C:\\x"]],
+      ["%", ["disk 100% full"]],
+    ];
+    for (const [query, want] of rows) {
+      const page = await p.api(`/v1/projects/${d.id}/deploy_logs`, { method: "POST", json: { query, limit: 100 } });
+      assert.equal(page.status, 200, query);
+      const got = ((await page.json()) as { logs: Array<{ message: string }> }).logs.map((l) => l.message).filter((m) => lines.includes(m));
+      assert.deepEqual(got, want, `${dialect}: ${query}`);
+    }
+  });
+}

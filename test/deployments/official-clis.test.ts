@@ -83,7 +83,9 @@ async function scenarios(t: TestContext, label: string, bin: string): Promise<vo
   assert.ok(!r.out.includes(id), r.out);
 }
 
-describe("the official deploy CLIs work unmodified against Wharf", () => {
+// The two CLIs side by side, each against a platform of its own: most of each scenario is waiting
+// (the CLIs' polls, the build command's sleep), so the file takes about as long as its slower CLI.
+describe("the official deploy CLIs work unmodified against Wharf", { concurrency: 2 }, () => {
   test("npm @langchain/langgraph-cli: langgraphjs deploy, list, revisions list, logs (runtime, build, -q, --level), delete", async (t) => {
     await scenarios(t, "js", await jsCli());
   });

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { Launcher } from "../../src/deployments/confinement/launcher.ts";
+import { Launcher } from "../../src/confinement/launcher.ts";
 import { DeploymentsLayout } from "../../src/deployments/layout.ts";
 import { RevisionRuntime } from "../../src/deployments/runtime/revision-runtime.ts";
 import type { PlatformContext } from "../../src/platform/context.ts";

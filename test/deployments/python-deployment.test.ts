@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import dns from "node:dns/promises";
 import path from "node:path";
-import { describe, test } from "node:test";
+import { after, describe, test } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
 import { runPythonClient, sdkPython } from "../support/python-client.ts";
 import { isRoot, pythonAvailable, requireCapability } from "../support/requirements.ts";
 import { defaultRunnerCommand } from "../../src/deployments/runtime/agent-process.ts";
 import { startEgressPlatform } from "./egress-support.ts";
+import type { TestPlatform } from "../support/platform.ts";
 import { FIXTURES, logsOf, pollRevision } from "./support.ts";
 import type { TestContext } from "node:test";
 
@@ -27,14 +28,60 @@ async function pypiMirror(): Promise<string> {
   return [...new Set(addrs.flat().map((a) => `${a.address}/${a.family === 6 ? 128 : 32}`))].join(",");
 }
 
-async function deploy(t: TestContext, localPath: string, expect = "DEPLOYED") {
-  if (!requireCapability(t, process.platform === "linux" && isRoot(), "confined deployments need root on Linux")) return null;
-  if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects")) return null;
-  // With the egress proxy: the build reaches PyPI through it, as any deployment's build would.
-  // The egress proxy reads its settings from the environment once per process.
-  process.env.WHARF_EGRESS_ALLOW_INTERNAL = await pypiMirror();
-  const p = await startEgressPlatform(t, { options: { runnerCommand: defaultRunnerCommand, runnerBinds: [], ...SLOW } });
-  if (!p) return null;
+/** A deployment whose revision finished (its status checked by the test that reads it). */
+interface Deployed {
+  d: { id: string; source_config: { custom_url: string } };
+  rev: Awaited<ReturnType<typeof pollRevision>> & { status_message?: string | null };
+  url: string;
+  build: string;
+  deployLog: string;
+}
+
+/**
+ * One platform for the file, and every project's deployment created at once when the first test
+ * asks: their confined builds (each creates its own Python environment from PyPI) overlap instead
+ * of queueing behind each other, so the file stays within the runner's per-file limit on a loaded
+ * machine. Cleaned up when the file's tests are done.
+ */
+class SharedPlatform {
+  private readonly cleanups: Array<() => unknown> = [];
+  /** What the platform helpers need of a test context: where to register their cleanup. */
+  private readonly scope = { after: (fn: () => unknown) => void this.cleanups.push(fn) } as unknown as TestContext;
+  private started: Promise<{ p: TestPlatform; deployments: Map<string, Promise<Deployed>> }> | null = null;
+
+  /** The platform and the revision of `localPath`'s deployment (all started at the first call). */
+  async deployment(localPath: string): Promise<{ p: TestPlatform } & Deployed> {
+    this.started ??= this.start();
+    const { p, deployments } = await this.started;
+    const up = deployments.get(localPath);
+    assert.ok(up, `${localPath} is not one of this file's projects`);
+    return { p, ...(await up) };
+  }
+
+  private async start() {
+    // With the egress proxy: the build reaches PyPI through it, as any deployment's build would.
+    // The egress proxy reads its settings from the environment once per process.
+    process.env.WHARF_EGRESS_ALLOW_INTERNAL = await pypiMirror();
+    const p = (await startEgressPlatform(this.scope, { options: { runnerCommand: defaultRunnerCommand, runnerBinds: [], ...SLOW } }))!;
+    // The official Python client's environment (the template's test drives it) is made meanwhile.
+    sdkPython().catch(() => {});
+    const template = deployOn(p, TEMPLATE);
+    const broken = deployOn(p, BROKEN);
+    // The hostile project needs only the worker's packages, as the broken one: deployed once that
+    // build made the workspace's environment for them (before its graph check fails), it reuses it.
+    const hostile = broken.then(() => deployOn(p, HOSTILE), () => deployOn(p, HOSTILE));
+    const deployments = new Map<string, Promise<Deployed>>([[TEMPLATE, template], [BROKEN, broken], [HOSTILE, hostile]]);
+    // Awaited by their own tests later: a failure meanwhile is that test's, not an unhandled rejection.
+    for (const up of deployments.values()) up.catch(() => {});
+    return { p, deployments };
+  }
+
+  async close(): Promise<void> {
+    for (const fn of this.cleanups.reverse()) await fn();
+  }
+}
+
+async function deployOn(p: TestPlatform, localPath: string): Promise<Deployed> {
   const res = await p.api("/v2/deployments", {
     method: "POST",
     json: { name: path.basename(localPath), source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: localPath }, secrets: [] },
@@ -42,12 +89,22 @@ async function deploy(t: TestContext, localPath: string, expect = "DEPLOYED") {
   assert.equal(res.status, 201, await res.clone().text());
   const d = await res.json();
   const rev = await pollRevision(p, d.id, d.latest_revision_id, 600_000);
-  const build = await logsOf(p, d.id, rev.id, "build");
-  assert.equal(rev.status, expect, `${rev.status_message}\n${build}\n${await logsOf(p, d.id, rev.id, "deploy")}`);
-  return { p, d, rev, url: d.source_config.custom_url as string, build };
+  return { d, rev, url: d.source_config.custom_url as string, build: await logsOf(p, d.id, rev.id, "build"), deployLog: await logsOf(p, d.id, rev.id, "deploy") };
+}
+
+const shared = new SharedPlatform();
+
+async function deploy(t: TestContext, localPath: string, expect = "DEPLOYED") {
+  if (!requireCapability(t, process.platform === "linux" && isRoot(), "confined deployments need root on Linux")) return null;
+  if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects")) return null;
+  const up = await shared.deployment(localPath);
+  assert.equal(up.rev.status, expect, `${up.rev.status_message}\n${up.build}\n${up.deployLog}`);
+  return up;
 }
 
 describe("deployments of Python projects", () => {
+  after(() => shared.close());
+
   test("the official new-langgraph-project template deploys through POST /v2/deployments and serves the Python and JS clients at its stable URL", async (t) => {
     const up = await deploy(t, TEMPLATE);
     if (!up) return;
@@ -70,6 +127,7 @@ describe("deployments of Python projects", () => {
   test("a hostile Python graph reads nothing of the platform's, and one ending the interpreter in a node leaves the platform and the other graphs serving", async (t) => {
     const up = await deploy(t, HOSTILE);
     if (!up) return;
+    assert.match(up.build, /Python environment [0-9a-f]{16} is cached: reusing it/, "the workspace's environment for the same dependencies was made again");
     const { p, url } = up;
     const js = new Client({ apiUrl: url, apiKey: p.apiKey, callerOptions: { maxRetries: 0 } });
     const platformFiles = [path.join(p.home, "wharf.db"), path.join(p.home, "master.key"), "/etc/shadow", `/proc/${process.pid}/environ`, `/proc/${process.pid}/cmdline`];

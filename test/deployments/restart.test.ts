@@ -4,7 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { TSX_LOADER } from "../../src/deployments/build/builder.ts";
-import { cgroupLayout } from "../../src/sandboxes/driver/cgroups.ts";
+import { cgroupLayout } from "../../src/confinement/cgroups.ts";
 import { DIALECTS, storageSettings } from "../support/dialects.ts";
 import { freePort } from "../support/process.ts";
 import { TEST_LOCAL_ROOTS } from "../support/platform.ts";

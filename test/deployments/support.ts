@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import type { RunnerCommand } from "../../src/deployments/runtime/agent-process.ts";
 import { TSX_LOADER } from "../../src/deployments/build/builder.ts";
 import { createDeploymentsFeature } from "../../src/deployments/feature.ts";
-import type { DeploymentsOptions } from "../../src/deployments/rollout/rollout-engine.ts";
+import type { DeploymentsOptions } from "../../src/deployments/rollout/options.ts";
 import { allFeatures } from "../../src/platform/features.ts";
 import type { Dialect } from "../../src/store/database.ts";
 import { startTestPlatform, type TestPlatform } from "../support/platform.ts";
@@ -69,8 +69,17 @@ const TERMINAL = new Set(["DEPLOYED", "CREATE_FAILED", "BUILD_FAILED", "DEPLOY_F
 /** The quick-start poll: GET the revision until it reaches a terminal status. */
 export async function pollRevision(p: TestPlatform, deploymentId: string, revisionId: string, timeoutMs = 60_000, headers: Record<string, string> = {}): Promise<RevisionBody> {
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await p.api(`/v2/deployments/${deploymentId}/revisions/${revisionId}`, { headers });
+  for (let resets = 0; ; ) {
+    let res: Response;
+    try {
+      res = await p.api(`/v2/deployments/${deploymentId}/revisions/${revisionId}`, { headers });
+    } catch (err) {
+      // The platform shares this process's event loop: a build's synchronous work can hold it past
+      // the server's keep-alive timeout, whose timer then closes a kept-alive connection as this GET
+      // reuses it (ECONNRESET). A GET is repeated, as HTTP clients repeat idempotent requests.
+      if (!(err instanceof TypeError) || ++resets > 3) throw err;
+      continue;
+    }
     const body = (await res.json()) as RevisionBody;
     if (res.status !== 200) throw new Error(`GET revision answered ${res.status}: ${JSON.stringify(body)}`);
     if (TERMINAL.has(body.status)) return body;

@@ -20,7 +20,7 @@ describe("the platform as a process", () => {
     t.after(() => up.child.kill("SIGKILL"));
     // A first start on a fresh home under a loaded full-suite run (how fast a restart answers is
     // the crash-recovery test's claim, not this one's).
-    await waitForOk(`http://127.0.0.1:${port}/ok`, 40_000);
+    await waitForOk(`http://127.0.0.1:${port}/ok`, 60_000);
     const keyFile = path.join(cwd, ".wharf", "bootstrap-key");
     assert.equal(fs.statSync(keyFile).mode & 0o777, 0o600);
     const key = fs.readFileSync(keyFile, "utf8").trim();

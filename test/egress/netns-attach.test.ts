@@ -55,7 +55,7 @@ describe("attachEgress on a real network namespace", () => {
     await upsertSecrets(s.store.db, box, boot.workspaceId, [{ key: "GH_TOKEN", value: SECRET }]);
     secrets = { upsert: (key, value) => upsertSecrets(s.store.db, box, boot.workspaceId, [{ key, value }]), remove: (key) => deleteSecret(s.store.db, boot.workspaceId, key) };
     const settings = loadEgressSettings({ WHARF_EGRESS_HOSTS: hostsSetting(up), WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
-    rt = new EgressRuntime({ db: s.store.db, box, log: null, settings });
+    rt = new EgressRuntime({ db: s.store.db, box, log: null, source: {}, settings });
     setEgressRuntime(rt);
     cleanups.push(() => rt.close());
     prepare = (cfg) => prepareProxyConfig({ db: s.store.db, box }, boot.workspaceId, proxyConfigSchema.parse(cfg));

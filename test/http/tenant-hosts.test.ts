@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { DATAPLANE_PREFIX } from "../../src/sandboxes/dataplane.ts";
-import { DOWNLOAD_LINK_PREFIX } from "../../src/sandboxes/downloads.ts";
-import { SERVICE_PREFIX } from "../../src/sandboxes/service-urls.ts";
+import { DATAPLANE_PREFIX } from "../../src/sandboxes/dataplane/dataplane.ts";
+import { DOWNLOAD_LINK_PREFIX } from "../../src/sandboxes/dataplane/downloads.ts";
+import { SERVICE_PREFIX } from "../../src/sandboxes/links/service-urls.ts";
 import { SESSION_COOKIE, SESSION_COOKIE_PATHS } from "../../src/console/index.ts";
-import { consoleOriginDownload } from "../../src/sandboxes/downloads.ts";
+import { consoleOriginDownload } from "../../src/sandboxes/dataplane/downloads.ts";
 import {
   allowedSetCookies,
   parseTenantHost,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { admit, type AdmissionLimits, type Commitments } from "../../src/sandboxes/admission.ts";
+import { admit, type AdmissionLimits, type Commitments } from "../../src/sandboxes/lifecycle/admission.ts";
 
 const GiB = 1024 ** 3;
 const host = { memoryBytes: 23 * GiB, diskFreeBytes: 80 * GiB };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { parseAlternativeGroup, pickChoice } from "../../src/sandboxes/driver/alternatives.ts";
+import { parseAlternativeGroup, pickChoice } from "../../src/confinement/alternatives.ts";
 import { startSandboxPlatform } from "./support.ts";
 
 const AWK = `auto

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { BuildQueue } from "../../src/sandboxes/build-queue.ts";
+import { BuildQueue } from "../../src/sandboxes/images/build-queue.ts";
 import { TarScanner, tarSize } from "../../src/sandboxes/driver/layer-bound.ts";
 
 test("the snapshot build queue runs at most its limit at once, in order, and survives failing jobs", async () => {

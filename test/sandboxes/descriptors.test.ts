@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
-import { isOutOfDescriptors, retryOutOfDescriptors } from "../../src/sandboxes/driver/descriptors.ts";
+import { isOutOfDescriptors, retryOutOfDescriptors } from "../../src/confinement/descriptors.ts";
 
 const err = (code: string, cause?: unknown) => Object.assign(new Error(code), { code }, cause ? { cause } : {});
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { test } from "node:test";
-import { releaseHolder } from "../../src/sandboxes/driver/launchers.ts";
+import { releaseHolder } from "../../src/confinement/launchers.ts";
 
 test("a holder that dies before it reads its gate word costs the platform no uncaught error", async () => {
   const uncaught: Error[] = [];

@@ -63,11 +63,14 @@ for (const dialect of DIALECTS) {
       const p = await startSandboxPlatform(t, { dialect, env: { WHARF_SANDBOX_TTL_SECOND_MS: "5", WHARF_SANDBOX_TICK_MS: "50" } });
       if (!p) return;
       const box = await p.create({ name: "idle", idle_ttl_seconds: 60, delete_after_stop_seconds: 120 });
-      // A background job keeps it busy although no API call is made.
-      await p.exec(box, "sleep 1 >/dev/null 2>&1 &");
+      // A background job keeps it busy although no API call is made. It outlives the 600 ms wait by
+      // seconds: on a loaded machine that wait's timer fires late, and a job already gone let the
+      // idle stop come first.
+      await p.exec(box, "sleep 4 >/dev/null 2>&1 &");
       await new Promise((r) => setTimeout(r, 600));
       let res = await p.api("/v2/sandboxes/boxes/idle/status");
-      assert.equal((await res.json()).status, "ready");
+      const busy = await res.json();
+      assert.equal(busy.status, "ready", JSON.stringify(busy));
       await waitFor(async () => {
         const s = await (await p.api("/v2/sandboxes/boxes/idle/status")).json();
         return s.status === "stopped" && s;

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import { describe, test } from "node:test";
 import WebSocket from "ws";
-import { HeadBuffer, SpillBuffer } from "../../src/sandboxes/output-buffer.ts";
+import { HeadBuffer, SpillBuffer } from "../../src/sandboxes/dataplane/output-buffer.ts";
 import { startSandboxPlatform } from "./support.ts";
 
 describe("sandbox limits", () => {

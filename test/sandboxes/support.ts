@@ -3,7 +3,7 @@ import path from "node:path";
 import type { TestContext } from "node:test";
 import { allFeatures } from "../../src/platform/features.ts";
 import { createSandboxesFeature } from "../../src/sandboxes/feature.ts";
-import type { SandboxManager } from "../../src/sandboxes/manager.ts";
+import type { SandboxManager } from "../../src/sandboxes/lifecycle/manager.ts";
 import type { Dialect } from "../../src/store/database.ts";
 import { startTestPlatform, type TestPlatform } from "../support/platform.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";

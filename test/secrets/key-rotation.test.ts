@@ -8,7 +8,7 @@ import { agentKeyAad } from "../../src/deployments/runtime/revision-runtime.ts";
 import { dbPasswordAad } from "../../src/deployments/runtime/database-access.ts";
 import { workspaceCa } from "../../src/egress/index.ts";
 import { openValues, sealValue } from "../../src/egress/index.ts";
-import { openEnv, sealEnv, getSandbox } from "../../src/sandboxes/sandbox-store.ts";
+import { openEnv, sealEnv, getSandbox } from "../../src/sandboxes/store/sandbox-store.ts";
 import { keyringFromEnv } from "../../src/crypto/keyring.ts";
 import { SecretBox } from "../../src/crypto/secret-box.ts";
 import { rotateMasterKey } from "../../src/secrets/key-rotation.ts";

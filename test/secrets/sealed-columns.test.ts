@@ -4,7 +4,7 @@ import { accessTokenAad, authorizeUrlAad, clientSecretAad, pkceVerifierAad, refr
 import { apiKeyAad, secretsAad } from "../../src/deployments/store/deployment-secrets.ts";
 import { dbPasswordAad } from "../../src/deployments/runtime/database-access.ts";
 import { agentKeyAad } from "../../src/deployments/runtime/revision-runtime.ts";
-import { envAad } from "../../src/sandboxes/sandbox-store.ts";
+import { envAad } from "../../src/sandboxes/store/sandbox-store.ts";
 import { aadOf, SEALED_LOCATIONS } from "../../src/secrets/sealed-columns.ts";
 import { secretAad } from "../../src/secrets/secret-store.ts";
 import { DIALECTS, openTestStore } from "../support/dialects.ts";

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import http from "node:http";
+import https from "node:https";
 import type { AddressInfo } from "node:net";
 import type { TestContext } from "node:test";
 
@@ -7,10 +8,10 @@ import type { TestContext } from "node:test";
  * Git's smart HTTP protocol for the repositories under `root`, on loopback: each request runs
  * `git http-backend` (git's own CGI program). Platforms clone only over network transports, so
  * tests serve their repositories like a real host would. `redirectTo` answers every request with a
- * redirect to that origin instead (redirect-following tests).
+ * redirect to that origin instead (redirect-following tests); `tls` serves HTTPS with that certificate.
  */
-export async function startGitHttpServer(t: TestContext, root: string, opts: { host?: string; redirectTo?: string } = {}): Promise<{ url: string; port: number }> {
-  const server = http.createServer((req, res) => {
+export async function startGitHttpServer(t: TestContext, root: string, opts: { host?: string; redirectTo?: string; tls?: { cert: string; key: string } } = {}): Promise<{ url: string; port: number }> {
+  const handler: http.RequestListener = (req, res) => {
     const url = new URL(req.url ?? "/", "http://x");
     if (opts.redirectTo) {
       res.writeHead(302, { location: `${opts.redirectTo}${url.pathname}${url.search}` }).end();
@@ -53,10 +54,11 @@ export async function startGitHttpServer(t: TestContext, root: string, opts: { h
       sent = true;
     });
     cgi.on("close", () => (sent ? res.end() : res.writeHead(500).end()));
-  });
+  };
+  const server = opts.tls ? https.createServer(opts.tls, handler) : http.createServer(handler);
   const host = opts.host ?? "127.0.0.1";
   await new Promise<void>((r) => server.listen(0, host, r));
   t.after(() => new Promise<void>((r) => server.close(() => r())));
   const port = (server.address() as AddressInfo).port;
-  return { url: `http://${host}:${port}`, port };
+  return { url: `${opts.tls ? "https" : "http"}://${host}:${port}`, port };
 }

@@ -42,7 +42,7 @@ export function runWharf(args: string[], options: { cwd?: string; env?: Record<s
  * request to another path of the same server, which `wharf up` holds until the platform is attached
  * (bootstrap key written, routes mounted), so the caller may use the platform at once.
  */
-export async function waitForOk(url: string, timeoutMs = 15_000): Promise<number> {
+export async function waitForOk(url: string, timeoutMs = 60_000): Promise<number> {
   const started = performance.now();
   for (;;) {
     try {

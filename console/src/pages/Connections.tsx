@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { api, ApiError } from "../api.ts";
-import { Empty, ErrorNote, Field, Page, Status, useAction, useLoad, when } from "../ui.tsx";
+import { Empty, ErrorNote, Field, Page, Status, useAction, useLoad, When } from "../ui.tsx";
 
 interface Provider {
   provider_id: string;
@@ -150,7 +150,7 @@ function AgentConnections() {
       {rows?.length ? (
         <ul className="plain">
           {rows.map((c) => (
-            <li key={c.id}><strong>{c.provider_id}</strong> {c.provider_account_label ?? ""} <span className="muted">{c.scopes.join(" ")} · expires {when(c.expires_at)}</span></li>
+            <li key={c.id}><strong>{c.provider_id}</strong> {c.provider_account_label ?? ""} <span className="muted">{c.scopes.join(" ")} · expires <When iso={c.expires_at} /></span></li>
           ))}
         </ul>
       ) : null}

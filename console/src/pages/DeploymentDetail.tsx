@@ -1,8 +1,9 @@
 import { useState } from "react";
 import { api } from "../api.ts";
 import { go, href } from "../router.ts";
-import { ErrorNote, Field, Page, Progress, Status, useAction, useLoad, when } from "../ui.tsx";
-import type { Deployment } from "./Deployments.tsx";
+import { ErrorNote, Field, Page, Progress, Status, useAction, useLoad, When } from "../ui.tsx";
+import { DeploymentStatus, type Deployment } from "./Deployments.tsx";
+import { sourceLabel } from "../decisions.ts";
 import { parseSecrets, SourcePicker, sourceFields, UploadProgress, useUploadProgress, type SourceChoice } from "./deploy-source.tsx";
 import { RevisionLogs } from "./RevisionLogs.tsx";
 
@@ -51,6 +52,7 @@ export function DeploymentDetail({ id }: { id: string }) {
       title={d?.name ?? "Deployment"}
       actions={
         <>
+          <a className="button primary" href={href("studio", id)}>Open in Studio</a>
           <a className="button" href={href("playground", id)}>Open playground</a>
           <button onClick={() => setPatching(!patching)}>{patching ? "Close" : "Update"}</button>
           <button className="danger" onClick={remove} disabled={action.busy}>Delete</button>
@@ -60,10 +62,11 @@ export function DeploymentDetail({ id }: { id: string }) {
       <ErrorNote error={dep.error ?? action.error} />
       {d ? (
         <dl className="facts">
-          <dt>Status</dt><dd><Status value={d.status} /></dd>
+          <dt>Status</dt><dd data-testid="deployment-status"><DeploymentStatus d={d} latest={revs.data?.find((r) => r.id === d.latest_revision_id) ?? null} /></dd>
+          <dt>Source</dt><dd>{sourceLabel(d.source, d.source_config.repo_url)}</dd>
           <dt>URL</dt><dd><code>{d.source_config.custom_url}</code></dd>
           <dt>Secrets</dt><dd>{d.secrets.length ? d.secrets.map((s) => s.name).join(", ") : "none"}</dd>
-          <dt>Created</dt><dd>{when(d.created_at)}</dd>
+          <dt>Created</dt><dd><When iso={d.created_at} /></dd>
         </dl>
       ) : null}
       {patching && d ? <PatchDeployment d={d} onDone={(rid) => { setPatching(false); setSelected(rid); void revs.reload(); }} /> : null}
@@ -74,7 +77,7 @@ export function DeploymentDetail({ id }: { id: string }) {
             {revs.data?.map((r) => (
               <li key={r.id} className={r.id === rev?.id ? "selected" : ""}>
                 <button className="link" onClick={() => setSelected(r.id)}>
-                  <Status value={r.status} /> <span className="mono">{r.id.slice(-8)}</span> <span className="muted">{when(r.created_at)}</span>
+                  <Status value={r.status} /> <span className="mono">{r.id.slice(-8)}</span> <span className="muted"><When iso={r.created_at} /></span>
                   {r.id === d?.active_revision_id ? <span className="tag">live</span> : null}
                 </button>
                 {r.status === "DEPLOYED" && r.id !== d?.active_revision_id ? (

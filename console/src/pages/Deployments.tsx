@@ -1,7 +1,8 @@
 import { useState } from "react";
 import { api, ApiError } from "../api.ts";
 import { go, href } from "../router.ts";
-import { Empty, ErrorNote, Field, Page, Status, useAction, useLoad, when } from "../ui.tsx";
+import { deploymentState, sourceLabel } from "../decisions.ts";
+import { Empty, ErrorNote, Field, Page, placedAt, Status, useAction, useLoad, When } from "../ui.tsx";
 import { parseSecrets, SourcePicker, sourceFields, UploadProgress, useUploadProgress, type SourceChoice } from "./deploy-source.tsx";
 
 export interface Deployment {
@@ -17,8 +18,30 @@ export interface Deployment {
   updated_at: string;
 }
 
+/** Each deployment with its latest revision, whose status says whether anything serves yet. */
+async function loadWithRevisions(): Promise<Array<Deployment & { latest: { status: string } | null }>> {
+  const list = (await api<{ resources: Deployment[] }>("/v2/deployments?limit=100")).resources;
+  return Promise.all(
+    list.map(async (d) => ({
+      ...d,
+      latest: d.latest_revision_id ? await api<{ status: string }>(`/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`).catch(() => null) : null,
+    })),
+  );
+}
+
+/** The status pill of a deployment: its revisions' state rather than the bare `READY`. */
+export function DeploymentStatus({ d, latest }: { d: Deployment; latest: { status: string } | null }) {
+  const s = deploymentState(d.status, latest, Boolean(d.active_revision_id));
+  return (
+    <>
+      <Status value={s.status} />
+      {s.note ? <span className="muted small"> {s.note}</span> : null}
+    </>
+  );
+}
+
 export function Deployments() {
-  const list = useLoad(() => api<{ resources: Deployment[] }>("/v2/deployments?limit=100").then((r) => r.resources), [], 3000);
+  const list = useLoad(loadWithRevisions, [], 3000);
   const [creating, setCreating] = useState(false);
   return (
     <Page title="Deployments" actions={<button className="primary" onClick={() => setCreating(!creating)}>{creating ? "Close" : "New deployment"}</button>}>
@@ -34,9 +57,9 @@ export function Deployments() {
             {list.data.map((d) => (
               <tr key={d.id}>
                 <td><a href={href("deployments", d.id)}>{d.name}</a></td>
-                <td><Status value={d.status} /></td>
-                <td className="wide">{d.source_config.repo_url ?? d.source}</td>
-                <td className="wide">{when(d.updated_at)}</td>
+                <td><DeploymentStatus d={d} latest={d.latest} /></td>
+                <td className="wide">{sourceLabel(d.source, d.source_config.repo_url)}</td>
+                <td className="wide"><When iso={d.updated_at} /></td>
               </tr>
             ))}
           </tbody>
@@ -77,7 +100,7 @@ function CreateDeployment() {
         <textarea name="secrets" rows={2} value={secrets} onChange={(e) => setSecrets(e.target.value)} spellCheck={false} />
       </Field>
       <UploadProgress p={progress} />
-      <ErrorNote error={action.error} />
+      <ErrorNote error={action.error} placed={placedAt("name", "langgraph_config_path", "repo_url", "repo_ref", "secrets")} />
       <button className="primary" type="submit" disabled={action.busy}>{action.busy ? "Creating…" : "Deploy"}</button>
     </form>
   );

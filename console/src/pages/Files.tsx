@@ -1,7 +1,8 @@
 import { useRef, useState } from "react";
 import { api, call, upload } from "../api.ts";
-import { ErrorNote, Progress, useAction, useLoad } from "../ui.tsx";
+import { ErrorNote, Progress, useAction, useLoad, When } from "../ui.tsx";
 import { parseListing } from "../decisions.ts";
+import { FileEditor } from "./FileEditor.tsx";
 
 const join = (dir: string, name: string) => (dir.endsWith("/") ? dir + name : `${dir}/${name}`);
 const human = (n: number) => (n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
@@ -11,6 +12,7 @@ export function Files({ dataplane }: { dataplane: string }) {
   const [dir, setDir] = useState("/home/user");
   const [progress, setProgress] = useState<number | null>(null);
   const input = useRef<HTMLInputElement>(null);
+  const [editing, setEditing] = useState<{ path: string; create: boolean } | null>(null);
   const act = useAction();
   const list = useLoad(async () => {
     const r = await api<{ stdout: string; stderr: string; exit_code: number }>(`${dataplane}/execute`, {
@@ -47,6 +49,10 @@ export function Files({ dataplane }: { dataplane: string }) {
       setTimeout(() => URL.revokeObjectURL(url), 10_000);
     });
 
+  const newFile = () => {
+    const name = prompt("Name of the new file (in this folder):")?.trim();
+    if (name) setEditing({ path: join(dir, name), create: true });
+  };
   const crumbs = dir.split("/").filter(Boolean);
   return (
     <div className="files">
@@ -59,14 +65,14 @@ export function Files({ dataplane }: { dataplane: string }) {
             </span>
           ))}
         </nav>
-        <label className="button primary upload">
-          Upload files
-          <input ref={input} type="file" name="upload" multiple hidden onChange={(e) => send(e.target.files)} />
-        </label>
+        <button className="primary" type="button" onClick={() => input.current?.click()}>Upload files</button>
+        <input ref={input} type="file" name="upload" multiple hidden tabIndex={-1} aria-hidden="true" onChange={(e) => send(e.target.files)} />
+        <button type="button" onClick={newFile}>New file</button>
         <button onClick={() => void list.reload()}>Refresh</button>
       </div>
       {progress !== null ? <Progress fraction={progress} label={`Uploading ${Math.round(progress * 100)}%`} /> : null}
       <ErrorNote error={list.error ?? act.error} />
+      {editing ? <FileEditor key={editing.path} dataplane={dataplane} path={editing.path} create={editing.create} onClose={(saved) => (setEditing(null), saved && void list.reload())} /> : null}
       <table className="list">
         <thead><tr><th>Name</th><th>Size</th><th className="wide">Modified</th><th></th></tr></thead>
         <tbody>
@@ -75,9 +81,9 @@ export function Files({ dataplane }: { dataplane: string }) {
           ) : null}
           {list.data?.map((e) => (
             <tr key={e.name} data-file={e.name}>
-              <td>{e.kind === "d" ? <button className="link" onClick={() => setDir(join(dir, e.name))}><span className="folder" aria-hidden="true" />{e.name}/</button> : <span>{e.name}</span>}</td>
+              <td>{e.kind === "d" ? <button className="link" onClick={() => setDir(join(dir, e.name))}><span className="folder" aria-hidden="true" />{e.name}/</button> : <button className="link" onClick={() => setEditing({ path: join(dir, e.name), create: false })}>{e.name}</button>}</td>
               <td>{e.kind === "d" ? "" : human(e.size)}</td>
-              <td className="wide">{new Date(e.mtime * 1000).toLocaleString()}</td>
+              <td className="wide"><When iso={new Date(e.mtime * 1000).toISOString()} /></td>
               <td>{e.kind === "f" ? <button className="small" onClick={() => download(e.name)}>Download</button> : null}</td>
             </tr>
           ))}

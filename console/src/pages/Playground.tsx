@@ -1,10 +1,12 @@
-import { useEffect, useMemo, useState } from "react";
-import { Client } from "@langchain/langgraph-sdk";
+import { useState } from "react";
 import { useStream } from "@langchain/langgraph-sdk/react";
 import { api, sessionHeaders } from "../api.ts";
+import { threadTitle } from "../decisions.ts";
 import { go, href } from "../router.ts";
-import { Empty, ErrorNote, Field, Page, Status, useLoad, when } from "../ui.tsx";
+import { Empty, ErrorNote, Field, Page, Status, useLoad, When } from "../ui.tsx";
 import type { Deployment } from "./Deployments.tsx";
+import { AuthPicker } from "./AuthPicker.tsx";
+import { deploymentUrl, useDeploymentClient, useDeploymentHeaders, type DeploymentAuth } from "./deployment-client.ts";
 
 interface Assistant {
   assistant_id: string;
@@ -21,42 +23,12 @@ type Msg = { id?: string; type: string; content: unknown; name?: string; tool_ca
 
 const text = (c: unknown) => (typeof c === "string" ? c : Array.isArray(c) ? c.map((p: { text?: string }) => p.text ?? "").join("") : JSON.stringify(c));
 
-/**
- * Headers for the deployment. "Platform" sends a short-lived bearer token from `POST /v2/tokens`
- * with `x-auth-scheme: langsmith`, the way LangGraph Studio reaches a deployment with custom auth
- * (developer access); "custom" sends the Authorization header the project's own auth handler expects.
- */
-function useDeploymentHeaders(auth: { mode: "platform" | "custom"; header: string }) {
-  const [headers, setHeaders] = useState<Record<string, string> | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  useEffect(() => {
-    let alive = true;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const refresh = async () => {
-      if (auth.mode === "custom") return setHeaders({ authorization: auth.header.trim() });
-      try {
-        const t = await api<{ access_token: string }>("/v2/tokens", { method: "POST", json: { expires_in_seconds: 900 } });
-        if (alive) setHeaders({ authorization: `Bearer ${t.access_token}`, "x-auth-scheme": "langsmith" });
-        timer = setTimeout(() => void refresh(), 600_000);
-      } catch (e) {
-        if (alive) setError(e);
-      }
-    };
-    void refresh();
-    return () => {
-      alive = false;
-      clearTimeout(timer);
-    };
-  }, [auth.mode, auth.header]);
-  return { headers, error };
-}
-
 export default function Playground({ deploymentId, threadId }: { deploymentId?: string; threadId?: string }) {
   const deps = useLoad(() => api<{ resources: Deployment[] }>("/v2/deployments?limit=100").then((r) => r.resources), []);
-  const [auth, setAuth] = useState<{ mode: "platform" | "custom"; header: string }>({ mode: "platform", header: "Bearer " });
+  const [auth, setAuth] = useState<DeploymentAuth>({ mode: "platform", token: "" });
   const { headers, error: tokenError } = useDeploymentHeaders(auth);
-  const apiUrl = deploymentId ? `${location.origin}/deployments/${deploymentId}` : "";
-  const client = useMemo(() => (headers && apiUrl ? new Client({ apiUrl, defaultHeaders: { ...headers, "x-wharf-csrf": sessionHeaders()["x-wharf-csrf"] } }) : null), [headers, apiUrl]);
+  const apiUrl = deploymentId ? deploymentUrl(deploymentId) : "";
+  const client = useDeploymentClient(deploymentId, headers);
   const assistants = useLoad(async () => (client ? ((await client.assistants.search({ limit: 50 })) as Assistant[]) : []), [client]);
   const [assistantId, setAssistantId] = useState<string>("");
   const threads = useLoad(async () => (client ? ((await client.threads.search({ limit: 20, sortBy: "updated_at", sortOrder: "desc" })) as ThreadSummary[]) : []), [client, threadId], 0);
@@ -80,20 +52,12 @@ export default function Playground({ deploymentId, threadId }: { deploymentId?: 
             ))}
           </select>
         </Field>
-        <Field label="Authenticate as">
-          <select name="auth_mode" value={auth.mode} onChange={(e) => setAuth({ ...auth, mode: e.target.value as "platform" | "custom" })}>
-            <option value="platform">Me (platform token, developer access)</option>
-            <option value="custom">An end user (Authorization header)</option>
-          </select>
-        </Field>
-        {auth.mode === "custom" ? (
-          <Field label="Authorization header">
-            <input name="auth_header" type="password" autoComplete="off" defaultValue={auth.header} onBlur={(e) => setAuth({ mode: "custom", header: e.target.value })} />
-          </Field>
-        ) : null}
+        <AuthPicker value={auth} onChange={setAuth} />
       </div>
       <ErrorNote error={deps.error ?? tokenError ?? assistants.error} />
       {!deploymentId ? <Empty>Choose a deployment to chat with one of its assistants.</Empty> : null}
+      {deploymentId && auth.mode === "custom" && !auth.token ? <Empty>Type the end user's token to talk to the deployment as them.</Empty> : null}
+      {deploymentId ? <p><a href={href("studio", deploymentId, ...(threadId ? [threadId] : []))}>Open this deployment in the Studio</a> to see the graph, its state at every step and time travel.</p> : null}
       {deploymentId && headers && chosen ? (
         <div className="split">
           <aside className="pane threads">
@@ -103,8 +67,8 @@ export default function Playground({ deploymentId, threadId }: { deploymentId?: 
               {threads.data?.map((t) => (
                 <li key={t.thread_id} className={t.thread_id === threadId ? "selected" : ""}>
                   <a href={href("playground", deploymentId, t.thread_id)}>
-                    <span className="preview">{preview(t) || <span className="mono">{t.thread_id.slice(0, 8)}</span>}</span> <Status value={t.status} />
-                    <span className="muted small">{when(t.updated_at)}</span>
+                    <span className="preview">{threadTitle(t.values)}</span> <Status value={t.status} />
+                    <span className="muted small"><When iso={t.updated_at} /></span>
                   </a>
                 </li>
               ))}
@@ -178,18 +142,12 @@ function Chat(props: { apiUrl: string; headers: Record<string, string>; assistan
       ) : null}
       <ErrorNote error={stream.error} />
       <form className="composer" onSubmit={send}>
-        <input name="message" placeholder="Message the assistant…" value={draft} onChange={(e) => setDraft(e.target.value)} autoComplete="off" />
+        <label htmlFor="composer-message" className="sr-only">Message</label>
+        <input id="composer-message" name="message" placeholder="Message the assistant…" value={draft} onChange={(e) => setDraft(e.target.value)} autoComplete="off" />
         {stream.isLoading ? <button type="button" onClick={() => void stream.stop()}>Stop</button> : <button className="primary" type="submit">Send</button>}
       </form>
     </div>
   );
-}
-
-/** The thread's first message, as a title for the list. */
-function preview(t: ThreadSummary): string {
-  const first = t.values?.messages?.[0]?.content;
-  const s = first === undefined ? "" : text(first);
-  return s.length > 40 ? s.slice(0, 39) + "…" : s;
 }
 
 function tryJson(s: string): unknown {

@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { issuesAt } from "../ui.tsx";
-import { FORM_PATHS, messagesAt, type HeaderValue, type ProxyConfig, type Rule } from "../decisions.ts";
+import { FORM_PATHS, humanMessage, humanPath, listItemAdvice, messagesAt, type HeaderValue, type ProxyConfig, type Rule } from "../decisions.ts";
 
 export { cleanProxyConfig, type ProxyConfig } from "../decisions.ts";
 
@@ -15,6 +15,7 @@ export function ProxyConfigEditor(props: { value: ProxyConfig; onChange: (v: Pro
   const [mode, setMode] = useState<"form" | "json">("form");
   const [jsonText, setJsonText] = useState("");
   const [jsonError, setJsonError] = useState<string | null>(null);
+  const [advice, setAdvice] = useState<string | null>(null);
   const issues = issuesAt(props.error, props.prefix ?? ["body", "proxy_config"]);
   const at = (path: string) => messagesAt(issues, path);
   const pc = props.value;
@@ -88,10 +89,10 @@ export function ProxyConfigEditor(props: { value: ProxyConfig; onChange: (v: Pro
               </select>
             </label>
             {mode_ !== "none" ? (
-              <label className={`field${at(`access_control`) ? " invalid" : ""}`}>
-                <span className="label">{mode_ === "allow" ? "allow_list" : "deny_list"}: one pattern per line</span>
-                <textarea name="access_list" rows={3} spellCheck={false} defaultValue={listText} onBlur={(e) => set({ access_control: { [mode_ === "allow" ? "allow_list" : "deny_list"]: lines(e.target.value) } })} />
-                {at("access_control") ? <span className="field-error">{at("access_control")}</span> : null}
+              <label className={`field${at(`access_control`) || advice ? " invalid" : ""}`}>
+                <span className="label">{mode_ === "allow" ? "Allowed" : "Denied"} destinations, one pattern per line</span>
+                <textarea name="access_list" rows={3} spellCheck={false} defaultValue={listText} onChange={(e) => setAdvice(lines(e.target.value).map(listItemAdvice).filter(Boolean).join("; ") || null)} onBlur={(e) => set({ access_control: { [mode_ === "allow" ? "allow_list" : "deny_list"]: lines(e.target.value) } })} />
+                {advice || at("access_control") ? <span className="field-error">{advice ?? at("access_control")}</span> : <span className="hint">A host (api.example.com), a wildcard (*.example.com), host:port, an IP address or a CIDR (10.0.0.0/8): not a URL</span>}
               </label>
             ) : null}
           </div>
@@ -105,7 +106,7 @@ export function ProxyConfigEditor(props: { value: ProxyConfig; onChange: (v: Pro
       {others.length ? (
         <ul className="issues" role="alert">
           {others.map((i, k) => (
-            <li key={k}><code>{i.path || "proxy_config"}</code>: {i.msg}</li>
+            <li key={k}>{i.path ? `${humanPath(i.path)}: ` : ""}{humanMessage(i.msg)}</li>
           ))}
         </ul>
       ) : null}
@@ -119,7 +120,7 @@ function RuleForm(props: { rule: Rule; at: (path: string) => string | null; onCh
   const setHeader = (j: number, h: HeaderValue) => props.onChange({ ...r, headers: headers.map((x, k) => (k === j ? h : x)) });
   const err = (p: string) => (at(p) ? <span className="field-error">{at(p)}</span> : null);
   // Only problems of the list itself (e.g. empty): its items' problems show at their inputs.
-  const listError = at("headers")?.split("; ").filter((m) => !/^\d+\./.test(m)).join("; ");
+  const listError = at("headers")?.split("; ").filter((m) => !/^Item \d+/.test(m)).join("; ");
   return (
     <fieldset className="rule card inset" data-rule={r.name}>
       <div className="row">

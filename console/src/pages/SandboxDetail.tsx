@@ -1,7 +1,7 @@
 import { lazy, useEffect, useState } from "react";
 import { api, localPath } from "../api.ts";
 import { go, href } from "../router.ts";
-import { ErrorNote, Page, Status, useAction, useLoad, when } from "../ui.tsx";
+import { ErrorNote, Page, placedAt, Status, useAction, useLoad, When } from "../ui.tsx";
 import type { Sandbox } from "./Sandboxes.tsx";
 import { Files } from "./Files.tsx";
 import { EgressLog } from "./EgressLog.tsx";
@@ -51,7 +51,7 @@ export function SandboxDetail({ name, tab }: { name: string; tab: string }) {
           <dt>Status</dt><dd><Status value={s.status} /> {s.status_message ? <span className="muted">{s.status_message}</span> : null}</dd>
           <dt>Memory</dt><dd>{Math.round(s.mem_bytes / 2 ** 20)} MiB</dd>
           <dt>Disk</dt><dd>{Math.round(s.fs_capacity_bytes / 2 ** 30)} GiB</dd>
-          <dt>Created</dt><dd>{when(s.created_at)}</dd>
+          <dt>Created</dt><dd><When iso={s.created_at} /></dd>
         </dl>
       ) : null}
       <div className="tabs" role="tablist">
@@ -83,11 +83,13 @@ function ProxyTab({ sandbox, onSaved }: { sandbox: Sandbox; onSaved: () => void 
   };
   return (
     <form className="card form" onSubmit={save} aria-label="Egress rules">
-      <p className="muted">Replaces the sandbox's proxy configuration live; the next request uses it. Write-only values are never shown.</p>
+      <div className="row center wrap form-head">
+        <p className="muted">Replaces the sandbox's proxy configuration live; the next request uses it. Write-only values are never shown.</p>
+        <button className="primary" type="submit" disabled={act.busy}>{act.busy ? "Applying…" : "Apply"}</button>
+      </div>
+      <ErrorNote error={act.error} placed={placedAt("proxy_config")} />
+      {saved ? <p className="ok" role="status">Saved and applied.</p> : null}
       <ProxyConfigEditor value={value} onChange={setValue} error={act.error} />
-      <ErrorNote error={act.error} />
-      {saved ? <p className="ok">Saved and applied.</p> : null}
-      <button className="primary" type="submit" disabled={act.busy}>{act.busy ? "Applying…" : "Apply"}</button>
     </form>
   );
 }

@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { api } from "../api.ts";
 import { go, href } from "../router.ts";
-import { Empty, ErrorNote, Field, Page, Status, issuesAt, useAction, useLoad, when } from "../ui.tsx";
+import { Empty, ErrorNote, Field, Page, Status, issuesAt, placedAt, useAction, useLoad, When } from "../ui.tsx";
 import { ProxyConfigEditor, cleanProxyConfig, type ProxyConfig } from "./ProxyConfigEditor.tsx";
 
 export interface Sandbox {
@@ -53,7 +53,7 @@ export function Sandboxes() {
               <tr key={s.id}>
                 <td><a href={href("sandboxes", s.name)}>{s.name}</a></td>
                 <td><Status value={s.status} /></td>
-                <td className="wide">{when(s.created_at)}</td>
+                <td className="wide"><When iso={s.created_at} /></td>
                 <td className="row-actions">
                   {s.status === "ready" ? <button className="small" onClick={() => lifecycle(s, "stop")}>Stop</button> : null}
                   {s.status === "stopped" || s.status === "failed" ? <button className="small" onClick={() => lifecycle(s, "start")}>Start</button> : null}
@@ -106,7 +106,7 @@ function CreateSandbox() {
         <summary>Egress proxy configuration</summary>
         <ProxyConfigEditor value={proxy} onChange={setProxy} error={act.error} />
       </details>
-      <ErrorNote error={act.error} />
+      <ErrorNote error={act.error} placed={placedAt("name", "snapshot_id", "proxy_config")} />
       <button className="primary" type="submit" disabled={act.busy}>{act.busy ? "Creating… (waits until ready)" : "Create sandbox"}</button>
     </form>
   );

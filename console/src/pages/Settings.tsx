@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { api } from "../api.ts";
-import { Empty, ErrorNote, Field, Page, useAction, useLoad, when } from "../ui.tsx";
+import { Empty, ErrorNote, Field, Page, useAction, useLoad, When } from "../ui.tsx";
 
 interface SecretRow {
   key: string;
@@ -58,8 +58,8 @@ function Secrets() {
             {list.data.map((s) => (
               <tr key={s.key}>
                 <td className="mono">{s.key}</td>
-                <td className="wide">{when(s.created_at)}</td>
-                <td>{when(s.updated_at)}</td>
+                <td className="wide"><When iso={s.created_at} /></td>
+                <td><When iso={s.updated_at} /></td>
                 <td className="row-actions">
                   <button className="small" onClick={() => setKey(s.key)}>Replace</button>
                   <button className="small danger" onClick={() => remove(s.key)}>Delete</button>
@@ -112,8 +112,8 @@ function ApiKeys() {
               <tr key={k.id} className={k.revoked_at ? "revoked" : ""}>
                 <td>{k.name}</td>
                 <td className="mono wide">{k.prefix}…</td>
-                <td className="wide">{when(k.last_used_at)}</td>
-                <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : "active"}</td>
+                <td className="wide"><When iso={k.last_used_at} /></td>
+                <td>{k.revoked_at ? <>revoked <When iso={k.revoked_at} /></> : "active"}</td>
                 <td>{k.revoked_at ? null : <button className="small danger" onClick={() => revoke(k)}>Revoke</button>}</td>
               </tr>
             ))}

@@ -27,7 +27,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
     }
   };
   return (
-    <div className="signin">
+    <main className="signin">
       <form onSubmit={submit} className="card">
         <h1>Wharf</h1>
         <p className="muted">Sign in with an API key or a bearer token. It is exchanged for a session cookie and not stored in the browser.</p>
@@ -37,6 +37,6 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
         <ErrorNote error={error} />
         <button type="submit" className="primary" disabled={busy || !credential.trim()}>{busy ? "Signing in…" : "Sign in"}</button>
       </form>
-    </div>
+    </main>
   );
 }

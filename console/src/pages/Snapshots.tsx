@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { api } from "../api.ts";
-import { Empty, ErrorNote, Field, Status, useAction, useLoad, when } from "../ui.tsx";
+import { Empty, ErrorNote, Field, Status, useAction, useLoad, When } from "../ui.tsx";
 import type { Snapshot } from "./Sandboxes.tsx";
 
 const size = (n: number | null) => (n === null ? "—" : n > 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : `${Math.ceil(n / 1024)} KiB`);
@@ -37,7 +37,7 @@ export function Snapshots({ sandbox }: { sandbox: string }) {
                 <td>{s.name}:{s.tags[0]}</td>
                 <td><Status value={s.status} /></td>
                 <td>{size(s.size_bytes)}</td>
-                <td className="wide">{when(s.created_at)}</td>
+                <td className="wide"><When iso={s.created_at} /></td>
                 <td><button className="small danger" onClick={() => remove(s.id)}>Delete</button></td>
               </tr>
             ))}

@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { HttpError, ValidationFailed } from "../../http/errors.ts";
+import { registerDevConsole } from "./dev-console.ts";
 import { registerDevRoutes } from "./dev-routes.ts";
 import { shareJsonBody } from "./json-body.ts";
 import { registerAssistantRoutes } from "./assistant-routes.ts";
@@ -9,12 +10,18 @@ import { AgentError } from "../errors.ts";
 import { PUBLIC_PATHS, resolveAuth } from "../auth/request-auth.ts";
 import type { RunEngine } from "../runs/run-engine.ts";
 import { registerRunRoutes } from "./run-routes.ts";
+import { registerRunCancelRoutes } from "./run-cancel-routes.ts";
 import { registerStoreRoutes } from "./store-routes.ts";
 import { registerThreadRoutes } from "./thread-routes.ts";
 import { registerThreadStreamRoute } from "./thread-stream.ts";
 import { CORS_HEADERS } from "../wire.ts";
 import { corsHeaders } from "./cors.ts";
 import { registerUiRoutes } from "./ui-routes.ts";
+import { registerProtocolRoutes } from "../protocol/index.ts";
+import { AgentMetrics, observeAgentHttp } from "./metrics-routes.ts";
+import { DOC_PATHS, registerOpenApiRoutes } from "./openapi-routes.ts";
+import { registerMcpRoutes } from "./mcp-routes.ts";
+import { registerA2aRoutes } from "./a2a-routes.ts";
 
 const AGENT_SERVER_VERSION = "0.1.0";
 
@@ -44,6 +51,10 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
     return errorResponse(500, "Internal server error");
   });
   app.notFound((c) => errorResponse(404, `Not found: ${c.req.method} ${c.req.path}`));
+  const metrics = new AgentMetrics(ctx, engine);
+  observeAgentHttp(app, metrics);
+  // `wharf dev`: the console's Studio for this project, ahead of the API's middleware.
+  if (ctx.open) registerDevConsole(app);
 
   const cors = ctx.http.cors;
   app.use("*", async (c, next) => {
@@ -51,8 +62,8 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
     if (c.req.method === "OPTIONS") {
       return new Response(null, { status: 204, headers: corsHeaders(cors, { origin, preflight: true, requestHeaders: c.req.header("access-control-request-headers") ?? null }) });
     }
-    // `/ok`, `/info` and the UI bundles' files (GET /ui/…) are public, as on the LangGraph server.
-    const isPublic = PUBLIC_PATHS.has(c.req.path) || (c.req.method === "GET" && c.req.path.startsWith("/ui/"));
+    // `/ok`, `/info`, the UI bundles' files (GET /ui/…) and the API's description (`/openapi.json`, `/docs`) are public, as on the LangGraph server.
+    const isPublic = PUBLIC_PATHS.has(c.req.path) || (c.req.method === "GET" && (c.req.path.startsWith("/ui/") || DOC_PATHS.has(c.req.path)));
     c.set("auth", isPublic ? null : await resolveAuth(ctx, c.req.raw));
     await next();
     // Responses carry the default CORS headers; a project's `http.cors` replaces them.
@@ -71,21 +82,36 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
     });
     app.route("/", ctx.userApp as unknown as Hono);
   }
+  const pythonApp = ctx.pythonApp;
+  if (pythonApp) {
+    app.use("*", async (c, next) => {
+      const res = await pythonApp.handle(c.req.raw);
+      if (res) return res;
+      await next();
+    });
+  }
 
   const off = ctx.http.disable;
-  if (!off.meta) registerMetaRoutes(app, ctx);
+  if (!off.meta) registerMetaRoutes(app, ctx, metrics);
+  if (!off.meta) registerOpenApiRoutes(app, AGENT_SERVER_VERSION);
   if (ctx.open) registerDevRoutes(app, ctx, engine);
   if (!off.assistants) registerAssistantRoutes(app, ctx, engine);
+  if (!off.runs) registerRunCancelRoutes(app, ctx, engine);
   if (!off.runs) registerRunRoutes(app, ctx, engine);
   if (!off.runs) registerCronRoutes(app, ctx);
   if (!off.threads) registerThreadRoutes(app, ctx, engine);
   if (!off.store) registerStoreRoutes(app, ctx);
   if (!off.threads) registerThreadStreamRoute(app, ctx, engine);
+  if (!off.threads && !off.runs) registerProtocolRoutes(app, ctx, engine);
   if (ctx.ui.size) registerUiRoutes(app, ctx);
+  if (!off.runs) registerMcpRoutes(app, ctx, engine);
+  if (!off.runs) registerA2aRoutes(app, ctx, engine);
   return app;
 }
 
-function registerMetaRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
+function registerMetaRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, metrics: AgentMetrics): void {
+  // Behind the project's authentication like the rest of the API (only `/ok` and `/info` are public).
+  app.get("/metrics", () => metrics.scrape());
   app.get("/ok", () =>
     // A project's Python worker restarting after a crash: its graphs cannot run until it is back.
     ctx.python && !ctx.python.up

@@ -20,7 +20,7 @@ import { assistantCount, assistantCreate, assistantLatest, assistantPatch, assis
 import { findThreadRow, searchThreads } from "../storage/threads.ts";
 import type { RunEngine } from "../runs/run-engine.ts";
 import { removeThread } from "./thread-removal.ts";
-import { graphSchemas } from "../project/graph-schemas.ts";
+import { graphSchemas, resolveSchema } from "../project/graph-schemas.ts";
 
 /** `/assistants/*`: the default assistant per graph plus user-made ones, with versions. */
 export function registerAssistantRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
@@ -113,7 +113,7 @@ export function registerAssistantRoutes(app: Hono<AgentEnv>, ctx: AgentServerCon
   app.get("/assistants/:assistant_id/schemas", async (c) => {
     const { assistant, loaded } = await graphOf(c);
     if (isPythonGraph(loaded)) return json({ graph_id: assistant.graph_id, ...(await loaded.schemas(assistant.config)) });
-    return json({ graph_id: assistant.graph_id, ...graphSchemas(await jsGraph(loaded, assistant)) });
+    return json({ graph_id: assistant.graph_id, ...(await graphSchemas(await jsGraph(loaded, assistant), ctx.schemas.sources(assistant.graph_id))) });
   });
 
   app.get("/assistants/:assistant_id/subgraphs/:namespace?", async (c) => {
@@ -122,7 +122,7 @@ export function registerAssistantRoutes(app: Hono<AgentEnv>, ctx: AgentServerCon
     const graph = await jsGraph(loaded, assistant);
     const out: Record<string, unknown> = {};
     if (graph.getSubgraphsAsync) {
-      for await (const [ns, sub] of graph.getSubgraphsAsync(c.req.param("namespace"), c.req.query("recurse") === "true")) out[ns] = graphSchemas(sub);
+      for await (const [ns, sub] of graph.getSubgraphsAsync(c.req.param("namespace"), c.req.query("recurse") === "true")) out[ns] = await resolveSchema(sub, ctx.schemas.sources(assistant.graph_id), ns);
     }
     return json(out);
   });

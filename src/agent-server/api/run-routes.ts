@@ -1,6 +1,7 @@
 import type { Hono } from "hono";
 import type { AgentEnv, AgentServerContext } from "../context.ts";
 import { AgentError } from "../errors.ts";
+import type { RunOutcome } from "../runs/run-executor.ts";
 import type { ActiveRun, RunCreate, RunEngine } from "../runs/run-engine.ts";
 import { getRunRow, INFLIGHT, listRuns, toRun, type Run } from "../runs/runs.ts";
 import { authorize, body, json, noContent, query, uuidAt, type C } from "./route-helpers.ts";
@@ -8,6 +9,7 @@ import { cancelQuery, runBatch, runCreate, runListQuery } from "./schemas.ts";
 import { getThread } from "../storage/threads.ts";
 import { guardController, type GuardedController } from "../../http/web-stream.ts";
 import { CORS_HEADERS, sseFrame, toJson } from "../wire.ts";
+import { HEARTBEAT, HEARTBEAT_MS } from "./sse-follow.ts";
 
 const encoder = new TextEncoder();
 
@@ -30,25 +32,39 @@ function streamResponse(
   };
   c.req.raw.signal.addEventListener("abort", onClientGone, { once: true });
   let iterator: AsyncGenerator<{ id: number; event: string; json: string }> | null = null;
+  let heartbeat: NodeJS.Timeout | null = null;
+  const end = () => {
+    if (heartbeat) clearInterval(heartbeat);
+    c.req.raw.signal.removeEventListener("abort", onClientGone);
+  };
   const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      // A comment line now and then: a proxy's idle timeout does not cut a stream that stays
+      // quiet through a long model call (a timer, outside the stream's machinery: guarded).
+      const g = guardController(controller);
+      heartbeat = setInterval(() => g.enqueue(HEARTBEAT), HEARTBEAT_MS);
+      heartbeat.unref();
+    },
     async pull(controller) {
       if (!iterator) {
         // An ended run replays its kept events only when the client names where it stopped
         // (`Last-Event-ID`, -1 for the start), as the LangGraph server does for resumable runs.
-        const active = (await engine.whenStarted(runId, stop.signal)) ?? (opts.replay ? engine.endedChannel(runId) : undefined);
-        if (!active) {
+        // On replicas a run executing elsewhere is followed through Redis.
+        iterator = await engine.follow(runId, opts.after, stop.signal, !!opts.replay);
+        if (!iterator) {
+          end();
           controller.close();
           return;
         }
-        iterator = active.channel.follow(opts.after, stop.signal);
       }
       const { value, done } = await iterator.next();
       if (done) {
-        c.req.raw.signal.removeEventListener("abort", onClientGone);
+        end();
         controller.close();
       } else controller.enqueue(encoder.encode(sseFrame(value.event, value.json, opts.withIds ? value.id : undefined)));
     },
     cancel() {
+      end();
       onClientGone();
     },
   });
@@ -70,7 +86,9 @@ async function waitResponse(c: C, engine: RunEngine, runId: string, location: st
   };
   c.req.raw.signal.addEventListener("abort", onClientGone, { once: true });
   const result = engine.waitForEnd(runId).then(final);
-  result.finally(() => c.req.raw.signal.removeEventListener("abort", onClientGone)).catch(() => {});
+  result.finally(() => c.req.raw.signal.removeEventListener("abort", onClientGone)).catch(() => {
+    // The run's own failure is answered by the route; this chain only removes the listener.
+  });
   const quick = await Promise.race([result, new Promise<typeof SLOW>((r) => setTimeout(() => r(SLOW), 1000).unref())]);
   if (quick !== SLOW) return new Response(toJson(quick), { status: 200, headers });
   let timer: NodeJS.Timeout | null = null;
@@ -106,10 +124,12 @@ const SLOW = Symbol("slow");
 
 /**
  * What `/runs/wait` and `/join` answer: the run's last `values` chunk, as the LangGraph server
- * does; a run that paused on an interrupt ends with the chunk `{__interrupt__: [...]}` alone.
+ * does; a JS graph's run that paused on an interrupt ends with the chunk `{__interrupt__: [...]}`
+ * alone, a Python graph's with its state beside `__interrupt__` (as the Python server answers).
  */
-function asWaitResult(values: unknown): unknown {
-  if (values && typeof values === "object" && "__interrupt__" in values) return { __interrupt__: (values as { __interrupt__: unknown }).__interrupt__ };
+function asWaitResult(outcome: RunOutcome): unknown {
+  const values = outcome.values;
+  if (!outcome.stateWithInterrupt && values && typeof values === "object" && "__interrupt__" in values) return { __interrupt__: (values as { __interrupt__: unknown }).__interrupt__ };
   return values;
 }
 
@@ -140,7 +160,7 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
   const finalValues = (threadId: string) => async (active: ActiveRun | null) => {
     if (active) {
       const outcome = await active.done;
-      if (outcome.values !== undefined) return asWaitResult(outcome.values);
+      if (outcome.values !== undefined) return asWaitResult(outcome);
     }
     const thread = await getThread(ctx, threadId, undefined).catch(() => null);
     return thread?.values ?? {};
@@ -153,7 +173,7 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
 
   app.post("/runs/wait", async (c) => {
     const { run, location } = await create(c, null);
-    const final = run.kwargs.temporary ? async (a: ActiveRun | null) => (a ? asWaitResult((await a.done).values ?? {}) : {}) : finalValues(run.thread_id);
+    const final = run.kwargs.temporary ? async (a: ActiveRun | null) => (a ? asWaitResult(await a.done) ?? {} : {}) : finalValues(run.thread_id);
     return waitResponse(c, engine, run.run_id, location, final, run.kwargs.on_disconnect === "cancel" ? { threadId: run.thread_id } : null);
   });
 

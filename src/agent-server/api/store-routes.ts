@@ -5,6 +5,10 @@ import { AgentError } from "../errors.ts";
 import { authorize, body, json, noContent, query } from "./route-helpers.ts";
 import { storeDelete, storeGet, storeNamespaces, storePut, storeSearch } from "./schemas.ts";
 import { checkNamespace, InvalidNamespace } from "../storage/store.ts";
+import { storeItemFilter } from "../auth/store-filters.ts";
+
+/** How many items or namespaces a filtered listing reads before applying the handler's filter. */
+const FILTERED_SCAN = 10_000;
 
 /** An item as the LangGraph server writes it: snake_case timestamps, `score` only from a scored search. */
 function toApiItem(item: (Item & { score?: number }) | null) {
@@ -27,7 +31,8 @@ function namespaceOf(value: unknown, opts: Parameters<typeof checkNamespace>[1] 
 /**
  * `/store/*`: the LangGraph key-value store. The project's `store` auth handlers see each call's
  * value and may rewrite its namespace (e.g. prefix the user's identity) or deny it (`false`); a
- * filter they return is not applied, as documented for LangGraph auth.
+ * filter they return on `namespace` or `key` confines searches and namespace listings to matching
+ * items, as the LangGraph JS server applies it (other filter keys name nothing an item has).
  */
 export function registerStoreRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   app.put("/store/items", async (c) => {
@@ -65,11 +70,11 @@ export function registerStoreRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext
       query: b.query ?? null,
       refresh_ttl: b.refresh_ttl ?? null,
     };
-    // As documented for LangGraph auth, store handlers confine a caller by rewriting the namespace;
-    // a filter they return (e.g. a `*` handler's `{owner}` meant for threads) is not applied to items.
-    await authorize(ctx, c, "store:search", value);
+    const allowed = storeItemFilter(await authorize(ctx, c, "store:search", value));
     const filter = value.filter ?? undefined;
-    const items = await ctx.store.search(namespaceOf(value.namespace, { allowEmpty: true }), { filter, limit: value.limit, offset: value.offset, query: value.query ?? undefined });
+    const page = allowed ? { limit: FILTERED_SCAN, offset: 0 } : { limit: value.limit, offset: value.offset };
+    let items = await ctx.store.search(namespaceOf(value.namespace, { allowEmpty: true }), { filter, ...page, query: value.query ?? undefined });
+    if (allowed) items = items.filter(allowed).slice(value.offset, value.offset + value.limit);
     return json({ items: items.map(toApiItem) });
   });
 
@@ -83,14 +88,14 @@ export function registerStoreRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext
       limit: b.limit ?? 100,
       offset: b.offset ?? 0,
     };
-    await authorize(ctx, c, "store:list_namespaces", value);
-    const namespaces = await ctx.store.listNamespaces({
+    const allowed = storeItemFilter(await authorize(ctx, c, "store:list_namespaces", value));
+    let namespaces = await ctx.store.listNamespaces({
       prefix: value.namespace ? namespaceOf(value.namespace, opts) : undefined,
       suffix: value.suffix ? namespaceOf(value.suffix, opts) : undefined,
       maxDepth: value.max_depth ?? undefined,
-      limit: value.limit,
-      offset: value.offset,
+      ...(allowed ? { limit: FILTERED_SCAN, offset: 0 } : { limit: value.limit, offset: value.offset }),
     });
+    if (allowed) namespaces = namespaces.filter((namespace) => allowed({ namespace })).slice(value.offset, value.offset + value.limit);
     return json({ namespaces });
   });
 }

@@ -105,8 +105,11 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     const value = { thread_id: undefined as string | undefined, metadata: { ...source.metadata } };
     await authorize(ctx, c, "threads:create", value);
     const copy = await createThread(ctx, { metadata: value.metadata }, undefined);
-    await copyCheckpoints(ctx, threadId, copy.thread_id);
-    await ctx.python?.call("checkpoints.copy_thread", { from: threadId, to: copy.thread_id });
+    // On PostgreSQL both runtimes' savers share the checkpoint tables, and neither reads the other's
+    // serialisation: a thread's checkpoints are copied by the runtime of its graph.
+    const pyThread = ctx.python ? isPythonGraph(ctx.graphs.get(String(source.metadata.graph_id))) : false;
+    if (!pyThread) await copyCheckpoints(ctx, threadId, copy.thread_id);
+    if (ctx.python && (pyThread || ctx.dialect !== "postgres")) await ctx.python.call("checkpoints.copy_thread", { from: threadId, to: copy.thread_id });
     const set = { status: source.status === "busy" ? "idle" : source.status, state_values: source.values !== undefined ? asJson(source.values) : null, interrupts: source.interrupts !== undefined ? asJson(source.interrupts) : null, updated_at: nowIso() };
     await ctx.db.updateTable("agent_threads").set(set).where("thread_id", "=", copy.thread_id).execute();
     return json(await getThread(ctx, copy.thread_id, undefined));
@@ -143,7 +146,7 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     if (isPythonGraph(graph)) {
       const updated = await graph.update(threadId, { ...(b.checkpoint ?? {}), ...(b.checkpoint_id ? { checkpoint_id: b.checkpoint_id } : {}) }, b.values, b.as_node ?? null);
       await recordValues(threadId, updated);
-      return json({ checkpoint: updated.checkpoint });
+      return json({ checkpoint: updated.checkpoint, configurable: updated.checkpoint, checkpoint_id: updated.checkpoint.checkpoint_id ?? null });
     }
     const config = await asBadInput(() =>
       graph.updateState({ configurable: { ...(b.checkpoint ?? {}), ...(b.checkpoint_id ? { checkpoint_id: b.checkpoint_id } : {}), thread_id: threadId } }, b.values, b.as_node ?? undefined),

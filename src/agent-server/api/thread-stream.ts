@@ -5,13 +5,8 @@ import type { ActiveRun, RunEngine } from "../runs/run-engine.ts";
 import type { RunEvent } from "../runs/run-channel.ts";
 import { authorize, uuidAt } from "./route-helpers.ts";
 import { getThread } from "../storage/threads.ts";
-import { guardController } from "../../http/web-stream.ts";
-import { CORS_HEADERS, sseFrame } from "../wire.ts";
-
-const encoder = new TextEncoder();
-/** A comment line without the blank line that would end an event: clients and proxies see traffic, parsers see nothing. */
-const HEARTBEAT = encoder.encode(":\n");
-const HEARTBEAT_MS = 15_000;
+import { sseFrame } from "../wire.ts";
+import { followSse } from "./sse-follow.ts";
 
 /** `Last-Event-ID` of a thread stream: `<run_id>:<n>` resumes that run after event n. */
 function parseLastEventId(header: string | undefined): { runId: string; after: number } | null {
@@ -20,34 +15,40 @@ function parseLastEventId(header: string | undefined): { runId: string; after: n
 }
 
 /**
- * The events of every run of a thread executing in this process, one run after the other: the one
- * running now (from its first event, or after `resume`), then each that starts later, until
- * `signal` aborts. Pushed by the engine when a run starts; nothing polls.
+ * The events of every run of a thread, one run after the other: the one running now (from its first
+ * event, or after `resume`), then each that starts later, until `signal` aborts. Runs starting here
+ * are pushed by the engine; on replicas, runs starting on any replica arrive through Redis.
  */
-async function* threadEvents(engine: RunEngine, threadId: string, signal: AbortSignal, resume: { runId: string; after: number } | null): AsyncGenerator<{ run: ActiveRun; ev: RunEvent }> {
-  const queue: ActiveRun[] = [];
+async function* threadEvents(engine: RunEngine, threadId: string, signal: AbortSignal, resume: { runId: string; after: number } | null): AsyncGenerator<{ runId: string; ev: RunEvent }> {
+  // A run that started here is followed through its own channel even if it ended meanwhile.
+  const queue: Array<{ runId: string; local?: ActiveRun }> = [];
   let wake: (() => void) | null = null;
-  const unwatch = engine.watchThread(threadId, (a) => {
-    queue.push(a);
+  const push = (runId: string, local?: ActiveRun) => {
+    queue.push({ runId, local });
     wake?.();
-  });
+  };
+  const unwatch = engine.watchThread(threadId, (a) => push(a.run.run_id, a));
   const onAbort = () => wake?.();
   signal.addEventListener("abort", onAbort);
   const seen = new Set<string>();
   try {
-    const current = engine.activeOnThread(threadId);
-    if (current) queue.unshift(current);
+    await engine.streams.watchThread(threadId, signal, push);
+    const here = engine.activeOnThread(threadId);
+    const current = here?.run.run_id ?? (await engine.runningOnThread(threadId));
+    if (current) queue.unshift({ runId: current, local: here });
     while (!signal.aborted) {
-      const run = queue.shift();
-      if (!run) {
+      const item = queue.shift();
+      if (!item) {
         await new Promise<void>((resolve) => (wake = resolve));
         wake = null;
         continue;
       }
-      if (seen.has(run.run.run_id)) continue;
-      seen.add(run.run.run_id);
-      const after = resume?.runId === run.run.run_id ? resume.after : -1;
-      for await (const ev of run.channel.follow(after, signal)) yield { run, ev };
+      const { runId, local } = item;
+      if (seen.has(runId)) continue;
+      seen.add(runId);
+      const after = resume?.runId === runId ? resume.after : -1;
+      const events = local?.channel.covers(after) ? local.channel.follow(after, signal) : await engine.follow(runId, after, signal, true);
+      if (events) for await (const ev of events) yield { runId, ev };
     }
   } finally {
     unwatch();
@@ -68,38 +69,7 @@ export function registerThreadStreamRoute(app: Hono<AgentEnv>, ctx: AgentServerC
     if (unsupported.length) throw new AgentError(422, `Thread stream mode ${unsupported.join(", ")} is not supported by this server; use run_modes`);
     await getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
 
-    const stop = new AbortController();
-    const onClientGone = () => stop.abort();
-    c.req.raw.signal.addEventListener("abort", onClientGone, { once: true });
-    engine.stopSignal.addEventListener("abort", onClientGone, { once: true });
-    if (engine.stopSignal.aborted) stop.abort();
-    const events = threadEvents(engine, threadId, stop.signal, parseLastEventId(c.req.header("last-event-id")));
-    let heartbeat: NodeJS.Timeout | null = null;
-    const end = () => {
-      if (heartbeat) clearInterval(heartbeat);
-      c.req.raw.signal.removeEventListener("abort", onClientGone);
-      engine.stopSignal.removeEventListener("abort", onClientGone);
-      stop.abort();
-    };
-    const stream = new ReadableStream<Uint8Array>({
-      start(controller) {
-        // A timer, outside the stream's machinery: a write after the end must not throw.
-        const g = guardController(controller);
-        heartbeat = setInterval(() => g.enqueue(HEARTBEAT), HEARTBEAT_MS);
-        heartbeat.unref();
-      },
-      async pull(controller) {
-        const { value, done } = await events.next();
-        if (done) {
-          end();
-          controller.close();
-        } else controller.enqueue(encoder.encode(sseFrame(value.ev.event, value.ev.json, `${value.run.run.run_id}:${value.ev.id}`)));
-      },
-      cancel() {
-        end();
-        void events.return(undefined);
-      },
-    });
-    return new Response(stream, { status: 200, headers: { ...CORS_HEADERS, "cache-control": "no-cache", connection: "keep-alive", "content-type": "text/event-stream" } });
+    const resume = parseLastEventId(c.req.header("last-event-id"));
+    return followSse(c.req.raw, engine.stopSignal, (signal) => threadEvents(engine, threadId, signal, resume), (v) => sseFrame(v.ev.event, v.ev.json, `${v.runId}:${v.ev.id}`));
   });
 }

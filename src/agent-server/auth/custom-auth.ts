@@ -89,7 +89,7 @@ export class CustomAuth implements ProjectAuth {
     try {
       value = ((await import(pathToFileURL(project.auth.file).href)) as Record<string, unknown>)[project.auth.exportName];
     } catch (err) {
-      throw new Error(`cannot load auth ${where}: ${(err as Error).message}`);
+      throw new Error(`cannot load auth ${where}: ${(err as Error).message}`, { cause: err });
     }
     if (!value || typeof value !== "object" || !("~handlerCache" in value)) {
       throw new Error(`auth ${where} must be an instance of Auth from @langchain/langgraph-sdk/auth`);

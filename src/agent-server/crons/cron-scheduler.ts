@@ -5,17 +5,6 @@ import { parseJson } from "../storage/json-columns.ts";
 import type { RunCreate, RunEngine } from "../runs/run-engine.ts";
 import type { AgentCronsTable } from "../storage/tables.ts";
 
-export const DEFAULT_CRON_TICK_MS = 5000;
-
-/** `WHARF_CRON_TICK_MS`: how often the scheduler looks for due crons; a bad value stops start-up. */
-export function cronTickMs(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.WHARF_CRON_TICK_MS;
-  if (raw === undefined || raw === "") return DEFAULT_CRON_TICK_MS;
-  const ms = Number(raw);
-  if (!Number.isInteger(ms) || ms < 10 || ms > 3_600_000) throw new Error(`WHARF_CRON_TICK_MS must be a whole number of milliseconds between 10 and 3600000, got "${raw}"`);
-  return ms;
-}
-
 /**
  * The run a firing starts, as `POST /threads/{id}/runs` (thread cron) or `POST /runs` (stateless:
  * a new thread per firing, kept or not per `on_run_completed`) would with the cron's payload.

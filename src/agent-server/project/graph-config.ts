@@ -14,7 +14,7 @@ export function graphConfigFromEnv(raw: string | undefined): GraphConfigs {
   try {
     parsed = JSON.parse(raw);
   } catch (err) {
-    throw new Error(`LANGGRAPH_CONFIG is not valid JSON: ${(err as Error).message}`);
+    throw new Error(`LANGGRAPH_CONFIG is not valid JSON: ${(err as Error).message}`, { cause: err });
   }
   if (!isObject(parsed)) throw new Error("LANGGRAPH_CONFIG must be a JSON object keyed by graph id");
   const out: GraphConfigs = {};

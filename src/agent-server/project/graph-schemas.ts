@@ -1,37 +1,69 @@
-import { getJsonSchemaFromSchema } from "@langchain/langgraph";
-import { getConfigTypeSchema, getInputTypeSchema, getOutputTypeSchema, getStateTypeSchema } from "@langchain/langgraph/zod/schema";
 import type { RunnableGraph } from "./graphs.ts";
+import { runtimeSchema } from "./runtime-schemas.ts";
+import type { StaticGraphSchema, StaticSchemas } from "./static-schemas.ts";
 
-/** A schema function of LangGraph that may throw on an exotic definition: null then. */
-function attempt(fn: () => unknown): unknown {
+/** The `/assistants/{id}/schemas` answer's schema fields. */
+export interface GraphSchemasAnswer {
+  input_schema: unknown;
+  output_schema: unknown;
+  state_schema: unknown;
+  config_schema: unknown;
+  context_schema: unknown;
+}
+
+/** Whether answering this graph's schemas needs its TypeScript types (no runtime schema, or a factory that needs a run's config). */
+export async function needsStaticSchemas(graph: () => Promise<RunnableGraph>, graphFile: string | null): Promise<boolean> {
   try {
-    return fn() ?? null;
+    return (await runtimeSchema(await graph(), graphFile)) === undefined;
   } catch {
-    return null; // an unconvertible definition: the next source (or the channel list) answers
+    return true; // a factory that cannot build without a thread's config: its types may still answer
   }
 }
 
-/**
- * JSON schemas of a graph's state, input, output, config and context, from LangGraph's own
- * extraction (`@langchain/langgraph/zod/schema`, as the LangGraph server uses): zod state with its
- * registry metadata (`jsonSchemaExtra`), `StateSchema`, and Standard Schema definitions. For
- * Annotation-based state (no runtime schema) the channel names are listed, so none is null.
- */
-export function graphSchemas(graph: RunnableGraph): Record<string, unknown> {
-  const builder = graph.builder as Record<string, unknown> | undefined;
-  const channelsSchema = () => {
-    const keys = Object.keys(graph.channels ?? {}).filter((k) => !k.startsWith("__") && !k.startsWith("branch:"));
-    return { type: "object", properties: Object.fromEntries(keys.map((k) => [k, {}])) };
-  };
-  const plain = (def: unknown) => (def ? attempt(() => getJsonSchemaFromSchema(def as never)) : null);
-  const state = attempt(() => getStateTypeSchema(graph)) ?? plain(builder?._schemaRuntimeDefinition) ?? channelsSchema();
-  const config = attempt(() => getConfigTypeSchema(graph)) ?? plain(builder?._configRuntimeSchema);
+/** The static result's entry for the root graph or one of its subgraphs (pure). */
+export function pickStatic(all: StaticSchemas | null, namespace?: string): StaticGraphSchema | undefined {
+  if (!all) return undefined;
+  const root = Object.keys(all).find((k) => !k.includes("|"));
+  if (!root) return undefined;
+  return (namespace ? all[`${root}|${namespace}`] : undefined) ?? all[root];
+}
+
+/** Last resort, so no schema is null: the state's channel names, each of any type (pure). */
+export function channelsSchema(graph: Pick<RunnableGraph, "channels">): Record<string, unknown> {
+  const keys = Object.keys(graph.channels ?? {}).filter((k) => !k.startsWith("__") && !k.startsWith("branch:"));
+  return { type: "object", properties: Object.fromEntries(keys.map((k) => [k, {}])) };
+}
+
+/** One schema set in the API's shape: JS has one runtime schema for `configurable` and `context` (pure). */
+export function toAnswer(s: StaticGraphSchema | undefined, fallback: () => Record<string, unknown>): GraphSchemasAnswer {
+  const state = s?.state ?? fallback();
   return {
-    input_schema: attempt(() => getInputTypeSchema(graph)) ?? plain(builder?._inputRuntimeDefinition) ?? state,
-    output_schema: attempt(() => getOutputTypeSchema(graph)) ?? plain(builder?._outputRuntimeDefinition) ?? state,
+    input_schema: s?.input ?? state,
+    output_schema: s?.output ?? state,
     state_schema: state,
-    // The run's `config.configurable` and its `context` share one runtime schema in LangGraph JS.
-    config_schema: config ?? null,
-    context_schema: config ?? null,
+    config_schema: s?.config ?? null,
+    context_schema: s?.config ?? null,
   };
+}
+
+/** Where a graph's schemas come from besides the graph object: its module file and its TypeScript-derived schemas. */
+export interface SchemaSources {
+  file: string | null;
+  static: () => Promise<StaticSchemas | null> | StaticSchemas | null;
+}
+
+/**
+ * A graph's state, input, output and config schemas, in the LangGraph server's order: the runtime
+ * definitions (StateSchema, zod with `withLangGraph` registry metadata, plain zod), else the
+ * schemas derived from the graph's TypeScript types (`sources.static`, for a subgraph its
+ * `namespace` entry), else the channel list as the state.
+ */
+export async function resolveSchema(graph: RunnableGraph, sources: SchemaSources, namespace?: string): Promise<StaticGraphSchema> {
+  const s = (await runtimeSchema(graph, sources.file)) ?? pickStatic(await sources.static(), namespace);
+  return s?.state || s?.input || s?.output ? s : { ...s, state: channelsSchema(graph) };
+}
+
+/** The `/assistants/{id}/schemas` answer of a graph (see resolveSchema). */
+export async function graphSchemas(graph: RunnableGraph, sources: SchemaSources): Promise<GraphSchemasAnswer> {
+  return toAnswer(await resolveSchema(graph, sources), () => channelsSchema(graph));
 }

@@ -10,7 +10,8 @@ const isHono = (v: unknown): v is UserApp => !!v && typeof v === "object" && typ
 /** Imports `http.app`; a failure names the file and stops the start (the routes are part of the API). */
 export async function loadHttpApp(project: AgentProject): Promise<UserApp | null> {
   const ref = project.http.app;
-  if (!ref) return null;
+  // A Python app is the Python worker's (`python/python-http.ts`).
+  if (!ref || ref.runtime === "python") return null;
   const where = `http.app (${ref.file}:${ref.exportName})`;
   let mod: Record<string, unknown>;
   try {

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { processEnvironment } from "../../config/index.ts";
 
 /** A `langgraph.json` project, resolved against its folder. */
 export interface AgentProject {
@@ -13,10 +14,21 @@ export interface AgentProject {
   dependencies: string[];
   /** `python_version` ("3.12"): the Python graphs need at least this interpreter. */
   pythonVersion: string | null;
+  /** How the Python environment is installed: `pip_installer`, `pip_config_file`, `source: {kind: "uv"}`. */
+  pythonBuild: PythonBuild;
   http: ProjectHttp;
   store: ProjectStore;
-  /** `checkpointer.ttl`: threads not updated for `defaultTtlMinutes` are deleted by a sweep. */
-  checkpointerTtl: { defaultTtlMinutes: number; sweepMinutes: number } | null;
+  /**
+   * `checkpointer.ttl`: threads not updated for `defaultTtlMinutes` are, at each sweep, deleted
+   * (`delete`) or pruned to their latest checkpoint, the thread kept (`keep_latest`).
+   */
+  checkpointerTtl: { strategy: "delete" | "keep_latest"; defaultTtlMinutes: number; sweepMinutes: number } | null;
+  /**
+   * `checkpointer.path` (the project's own Python saver, `./saver.py:make` or `pkg.mod:attr`, as
+   * written) and `checkpointer.serde` (the Python serializer's options): honoured by the Python
+   * worker, which owns Python graphs' checkpoints.
+   */
+  pythonCheckpointer: { path: string | null; serde: Record<string, unknown> | null };
   /** `ui`: generative UI modules by graph name (absolute paths), bundled at start. */
   ui: Record<string, string>;
   /** Keys of `langgraph.json` this server does not use, each with why (logged as warnings). */
@@ -36,6 +48,16 @@ export interface ProjectGraph {
 }
 
 export type GraphRuntime = "js" | "python";
+
+/** The keys of `langgraph.json` that decide how a Python environment is installed (paths absolute). */
+export interface PythonBuild {
+  /** `pip_installer`: `auto` uses uv when it is on PATH, pip otherwise. */
+  installer: "auto" | "uv" | "pip";
+  /** `pip_config_file`: pip's configuration for every install (its indexes are reachable from the build). */
+  pipConfigFile: string | null;
+  /** `source: {kind: "uv", root, package}`: the project's `uv.lock` decides every version (`uv sync --frozen`). */
+  uv: { root: string; package: string | null } | null;
+}
 
 /** `auth.cache`: authenticate results kept per value of these request headers (Python auth). */
 export interface AuthCacheConfig {
@@ -59,8 +81,11 @@ export function graphRuntime(ref: string): GraphRuntime {
 }
 
 export interface ProjectHttp {
-  /** `http.app`: the project's own Hono app, mounted before the API routes. */
-  app: { file: string; exportName: string } | null;
+  /**
+   * `http.app`: the project's own Hono app, mounted before the API routes, or (`runtime: "python"`,
+   * `./app.py:app` / `pkg.mod:app`) a Starlette/FastAPI app the Python worker serves.
+   */
+  app: { file: string; exportName: string; runtime: GraphRuntime; ref: string } | null;
   disable: { assistants: boolean; threads: boolean; runs: boolean; store: boolean; meta: boolean };
   cors: CorsConfig | null;
 }
@@ -75,9 +100,21 @@ export interface CorsConfig {
   max_age?: number;
 }
 
+/**
+ * `store.index.embed`: a JavaScript function (`./embed.ts:embed`), or, in a project with Python graphs,
+ * a Python one (`./embed.py:embed`, `pkg.mod:fn`) or a provider string (`openai:text-embedding-3-small`)
+ * that the Python worker resolves (`ref` as written).
+ */
+export interface ProjectEmbed {
+  file: string;
+  exportName: string;
+  runtime: GraphRuntime;
+  ref: string;
+}
+
 export interface ProjectStore {
   /** `store.index`: semantic search with the project's `embed` function over `fields` of each value. */
-  index: { dims: number; embed: { file: string; exportName: string }; fields: string[] } | null;
+  index: { dims: number; embed: ProjectEmbed; fields: string[] } | null;
   /** `store.ttl` (minutes): items expire; reads refresh the expiry when `refreshOnRead`. */
   ttl: { defaultTtlMinutes: number | null; refreshOnRead: boolean; sweepMinutes: number } | null;
 }
@@ -101,6 +138,9 @@ const configSchema = z
       .passthrough()
       .optional(),
     node_version: z.union([z.string(), z.number()]).optional(),
+    pip_installer: z.enum(["auto", "uv", "pip"]).optional(),
+    pip_config_file: z.string().min(1).optional(),
+    source: z.object({ kind: z.literal("uv"), root: z.string().min(1).optional(), package: z.string().min(1).optional() }).passthrough().optional(),
     http: z
       .object({
         app: z.string().min(1).optional(),
@@ -133,15 +173,19 @@ const configSchema = z
       .optional(),
     ui: z.record(z.string().min(1), z.string().min(1)).optional(),
     checkpointer: z
-      .object({ ttl: z.object({ strategy: z.literal("delete").optional(), default_ttl: z.number().positive(), sweep_interval_minutes: z.number().positive().nullish() }).passthrough().optional() })
+      .object({
+        ttl: z.object({ strategy: z.enum(["delete", "keep_latest"]).optional(), default_ttl: z.number().positive(), sweep_interval_minutes: z.number().positive().nullish() }).passthrough().optional(),
+        path: z.string().min(1).optional(),
+        serde: z.object({ allowed_json_modules: z.union([z.array(z.array(z.string())), z.boolean()]).nullish(), allowed_msgpack_modules: z.union([z.array(z.array(z.string())), z.boolean()]).nullish(), pickle_fallback: z.boolean().optional() }).passthrough().optional(),
+      })
       .passthrough()
       .optional(),
   })
   .passthrough();
 
 /** Keys the LangGraph CLI reads to build a container image: meaningless to this server, noted once. */
-const IMAGE_KEYS = new Set(["pip_config_file", "pip_installer", "dockerfile_lines", "image_distro", "base_image", "keep_pkg_tools", "_INTERNAL_docker_tag", "api_version"]);
-const KNOWN_KEYS = new Set(["$schema", "python_version", "graphs", "env", "dependencies", "auth", "node_version", "http", "store", "checkpointer", "ui"]);
+const IMAGE_KEYS = new Set(["dockerfile_lines", "image_distro", "base_image", "keep_pkg_tools", "_INTERNAL_docker_tag", "api_version"]);
+const KNOWN_KEYS = new Set(["$schema", "python_version", "pip_installer", "pip_config_file", "source", "graphs", "env", "dependencies", "auth", "node_version", "http", "store", "checkpointer", "ui"]);
 const KNOWN_HTTP = new Set(["app", "disable_assistants", "disable_threads", "disable_runs", "disable_store", "disable_meta", "cors"]);
 
 /** Every key of `langgraph.json` this server ignores, named, with why (pure: table-tested). */
@@ -158,7 +202,7 @@ export function ignoredKeys(raw: Record<string, unknown>): string[] {
   for (const section of ["store", "checkpointer", "auth"] as const) {
     const v = raw[section];
     if (!v || typeof v !== "object") continue;
-    const known = section === "store" ? ["index", "ttl"] : section === "checkpointer" ? ["ttl"] : ["path", "disable_studio_auth", "cache"];
+    const known = section === "store" ? ["index", "ttl"] : section === "checkpointer" ? ["ttl", "path", "serde"] : ["path", "disable_studio_auth", "cache"];
     for (const k of Object.keys(v)) if (!known.includes(k)) out.push(`"${section}.${k}" is not supported by this server and is ignored`);
   }
   return out;
@@ -202,7 +246,7 @@ export function loadProject(dirOrFile: string): AgentProject {
   try {
     raw = JSON.parse(fs.readFileSync(configFile, "utf8"));
   } catch (err) {
-    throw new ProjectError(`cannot read ${configFile}: ${(err as Error).message}`);
+    throw new ProjectError(`cannot read ${configFile}: ${(err as Error).message}`, { cause: err });
   }
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
@@ -253,8 +297,13 @@ export function loadProject(dirOrFile: string): AgentProject {
     return out;
   };
   const h = cfg.http ?? {};
+  const httpApp = (r: string) => {
+    const runtime = graphRuntime(r);
+    const moduleSyntax = runtime === "python" && !r.slice(0, r.lastIndexOf(":")).endsWith(".py");
+    return { ...(moduleSyntax ? { file: dir, exportName: r.slice(r.lastIndexOf(":") + 1) } : ref("http.app", r)), runtime, ref: r };
+  };
   const http: ProjectHttp = {
-    app: h.app ? ref("http.app", h.app) : null,
+    app: h.app ? httpApp(h.app) : null,
     disable: { assistants: !!h.disable_assistants, threads: !!h.disable_threads, runs: !!h.disable_runs, store: !!h.disable_store, meta: !!h.disable_meta },
     cors: h.cors ?? null,
   };
@@ -263,24 +312,52 @@ export function loadProject(dirOrFile: string): AgentProject {
   // A path ("./embed.ts:embed") is the project's function; "openai:text-embedding-3-small" names a
   // provider model that needs its SDK and network access.
   const embedIsPath = !!idx && (idx.embed.startsWith(".") || path.isAbsolute(idx.embed));
-  if (idx && !embedIsPath) warnings.push(`"store.index.embed" = "${idx.embed}" names a provider model; give a module path ("./src/embed.ts:embed") instead: semantic search is off`);
+  const pythonProject = graphs.some((g) => g.runtime === "python");
+  // In a project with Python graphs, a provider string or module syntax is the Python worker's to resolve.
+  const embedRuntime: GraphRuntime = idx && (embedIsPath ? graphRuntime(idx.embed) === "python" && idx.embed.slice(0, idx.embed.lastIndexOf(":")).endsWith(".py") : pythonProject) ? "python" : "js";
+  if (idx && !embedIsPath && embedRuntime === "js") warnings.push(`"store.index.embed" = "${idx.embed}" names a provider model; give a module path ("./src/embed.ts:embed") instead: semantic search is off`);
+  const embed = idx && (embedIsPath || embedRuntime === "python") ? { ...(embedIsPath ? ref("store.index.embed", idx.embed) : { file: dir, exportName: "" }), runtime: embedRuntime, ref: idx.embed } : null;
   const store: ProjectStore = {
-    index: idx && embedIsPath ? { dims: idx.dims, embed: ref("store.index.embed", idx.embed), fields: idx.fields?.length ? idx.fields : ["$"] } : null,
+    index: idx && embed ? { dims: idx.dims, embed, fields: idx.fields?.length ? idx.fields : ["$"] } : null,
     ttl: ttl ? { defaultTtlMinutes: ttl.default_ttl ?? null, refreshOnRead: ttl.refresh_on_read ?? true, sweepMinutes: ttl.sweep_interval_minutes ?? 60 } : null,
   };
   const cttl = cfg.checkpointer?.ttl;
-  const checkpointerTtl = cttl ? { defaultTtlMinutes: cttl.default_ttl, sweepMinutes: cttl.sweep_interval_minutes ?? 60 } : null;
+  const checkpointerTtl = cttl ? { strategy: cttl.strategy ?? "delete", defaultTtlMinutes: cttl.default_ttl, sweepMinutes: cttl.sweep_interval_minutes ?? 60 } : null;
+  const cp = cfg.checkpointer;
+  if (cp?.path && graphRuntime(cp.path) === "python" && cp.path.slice(0, cp.path.lastIndexOf(":")).endsWith(".py")) ref("checkpointer.path", cp.path);
+  const pythonCheckpointer = { path: cp?.path ?? null, serde: cp?.serde ?? null };
   const ui = Object.fromEntries(Object.entries(cfg.ui ?? {}).map(([name, file]) => {
     const abs = path.resolve(dir, file);
     if (!fs.existsSync(abs)) throw new ProjectError(`ui "${name}" in ${configFile}: file not found: ${abs}`);
     return [name, abs];
   }));
   const pythonVersion = cfg.python_version !== undefined ? String(cfg.python_version) : null;
-  if (pythonVersion && !graphs.some((g) => g.runtime === "python") && auth?.runtime !== "python") warnings.push(`"python_version" applies to Python graphs and this project has none: it is ignored`);
-  return { dir, configFile, graphs, env, auth, dependencies, pythonVersion, http, store, checkpointerTtl, ui, warnings };
+  const hasPython = graphs.some((g) => g.runtime === "python") || auth?.runtime === "python";
+  if (pythonVersion && !hasPython) warnings.push(`"python_version" applies to Python graphs and this project has none: it is ignored`);
+  for (const k of ["path", "serde"] as const) if (cp?.[k] && !hasPython) warnings.push(`"checkpointer.${k}" applies to Python graphs and this project has none: it is ignored`);
+  const pythonBuild = pythonBuildOf(cfg, dir, configFile);
+  return { dir, configFile, graphs, env, auth, dependencies, pythonVersion, pythonBuild, http, store, checkpointerTtl, pythonCheckpointer, ui, warnings };
 }
 
-/** Puts the project's env into process.env without overriding what the operator already set. */
-export function applyProjectEnv(project: AgentProject, env: NodeJS.ProcessEnv = process.env): void {
+/** `pip_installer`, `pip_config_file` and `source`, resolved and checked as the LangGraph CLI does. */
+function pythonBuildOf(cfg: z.infer<typeof configSchema>, dir: string, configFile: string): PythonBuild {
+  let pipConfigFile: string | null = null;
+  if (cfg.pip_config_file) {
+    pipConfigFile = path.resolve(dir, cfg.pip_config_file);
+    if (!fs.existsSync(pipConfigFile)) throw new ProjectError(`pip_config_file in ${configFile}: file not found: ${pipConfigFile}`);
+  }
+  let uv: PythonBuild["uv"] = null;
+  if (cfg.source) {
+    if (cfg.dependencies?.length) throw new ProjectError(`${configFile}: "dependencies" cannot be combined with source kind "uv": uv.lock decides what is installed`);
+    if (cfg.pip_installer === "pip") throw new ProjectError(`${configFile}: source kind "uv" is installed with uv; pip_installer "pip" contradicts it`);
+    const root = path.resolve(dir, cfg.source.root ?? ".");
+    if (!fs.existsSync(path.join(root, "uv.lock"))) throw new ProjectError(`source kind "uv" in ${configFile}: no uv.lock in ${root} (run \`uv lock\` and commit it)`);
+    uv = { root, package: cfg.source.package ?? null };
+  }
+  return { installer: cfg.pip_installer ?? "auto", pipConfigFile, uv };
+}
+
+/** Puts the project's env into the process's environment without overriding what the operator already set. */
+export function applyProjectEnv(project: AgentProject, env: NodeJS.ProcessEnv = processEnvironment()): void {
   for (const [k, v] of Object.entries(project.env)) if (env[k] === undefined) env[k] = v;
 }

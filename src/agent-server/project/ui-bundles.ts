@@ -76,7 +76,7 @@ export async function buildUiBundles(ui: Record<string, string>, log: Logger): P
     try {
       out.set(agent, await bundle(agent, file));
     } catch (err) {
-      log.error({ agent, file, err: (err as Error).message }, `ui "${agent}" (${file}) did not build; it is not served`);
+      log.error({ agent, file, err }, `ui "${agent}" (${file}) did not build; it is not served`);
     }
   }
   return out;

@@ -12,13 +12,17 @@ export interface Frame {
 }
 
 export function encodeFrame(header: Record<string, unknown>, body: Buffer | string = ""): Buffer {
-  const h = Buffer.from(JSON.stringify(header));
-  const b = typeof body === "string" ? Buffer.from(body) : body;
-  const out = Buffer.allocUnsafe(8 + h.length + b.length);
-  out.writeUInt32BE(h.length, 0);
-  h.copy(out, 4);
-  out.writeUInt32BE(b.length, 4 + h.length);
-  b.copy(out, 8 + h.length);
+  // Strings are written straight into the one frame buffer (no intermediate Buffers to copy from):
+  // a frame per request and per reply, so this is on every round trip.
+  const h = JSON.stringify(header);
+  const hlen = Buffer.byteLength(h);
+  const blen = typeof body === "string" ? Buffer.byteLength(body) : body.length;
+  const out = Buffer.allocUnsafe(8 + hlen + blen);
+  out.writeUInt32BE(hlen, 0);
+  out.write(h, 4);
+  out.writeUInt32BE(blen, 4 + hlen);
+  if (typeof body === "string") out.write(body, 8 + hlen);
+  else body.copy(out, 8 + hlen);
   return out;
 }
 

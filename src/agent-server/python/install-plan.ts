@@ -1,9 +1,14 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import type { PythonBuild } from "../project/project.ts";
 
-/** What the worker itself imports; never pinned, so the user's own `langgraph` constraint wins. */
-export const WORKER_REQUIREMENTS = ["langgraph", "langgraph-checkpoint-sqlite", "orjson", "starlette"];
+/**
+ * What the worker itself imports; never pinned, so the user's own `langgraph` constraint wins. The
+ * PostgreSQL saver (with psycopg's bundled libpq) is always there: the same environment serves a
+ * project whether the server runs on SQLite or PostgreSQL.
+ */
+export const WORKER_REQUIREMENTS = ["langgraph", "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres", "psycopg[binary]", "orjson", "starlette", "uvloop"];
 
 export const MIN_PYTHON: [number, number] = [3, 11];
 
@@ -48,11 +53,26 @@ export function installPlan(dependencies: string[], kindOf: (dir: string) => Loc
   return { args: [...args, ...WORKER_REQUIREMENTS], pathDirs };
 }
 
-/** The environment's key: what decides its contents (interpreter version, dependencies and their metadata files). */
-export function envKey(pythonVersion: string, dependencies: string[], read: (p: string) => string | null): string {
+/** What decides an environment beside its dependencies: the `langgraph.json` keys of {@link PythonBuild}, with the files they name read. */
+export interface KeyInputs {
+  installer: PythonBuild["installer"];
+  /** The text of `pip_config_file` (null: none). */
+  pipConfig: string | null;
+  /** `source: {kind: "uv"}`: its package and the texts of its `uv.lock` and `pyproject.toml`. */
+  uv: { package: string | null; lock: string; pyproject: string | null } | null;
+}
+
+const NO_KEY_INPUTS: KeyInputs = { installer: "auto", pipConfig: null, uv: null };
+
+/** The environment's key: what decides its contents (interpreter version, installer, indexes, lock, dependencies and their metadata files). */
+export function envKey(pythonVersion: string, dependencies: string[], read: (p: string) => string | null, inputs: KeyInputs = NO_KEY_INPUTS): string {
   const h = crypto.createHash("sha256");
   h.update(`python ${pythonVersion}\n`);
   h.update(`worker ${WORKER_REQUIREMENTS.join(",")}\n`);
+  // The defaults hash as before, so environments made before these keys existed stay cached.
+  if (inputs.installer !== "auto") h.update(`installer ${inputs.installer}\n`);
+  if (inputs.pipConfig !== null) h.update(`pip_config_file\n${inputs.pipConfig}\n`);
+  if (inputs.uv) h.update(`uv ${inputs.uv.package ?? ""}\n${inputs.uv.lock}\n${inputs.uv.pyproject ?? ""}\n`);
   for (const d of dependencies) {
     h.update(`dep ${d}\n`);
     if (!path.isAbsolute(d)) continue;
@@ -62,6 +82,17 @@ export function envKey(pythonVersion: string, dependencies: string[], read: (p: 
     }
   }
   return h.digest("hex").slice(0, 16);
+}
+
+/**
+ * Which installer makes an environment (pure: table-tested): a uv source or `pip_installer: "uv"`
+ * need uv, fetched from PyPI into the environment's own tools folder when it is not on PATH;
+ * `"pip"` is pip; `"auto"` is uv when on PATH, else pip (no download for a choice nobody made).
+ */
+export function chooseInstaller(build: Pick<PythonBuild, "installer" | "uv">, uvOnPath: boolean): { installer: "uv" | "pip"; fetchUv: boolean } {
+  if (build.uv || build.installer === "uv") return { installer: "uv", fetchUv: !uvOnPath };
+  if (build.installer === "pip") return { installer: "pip", fetchUv: false };
+  return { installer: uvOnPath ? "uv" : "pip", fetchUv: false };
 }
 
 /** Why the host interpreter cannot serve a project asking for `python_version`, or null (pure). */

@@ -1,7 +1,8 @@
 import { AgentError } from "../errors.ts";
 import type { AuthContext, AuthFilters, ResourceAction } from "../auth/custom-auth.ts";
 import type { AuthCache } from "./auth-cache.ts";
-import { WorkerRequestError, type PythonWorker, type WorkerHello } from "./worker.ts";
+import type { PythonWorkers } from "./worker-pool.ts";
+import { WorkerRequestError, type WorkerHello } from "./worker.ts";
 
 type Described = NonNullable<WorkerHello["auth"]>;
 
@@ -19,7 +20,7 @@ export class PythonAuth {
   readonly where: string;
 
   constructor(
-    private readonly worker: PythonWorker,
+    private readonly worker: PythonWorkers,
     private readonly described: Described,
     readonly disableStudioAuth: boolean,
     private readonly cache: AuthCache | null = null,

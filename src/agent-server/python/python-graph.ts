@@ -2,14 +2,22 @@ import type { RunChannel } from "../runs/run-channel.ts";
 import type { RunOutcome } from "../runs/run-executor.ts";
 import type { RunKwargs } from "../runs/runs.ts";
 import { AgentError } from "../errors.ts";
-import { WorkerCrashed, WorkerRequestError, type PythonWorker } from "./worker.ts";
+import type { PythonWorkers } from "./worker-pool.ts";
+import { WorkerCrashed, WorkerRequestError } from "./worker.ts";
 
 type Json = Record<string, unknown>;
 
-/** The config a Python graph receives (snake_case keys of `RunnableConfig`; no JS objects such as the store). */
-export function pythonRunConfig(runConfig: Json): Json {
+/**
+ * The config a Python graph receives (snake_case keys of `RunnableConfig`; no JS objects such as the
+ * store). Its `configurable` also has what the LangGraph server adds for Python graphs: the caller's
+ * identity as `user_id` ("" without custom auth) and the run's `__after_seconds__` (both reach
+ * checkpoints and stream chunks).
+ */
+export function pythonRunConfig(runConfig: Json, afterSeconds: number | null = null): Json {
   const out: Json = {};
-  for (const k of ["configurable", "metadata", "tags"]) if (runConfig[k] !== undefined) out[k] = runConfig[k];
+  for (const k of ["metadata", "tags"]) if (runConfig[k] !== undefined) out[k] = runConfig[k];
+  const configurable = (runConfig.configurable as Json | undefined) ?? {};
+  out.configurable = { user_id: typeof configurable.langgraph_auth_user_id === "string" ? configurable.langgraph_auth_user_id : "", __after_seconds__: afterSeconds ?? 0, ...configurable };
   if (runConfig.recursionLimit !== undefined) out.recursion_limit = runConfig.recursionLimit;
   return out;
 }
@@ -28,11 +36,13 @@ function apiError(err: unknown): never {
  */
 export class PythonGraph {
   readonly runtime = "python";
+  /** A thread's metadata, merged under a thread run's own metadata (so into its checkpoints), as the Python server does. */
+  threadMetadata: ((threadId: string) => Promise<Json>) | null = null;
 
   constructor(
     readonly graphId: string,
     readonly description: string | null,
-    private readonly worker: PythonWorker,
+    private readonly worker: PythonWorkers,
   ) {}
 
   /** The compiled graph's name (`compile(name=…)`), the default assistant's name as on the LangGraph server. */
@@ -54,9 +64,20 @@ export class PythonGraph {
       interrupt_before: kwargs.interrupt_before ?? null,
       interrupt_after: kwargs.interrupt_after ?? null,
       durability: kwargs.durability ?? null,
-      config: pythonRunConfig(runConfig),
+      // Started by the event-based protocol: the worker streams langgraph's protocol events (v3),
+      // published under the same channel event name as a JavaScript graph's.
+      protocol: kwargs.protocol ?? false,
+      config: pythonRunConfig(runConfig, kwargs.after_seconds ?? null),
     };
-    const onAbort = () => void this.worker.request("run.cancel", { run_id: runId }).catch(() => {});
+    const threadId = (runConfig.configurable as Json | undefined)?.thread_id;
+    if (stateful && this.threadMetadata && typeof threadId === "string") {
+      const config = payload.config;
+      config.metadata = { ...(await this.threadMetadata(threadId)), ...((config.metadata as Json | undefined) ?? {}) };
+    }
+    const onAbort = () =>
+      void this.worker.request("run.cancel", { run_id: runId }).catch(() => {
+        // A worker that is gone has no run left to cancel.
+      });
     signal.addEventListener("abort", onAbort, { once: true });
     const onEvent = (event: string, body: Buffer) => channel.pushJson(event, body.toString("utf8"));
     try {
@@ -75,13 +96,15 @@ export class PythonGraph {
         const resume = await this.checkpointedByRun(String((runConfig.configurable as Json | undefined)?.thread_id ?? ""), runId);
         end = await this.worker.request("run.start", resume ? { ...payload, input: null, command: null } : payload, onEvent);
       }
+      // Stopped at a superstep boundary on request (`drain`), its checkpoint saved: handed back, not ended.
+      if (end.header.status === "drained") return { status: "interrupted", threadStatus: "busy", drained: true };
       const body = JSON.parse(end.body.toString("utf8")) as Json;
       if (end.header.status === "error") {
         const error = body as { error: string; message: string };
         return { status: "error", threadStatus: "error", values: { __error__: error }, error };
       }
       const threadStatus = end.header.thread_status === "interrupted" ? "interrupted" : "idle";
-      return { status: "success", threadStatus, values: body.values, interrupts: stateful ? ((body.interrupts as Record<string, unknown[]>) ?? {}) : undefined };
+      return { status: "success", threadStatus, values: body.values, stateWithInterrupt: true, interrupts: stateful ? ((body.interrupts as Record<string, unknown[]>) ?? {}) : undefined };
     } catch (err) {
       if (signal.aborted) throw err;
       if (err instanceof WorkerCrashed) {
@@ -93,6 +116,16 @@ export class PythonGraph {
     } finally {
       signal.removeEventListener("abort", onAbort);
     }
+  }
+
+  /**
+   * Asks a run to stop at its next superstep boundary with its checkpoint saved (langgraph's
+   * `RunControl.request_drain`); `execute` then answers `drained`. False when the worker cannot
+   * (the project's langgraph predates run control, or the run is not a thread's).
+   */
+  async drain(runId: string): Promise<boolean> {
+    const f = await this.worker.request("run.drain", { run_id: runId });
+    return (JSON.parse(f.body.toString("utf8")) as { draining?: boolean }).draining === true;
   }
 
   /** Whether the thread's latest checkpoint was written by this run (each checkpoint's metadata names its run). */

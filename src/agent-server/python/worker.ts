@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import type { Logger } from "../../log/logger.ts";
 import { encodeFrame, FrameDecoder, type Frame } from "./frames.ts";
 import { restartDelayMs } from "./restart-policy.ts";
+import { hostVariable, processEnvironment } from "../../config/index.ts";
 
 /** Where the `wharf_worker` package lives (shipped beside `src/`). */
 export const WORKER_PACKAGE_DIR = fileURLToPath(new URL("../../../python", import.meta.url));
@@ -17,9 +18,28 @@ export interface WorkerOptions {
   graphs: Record<string, string>;
   /** `auth.path` when it is a Python `langgraph_sdk.Auth`. */
   auth: string | null;
-  /** The SQLite file of the Python checkpointer (never the JS saver's: both create `checkpoints`). */
-  checkpointPath: string;
+  /** `store.index.embed` when Python computes embeddings (a function reference or a provider string). */
+  embed?: string | null;
+  /** `http.app` when it is a Python ASGI app. */
+  httpApp?: string | null;
+  /** Where the worker checkpoints (see `python/wharf_worker/checkpointer.py`). */
+  checkpointer: CheckpointerSpec;
+  /** Names this worker in logs when the project has several. */
+  label?: string;
   log: Logger;
+}
+
+/**
+ * The Python saver: the server's PostgreSQL (its schema) or a SQLite file of its own (never the JS
+ * saver's file: both create `checkpoints`); `path_ref` is `checkpointer.path`, `serde` `checkpointer.serde`.
+ */
+export interface CheckpointerSpec {
+  kind: "postgres" | "sqlite";
+  url?: string;
+  schema?: string;
+  path?: string;
+  path_ref?: string | null;
+  serde?: Record<string, unknown> | null;
 }
 
 export interface WorkerHello {
@@ -28,6 +48,10 @@ export interface WorkerHello {
   /** The project's Python `Auth`: whether it authenticates, the parameters it asks for, its handler keys (`threads:create`, `threads:*`, `*:*`). */
   auth: { authenticate: boolean; params: string[]; handlers: string[]; where: string } | null;
   auth_error: string | null;
+  /** Why `store.index.embed` did not load, or null. */
+  embed_error?: string | null;
+  /** Why `http.app` did not load, or null. */
+  http_error?: string | null;
   versions: Record<string, string | null>;
 }
 
@@ -74,6 +98,8 @@ export class PythonWorker {
   /** The last hello (graph names and load errors), set once the first worker is up. */
   hello: WorkerHello | null = null;
   up = false;
+  /** Runs in flight here: what the pool spreads runs by. */
+  runs = 0;
 
   constructor(private readonly options: WorkerOptions) {
     this.resetReady();
@@ -85,7 +111,9 @@ export class PythonWorker {
       this.rejectReady = reject;
     });
     // A start nobody awaits yet must not be an unhandled rejection.
-    this.readyPromise.catch(() => {});
+    this.readyPromise.catch(() => {
+      // Observed here so a failed start is not an unhandled rejection; callers await it and see it.
+    });
   }
 
   /** Starts the worker and resolves with its hello (graphs loaded, errors per graph). */
@@ -98,10 +126,10 @@ export class PythonWorker {
       // its secrets, proxy variables), as a JavaScript graph in this process sees it: passed on, not
       // read as configuration.
       env: {
-        ...process.env,
-        PYTHONPATH: [WORKER_PACKAGE_DIR, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
+        ...processEnvironment(),
+        PYTHONPATH: [WORKER_PACKAGE_DIR, hostVariable("PYTHONPATH")].filter(Boolean).join(path.delimiter),
         PYTHONUNBUFFERED: "1",
-        WHARF_WORKER_CONFIG: JSON.stringify({ project_dir: o.projectDir, graphs: o.graphs, auth: o.auth, checkpoint_path: o.checkpointPath }),
+        WHARF_WORKER_CONFIG: JSON.stringify({ project_dir: o.projectDir, graphs: o.graphs, auth: o.auth, embed: o.embed ?? null, http_app: o.httpApp ?? null, checkpointer: o.checkpointer }),
       },
     });
     this.child = child;
@@ -125,7 +153,7 @@ export class PythonWorker {
         rest = lines.pop()!;
         for (const line of lines) {
           if (level === "warn") this.stderrTail = [...this.stderrTail.slice(-19), line];
-          o.log[level]({ source: "python" }, line);
+          o.log[level]({ source: "python", ...(o.label ? { worker: o.label } : {}) }, line);
         }
       });
     };
@@ -134,6 +162,11 @@ export class PythonWorker {
     child.on("error", (err) => this.onExit(null, null, err));
     child.on("exit", (code, signal) => this.onExit(code, signal));
     return this.readyPromise;
+  }
+
+  /** The running process's id (tests and diagnostics), or null while none runs. */
+  get pid(): number | null {
+    return this.child?.pid ?? null;
   }
 
   /** Resolves once a worker is up (after a crash, once it is back). */
@@ -208,13 +241,19 @@ export class PythonWorker {
 
   /** One request; resolves with the result frame. */
   async request(op: string, payload: unknown, onEvent?: (event: string, body: Buffer) => void): Promise<Frame> {
-    if (!this.up) await this.readyPromise;
-    const id = this.nextId++;
-    return new Promise<Frame>((resolve, reject) => {
-      if (!this.input) return reject(new WorkerCrashed("the Python worker is not running"));
-      this.pending.set(id, { resolve, reject, onEvent });
-      this.input.write(encodeFrame({ id, op }, JSON.stringify(payload ?? null)));
-    });
+    const isRun = op === "run.start";
+    if (isRun) this.runs++;
+    try {
+      if (!this.up) await this.readyPromise;
+      const id = this.nextId++;
+      return await new Promise<Frame>((resolve, reject) => {
+        if (!this.input) return reject(new WorkerCrashed("the Python worker is not running"));
+        this.pending.set(id, { resolve, reject, onEvent });
+        this.input.write(encodeFrame({ id, op }, JSON.stringify(payload ?? null)));
+      });
+    } finally {
+      if (isRun) this.runs--;
+    }
   }
 
   /** A request whose result body is parsed. */

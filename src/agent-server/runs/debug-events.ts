@@ -14,9 +14,11 @@ function pick(configurable: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+/** A root checkpoint as the thread's state and history name it: every key, `checkpoint_ns` "" and `checkpoint_map` null when unset. */
 export function configToCheckpoint(config: Config): Record<string, unknown> | null {
   if (!config?.configurable?.thread_id) return null;
-  return pick(config.configurable);
+  const c = pick(config.configurable);
+  return { ...c, checkpoint_ns: c.checkpoint_ns ?? "", checkpoint_map: c.checkpoint_map ?? null };
 }
 
 /** A task's state, when it is a subgraph's config (it has a namespace), as a checkpoint. */

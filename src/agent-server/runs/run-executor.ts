@@ -1,10 +1,10 @@
-import { Command, Send } from "@langchain/langgraph";
-import { isBaseMessage, isBaseMessageChunk, type BaseMessage } from "@langchain/core/messages";
+import { Command, createGraphRunStream, isGraphDrained, Send, STREAM_EVENTS_V3_MODES } from "@langchain/langgraph";
+import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableGraph } from "../project/graphs.ts";
 import type { RunChannel } from "./run-channel.ts";
 import type { RunKwargs } from "./runs.ts";
 import type { ThreadStatus } from "../storage/threads.ts";
-import { toPlain } from "../wire.ts";
+import { isMessageChunk, toPlain } from "../wire.ts";
 import { serverChunk } from "./debug-events.ts";
 
 export interface RunOutcome {
@@ -12,9 +12,39 @@ export interface RunOutcome {
   threadStatus: ThreadStatus;
   /** The final state as `/runs/wait` returns it (with `__interrupt__` when the graph paused). */
   values?: unknown;
+  /** `/runs/wait` answers the state beside `__interrupt__` (Python graphs), not the interrupt alone. */
+  stateWithInterrupt?: boolean;
   /** Thread interrupts, keyed by task id (stateful runs). */
   interrupts?: Record<string, unknown[]>;
   error?: { error: string; message: string };
+  /** Stopped at a superstep boundary (`RunControl.requestDrain`), its checkpoint saved: the run is handed back, not ended. */
+  drained?: boolean;
+  /** Stopped because another replica's attempt owns the run: nothing is recorded from here. */
+  fenced?: boolean;
+}
+
+/** The channel event name under which a protocol run publishes LangGraph's protocol events. */
+export const PROTOCOL_EVENT = "protocol";
+
+interface ProtocolSourceEvent {
+  method: string;
+  params: { namespace: string[]; node?: string; data: unknown };
+}
+
+/**
+ * `graph.streamEvents(input, {version: "v3"})`, spelled with the library's public parts: that
+ * method is private-field based and refuses the per-checkpointer variants runs execute on
+ * (objects created from the loaded graph), so the same stream and transformers are set up here.
+ */
+function protocolEvents(graph: RunnableGraph, input: unknown, options: Record<string, unknown>): AsyncIterable<ProtocolSourceEvent> {
+  const source = graph.stream(input, { ...options, version: "v3", streamMode: STREAM_EVENTS_V3_MODES, subgraphs: true } as never);
+  const transformers = (graph as { streamTransformers?: unknown[] }).streamTransformers ?? [];
+  const chunks = {
+    async *[Symbol.asyncIterator]() {
+      for await (const chunk of await source) yield chunk;
+    },
+  };
+  return createGraphRunStream(chunks as never, transformers as never) as unknown as AsyncIterable<ProtocolSourceEvent>;
 }
 
 export function toCommand(c: NonNullable<RunKwargs["command"]>): Command {
@@ -81,7 +111,7 @@ export async function executeGraph(
       if (wantTuple) channel.push(name("messages"), data);
       if (wantLegacy) {
         const [msg, meta] = data as [BaseMessage, unknown];
-        if (isBaseMessageChunk(msg) && msg.id) {
+        if (isMessageChunk(msg) && msg.id) {
           const prev = partial.get(msg.id);
           if (!prev) channel.push("messages/metadata", { [msg.id]: { metadata: meta } });
           const merged = prev ? (prev as ReturnType<typeof msg.concat>).concat(msg) : msg;
@@ -103,7 +133,19 @@ export async function executeGraph(
   };
 
   try {
-    if (userModes.includes("events")) {
+    if (kwargs.protocol) {
+      // The event-based protocol: LangGraph's own protocol events (`streamEvents` v3), framed by
+      // the protocol layer; the values of the root namespace still make the run's outcome.
+      for await (const ev of protocolEvents(graph, input, options)) {
+        const ns = ev.params.namespace;
+        if (ev.method === "values" && ns.length === 0) {
+          const data = ev.params.data;
+          if (data && typeof data === "object" && "__interrupt__" in data && Object.keys(data).length === 1) interrupt = (data as Record<string, unknown>).__interrupt__;
+          else lastValues = data;
+        }
+        channel.push(PROTOCOL_EVENT, { method: ev.method, namespace: ns, node: ev.params.node, data: ev.params.data });
+      }
+    } else if (userModes.includes("events")) {
       const runId = runConfig.runId;
       for await (const ev of graph.streamEvents(input, { ...options, version: "v2" })) {
         if (ev.tags?.includes("langsmith:hidden")) continue;
@@ -123,6 +165,7 @@ export async function executeGraph(
     }
   } catch (err) {
     if (signal.aborted) throw err;
+    if (isGraphDrained(err)) return { status: "interrupted", threadStatus: "busy", drained: true };
     const error = serializeError(err);
     channel.push("error", error);
     return { status: "error", threadStatus: "error", values: { __error__: error }, error };

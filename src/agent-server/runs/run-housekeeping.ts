@@ -10,12 +10,29 @@ import { toJson } from "../wire.ts";
 import { planRecovery } from "./run-recovery.ts";
 import type { RunKwargs } from "./runs.ts";
 import { isDeadLocalWorker } from "./worker-identity.ts";
+import type { DbClock } from "./db-clock.ts";
+
+/** PostgreSQL's error code for a lock not granted within `lock_timeout`. */
+const LOCK_NOT_AVAILABLE = "55P03";
+
+/** How long a takeover waits for a run's row or thread: half a renewal period, so renewals stay on time. */
+export function takeoverLockTimeoutMs(renewEveryMs: number): number {
+  return Math.max(100, Math.floor(renewEveryMs / 2));
+}
 
 /** What the housekeeper needs of the run engine. */
 export interface HousekeepingHost {
   readonly ctx: AgentServerContext;
   readonly workerId: string;
   activeCount(): number;
+  /** Runs this process may still start (`WHARF_RUN_SLOTS` less those executing). */
+  freeSlots(): number;
+  /** How often this process's leases are renewed. */
+  renewEveryMs: number;
+  /** Told when this process's leases were renewed (the monotonic time the renewal was sent). */
+  leasesRenewed(sentAt: number): void;
+  /** Leases are compared on the database's clock. */
+  clock: DbClock;
   isStopping(): boolean;
   leaseUntil(): string;
   lockThread(trx: Transaction<Database>, threadId: string): Promise<unknown>;
@@ -29,13 +46,17 @@ export interface HousekeepingHost {
  * starts queued runs nobody handed on.
  */
 export class RunHousekeeper {
+  private renewedAt = 0;
   constructor(private readonly host: HousekeepingHost) {}
 
   async housekeeping(): Promise<void> {
     const ctx = this.host.ctx;
-    const now = nowIso();
-    if (this.host.activeCount()) {
+    const now = this.host.clock.iso();
+    if (this.host.activeCount() && Date.now() - this.renewedAt >= this.host.renewEveryMs - 50) {
+      this.renewedAt = Date.now();
+      const sentAt = performance.now();
       await ctx.db.updateTable("agent_runs").set({ lease_until: this.host.leaseUntil() }).where("worker_id", "=", this.host.workerId).where("status", "=", "running").execute();
+      this.host.leasesRenewed(sentAt);
     }
     const expired = await ctx.db
       .selectFrom("agent_runs")
@@ -44,7 +65,7 @@ export class RunHousekeeper {
       .where("status", "=", "running")
       .where("lease_until", "<", now)
       .execute();
-    for (const r of expired) await this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error");
+    for (const r of expired) await this.unlessBusy(r.run_id, () => this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error"));
     // Runs of a process of this machine that died (kill -9) end now, not when their lease expires.
     const others = await ctx.db
       .selectFrom("agent_runs")
@@ -54,8 +75,18 @@ export class RunHousekeeper {
       .where("worker_id", "!=", this.host.workerId)
       .where("lease_until", ">=", now)
       .execute();
-    for (const r of others) if (r.worker_id && isDeadLocalWorker(r.worker_id)) await this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id);
-    // Queued runs whose thread has nothing running (their creator died before handing them on).
+    for (const r of others) if (r.worker_id && isDeadLocalWorker(r.worker_id)) await this.unlessBusy(r.run_id, () => this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id!));
+    await this.startQueued(now);
+  }
+
+  /**
+   * Starts queued runs whose thread has nothing running (their creator died before handing them
+   * on, or they wait for a free slot), as many as this process has free slots for. Also run alone
+   * when a slot frees: the scans above need not repeat after every run.
+   */
+  async startQueued(now = this.host.clock.iso()): Promise<void> {
+    const ctx = this.host.ctx;
+    if (this.host.freeSlots() <= 0) return;
     const orphans = await ctx.db
       .selectFrom("agent_runs as r")
       .select(["r.thread_id"])
@@ -66,10 +97,10 @@ export class RunHousekeeper {
         not(exists(selectFrom("agent_runs as o").select(sql`1`.as("one")).whereRef("o.thread_id", "=", "r.thread_id").where("o.status", "=", "running"))),
       )
       .groupBy("r.thread_id")
-      .limit(20)
+      .limit(Math.min(20, this.host.freeSlots()))
       .execute();
     for (const o of orphans) {
-      if (this.host.isStopping()) break;
+      if (this.host.isStopping() || this.host.freeSlots() <= 0) break;
       const next = await ctx.db.transaction().execute(async (trx) => {
         await this.host.lockThread(trx, o.thread_id);
         const running = await trx.selectFrom("agent_runs").select("run_id").where("thread_id", "=", o.thread_id).where("status", "=", "running").executeTakeFirst();
@@ -80,13 +111,28 @@ export class RunHousekeeper {
   }
 
   /**
+   * Runs `settle` unless the run's row stays locked (PostgreSQL `lock_timeout`): a checkpoint
+   * transaction of its old owner holds it (checkpoint-fence.ts), perhaps of a frozen process whose
+   * session the server ends soon. The next pass tries again; this one goes on, so this process's
+   * own lease renewals never wait on another process.
+   */
+  private async unlessBusy(runId: string, settle: () => Promise<void>): Promise<void> {
+    try {
+      await settle();
+    } catch (err) {
+      if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
+      this.host.ctx.log.info({ runId }, "a run to take over is still locked by its previous owner's checkpoint write; trying again at the next pass");
+    }
+  }
+
+  /**
    * Settles a run nobody executes any more: its lease expired, or (`deadWorker`) the process that
    * held it is known to be gone. A thread run resumes once (`planRecovery`), else it ends as
    * `error` with the reason and the thread's next queued run starts.
    */
   private async endOrphan(runId: string, threadId: string, temporary: boolean, _status: "error", deadWorker?: string): Promise<void> {
     const ctx = this.host.ctx;
-    const orphaned = (q: any) => (deadWorker ? q.where("worker_id", "=", deadWorker) : q.where("lease_until", "<", nowIso()));
+    const orphaned = (q: any) => (deadWorker ? q.where("worker_id", "=", deadWorker) : q.where("lease_until", "<", this.host.clock.iso()));
     if (temporary) {
       await orphaned(ctx.db.deleteFrom("agent_runs").where("run_id", "=", runId).where("status", "=", "running")).execute();
       return;
@@ -95,6 +141,7 @@ export class RunHousekeeper {
     const headMeta = (head?.metadata ?? {}) as Record<string, unknown>;
     const headRunId = typeof headMeta.run_id === "string" ? headMeta.run_id : null;
     const next = await ctx.db.transaction().execute(async (trx) => {
+      if (ctx.dialect === "postgres") await sql.raw(`SET LOCAL lock_timeout = ${takeoverLockTimeoutMs(this.host.renewEveryMs)}`).execute(trx);
       await this.host.lockThread(trx, threadId);
       const row = await orphaned(trx.selectFrom("agent_runs").selectAll().where("run_id", "=", runId).where("status", "=", "running")).executeTakeFirst();
       if (!row) return null;
@@ -107,7 +154,7 @@ export class RunHousekeeper {
         await trx.updateTable("agent_runs").set({ status: "error", updated_at: nowIso(), worker_id: null, lease_until: null }).where("run_id", "=", runId).execute();
         ctx.log.warn({ runId, threadId, reason }, `run ended as error: ${reason}`);
       }
-      const claimed = this.host.isStopping() ? null : await this.host.claimNext(trx, threadId);
+      const claimed = this.host.isStopping() || this.host.freeSlots() <= 0 ? null : await this.host.claimNext(trx, threadId);
       if (!claimed && plan.action !== "resume") await setThreadOutcome(trx, threadId, { status: "error" });
       return claimed;
     });
@@ -127,7 +174,7 @@ export class RunHousekeeper {
       .where("status", "=", "running")
       .where("worker_id", "!=", this.host.workerId)
       .execute();
-    for (const r of rows) await this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id ?? undefined);
+    for (const r of rows) await this.unlessBusy(r.run_id, () => this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id ?? undefined));
     return rows.length;
   }
 }

@@ -8,9 +8,19 @@ export interface CancelSignal {
   action: "interrupt" | "rollback";
 }
 
-/** Tells the process executing a run to cancel it, whichever process received the request. */
+/** A run is waiting `pending` for a free slot: every process with one looks for it now, not at its next poll. */
+export interface WakeSignal {
+  serverId: string;
+  wake: true;
+}
+
+/**
+ * Tells the process executing a run to cancel it, whichever process received the request; and
+ * wakes the processes with a free slot when a run is left waiting for one.
+ */
 export interface RunSignals {
   cancel(signal: CancelSignal): Promise<void>;
+  wake(serverId: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -31,26 +41,56 @@ export function signalChannel(serverId: string, secret?: string): string {
  * PostgreSQL `LISTEN/NOTIFY` on one dedicated connection per process: no polling, and no extra
  * infrastructure. With SQLite (one host) there is nothing to signal: runs are cancelled locally.
  */
-export async function openRunSignals(databaseUrl: string | null, log: Logger, onCancel: (s: CancelSignal) => void, channel: string = CHANNEL): Promise<RunSignals> {
-  if (!databaseUrl || !/^postgres(ql)?:\/\//.test(databaseUrl)) return { cancel: async () => {}, close: async () => {} };
+/** Signals of a process that has no other process to tell (SQLite, one host): runs are cancelled locally. */
+export const NO_RUN_SIGNALS: RunSignals = { cancel: async () => undefined, wake: async () => undefined, close: async () => undefined };
+
+/** A notification's payload as a signal (pure: table-tested); null for anything else. */
+export function parseSignal(payload: string): CancelSignal | WakeSignal | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(payload);
+  } catch {
+    return null; // not JSON: not ours
+  }
+  if (typeof v !== "object" || v === null) return null;
+  const s = v as Record<string, unknown>;
+  if (typeof s.serverId !== "string") return null;
+  if (s.wake === true) return { serverId: s.serverId, wake: true };
+  if (typeof s.runId === "string" && (s.action === "interrupt" || s.action === "rollback")) return { serverId: s.serverId, runId: s.runId, action: s.action };
+  return null;
+}
+
+export async function openRunSignals(
+  databaseUrl: string | null,
+  log: Logger,
+  onCancel: (s: CancelSignal) => void,
+  channel: string = CHANNEL,
+  onWake: (s: WakeSignal) => void = () => undefined,
+): Promise<RunSignals> {
+  if (!databaseUrl || !/^postgres(ql)?:\/\//.test(databaseUrl)) return NO_RUN_SIGNALS;
   const listener = new pg.Client({ connectionString: databaseUrl });
-  listener.on("error", (err) => log.warn({ err: err.message }, "agent run signal connection failed; cross-process cancels are off"));
+  listener.on("error", (err) => log.warn({ err }, "agent run signal connection failed; cross-process cancels are off"));
   await listener.connect();
   await listener.query(`LISTEN ${channel}`);
   listener.on("notification", (msg) => {
-    try {
-      onCancel(JSON.parse(msg.payload ?? "") as CancelSignal);
-    } catch {}
+    const s = parseSignal(msg.payload ?? "");
+    if (!s) log.warn({ payload: msg.payload?.slice(0, 200) }, "agent run signal ignored: not a cancel or wake signal");
+    else if ("wake" in s) onWake(s);
+    else onCancel(s);
   });
   const sender = new pg.Pool({ connectionString: databaseUrl, max: 1 });
-  sender.on("error", () => {});
+  sender.on("error", (err) => log.warn({ err }, "agent run signal sender connection failed"));
   return {
     cancel: async (s) => {
       await sender.query("SELECT pg_notify($1, $2)", [channel, JSON.stringify(s)]);
     },
+    wake: async (serverId) => {
+      await sender.query("SELECT pg_notify($1, $2)", [channel, JSON.stringify({ serverId, wake: true } satisfies WakeSignal)]);
+    },
     close: async () => {
-      await listener.end().catch(() => {});
-      await sender.end().catch(() => {});
+      // Closing: a connection that already failed has nothing left to end.
+      await listener.end().catch(() => undefined);
+      await sender.end().catch(() => undefined);
     },
   };
 }

@@ -23,10 +23,16 @@ export interface RunKwargs {
   resumable: boolean;
   on_disconnect: "cancel" | "continue";
   durability?: string | null;
+  /** The delay the run was created with (graphs of Python projects see it as `__after_seconds__`). */
+  after_seconds?: number | null;
   /** The caller's user and `x-*` headers, sealed (queued runs, and thread runs so a crash can resume them). */
   sealed_private?: { keyId: string; blob: string } | null;
-  /** Which start this is (1, or 2 after a resume following a crash). */
+  /** Started by the event-based protocol: streams LangGraph's protocol events (`streamEvents` v3). */
+  protocol?: boolean;
+  /** Which start this is (1, then one more after each resume following a crash or a drain). */
   attempt?: number;
+  /** How many of the earlier attempts were drained and handed back (SIGTERM), not lost in a crash. */
+  handbacks?: number;
 }
 
 /** Per-run values that must not be stored in clear: the authenticated user and forwarded headers. */

@@ -5,6 +5,7 @@ import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import pg from "pg";
+import { fencingPool, idleInTransactionMs } from "./checkpoint-fence.ts";
 
 export interface Checkpointer {
   saver: BaseCheckpointSaver & { deleteThread(threadId: string): Promise<void> };
@@ -48,7 +49,7 @@ function withRunMetadata<S extends BaseCheckpointSaver>(saver: S): S {
  * first): a deployment's role owns its schema and nothing more. When the schema exists, setup
  * runs on a connection that answers that one statement itself.
  */
-async function setupSaver(saver: PostgresSaver, pool: pg.Pool, schema: string | undefined): Promise<void> {
+async function setupSaver(saver: PostgresSaver, pool: pg.Pool, schema: string | undefined, saverPool: pg.Pool): Promise<void> {
   const exists = schema ? (await pool.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema])).rowCount : 0;
   if (!exists) return saver.setup();
   const client = await pool.connect();
@@ -63,7 +64,7 @@ async function setupSaver(saver: PostgresSaver, pool: pg.Pool, schema: string | 
   try {
     await saver.setup();
   } finally {
-    holder.pool = pool;
+    holder.pool = saverPool;
   }
 }
 
@@ -72,13 +73,25 @@ async function setupSaver(saver: PostgresSaver, pool: pg.Pool, schema: string | 
  * database is PostgreSQL (same server, optional schema), otherwise a SQLite file under the home
  * folder, opened in WAL mode so several agent-server processes can share it.
  */
-export async function openCheckpointer(options: { databaseUrl: string | null; home: string; pgSchema?: string }): Promise<Checkpointer> {
+export async function openCheckpointer(options: { databaseUrl: string | null; home: string; pgSchema?: string; leaseMs?: number }): Promise<Checkpointer> {
   const url = options.databaseUrl;
   if (url && /^postgres(ql)?:\/\//.test(url)) {
-    const pool = new pg.Pool({ connectionString: url, max: 10 });
-    pool.on("error", () => {});
-    const saver = withRunMetadata(new PostgresSaver(pool, undefined, options.pgSchema ? { schema: options.pgSchema } : undefined));
-    await setupSaver(saver, pool, options.pgSchema);
+    // With run leases, a frozen process's open checkpoint transaction is ended before its run can be
+    // taken over (see checkpoint-fence.ts).
+    const idle = options.leaseMs ? `-c idle_in_transaction_session_timeout=${idleInTransactionMs(options.leaseMs)}` : undefined;
+    const pool = new pg.Pool({ connectionString: url, max: 10, options: idle });
+    pool.on("error", () => {
+      // An idle client's error (the server closed it): the pool replaces it; a query that needs it fails with its own error.
+    });
+    pool.on("connect", (client) =>
+      client.on("error", () => {
+        // A checked-out client whose session the server ended (idle in a transaction past the timeout,
+        // while this process was frozen): its next query fails and the saver rolls back; not a crash.
+      }),
+    );
+    const saverPool = fencingPool(pool, options.pgSchema);
+    const saver = withRunMetadata(new PostgresSaver(saverPool, undefined, options.pgSchema ? { schema: options.pgSchema } : undefined));
+    await setupSaver(saver, pool, options.pgSchema, saverPool);
     const schema = options.pgSchema ? `"${options.pgSchema.replace(/"/g, "")}".` : "";
     return {
       saver,

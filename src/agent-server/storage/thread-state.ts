@@ -33,7 +33,8 @@ export function toThreadState(s: any): Record<string, unknown> {
     interrupts: t.interrupts ?? [],
     checkpoint: taskCheckpointOf(t.state),
     state: t.state && !t.state.configurable ? toThreadState(t.state) : null,
-    ...(t.result !== undefined ? { result: t.result } : {}),
+    // Always present (null while the task is pending), as the LangGraph server writes it.
+    result: t.result ?? null,
   }));
   return {
     values: s.values ?? {},

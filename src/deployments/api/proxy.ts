@@ -7,12 +7,15 @@ import type { LiveRevision } from "../rollout/live-revision.ts";
 import type { Authenticate } from "../../http/authenticate.ts";
 import { HttpError } from "../../http/errors.ts";
 import { allowedSetCookies, CONSOLE_ORIGIN_CONTENT_HEADERS, parseTenantHost, withoutPlatformCookies } from "../../http/tenant-hosts.ts";
-import type { RolloutEngine, Route, RouteAccess } from "../rollout/rollout-engine.ts";
+import type { RolloutEngine } from "../rollout/rollout-engine.ts";
+import type { Route, RouteAccess } from "../rollout/route-cache.ts";
 import { UUIDISH } from "./schemas.ts";
 import { encodePrincipal, PRINCIPAL_HEADER } from "../runtime/principal-header.ts";
 import type { Principal } from "../../http/principal.ts";
 import { PLATFORM_ONLY_HEADERS, platformCredentialHeaders } from "./forwarded-credentials.ts";
 import { sendUpstream } from "./upstream.ts";
+import { upstreamFailure } from "./upstream-failure.ts";
+import type { Logger } from "../../log/logger.ts";
 
 /** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host"]);
@@ -40,11 +43,6 @@ function problem(status: number, detail: string): Response {
 interface Upstream {
   res: http.IncomingMessage;
   done: () => void;
-}
-
-/** Whether resending is safe: the upstream never saw the request (refused, or a stale keep-alive socket). */
-function retryable(err: NodeJS.ErrnoException & { reusedSocket?: boolean }): boolean {
-  return err.code === "ECONNREFUSED" || (err.code === "ECONNRESET" && err.reusedSocket === true);
 }
 
 /**
@@ -152,7 +150,7 @@ function pipeToClient(res: http.IncomingMessage, outgoing: http.ServerResponse, 
  * by the platform's body limit) are read first so a request refused by a server that just stopped
  * can be sent again to the new one.
  */
-export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEngine, authenticate: Authenticate, tenantDomain: string): void {
+export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEngine, authenticate: Authenticate, tenantDomain: string, log: Logger): void {
   /**
    * Without custom auth the agent server accepts any platform key; the stable URL narrows that to
    * keys of the deployment's own workspace (another workspace's key reads as "not found", as on the
@@ -247,12 +245,15 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
       } catch (err) {
         done();
         lastError = err as Error;
-        if (!retryable(err as NodeJS.ErrnoException) || signal.aborted) break;
+        // Resent only when the agent server cannot have seen it: a run must not start twice.
+        if (upstreamFailure(err as NodeJS.ErrnoException) === "other" || signal.aborted) break;
         await new Promise((r) => setTimeout(r, 20 * (attempt + 1)));
       }
     }
     if (!upstream) {
       if (signal.aborted) return problem(499, "client closed the request");
+      const e = lastError as (NodeJS.ErrnoException & { reusedSocket?: boolean }) | null;
+      log.warn({ deploymentId: id, method, path: rest, code: e?.code, reusedSocket: e?.reusedSocket, err: e?.message, requestId: c.get("requestId") }, "the deployment's agent server did not answer");
       return problem(502, `The deployment's agent server did not answer: ${lastError?.message ?? "unknown error"}`);
     }
     const { res, done } = upstream;

@@ -20,6 +20,7 @@ import {
 import type { DeploymentsTable } from "../store/deployments-tables.ts";
 import { checkBuildable, checkSourceConfig, checkSourceSupported, duplicateSecretNames, mergeRevisionConfig, type RevisionPlan } from "../rollout/revision-plan.ts";
 import { readLogs, type LogKind } from "../store/revision-logs.ts";
+import { planPatch } from "../rollout/patch-plan.ts";
 import { recordCreated, transition, TERMINAL_STATUSES, LostRevision, type RevisionStatus } from "../rollout/revision-states.ts";
 import type { RolloutEngine } from "../rollout/rollout-engine.ts";
 import {
@@ -258,17 +259,7 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
       const row = await requireDeployment(ws, params.deployment_id);
       if (body.revision_source) checkSourceSupported(body.revision_source, ["body", "revision_source"]);
       if (body.secret_references?.length) throw invalidAt(["body", "secret_references"], "secret_references are for external_docker sources, which this platform does not run");
-      const currentSource = JSON.parse(row.source_config) as Record<string, unknown>;
-      checkSourceConfig(body.source_config, currentSource);
-      const nextSource = { ...currentSource };
-      let commandsChanged = false;
-      for (const [k, v] of Object.entries(body.source_config ?? {})) {
-        if (v === undefined || k === "custom_url") continue;
-        if ((k === "install_command" || k === "build_command") && (v ?? null) !== (currentSource[k] ?? null)) commandsChanged = true;
-        if (v !== null || k === "install_command" || k === "build_command") nextSource[k] = v;
-      }
-      const resourceSpecChanged = body.source_config?.resource_spec != null;
-      const { merged, changed: sourceChanged } = mergeRevisionConfig(JSON.parse(row.source_revision_config), body.source_revision_config);
+      checkSourceConfig(body.source_config, JSON.parse(row.source_config) as Record<string, unknown>);
       let secrets = openSecrets(ctx.box, row);
       let secretsChanged = false;
       if (body.secrets) {
@@ -278,22 +269,14 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
         secretsChanged = !sameSecrets(secrets, m.secrets);
         secrets = m.secrets;
       }
-      const newRevision = sourceChanged || commandsChanged || secretsChanged || resourceSpecChanged || (body.revision_source != null && body.revision_source !== row.source);
-      const repoUrl = (nextSource.repo_url as string | null) ?? null;
+      const patch = planPatch(row, body, secretsChanged);
+      const { nextSource, merged, sourceChanged } = patch;
       let plan: RevisionPlan | null = null;
-      let reuse: string | null = null;
-      if (newRevision) {
-        const what = await checkBuildable(merged, repoUrl, { workspaceId: ws, layout: engine().layout, requireSource: sourceChanged, ...localSource });
-        if (what === "build") {
-          plan = {
-            source: body.revision_source ?? row.source,
-            sourceRevisionConfig: merged,
-            buildConfig: { repo_url: repoUrl, install_command: (nextSource.install_command as string | null) ?? null, build_command: (nextSource.build_command as string | null) ?? null },
-          };
-          // Only the secrets or resources changed: deploy the current build again with them.
-          if (!sourceChanged && !commandsChanged) reuse = row.active_revision_id ?? row.latest_revision_id;
-        }
+      if (patch.newRevision) {
+        const what = await checkBuildable(merged, patch.revision.buildConfig.repo_url, { workspaceId: ws, layout: engine().layout, requireSource: sourceChanged, ...localSource });
+        if (what === "build") plan = patch.revision;
       }
+      const reuse = plan ? patch.reuseBuildOf : null;
       const now = nowIso();
       // Last of the checks: it seals the config's opaque values. No new revision: the running one
       // and its build steps take the new rules at once (below).

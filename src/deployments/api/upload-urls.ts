@@ -68,11 +68,15 @@ export async function storeUpload(layout: DeploymentsLayout, claim: UploadClaim,
       counted.destroy(err as Error);
     }
   });
+  const out = fs.createWriteStream(tmp, { mode: 0o600 });
   try {
-    await pipeline(counted, fs.createWriteStream(tmp, { mode: 0o600 }));
+    await pipeline(counted, out);
     fs.renameSync(tmp, file);
   } finally {
     quota.release();
+    // A refused upload can fail before the file is even open: the stream opens (creating the file)
+    // and closes after pipeline has already failed, so the partial file is removed only once closed.
+    if (!out.closed) await new Promise<void>((resolve) => out.once("close", () => resolve()));
     fs.rmSync(tmp, { force: true });
   }
   return bytes;

@@ -1,16 +1,38 @@
 import http from "node:http";
 import { socketOf } from "../runtime/agent-process.ts";
+import { UPSTREAM_IDLE_MS } from "../runtime/keep-alive.ts";
+import { upstreamFailure } from "./upstream-failure.ts";
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256, keepAliveMsecs: 1000 });
+/**
+ * Kept-alive connections to agent servers. The pool drops a connection idle for UPSTREAM_IDLE_MS,
+ * long before the agent server would close it, so that the two never race on an idle connection;
+ * `timeout` only emits an event on a connection in use (a quiet stream goes on).
+ */
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256, keepAliveMsecs: 1000, timeout: UPSTREAM_IDLE_MS });
+
+type Init = { method: string; headers: http.OutgoingHttpHeaders; body: Buffer | null; signal?: AbortSignal };
 
 /**
  * One HTTP request to an agent server at its serving URL: `unix:/path/agent.sock` (a confined
- * revision) or `http://host:port`. Resolves with the response head; the body streams.
+ * revision) or `http://host:port`. Resolves with the response head; the body streams. A request
+ * that met a kept-alive connection the server had already closed is sent once more on a new
+ * connection of its own: the server never read it (see `upstreamFailure`), and on a busy machine
+ * the platform can notice such a close late whatever the timeouts.
  */
-export function sendUpstream(base: string, pathAndQuery: string, init: { method: string; headers: http.OutgoingHttpHeaders; body: Buffer | null; signal?: AbortSignal }): Promise<http.IncomingMessage> {
+export async function sendUpstream(base: string, pathAndQuery: string, init: Init): Promise<http.IncomingMessage> {
+  try {
+    return await sendOnce(base, pathAndQuery, init, agent);
+  } catch (err) {
+    if (upstreamFailure(err as NodeJS.ErrnoException) !== "stale-socket" || init.signal?.aborted) throw err;
+    // `agent: false`: a connection of its own, never another pooled one that may be stale too.
+    return await sendOnce(base, pathAndQuery, init, false);
+  }
+}
+
+function sendOnce(base: string, pathAndQuery: string, init: Init, via: http.Agent | false): Promise<http.IncomingMessage> {
   const socketPath = socketOf(base);
   return new Promise((resolve, reject) => {
-    const opts: http.RequestOptions = { method: init.method, headers: init.headers, agent, signal: init.signal };
+    const opts: http.RequestOptions = { method: init.method, headers: init.headers, agent: via, signal: init.signal };
     const req = socketPath ? http.request({ ...opts, socketPath, path: pathAndQuery }, resolve) : http.request(new URL(pathAndQuery, base), opts, resolve);
     req.once("error", (err: NodeJS.ErrnoException & { reusedSocket?: boolean }) => {
       err.reusedSocket = req.reusedSocket;

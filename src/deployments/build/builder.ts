@@ -26,8 +26,8 @@ export type BuildStep = (step: {
   env: Record<string, string>;
   writable: boolean;
   capture?: boolean;
-  /** Python steps: PyPI is implied in the egress, and this host folder is shown as the workspace's Python environments. */
-  python?: { envs: string; writable: boolean };
+  /** Python steps: PyPI (and `hosts`: the project's own indexes and git hosts) is implied in the egress, and this host folder is shown as the workspace's Python environments. */
+  python?: { envs: string; writable: boolean; hosts?: string[] };
 }) => Promise<string>;
 
 export interface BuildInput {
@@ -68,7 +68,7 @@ export async function buildRevision(
   try {
     config = readProjectConfig(artifactDir, input.langgraphConfigPath);
   } catch (err) {
-    throw new BuildError((err as Error).message);
+    throw new BuildError((err as Error).message, { cause: err });
   }
   log.line(`graphs in ${input.langgraphConfigPath}: ${config.graphIds.join(", ")}${config.hasCustomAuth ? " (custom auth)" : ""}`);
   const childEnv: Record<string, string> = { ...input.env, NODE_ENV: "production" };

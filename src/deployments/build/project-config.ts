@@ -25,7 +25,7 @@ export function readProjectConfig(root: string, configPath: string): ProjectConf
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new ProjectConfigError(`${configPath} is not valid JSON: ${(err as Error).message}`);
+    throw new ProjectConfigError(`${configPath} is not valid JSON: ${(err as Error).message}`, { cause: err });
   }
   const graphs = (parsed as { graphs?: unknown }).graphs;
   if (!graphs || typeof graphs !== "object" || Array.isArray(graphs) || Object.keys(graphs).length === 0) {

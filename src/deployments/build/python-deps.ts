@@ -6,6 +6,8 @@ import type { DeploymentsLayout } from "../layout.ts";
 import type { RevisionLog } from "../store/revision-logs.ts";
 import { TSX_LOADER } from "../runtime/agent-process.ts";
 import type { BuildStep } from "./builder.ts";
+import { readProjectFile, LOCKFILE_MAX } from "./project-file.ts";
+import { pythonProjectHosts } from "./registry-hosts.ts";
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), "python-env-child.ts");
 
@@ -43,7 +45,21 @@ function lastJson(out: string, what: string): Record<string, unknown> {
   }
 }
 
-async function runChild(mode: "key" | "create" | "check", config: { dir: string; file: string }, o: Opts, python: { envs: string; writable: boolean }, what: string, writable: boolean): Promise<Record<string, unknown>> {
+/**
+ * The hosts a Python install of this project reaches beyond PyPI, from its own files read on the
+ * platform's side (never followed, capped): `pip_config_file`, `git+https` dependencies, `uv.lock`.
+ */
+export function pythonInstallHosts(config: { dir: string; file: string }, buildRoot: string): string[] {
+  const raw = JSON.parse(fs.readFileSync(config.file, "utf8")) as { pip_config_file?: unknown; dependencies?: unknown; source?: { kind?: unknown; root?: unknown } };
+  const rel = (p: string) => path.relative(buildRoot, path.resolve(config.dir, p));
+  const pipConfig = typeof raw.pip_config_file === "string" ? readProjectFile(buildRoot, rel(raw.pip_config_file)) : null;
+  const dependencies = Array.isArray(raw.dependencies) ? raw.dependencies.filter((d): d is string => typeof d === "string") : [];
+  const uvRoot = raw.source?.kind === "uv" ? (typeof raw.source.root === "string" ? raw.source.root : ".") : null;
+  const uvLock = uvRoot !== null ? readProjectFile(buildRoot, rel(path.join(uvRoot, "uv.lock")), LOCKFILE_MAX) : null;
+  return pythonProjectHosts({ pipConfig, dependencies, uvLock });
+}
+
+async function runChild(mode: "key" | "create" | "check", config: { dir: string; file: string }, o: Opts, python: { envs: string; writable: boolean; hosts?: string[] }, what: string, writable: boolean): Promise<Record<string, unknown>> {
   const out = await o.step({ what, argv: [process.execPath, "--import", TSX_LOADER, CHILD, mode, config.file, o.layout.pythonEnvsFor(o.workspaceId)], cwd: config.dir, env: o.env, writable, capture: true, python });
   const r = lastJson(out, what);
   if (typeof r.error === "string") throw new PythonBuildError(r.error);
@@ -60,6 +76,13 @@ async function runChild(mode: "key" | "create" | "check", config: { dir: string;
 export async function installPythonEnvironment(config: { dir: string; file: string }, o: Opts & { revisionId: string }): Promise<void> {
   const envs = o.layout.pythonEnvsFor(o.workspaceId);
   fs.mkdirSync(envs, { recursive: true, mode: 0o755 });
+  let hosts: string[];
+  try {
+    hosts = pythonInstallHosts(config, o.layout.buildDir(o.revisionId));
+  } catch (err) {
+    throw new PythonBuildError((err as Error).message, { cause: err });
+  }
+  if (hosts.length) o.log.line(`Python package sources reachable for this build besides PyPI: ${hosts.join(", ")}`);
   const { key } = await runChild("key", config, o, { envs, writable: false }, "computing the Python environment's key", false);
   if (typeof key !== "string" || !KEY.test(key)) throw new PythonBuildError(`unexpected Python environment key ${String(key)}`);
   const target = path.join(envs, key);
@@ -71,8 +94,9 @@ export async function installPythonEnvironment(config: { dir: string; file: stri
   fs.rmSync(staging, { recursive: true, force: true });
   fs.mkdirSync(staging, { mode: 0o755 });
   try {
-    o.log.line(`creating the Python environment ${key} (python3 -m venv, pip; the base image has no C compiler: sdists with C extensions fail)`);
-    await runChild("create", config, o, { envs: staging, writable: true }, "installing the Python dependencies", true);
+    o.log.line(`creating the Python environment ${key} (the base image has no C compiler: sdists with C extensions fail)`);
+    const made0 = await runChild("create", config, o, { envs: staging, writable: true, hosts }, "installing the Python dependencies", true);
+    o.log.line(`Python environment ${key} installed with ${String(made0.installer)}`);
     const made = path.join(staging, key);
     const st = fs.lstatSync(made, { throwIfNoEntry: false });
     // Without isolation the step wrote the shared folder itself (no staging bind): nothing to move.

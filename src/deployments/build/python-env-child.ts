@@ -9,7 +9,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createLogger } from "../../log/logger.ts";
-import { ensurePythonEnv, loadProject, pythonEnvKey, startPythonRuntime } from "../../agent-server/index.ts";
+import { createPythonEnv, loadProject, pythonEnvKey, startPythonRuntime } from "../../agent-server/index.ts";
 
 const [mode, configFile, envsDir] = process.argv.slice(2);
 const log = createLogger({ level: "warn", destination: process.stderr });
@@ -19,7 +19,7 @@ const print = (v: unknown) => process.stdout.write("\n" + JSON.stringify(v) + "\
 
 try {
   if (mode === "key") print({ key: await pythonEnvKey(opts) });
-  else if (mode === "create") print({ python: await ensurePythonEnv(opts) });
+  else if (mode === "create") print(await createPythonEnv(opts));
   else if (mode === "check") {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-check-"));
     const runtime = await startPythonRuntime({ ...opts, home });

@@ -1,3 +1,5 @@
+import { gitDependencyUrl, pipConfigIndexes, pipConfigUrls, uvLockUrls } from "../../agent-server/index.ts";
+
 /**
  * The package registries a build's npm will fetch from, as egress allow-list entries: a build step
  * must reach them even when the deployment's `proxy_config` allows only what its agent calls.
@@ -5,6 +7,8 @@
  * `@scope:registry` lines, `npm_config_registry` in the build's environment, else npm's default),
  * never by running anything of the project.
  */
+
+import type { HostRegistries } from "./host-registries.ts";
 
 export const NPM_DEFAULT_REGISTRY = "https://registry.npmjs.org/";
 
@@ -72,4 +76,69 @@ export const PYPI_HOSTS = ["pypi.org", "files.pythonhosted.org"];
 export function pythonRegistryHosts(env: Record<string, string>): string[] {
   const urls = ["PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL"].flatMap((k) => (env[k] ?? "").split(/\s+/).filter(Boolean));
   return [...new Set([...PYPI_HOSTS, ...urls.map(registryEntry).filter((e): e is string => e !== null)])];
+}
+
+/**
+ * What a Python build of this project fetches from beyond PyPI, as allow-list entries (pure): the
+ * indexes of its `pip_config_file`, the hosts of its `git+https` dependencies and every source its
+ * `uv.lock` names, as the npm registries of its `.npmrc` are.
+ */
+export function pythonProjectHosts(input: { pipConfig: string | null; dependencies: string[]; uvLock: string | null }): string[] {
+  const urls = [
+    ...(input.pipConfig ? pipConfigUrls(pipConfigIndexes(input.pipConfig)) : []),
+    ...input.dependencies.map(gitDependencyUrl).filter((u): u is string => u !== null),
+    ...(input.uvLock ? uvLockUrls(input.uvLock) : []),
+  ];
+  return [...new Set(urls.map(registryEntry).filter((e): e is string => e !== null))];
+}
+
+/** What a build step gets from the host's package-manager configuration and the operator's setting. */
+export interface BuildRegistryPlan {
+  /** Added to the step's environment so its npm and pip use the host's registries. */
+  env: Record<string, string>;
+  /** Allow-list entries the step needs (its registries, wherever they were configured). */
+  allow: string[];
+  /** The host's registries the step uses (its only entries that may ever be reached at internal addresses). */
+  hostEntries: string[];
+  /** Entries the proxy may dial at internal addresses: `hostEntries` when the operator allows it, else none. */
+  internal: string[];
+  /** CA files the host's npm and pip trust (`cafile`, `cert`), trusted upstream for this step. */
+  caFiles: string[];
+}
+
+const httpUrl = (u: string | null): u is string => u !== null && /^https?:\/\//i.test(u);
+
+/**
+ * A build step's registries. npm's default registry is the step environment's, else the project's
+ * `.npmrc`'s, else the host's (given to the step as `npm_config_registry`), else npm's default;
+ * pip's index and extra indexes likewise from the environment, else the host's. Only what came
+ * from the host may be reached at an internal address, and only with the operator's setting: a
+ * project's own `.npmrc` naming an internal host stays refused.
+ */
+export function buildRegistryPlan(input: { npmrc: string | null; env: Record<string, string>; host: HostRegistries; python: boolean; allowInternal: boolean }): BuildRegistryPlan {
+  const env: Record<string, string> = {};
+  const hostUrls: string[] = [];
+  const rc = input.npmrc ? npmrcRegistries(input.npmrc, input.env) : { registry: null };
+  const stepRegistry = input.env.npm_config_registry || input.env.NPM_CONFIG_REGISTRY || rc.registry;
+  if (!stepRegistry && httpUrl(input.host.npm.registry) && registryEntry(input.host.npm.registry) !== registryEntry(NPM_DEFAULT_REGISTRY)) {
+    env.npm_config_registry = input.host.npm.registry;
+    hostUrls.push(input.host.npm.registry);
+  }
+  if (input.python) {
+    if (!input.env.PIP_INDEX_URL && httpUrl(input.host.pip.indexUrl)) {
+      env.PIP_INDEX_URL = input.host.pip.indexUrl;
+      hostUrls.push(input.host.pip.indexUrl);
+    }
+    const extras = input.host.pip.extraIndexUrls.filter((u) => httpUrl(u));
+    if (!input.env.PIP_EXTRA_INDEX_URL && extras.length) {
+      env.PIP_EXTRA_INDEX_URL = extras.join(" ");
+      hostUrls.push(...extras);
+    }
+  }
+  const stepEnv = { ...input.env, ...env };
+  const npm = registryHosts({ npmrc: input.npmrc, env: stepEnv });
+  const allow = input.python ? [...new Set([...npm, ...pythonRegistryHosts(stepEnv)])] : npm;
+  const hostEntries = [...new Set(hostUrls.map(registryEntry).filter((e): e is string => e !== null))];
+  const caFiles = [input.host.npm.cafile, input.python ? input.host.pip.cert : null].filter((f): f is string => !!f && f.startsWith("/"));
+  return { env, allow, hostEntries, internal: input.allowInternal ? hostEntries : [], caFiles: [...new Set(caFiles)] };
 }

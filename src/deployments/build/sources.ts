@@ -9,6 +9,7 @@ import { REFUSAL_HINT, startOutboundProxy, type OutboundPolicy } from "../../egr
 import { copyTree, CopyRefused } from "./copy-tree.ts";
 import { LocalPathRefused, resolveLocalPath } from "./local-roots.ts";
 import { repoUrlProblem } from "./repo-url.ts";
+import { processEnvironment } from "../../config/index.ts";
 
 export class SourceError extends Error {}
 
@@ -52,7 +53,7 @@ export async function fetchSource(spec: SourceSpec, dest: string, ctx: FetchCont
     ctx.log.line(`extracting uploaded tarball ${spec.source_tarball_path} (${fs.statSync(file).size} bytes)`);
     // node-tar refuses absolute paths and `..` entries unless asked to keep them.
     await tar.x({ file, cwd: dest, strict: true, noChmod: true }).catch((err: Error) => {
-      throw new SourceError(`the uploaded tarball cannot be extracted: ${err.message}`);
+      throw new SourceError(`the uploaded tarball cannot be extracted: ${err.message}`, { cause: err });
     });
     return { commitSha: null };
   }
@@ -99,7 +100,7 @@ async function cloneRepo(repoUrl: string, ref: string | null, dest: string, ctx:
   if (problem) throw new SourceError(problem);
   const proxy = await startOutboundProxy(ctx.sources.outbound);
   try {
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(https?|all|no)_proxy$/i.test(k) && !k.startsWith("GIT_")));
+    const inherited = Object.fromEntries(Object.entries(processEnvironment()).filter(([k]) => !/^(https?|all|no)_proxy$/i.test(k) && !k.startsWith("GIT_")));
     const env = { ...inherited, GIT_TERMINAL_PROMPT: "0", GIT_ALLOW_PROTOCOL: "http:https", GIT_PROTOCOL_FROM_USER: "0", GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
     const config = ["-c", "protocol.file.allow=never", "-c", "protocol.allow=never", "-c", "protocol.https.allow=always", "-c", "protocol.http.allow=always", "-c", `http.proxy=${proxy.url}`, "-c", "http.followRedirects=initial"];
     const git = (args: string[], cwd: string, what: string, capture = false) => runCommand("git", [...config, ...args], { cwd, env, log: ctx.log, signal: ctx.signal, what, capture });

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import type { Limits } from "../../sandboxes/driver/cgroups.ts";
+import type { Bind, Limits, MountPlan } from "../../confinement/index.ts";
 import { WHARF_NODE_MODULES, WHARF_ROOT, type DeploymentsLayout } from "../layout.ts";
 
 /**
@@ -11,29 +11,9 @@ import { WHARF_NODE_MODULES, WHARF_ROOT, type DeploymentsLayout } from "../layou
  * turns a plan into a running confinement.
  */
 
-export interface Bind {
-  src: string;
-  dest?: string;
-  rw?: boolean;
-  /** A small read-only file that never changes while shown: copied in (no host path in the mount table). */
-  copy?: boolean;
-  /**
-   * A folder of the platform's own that holds `src`: the rest of the path is resolved without
-   * following links when it is mounted (deployed code writes what lies below some of these).
-   */
-  beneath?: string;
-}
+export type { Bind, MountPlan };
 
 export class ConfinementError extends Error {}
-
-export interface MountPlan {
-  binds: Bind[];
-  symlinks: Array<{ link: string; target: string }>;
-  /** Host folders shown writable through a throwaway overlay layer (never written themselves). */
-  overlays?: Array<{ lower: string; dest: string }>;
-  /** An ext4 image shown writable at `dest` (a folder with a hard size: the state folder). */
-  disk?: { image: string; dest: string } | null;
-}
 
 /**
  * tsx's compile cache of the platform's own process (Wharf's sources already compiled), shown to
@@ -162,7 +142,7 @@ export function servePlan(input: { layout: DeploymentsLayout; workspaceId: strin
   const deps = linkedDependencies(input);
   if (deps) binds.push(under(input.layout, deps, input.layout.deps));
   if (!input.stateImage) binds.push(own(input.stateDir, STATE_INSIDE));
-  binds.push(own(input.socketDir, SOCKET_DIR_INSIDE));
+  binds.push({ ...own(input.socketDir, SOCKET_DIR_INSIDE), sockets: true });
   return { binds, symlinks: links.symlinks, overlays: compileCacheOverlay(), disk: input.stateImage ? { image: input.stateImage, dest: STATE_INSIDE } : null };
 }
 

@@ -15,19 +15,33 @@ import type { Bind } from "./confinement.ts";
 export const serverEgressId = (revisionId: string) => `dep-${revisionId}`;
 export const buildEgressId = (revisionId: string) => `dep-build-${revisionId}`;
 
+/** What the platform adds to a build step's rules besides its registries (never from a `proxy_config`). */
+export interface BuildStepTrust {
+  /** The host's registries, which the operator allows at internal addresses. */
+  internalHosts: string[];
+  /** CA files the host's package managers trust, trusted upstream for this step. */
+  upstreamCaFiles: string[];
+}
+
 /**
  * A build step's rules: the deployment's `proxy_config` (header rules, credentials, deny_list) with
  * the package registries the build needs added to an `allow_list`, so a config written for the
  * agent (`allow_list: ["api.openai.com"]`) still installs its dependencies. A deny_list is kept as
  * written: a registry the owner denied stays denied. No config: the default posture, which already
- * reaches every registry on 80/443.
+ * reaches every registry on 80/443. `trust` (the host's registries at internal addresses, their CA
+ * files) goes into platform-only fields the proxy reads for this step alone.
  */
-export function buildStepProxyConfig<T>(stored: T, registries: string[]): T {
-  if (!stored || typeof stored !== "object" || registries.length === 0) return stored;
+export function buildStepProxyConfig<T>(stored: T, registries: string[], trust: BuildStepTrust = { internalHosts: [], upstreamCaFiles: [] }): T {
+  const extra = {
+    ...(trust.internalHosts.length ? { internal_hosts: trust.internalHosts } : {}),
+    ...(trust.upstreamCaFiles.length ? { upstream_ca_files: trust.upstreamCaFiles } : {}),
+  };
+  const withTrust = (cfg: T): T => (Object.keys(extra).length ? ({ ...(cfg ?? { version: 1, rules: [], callbacks: [], access_control: null, no_proxy: [] }), ...extra } as T) : cfg);
+  if (!stored || typeof stored !== "object" || registries.length === 0) return withTrust(stored);
   const ac = (stored as { access_control?: unknown }).access_control as { allow_list?: unknown } | null | undefined;
-  if (!ac || !Array.isArray(ac.allow_list)) return stored;
+  if (!ac || !Array.isArray(ac.allow_list)) return withTrust(stored);
   const allow = [...new Set([...(ac.allow_list as string[]), ...registries])];
-  return { ...stored, access_control: { allow_list: allow } };
+  return withTrust({ ...stored, access_control: { allow_list: allow } });
 }
 
 /** Where the egress files of one process are mounted from (a root-owned folder of the platform's). */

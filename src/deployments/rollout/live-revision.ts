@@ -30,7 +30,10 @@ export class LiveRevision {
       this.readyResolve = resolve;
       this.readyReject = reject;
     });
-    this.ready.catch(() => {});
+    this.ready.catch(() => {
+      // A server that never came up rejects `ready` whether or not a request waits on it: the
+      // waiting requests see the rejection; without any, it must not count as unhandled.
+    });
   }
 
   markReady(): void {

@@ -1,17 +1,22 @@
-import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { Kysely } from "kysely";
+import { resolveOptions, type DeploymentsOptions, type Resolved } from "./options.ts";
+import { readNodeId } from "./node-id.ts";
+import { hasCustomAuth, smokeInputOf } from "./project-flags.ts";
+import { reconcileOwnWork, releaseLock, sweepAbandoned, type TakeoverDeps } from "./takeover.ts";
+import { endFailedPhase, phaseSignal, type AbortReason } from "./phase-end.ts";
+import { RouteCache, ROUTE_TTL_MS, type Route } from "./route-cache.ts";
 import type { PlatformContext } from "../../platform/context.ts";
 import { nowIso } from "../../store/database.ts";
 import { newId } from "../../store/ids.ts";
 import type { Database } from "../../store/schema.ts";
-import { defaultRunnerCommand, killOrphan, type RunnerCommand } from "../runtime/agent-process.ts";
+import { defaultRunnerCommand } from "../runtime/agent-process.ts";
 import { buildRevision, buildStillThere } from "../build/builder.ts";
 import { openSecrets } from "../store/deployment-secrets.ts";
 import type { DeploymentRevisionsTable } from "../store/deployments-tables.ts";
 import { checkReady, waitUntilUp } from "./health.ts";
-import { Launcher } from "../confinement/launcher.ts";
+import { Launcher } from "../../confinement/index.ts";
 import { RevisionRuntime } from "../runtime/revision-runtime.ts";
 import { DeploymentsLayout } from "../layout.ts";
 import { LiveRevision } from "./live-revision.ts";
@@ -19,60 +24,15 @@ import { RevisionLog } from "../store/revision-logs.ts";
 import { LostRevision, transition, type RevisionStatus } from "./revision-states.ts";
 import { LocalServers, soleServer, type LocalServer, type OtherRevision } from "./sole-server.ts";
 import { dropDeploymentDatabase } from "../runtime/database-access.ts";
-import { readProjectFile } from "../build/project-file.ts";
 import type { SourcePolicy } from "../build/sources.ts";
 import { localSourceRoots } from "../example-deployment.ts";
 import { outboundPolicy } from "../../egress/index.ts";
 
-export interface DeploymentsOptions {
-  /** How to start an agent server (default: `node bin/wharf.js agent-server …`). */
-  runnerCommand?: RunnerCommand;
-  /** Deadline of the build phase (fetch, install, load check). Default 10 minutes. */
-  buildTimeoutMs?: number;
-  /** Deadline of the deploy phase (start, /ok, health runs). Default 3 minutes. */
-  deployTimeoutMs?: number;
-  /** How long a replaced revision may keep serving requests in flight. Default 60 s. */
-  drainTimeoutMs?: number;
-  /** Work loop period: picks up work from other processes, heartbeats, supervises. Default 1 s. */
-  pollIntervalMs?: number;
-  /**
-   * Lease of a rollout or a served revision; another process takes over once it expires. Default
-   * 5 s, renewed every poll (1 s): shorter, a process stalled by load could see its own lease lapse
-   * and start a revision's server a second time.
-   */
-  leaseMs?: number;
-  /**
-   * Run builds and agent servers confined (own uid, namespaces, cgroups; see confinement.ts).
-   * Default: on wherever the host can (root with bubblewrap); `WHARF_DEPLOYMENT_ISOLATION=off` disables it.
-   */
-  isolation?: boolean;
-  /** Host folders shown read-only to agent servers besides Wharf's runtime (tests: their fixture server). */
-  runnerBinds?: string[];
-}
 
-type Resolved = Required<DeploymentsOptions>;
-
-/** How many times a revision is resumed after the platform died under it before it is INTERRUPTED. */
-const MAX_ATTEMPTS = 3;
-/** How long a proxy may use a cached route; a replaced revision serves at least this long. */
-export const ROUTE_TTL_MS = 1000;
 
 type Revision = DeploymentRevisionsTable;
 
-/** Why a rollout phase was aborted. */
-type AbortReason = "deadline" | "cancel" | "shutdown";
 
-/** Who may call a deployment: its workspace's credentials, unless the project has its own auth. */
-export interface RouteAccess {
-  workspaceId: string;
-  customAuth: boolean;
-}
-
-export type Route =
-  | ({ kind: "live"; live: LiveRevision } & RouteAccess)
-  | ({ kind: "remote"; url: string } & RouteAccess)
-  /** `access` is known when the deployment exists: its workspace is checked before "not serving" is told. */
-  | { kind: "none"; status: number; detail: string; access?: RouteAccess };
 
 /**
  * Runs the deployments of this platform process: claims queued revisions (one rollout per
@@ -86,7 +46,7 @@ export class RolloutEngine {
   private readonly db: Kysely<Database>;
   private readonly live = new Map<string, LiveRevision>();
   private readonly rollouts = new Map<string, { controller: AbortController; reason: AbortReason | null; deploymentId: string }>();
-  private readonly routes = new Map<string, { revisionId: string | null; url: string | null; owner: string | null; at: number; exists: boolean; workspaceId: string; customAuth: boolean }>();
+  private readonly routes: RouteCache;
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   private tickAgain = false;
@@ -101,20 +61,12 @@ export class RolloutEngine {
     options: DeploymentsOptions = {},
   ) {
     this.db = ctx.db;
-    this.opts = {
-      runnerCommand: options.runnerCommand ?? defaultRunnerCommand,
-      buildTimeoutMs: options.buildTimeoutMs ?? 10 * 60_000,
-      deployTimeoutMs: options.deployTimeoutMs ?? 3 * 60_000,
-      drainTimeoutMs: options.drainTimeoutMs ?? 60_000,
-      pollIntervalMs: options.pollIntervalMs ?? 1000,
-      leaseMs: options.leaseMs ?? 5_000,
-      isolation: options.isolation ?? defaultIsolation(ctx.config.settings.WHARF_DEPLOYMENT_ISOLATION),
-      runnerBinds: options.runnerBinds ?? [],
-    };
+    this.opts = resolveOptions(options, ctx.config.settings.WHARF_DEPLOYMENT_ISOLATION, defaultRunnerCommand);
     this.layout = new DeploymentsLayout(ctx.config.home);
     this.nodeId = readNodeId(this.layout);
+    this.routes = new RouteCache(this.db, this.nodeId, this.live);
     const baseCacheDir = ctx.config.settings.WHARF_SANDBOX_BASE_CACHE || path.join(ctx.config.home, "sandboxes", "images");
-    this.runtime = new RevisionRuntime(ctx, this.layout, new Launcher({ isolation: this.opts.isolation, scratchRoot: this.layout.scratch, baseCacheDir }), this.opts.runnerCommand, this.opts.runnerBinds);
+    this.runtime = new RevisionRuntime(ctx, this.layout, new Launcher({ isolation: this.opts.isolation, scratchRoot: this.layout.scratch, baseCacheDir }), this.opts.runnerCommand, this.opts.runnerBinds, this.opts.packageManagerEnv ?? undefined);
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -136,7 +88,8 @@ export class RolloutEngine {
       r.controller.abort();
     }
     await Promise.allSettled([...this.tasks]);
-    await this.ticking?.catch(() => {});
+    // Never rejects: `kick` logs the loop's errors where it runs it.
+    await this.ticking;
     // DEPLOYED revisions stay DEPLOYED: the next start serves them again.
     await Promise.allSettled([...this.live.values()].map((l) => l.proc.stop(3000)));
     await Promise.allSettled([...this.live.values()].map((l) => l.log.flush()));
@@ -146,7 +99,7 @@ export class RolloutEngine {
       .where("owner", "=", this.nodeId)
       .where("status", "=", "DEPLOYED")
       .execute()
-      .catch(() => {});
+      .catch((err) => this.ctx.log.warn({ err }, "could not clear this process's servers from its DEPLOYED revisions at shutdown (the next start does)"));
     this.live.clear();
   }
 
@@ -170,7 +123,7 @@ export class RolloutEngine {
 
   private track<T>(p: Promise<T>): void {
     this.tasks.add(p);
-    void p.finally(() => this.tasks.delete(p)).catch(() => {});
+    void p.finally(() => this.tasks.delete(p)).catch((err) => this.ctx.log.error({ err }, "a deployments background task failed"));
   }
 
   // ---------------------------------------------------------------- work loop
@@ -211,94 +164,22 @@ export class RolloutEngine {
     return true;
   }
 
-  /**
-   * At start: whatever this node owned belongs to a process that is gone (the previous run of this
-   * platform). Its in-flight revisions are resumed (or INTERRUPTED after too many attempts), its
-   * rollout locks released, and its DEPLOYED revisions are served again by the supervisor.
-   */
-  private async reconcileOwnWork(): Promise<void> {
-    const mine = await this.db.selectFrom("deployment_revisions").selectAll().where("owner", "=", this.nodeId).execute();
-    for (const rev of mine) {
-      await this.runtime.killLeftover(rev.id);
-      if (rev.status === "DEPLOYED") {
-        if (rev.pid && killOrphan(rev.pid, rev.deployment_id)) this.ctx.log.warn({ revision: rev.id, pid: rev.pid }, "killed an agent server left by the previous platform process");
-        await this.db.updateTable("deployment_revisions").set({ pid: null, serving_url: null, lease_until: null }).where("id", "=", rev.id).execute();
-      } else if (["AWAITING_BUILD", "BUILDING", "AWAITING_DEPLOY", "DEPLOYING"].includes(rev.status)) {
-        if (rev.pid) killOrphan(rev.pid, rev.deployment_id);
-        await this.resume(rev, `the platform process working on it stopped during ${rev.status}`);
-      }
-    }
-    await this.db.updateTable("deployments").set({ rollout_revision_id: null, rollout_owner: null, rollout_lease_until: null }).where("rollout_owner", "=", this.nodeId).execute();
+  private reconcileOwnWork(): Promise<void> {
+    return reconcileOwnWork(this.takeover());
   }
 
-  /** Revisions and rollout locks of processes whose lease ran out: resume them here. */
-  private async sweepAbandoned(): Promise<void> {
-    const now = nowIso();
-    const stale = await this.db
-      .selectFrom("deployment_revisions")
-      .selectAll()
-      .where("status", "in", ["AWAITING_BUILD", "BUILDING", "AWAITING_DEPLOY", "DEPLOYING"])
-      .where("owner", "is not", null)
-      .where("lease_until", "<", now)
-      .execute();
-    for (const rev of stale) if (!this.rollouts.has(rev.id)) await this.resume(rev, `the platform process ${rev.owner} stopped renewing its lease during ${rev.status}`);
-    // A revision left in CREATING (the process died between the insert and the queueing).
-    const creating = await this.db
-      .selectFrom("deployment_revisions")
-      .select(["id"])
-      .where("status", "=", "CREATING")
-      .where("created_at", "<", new Date(Date.now() - 10_000).toISOString())
-      .execute();
-    for (const r of creating) await transition(this.db, r.id, ["CREATING"], "QUEUED", { reason: "queued after a platform restart" }).catch(() => {});
-    await this.db
-      .updateTable("deployments")
-      .set({ rollout_revision_id: null, rollout_owner: null, rollout_lease_until: null })
-      .where("rollout_owner", "is not", null)
-      .where("rollout_lease_until", "<", now)
-      .execute();
+  private sweepAbandoned(): Promise<void> {
+    return sweepAbandoned(this.takeover(), (id) => this.rollouts.has(id));
   }
 
-  /** Puts an abandoned in-flight revision back in line for its phase, or ends it INTERRUPTED. */
-  private async resume(rev: Revision, why: string): Promise<void> {
-    const owner = rev.owner;
-    const base = { owner: null, lease_until: null, pid: null, serving_url: null, phase_deadline: null };
-    try {
-      if (rev.attempt >= MAX_ATTEMPTS) {
-        await transition(this.db, rev.id, [rev.status as RevisionStatus], "INTERRUPTED", {
-          owner,
-          reason: `${why}; gave up after ${rev.attempt} attempts`,
-          set: { ...base, status_message: `Interrupted: ${why} (${rev.attempt} attempts)` },
-        });
-        await this.releaseLock(rev.deployment_id, rev.id, owner);
-        return;
-      }
-      const building = rev.status === "AWAITING_BUILD" || rev.status === "BUILDING";
-      if (!building && !buildStillThere(rev.project_dir)) {
-        await transition(this.db, rev.id, [rev.status as RevisionStatus], "INTERRUPTED", { owner, reason: `${why}; its build is gone`, set: { ...base, status_message: `Interrupted: ${why}; its build is gone` } });
-        await this.releaseLock(rev.deployment_id, rev.id, owner);
-        return;
-      }
-      const to: RevisionStatus = building ? "AWAITING_BUILD" : "AWAITING_DEPLOY";
-      const reason = `${why}; resuming (attempt ${rev.attempt + 1})`;
-      if (rev.status === to) {
-        await this.db.updateTable("deployment_revisions").set({ ...base, attempt: rev.attempt + 1, updated_at: nowIso() }).where("id", "=", rev.id).where("owner", "=", owner!).execute();
-      } else {
-        await transition(this.db, rev.id, [rev.status as RevisionStatus], to, { owner, reason, set: { ...base, attempt: rev.attempt + 1 } });
-      }
-      await this.releaseLock(rev.deployment_id, rev.id, owner);
-      const log = new RevisionLog(this.db, rev.id, building ? "build" : "deploy");
-      log.line(reason, "warning");
-      await log.flush();
-      this.ctx.log.warn({ revision: rev.id, deployment: rev.deployment_id }, reason);
-    } catch (err) {
-      if (!(err instanceof LostRevision)) throw err;
-    }
+  /** What the takeover of another process's work needs of the engine. */
+  private takeover(): TakeoverDeps {
+    return { db: this.db, nodeId: this.nodeId, runtime: this.runtime, log: this.ctx.log };
   }
 
-  private async releaseLock(deploymentId: string, revisionId: string, owner: string | null): Promise<void> {
-    let q = this.db.updateTable("deployments").set({ rollout_revision_id: null, rollout_owner: null, rollout_lease_until: null }).where("id", "=", deploymentId).where("rollout_revision_id", "=", revisionId);
-    if (owner) q = q.where("rollout_owner", "=", owner);
-    await q.execute();
+
+  private releaseLock(deploymentId: string, revisionId: string, owner: string | null): Promise<void> {
+    return releaseLock(this.db, deploymentId, revisionId, owner);
   }
 
   /** Claims the per-deployment rollout lock for deployments with waiting revisions and runs them. */
@@ -360,7 +241,7 @@ export class RolloutEngine {
       .catch((err) => this.ctx.log.error({ err, revision: rev.id }, "rollout failed unexpectedly"))
       .finally(async () => {
         this.rollouts.delete(rev.id);
-        await this.releaseLock(rev.deployment_id, rev.id, this.nodeId).catch(() => {});
+        await this.releaseLock(rev.deployment_id, rev.id, this.nodeId).catch((err) => this.ctx.log.warn({ err, revision: rev.id }, "rollout lock not released (it lapses with its lease)"));
         this.kick();
       });
     this.track(task);
@@ -431,7 +312,7 @@ export class RolloutEngine {
     return r && r.project_dir && r.graphs && buildStillThere(r.project_dir) ? (r as typeof r & { project_dir: string }) : null;
   }
 
-  /** Arms the phase deadline; the returned signal aborts on deadline, interrupt or shutdown. */
+  /** What builds may fetch from, once read (see `sourcePolicy`). */
   private sources: SourcePolicy | null = null;
   /** What builds may fetch from (operator settings, read once). */
   private sourcePolicy(): SourcePolicy {
@@ -440,19 +321,12 @@ export class RolloutEngine {
     return this.sources;
   }
 
-  private phaseSignal(entry: { controller: AbortController; reason: AbortReason | null }, ms: number): { signal: AbortSignal; clear(): void } {
-    const t = setTimeout(() => {
-      entry.reason ??= "deadline";
-      entry.controller.abort();
-    }, ms);
-    return { signal: entry.controller.signal, clear: () => clearTimeout(t) };
-  }
 
   private async buildPhase(rev: Revision, deployment: Database["deployments"], entry: { controller: AbortController; reason: AbortReason | null }, log: RevisionLog, env: Record<string, string>) {
     const me = this.nodeId;
     const deadline = new Date(Date.now() + this.opts.buildTimeoutMs).toISOString();
     await transition(this.db, rev.id, ["AWAITING_BUILD"], "BUILDING", { owner: me, reason: "build started", set: { phase_deadline: deadline } });
-    const phase = this.phaseSignal(entry, this.opts.buildTimeoutMs);
+    const phase = phaseSignal(entry, this.opts.buildTimeoutMs);
     const src = JSON.parse(rev.source_revision_config) as Record<string, string | null>;
     const bc = JSON.parse(rev.build_config) as Record<string, string | null>;
     try {
@@ -492,27 +366,9 @@ export class RolloutEngine {
     }
   }
 
-  /** Ends a phase that threw: FAILED with the reason, INTERRUPTED on request, or handed back on shutdown. */
-  private async failPhase(rev: Revision, from: RevisionStatus, failed: RevisionStatus, reason: AbortReason | null, err: Error, log: RevisionLog, deadlineMs: number): Promise<void> {
-    const me = this.nodeId;
-    const base = { owner: null, lease_until: null, pid: null, serving_url: null };
-    if (reason === "shutdown") {
-      const back: RevisionStatus = from === "BUILDING" ? "AWAITING_BUILD" : "AWAITING_DEPLOY";
-      log.line(`the platform is shutting down: ${from} will resume at the next start`, "warning");
-      await transition(this.db, rev.id, [from], back, { owner: me, reason: "platform shutdown", set: base });
-      return;
-    }
-    if (reason === "cancel") {
-      log.line("interrupted on request", "warning");
-      await transition(this.db, rev.id, [from], "INTERRUPTED", { owner: me, reason: "interrupted on request", set: { ...base, status_message: "Interrupted on request" } });
-      return;
-    }
-    const message = reason === "deadline" ? `${from === "BUILDING" ? "build" : "deploy"} deadline of ${Math.round(deadlineMs / 1000)} s exceeded` : err.message;
-    log.line(`${failed}: ${message}`, "error");
-    if (reason !== "deadline" && !(err.name === "BuildError" || err.name === "HealthError" || err.name === "CommandFailed" || err.name === "SourceError")) {
-      this.ctx.log.warn({ err, revision: rev.id }, "revision phase failed");
-    }
-    await transition(this.db, rev.id, [from], failed, { owner: me, reason: message, set: { ...base, status_message: message } });
+  /** Ends a phase that threw (see `endFailedPhase`). */
+  private failPhase(rev: Revision, from: RevisionStatus, failed: RevisionStatus, reason: AbortReason | null, err: Error, log: RevisionLog, deadlineMs: number): Promise<void> {
+    return endFailedPhase({ db: this.db, nodeId: this.nodeId, log: this.ctx.log }, rev, from, failed, reason, err, log, deadlineMs);
   }
 
   /**
@@ -572,7 +428,7 @@ export class RolloutEngine {
     const me = this.nodeId;
     const deadline = new Date(Date.now() + this.opts.deployTimeoutMs).toISOString();
     await transition(this.db, rev.id, ["AWAITING_DEPLOY"], "DEPLOYING", { owner: me, reason: "deploy started", set: { phase_deadline: deadline } });
-    const phase = this.phaseSignal(entry, this.opts.deployTimeoutMs);
+    const phase = phaseSignal(entry, this.opts.deployTimeoutMs);
     let live: LiveRevision | null = null;
     try {
       live = await this.startProcess(deployment, rev.id, { ...project, artifactDir: project.artifactDir ?? this.layout.buildDir(rev.id) }, secrets, log, phase.signal);
@@ -629,7 +485,7 @@ export class RolloutEngine {
     });
     live.markReady();
     this.live.set(rev.id, live);
-    this.routes.delete(rev.deployment_id);
+    this.routes.invalidate(rev.deployment_id);
     live.log.line(`DEPLOYED: serving the deployment's URL${previous ? ` (replacing revision ${previous})` : ""}`);
     if (previous && previous !== rev.id) this.retire(previous, `replaced by revision ${rev.id}`);
   }
@@ -732,7 +588,7 @@ export class RolloutEngine {
         live.here.up();
         await this.db.updateTable("deployment_revisions").set({ serving_url: live.url, pid: live.proc.pid ?? null }).where("id", "=", rev.id).execute();
         live.markReady();
-        this.routes.delete(rev.deployment_id);
+        this.routes.invalidate(rev.deployment_id);
       } catch (err) {
         log.line(`the agent server did not come up: ${(err as Error).message}`, "error");
         live.here.up();
@@ -752,46 +608,14 @@ export class RolloutEngine {
     return this.ctx.config.bodyLimitBytes;
   }
 
-  /** Where the stable URL of a deployment goes right now. */
-  async route(deploymentId: string, fresh = false): Promise<Route> {
-    let cached = this.routes.get(deploymentId);
-    if (fresh || !cached || Date.now() - cached.at > ROUTE_TTL_MS) {
-      const row = await this.db
-        .selectFrom("deployments")
-        .leftJoin("deployment_revisions", "deployment_revisions.id", "deployments.active_revision_id")
-        .select(["deployments.workspace_id", "deployments.active_revision_id", "deployment_revisions.serving_url", "deployment_revisions.owner", "deployment_revisions.project_dir", "deployment_revisions.source_revision_config"])
-        .where("deployments.id", "=", deploymentId)
-        .executeTakeFirst();
-      const configPath = row?.source_revision_config ? (JSON.parse(row.source_revision_config).langgraph_config_path as string) : null;
-      cached = {
-        revisionId: row?.active_revision_id ?? null,
-        url: row?.serving_url ?? null,
-        owner: row?.owner ?? null,
-        at: Date.now(),
-        exists: !!row,
-        workspaceId: row?.workspace_id ?? "",
-        customAuth: !!(row?.project_dir && configPath && hasCustomAuth(path.join(row.project_dir, path.basename(configPath)))),
-      };
-      this.routes.set(deploymentId, cached);
-    }
-    if (!cached.exists) return { kind: "none", status: 404, detail: `Deployment ID ${deploymentId} not found.` };
-    const access = { workspaceId: cached.workspaceId, customAuth: cached.customAuth };
-    if (!cached.revisionId) return { kind: "none", status: 503, detail: "The deployment has no deployed revision yet", access };
-    const live = this.live.get(cached.revisionId);
-    if (live) {
-      if (!live.isReady) {
-        const ok = await Promise.race([live.ready.then(() => true, () => false), new Promise<boolean>((r) => setTimeout(() => r(false), 30_000).unref())]);
-        if (!ok) return { kind: "none", status: 503, detail: "The deployment's agent server is starting; try again shortly", access };
-      }
-      return { kind: "live", live, ...access };
-    }
-    if (cached.url && cached.owner !== this.nodeId) return { kind: "remote", url: cached.url, ...access };
-    return { kind: "none", status: 503, detail: "The deployment's agent server is starting; try again shortly", access };
+  /** Where the stable URL of a deployment goes right now (see RouteCache). */
+  route(deploymentId: string, fresh = false): Promise<Route> {
+    return this.routes.route(deploymentId, fresh);
   }
 
   /** Forgets the cached route (after a change made by this process). */
   invalidate(deploymentId: string): void {
-    this.routes.delete(deploymentId);
+    this.routes.invalidate(deploymentId);
   }
 
   /** Stops everything of a deployment that is being deleted. */
@@ -801,7 +625,7 @@ export class RolloutEngine {
     const lives = [...this.live.values()].filter((l) => l.deploymentId === deploymentId);
     await Promise.allSettled(lives.map((l) => l.proc.stop(3000)));
     for (const l of lives) this.live.delete(l.revisionId);
-    this.routes.delete(deploymentId);
+    this.routes.invalidate(deploymentId);
     for (const id of revisionIds) {
       await this.runtime.killLeftover(id);
       this.runtime.removeSocket(id);
@@ -821,46 +645,6 @@ export class RolloutEngine {
   }
 }
 
-function hasCustomAuth(configFile: string): boolean {
-  try {
-    const text = readProjectFile(path.dirname(configFile), path.basename(configFile));
-    return text !== null && typeof (JSON.parse(text) as { auth?: { path?: unknown } }).auth?.path === "string";
-  } catch {
-    return false; // an unreadable or invalid config has no auth module (its build failed on it)
-  }
-}
 
-/**
- * This platform's identity as an owner of rollouts and servers: stable across restarts of the same
- * `$WHARF_HOME` (so a restart recognises its own leftovers at once) and unique across homes.
- */
-function readNodeId(layout: DeploymentsLayout): string {
-  const file = path.join(layout.root, "node-id");
-  try {
-    const id = fs.readFileSync(file, "utf8").trim();
-    if (id) return id;
-  } catch {
-    /* first start */
-  }
-  fs.mkdirSync(layout.root, { recursive: true, mode: 0o700 });
-  const id = `node-${crypto.randomBytes(6).toString("hex")}`;
-  fs.writeFileSync(file, id + "\n", { mode: 0o600 });
-  return id;
-}
 
-/** Isolation is on wherever the host can confine (root, bubblewrap), unless turned off explicitly. */
-function defaultIsolation(setting: "on" | "off" | undefined): boolean {
-  if (setting === "off") return false;
-  if (process.getuid?.() !== 0) return false;
-  return fs.existsSync("/usr/bin/bwrap") || fs.existsSync("/bin/bwrap");
-}
 
-/** The opt-in smoke input (`source_config.smoke_input`): a real run of every graph before DEPLOYED. */
-function smokeInputOf(deployment: Database["deployments"]): Record<string, unknown> | null {
-  try {
-    const v = (JSON.parse(deployment.source_config) as { smoke_input?: unknown }).smoke_input;
-    return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
-}

@@ -1,9 +1,8 @@
 import fs from "node:fs";
-import { killGroupsAndProcesses } from "../../sandboxes/driver/proc.ts";
+import { killGroupsAndProcesses, type Launched, type Launcher, type LaunchSpec } from "../../confinement/index.ts";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { RevisionLog } from "../store/revision-logs.ts";
-import type { Launched, Launcher, LaunchSpec } from "../confinement/launcher.ts";
 
 /** tsx's loader, by absolute URL, so that it resolves whatever the child's working folder is. */
 export const TSX_LOADER = import.meta.resolve("tsx");
@@ -47,7 +46,7 @@ export class AgentProcess {
     this.exited = launched.exited.then((code) => (this.exitCode = code));
   }
 
-  static async start(launcher: Launcher, spec: LaunchSpec, socketPath: string, log: RevisionLog, cleanup: () => void = () => {}): Promise<AgentProcess> {
+  static async start(launcher: Launcher, spec: LaunchSpec, socketPath: string, log: RevisionLog, cleanup: () => void = () => undefined): Promise<AgentProcess> {
     let launched: Launched;
     try {
       launched = await launcher.launch(spec);

@@ -3,7 +3,7 @@ import type net from "node:net";
 import { sql, type Kysely } from "kysely";
 import type { PlatformContext } from "../../platform/context.ts";
 import type { Database } from "../../store/schema.ts";
-import type { CapturedNetwork } from "../../sandboxes/driver/driver.ts";
+import type { CapturedNetwork } from "../../confinement/index.ts";
 import { DatabaseForwarder, type Upstream } from "./database-forwarder.ts";
 
 /**
@@ -62,7 +62,7 @@ export interface ProvisionInput extends DeploymentDatabaseNames {
   password: string;
   /** Names an earlier version gave the role and schema, to rename. */
   legacy?: DeploymentDatabaseNames | null;
-  /** Per-role defaults: `statement_timeout` (a platform sweep enforces it too) and `temp_file_limit`. */
+  /** Per-role defaults: `statement_timeout` and `idle_in_transaction_session_timeout` (a platform sweep enforces both too) and `temp_file_limit`. */
   limits: DatabaseLimits;
   /** The platform's database (the deployment gets CONNECT on it, in case PUBLIC lost it). */
   database: string;
@@ -115,6 +115,9 @@ export function provisionPlan(p: ProvisionInput): PlanStep[] {
     { sql: `ALTER ROLE ${role} SET search_path = ${schema}` },
     // A default the role may lower or lift in its session: the platform's sweep cancels what runs longer.
     { sql: `ALTER ROLE ${role} SET statement_timeout = ${Math.round(p.limits.statementTimeoutSeconds * 1000)}` },
+    // A session left idle inside a transaction holds its locks and its snapshot (vacuum cannot
+    // clean behind it) for as long as it likes: bounded like a statement (the sweep enforces it too).
+    { sql: `ALTER ROLE ${role} SET idle_in_transaction_session_timeout = ${Math.round(p.limits.statementTimeoutSeconds * 1000)}` },
     // Only a superuser may change it (in a session too): a hard bound. A platform role that is not a
     // superuser needs `GRANT SET ON PARAMETER temp_file_limit` (PostgreSQL 15+) to set it.
     { sql: `ALTER ROLE ${role} SET temp_file_limit = ${Math.max(0, Math.floor(p.limits.tempFileLimitBytes / 1024))}`, unavailable: ["42501"] },
@@ -144,7 +147,7 @@ export function dropPlan(names: DeploymentDatabaseNames, legacy: DeploymentDatab
 /** PostgreSQL's "tuple concurrently updated" on catalog rows two sessions alter at once: try again. */
 const RETRYABLE = new Set(["XX000", "40001", "40P01"]);
 
-async function runPlan(db: Kysely<Database>, plan: PlanStep[], warn: (msg: string) => void = () => {}): Promise<void> {
+async function runPlan(db: Kysely<Database>, plan: PlanStep[], warn: (msg: string) => void = () => undefined): Promise<void> {
   for (const step of plan) {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -161,7 +164,7 @@ async function runPlan(db: Kysely<Database>, plan: PlanStep[], warn: (msg: strin
           await new Promise((r) => setTimeout(r, 20 * (attempt + 1)));
           continue;
         }
-        throw new Error(`preparing the deployment's database failed at "${step.sql.replace(/PASSWORD '[^']*'/, "PASSWORD '***'")}": ${(err as Error).message}`);
+        throw new Error(`preparing the deployment's database failed at "${step.sql.replace(/PASSWORD '[^']*'/, "PASSWORD '***'")}": ${(err as Error).message}`, { cause: err });
       }
     }
   }
@@ -256,7 +259,7 @@ export async function prepareDatabaseAccess(ctx: PlatformContext, deployment: { 
   const env = { WHARF_AGENT_DATABASE_SCHEMA: d.schema };
   if (!isolated) {
     const direct = "path" in upstream ? `${roleUrl(d, { host: "localhost", port: DATABASE_PORT })}?host=${encodeURIComponent(upstream.path.replace(/\/\.s\.PGSQL\.\d+$/, ""))}` : roleUrl(d, upstream);
-    return { env: { ...env, WHARF_AGENT_DATABASE_URL: direct }, tcpPorts: [], attach: () => {}, close: () => {} };
+    return { env: { ...env, WHARF_AGENT_DATABASE_URL: direct }, tcpPorts: [], attach: () => undefined, close: () => undefined }; // a direct URL: no forwarder to attach or close
   }
   const forwarder = new DatabaseForwarder(upstream, { user: d.role, database: d.database }, (reason) => ctx.log.warn({ deployment: deployment.id, reason }, "refused a database connection from a deployment"));
   return {

@@ -90,7 +90,7 @@ export class DatabaseForwarder {
   constructor(
     private readonly upstream: Upstream,
     private readonly target: ForwardTarget,
-    private readonly onRefused: (reason: string) => void = () => {},
+    private readonly onRefused: (reason: string) => void = () => undefined,
   ) {}
 
   attach(listener: net.Server): void {

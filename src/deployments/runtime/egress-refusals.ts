@@ -1,4 +1,4 @@
-import { describeRefusal, watchEgressRefusals } from "../../egress/index.ts";
+import { describeRefusal, refusalAdvice, watchDistinctRefusals } from "../../egress/index.ts";
 import type { LogLevel, RevisionLog } from "../store/revision-logs.ts";
 
 /**
@@ -11,21 +11,40 @@ export const REFUSED_STEP_GRACE_MS = 5000;
 /** Distinct refusals written per process: a client looping over many hosts must not flood the log. */
 const MAX_LOGGED = 20;
 
+interface Refused {
+  host: string;
+  port: number;
+  reason?: string | null;
+}
+
 /**
- * Writes every distinct request of a process (a build step, an agent server) that the egress proxy
- * refuses or cannot complete into its revision's log: host, reason, and the setting that would
- * allow it. `onFirst` hears the first one. Returns the unsubscribe.
+ * What would let a build step's request through. An internal address of one of the host's own
+ * registries is the operator's one build setting; any other, the proxy's own advice (an internal
+ * registry a project names itself stays the egress proxy's operator decision).
  */
-export function logEgressRefusals(targetId: string, log: RevisionLog, level: LogLevel, onFirst?: (line: string) => void): () => void {
-  const seen = new Set<string>();
-  return watchEgressRefusals(targetId, (e) => {
-    const line = describeRefusal(e);
-    // A retrying client repeats the same refusal: once in the log is enough.
-    if (seen.has(line) || seen.size >= MAX_LOGGED) return;
-    seen.add(line);
-    log.line(line, level);
-    if (seen.size === 1) onFirst?.(line);
-  });
+export function buildRefusalAdvice(e: Refused, hostRegistries: readonly string[]): string | null {
+  const entry = e.port === 80 || e.port === 443 ? e.host : `${e.host}:${e.port}`;
+  if (/internal address/.test(e.reason ?? "") && (hostRegistries.includes(entry) || hostRegistries.includes(`${e.host}:${e.port}`))) {
+    return "the operator's WHARF_BUILD_REGISTRIES_INTERNAL=1 (builds may reach the host's own package registries at internal addresses)";
+  }
+  return refusalAdvice(e);
+}
+
+/**
+ * Writes the requests of a process (a build step, an agent server) that the egress proxy refuses
+ * or cannot complete into its revision's log: host, reason, and the setting that would allow it,
+ * once per (host, reason). `onFirst` hears the first one. Returns the unsubscribe.
+ */
+export function logEgressRefusals(targetId: string, log: RevisionLog, level: LogLevel, onFirst?: (line: string) => void, advise: (e: Refused) => string | null = refusalAdvice): () => void {
+  return watchDistinctRefusals(
+    targetId,
+    (e, first) => {
+      const line = describeRefusal(e, advise(e));
+      log.line(line, level);
+      if (first) onFirst?.(line);
+    },
+    MAX_LOGGED,
+  );
 }
 
 /**
@@ -37,11 +56,18 @@ export class BuildRefusals {
   private timer: NodeJS.Timeout | null = null;
   private readonly unwatch: () => void;
 
-  constructor(targetId: string, log: RevisionLog, stopStep: () => void, graceMs = REFUSED_STEP_GRACE_MS) {
-    this.unwatch = logEgressRefusals(targetId, log, "error", (line) => {
-      this.first = line;
-      this.timer = setTimeout(stopStep, graceMs);
-    });
+  constructor(targetId: string, log: RevisionLog, stopStep: () => void, opts: { hostRegistries?: string[]; graceMs?: number } = {}) {
+    const hostRegistries = opts.hostRegistries ?? [];
+    this.unwatch = logEgressRefusals(
+      targetId,
+      log,
+      "error",
+      (line) => {
+        this.first = line;
+        this.timer = setTimeout(stopStep, opts.graceMs ?? REFUSED_STEP_GRACE_MS);
+      },
+      (e) => buildRefusalAdvice(e, hostRegistries),
+    );
   }
 
   /** The failure to report instead of the bare exit code, when a refusal came first. */

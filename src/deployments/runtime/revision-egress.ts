@@ -4,10 +4,10 @@ import path from "node:path";
 import type { Kysely } from "kysely";
 import { egressAvailable, egressCaptureSpec, prepareEgress, type PreparedEgress, type StoredProxyConfig } from "../../egress/index.ts";
 import type { Logger } from "../../log/logger.ts";
-import type { CapturedNetwork } from "../../sandboxes/driver/driver.ts";
+import type { CapturedNetwork } from "../../confinement/index.ts";
 import type { Database } from "../../store/schema.ts";
 import type { Bind } from "../confinement/confinement.ts";
-import { buildStepProxyConfig, egressBinds, egressMounts, type EgressMounts } from "../confinement/egress-plan.ts";
+import { buildStepProxyConfig, egressBinds, egressMounts, type BuildStepTrust, type EgressMounts } from "../confinement/egress-plan.ts";
 
 /**
  * A deployment's way out. Every agent server and build step of a revision gets the egress proxy
@@ -83,15 +83,17 @@ export class DeploymentEgress {
   /**
    * Prepares a confined process's egress, or null when this platform runs no egress proxy (the
    * egress feature is not mounted: the namespace keeps loopback only, nothing gets out).
-   * `registries`: allow-list entries a build step needs (null for an agent server).
+   * `registries`: allow-list entries a build step needs and what the platform trusts for it (null
+   * for an agent server).
    */
-  async open(p: { id: string; deploymentId: string; workspaceId: string; registries: string[] | null; onUnplaced?: (paths: string[]) => void }): Promise<ProcessEgress | null> {
+  async open(p: { id: string; deploymentId: string; workspaceId: string; registries: { allow: string[]; trust: BuildStepTrust } | null; onUnplaced?: (paths: string[]) => void }): Promise<ProcessEgress | null> {
     if (!egressAvailable()) {
       if (!this.warned) this.log.warn("the egress feature is not mounted: deployed code has no way out of its network namespace");
       this.warned = true;
       return null;
     }
-    const derive = (s: StoredProxyConfig | null) => (p.registries ? buildStepProxyConfig(s, p.registries) : s);
+    const reg = p.registries;
+    const derive = (s: StoredProxyConfig | null) => (reg ? buildStepProxyConfig(s, reg.allow, reg.trust) : s);
     const dir = path.join(this.filesRoot, p.id);
     let mounts: EgressMounts = { writes: {}, binds: [], unplaced: [] };
     const entry: Entry = { derive, prepared: null, latest: null, rewriteFiles: () => rewrite(dir, mounts, entry.prepared?.files ?? {}) };

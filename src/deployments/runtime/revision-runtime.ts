@@ -8,21 +8,22 @@ import { AgentProcess, type RunnerCommand } from "./agent-process.ts";
 import type { BuildStep } from "../build/builder.ts";
 import { buildLimits, buildPlan, insidePath, type Bind, type MountPlan, DEPLOYMENT_UID_BASE, limitsFor, servePlan, SOCKET_DIR_INSIDE, SOCKET_NAME, socketRoot, STATE_INSIDE } from "../confinement/confinement.ts";
 import { DeploymentsLayout } from "../layout.ts";
-import { ownFolder, type Launcher } from "../confinement/launcher.ts";
+import { ownFolder, type Launched, type Launcher } from "../../confinement/index.ts";
 import type { RevisionLog } from "../store/revision-logs.ts";
 import net from "node:net";
 import { DataPlaneGateway, deleteLabelledSandboxes, DEPLOYMENT_LABEL, deploymentUser, GATEWAY_PORT, GATEWAY_URL, newGatewayKey, REVISION_LABEL } from "./data-plane-gateway.ts";
 import { CommandFailed } from "../build/run-command.ts";
 import { prepareDatabaseAccess } from "./database-access.ts";
 import type { StoredProxyConfig } from "../../egress/index.ts";
-import { pythonRegistryHosts, registryHosts } from "../build/registry-hosts.ts";
+import { buildRegistryPlan } from "../build/registry-hosts.ts";
+import { readHostRegistries, type HostRegistries } from "../build/host-registries.ts";
 import { readProjectFile } from "../build/project-file.ts";
 import { buildEgressId, serverEgressId } from "../confinement/egress-plan.ts";
 import { ensureStateImage } from "./state-disk.ts";
-import type { Launched } from "../confinement/launcher.ts";
 import { DeploymentEgress, type ProcessEgress } from "./revision-egress.ts";
 import { serverTimeouts } from "../../http/connection-guard.ts";
 import { BuildRefusals, logEgressRefusals } from "./egress-refusals.ts";
+import { hostVariable } from "../../config/index.ts";
 
 type Deployment = Database["deployments"];
 
@@ -46,8 +47,21 @@ export class RevisionRuntime {
     readonly launcher: Launcher,
     private readonly runner: RunnerCommand,
     private readonly runnerBinds: string[] = [],
+    /** The environment the host's npm and pip are asked in (default: the platform's own). */
+    private readonly packageManagerEnv?: NodeJS.ProcessEnv,
   ) {
     this.egress = new DeploymentEgress(ctx.db, path.join(layout.root, "egress"), (p) => launcher.baseHas(p), ctx.log);
+  }
+
+  private hostRegistriesRead: Promise<HostRegistries> | null = null;
+
+  /** The host's package-manager configuration, asked once (at the first build step). */
+  private hostRegistries(): Promise<HostRegistries> {
+    this.hostRegistriesRead ??= readHostRegistries(this.packageManagerEnv).then((r) => {
+      this.ctx.log.info({ npm: r.npm, pip: r.pip }, "builds follow the host's package registries");
+      return r;
+    });
+    return this.hostRegistriesRead;
   }
 
   /** Every running process's way out, updated when the deployment's proxy_config changes. */
@@ -150,15 +164,20 @@ export class RevisionRuntime {
         ownFolder(npmCache, ident.uid, this.isolated);
         const artifactDir = this.layout.buildDir(revisionId);
         // The project's own file, read on the host: never followed, never blocking, capped.
-        const npmRegistries = registryHosts({ npmrc: readProjectFile(artifactDir, path.relative(artifactDir, path.join(step.cwd, ".npmrc"))), env: step.env });
-        const registries = step.python ? [...new Set([...npmRegistries, ...pythonRegistryHosts(step.env)])] : npmRegistries;
+        const npmrc = readProjectFile(artifactDir, path.relative(artifactDir, path.join(step.cwd, ".npmrc")));
+        const plan = buildRegistryPlan({ npmrc, env: step.env, host: await this.hostRegistries(), python: !!step.python, allowInternal: this.ctx.config.settings.WHARF_BUILD_REGISTRIES_INTERNAL });
+        // The project's own indexes, git hosts and uv.lock sources (Python), beside the registries.
+        const registries = step.python?.hosts?.length ? [...new Set([...plan.allow, ...step.python.hosts])] : plan.allow;
         if (step.python?.writable) ownFolder(step.python.envs, ident.uid, this.isolated);
-        const egress = this.isolated ? await this.egress.open({ id: buildEgressId(revisionId), deploymentId: deployment.id, workspaceId: deployment.workspace_id, registries, onUnplaced: unplacedNote(log) }) : null;
+        const egress = this.isolated
+          ? await this.egress.open({ id: buildEgressId(revisionId), deploymentId: deployment.id, workspaceId: deployment.workspace_id, registries: { allow: registries, trust: { internalHosts: plan.internal, upstreamCaFiles: plan.caFiles } }, onUnplaced: unplacedNote(log) })
+          : null;
         const env: Record<string, string> = {
           PATH: "/usr/bin:/bin",
           HOME: this.isolated ? "/tmp" : npmCache,
-          LANG: process.env.LANG ?? "C.UTF-8",
+          LANG: hostVariable("LANG") ?? "C.UTF-8",
           npm_config_cache: this.isolated ? "/npm-cache" : npmCache,
+          ...plan.env,
           ...step.env,
           ...egress?.env,
         };
@@ -187,7 +206,7 @@ export class RevisionRuntime {
         // An interrupt that arrived while the confinement was starting has already fired its event.
         if (signal.aborted) kill();
         else signal.addEventListener("abort", kill, { once: true });
-        const refusals = egress ? new BuildRefusals(buildEgressId(revisionId), log, kill) : null;
+        const refusals = egress ? new BuildRefusals(buildEgressId(revisionId), log, kill, { hostRegistries: plan.hostEntries }) : null;
         try {
           const code = await launched.exited;
           await launched.stop(0);
@@ -308,8 +327,9 @@ export class RevisionRuntime {
    * Nothing of the platform's (no WHARF_HOME, DATABASE_URL, master key, host variables).
    */
   agentEnv(deployment: Deployment, revisionId: string, secrets: Array<{ name: string; value: string }>, ident: DeploymentIdentity, stateDir: string): Record<string, string> {
-    const env: Record<string, string> = { PATH: "/usr/bin:/bin", LANG: process.env.LANG ?? "C.UTF-8" };
-    if (process.env.TZ) env.TZ = process.env.TZ;
+    const env: Record<string, string> = { PATH: "/usr/bin:/bin", LANG: hostVariable("LANG") ?? "C.UTF-8" };
+    const tz = hostVariable("TZ");
+    if (tz) env.TZ = tz;
     for (const s of secrets) env[s.name] = s.value;
     const level = this.ctx.config.logLevel;
     Object.assign(env, {
@@ -321,6 +341,11 @@ export class RevisionRuntime {
       WHARF_WORKSPACE_ID: deployment.workspace_id,
       WHARF_MASTER_KEY: ident.agentKey,
     });
+    // Runs' webhooks: confined, every connection already meets the egress proxy's address policy;
+    // unconfined, the server checks them against the same policy with the operator's settings.
+    const s = this.ctx.config.settings;
+    if (this.isolated) env.WHARF_AGENT_EGRESS_PROXIED = "1";
+    else Object.assign(env, { WHARF_EGRESS_ALLOW_INTERNAL: s.WHARF_EGRESS_ALLOW_INTERNAL.join(","), WHARF_EGRESS_HOSTS: s.WHARF_EGRESS_HOSTS, WHARF_EGRESS_SYSTEM_DNS: s.WHARF_EGRESS_SYSTEM_DNS ? "1" : "0" });
     return env;
   }
 

@@ -11,27 +11,31 @@ import fs from "node:fs";
 import type { Server } from "node:http";
 import { parseArgs } from "node:util";
 import { createAdaptorServer } from "@hono/node-server";
-import { createAgentServerApp } from "../../agent-server/index.ts";
+import { attachProtocolUpgrades, createAgentServerApp } from "../../agent-server/index.ts";
 import { loadKeyring } from "../../crypto/keyring.ts";
 import { SecretBox } from "../../crypto/secret-box.ts";
 import { unauthorized } from "../../http/errors.ts";
 import type { Principal } from "../../http/principal.ts";
 import { createLogger } from "../../log/logger.ts";
+import { processEnvironment } from "../../config/index.ts";
 import { openStore } from "../../store/database.ts";
 import { migrateToLatest } from "../../store/migrate.ts";
+import { AGENT_SERVER_KEEP_ALIVE_MS } from "./keep-alive.ts";
 import { decodePrincipal, PRINCIPAL_HEADER } from "./principal-header.ts";
 
 const { values } = parseArgs({ options: { project: { type: "string" }, socket: { type: "string" }, state: { type: "string" }, "server-id": { type: "string" }, exclusive: { type: "boolean" } } });
 const { project, socket, state } = values as { project: string; socket: string; state: string };
 const serverId = values["server-id"]!;
-const log = createLogger({ level: process.env.WHARF_LOG_LEVEL ?? "info" });
-const agentKey = process.env.WHARF_MASTER_KEY;
+// What the platform handed this child: its settings are environment variables it set, read once here.
+const env = processEnvironment();
+const log = createLogger({ level: env.WHARF_LOG_LEVEL ?? "info" });
+const agentKey = env.WHARF_MASTER_KEY;
 if (!agentKey) throw new Error("WHARF_MASTER_KEY (the deployment's agent key) is not set");
 // The deployment's own database: its PostgreSQL schema through its own role, else a file here.
-const databaseUrl = process.env.WHARF_AGENT_DATABASE_URL ?? null;
-const pgSchema = process.env.WHARF_AGENT_DATABASE_SCHEMA || undefined;
-delete process.env.WHARF_AGENT_DATABASE_URL;
-delete process.env.WHARF_AGENT_DATABASE_SCHEMA;
+const databaseUrl = env.WHARF_AGENT_DATABASE_URL ?? null;
+const pgSchema = env.WHARF_AGENT_DATABASE_SCHEMA || undefined;
+delete env.WHARF_AGENT_DATABASE_URL;
+delete env.WHARF_AGENT_DATABASE_SCHEMA;
 
 // The role's search path is its schema (set by the platform), and it may not create schemas: the
 // store opens without one; the checkpointer, which names its tables' schema, gets it.
@@ -56,6 +60,9 @@ const graphIds = [...agent.ctx.graphs.keys()];
 if (graphIds.length) await store.db.deleteFrom("agent_assistants").where("server_id", "=", serverId).where("graph_id", "not in", graphIds).execute();
 fs.rmSync(socket, { force: true });
 const server = createAdaptorServer({ fetch: agent.app.fetch }) as Server;
+// The platform's proxy closes idle connections first (Node's 5 s default would race its reuse).
+server.keepAliveTimeout = AGENT_SERVER_KEEP_ALIVE_MS;
+attachProtocolUpgrades(server, agent);
 await new Promise<void>((resolve, reject) => {
   server.once("error", reject);
   server.listen(socket, () => resolve());

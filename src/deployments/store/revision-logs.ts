@@ -75,7 +75,11 @@ export class RevisionLog {
     this.flushing = this.flushing.then(async () => {
       if (batch.length === 0) return;
       // The revision may have been deleted meanwhile: losing its log is then the right outcome.
-      await this.db.insertInto("deployment_revision_logs").values(batch).execute().catch(() => {});
+      await this.db
+        .insertInto("deployment_revision_logs")
+        .values(batch)
+        .execute()
+        .catch(() => undefined);
     });
     return this.flushing;
   }

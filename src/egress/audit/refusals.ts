@@ -20,6 +20,21 @@ export function watchEgressRefusals(targetId: string, fn: RefusalListener): () =
   };
 }
 
+/**
+ * Like `watchEgressRefusals`, but once per (host, port, reason): a retrying client, or many paths
+ * of one host, repeat the same refusal. At most `max` distinct ones (a client looping over many
+ * hosts must not flood a log); `first` marks the very first.
+ */
+export function watchDistinctRefusals(targetId: string, fn: (event: AuditEvent, first: boolean) => void, max = 20): () => void {
+  const seen = new Set<string>();
+  return watchEgressRefusals(targetId, (e) => {
+    const key = `${e.host}:${e.port}|${e.reason ?? ""}`;
+    if (seen.has(key) || seen.size >= max) return;
+    seen.add(key);
+    fn(e, seen.size === 1);
+  });
+}
+
 export function notifyRefusal(event: AuditEvent): void {
   if (event.kind !== "block") return;
   const set = listeners.get(event.sandboxId);
@@ -49,9 +64,11 @@ export function refusalAdvice(e: Pick<AuditEvent, "host" | "port" | "reason">): 
   return null;
 }
 
-/** One line for a process's log: what was refused, why, and what would allow it. Never a value. */
-export function describeRefusal(e: Pick<AuditEvent, "host" | "port" | "method" | "path" | "reason" | "decision">): string {
+/**
+ * One line for a process's log: what was refused, why, and what would allow it (`advice` when the
+ * caller knows better than the proxy's reason, e.g. a build's own setting). Never a value.
+ */
+export function describeRefusal(e: Pick<AuditEvent, "host" | "port" | "method" | "path" | "reason" | "decision">, advice: string | null = refusalAdvice(e)): string {
   const what = [e.method, `${e.host}:${e.port}${e.path ?? ""}`].filter(Boolean).join(" ");
-  const advice = refusalAdvice(e);
   return `egress ${e.decision === "failed" ? "failed" : "refused"} ${what}: ${e.reason ?? "refused"}${advice ? `; allowed by ${advice}` : ""}`;
 }

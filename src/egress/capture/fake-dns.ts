@@ -88,7 +88,9 @@ export class FakeDns {
       }
       if (out) socket.send(out, rinfo.port, rinfo.address);
     });
-    socket.on("error", () => {});
+    socket.on("error", () => {
+      // A UDP send to a client that went away: DNS clients retry, nothing to report.
+    });
   }
 }
 

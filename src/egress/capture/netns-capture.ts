@@ -3,6 +3,7 @@ import type dgram from "node:dgram";
 import type net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { hostVariable } from "../../config/index.ts";
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), "netns-listener-child.mjs");
 const SPAWN_TIMEOUT_MS = 15_000;
@@ -54,7 +55,7 @@ export interface NamespaceListeners {
 export function openNamespaceListeners(netnsPid: number, spec: { tcp: number[]; dns: boolean }): Promise<NamespaceListeners> {
   return new Promise((resolve, reject) => {
     const out: NamespaceListeners = { tcp: new Map(), udp: [], errors: [] };
-    const child = spawn("nsenter", [nsArg(netnsPid), process.execPath, CHILD, JSON.stringify(spec)], { stdio: ["ignore", "ignore", "pipe", "ipc"], env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+    const child = spawn("nsenter", [nsArg(netnsPid), process.execPath, CHILD, JSON.stringify(spec)], { stdio: ["ignore", "ignore", "pipe", "ipc"], env: { PATH: hostVariable("PATH") ?? "/usr/bin:/bin" } });
     let stderr = "";
     let done = false;
     child.stderr?.on("data", (d) => (stderr += d));

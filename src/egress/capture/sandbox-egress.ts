@@ -22,7 +22,9 @@ function systemRoots(): string {
       try {
         systemBundle = fs.readFileSync(f, "utf8");
         break;
-      } catch {}
+      } catch {
+        // Not on this host: try the next usual place (Node's own roots are the fallback).
+      }
     }
     if (!systemBundle) systemBundle = tls.rootCertificates.join("\n") + "\n";
   }
@@ -219,7 +221,8 @@ export class SandboxEgress implements SecretDependent {
       this.setEnv(policy, engines.env);
       await deleteValues(this.rt.deps.db, workspaceId, [...oldRefs].filter((r) => !newRefs.has(r)));
     });
-    this.updating = run.catch(() => {});
+    // The caller gets `run` and its failure; the next update only waits for this one to end.
+    this.updating = run.catch(() => undefined);
     return run;
   }
 
@@ -230,7 +233,9 @@ export class SandboxEgress implements SecretDependent {
     for (const u of this.listeners.udp) {
       try {
         u.close();
-      } catch {}
+      } catch {
+        // Already closed (ERR_SOCKET_DGRAM_NOT_RUNNING): nothing to release.
+      }
     }
     this.listeners = { tcp: new Map(), udp: [], errors: [] };
     if (this.spec) this.rt.plane.removeSandbox(this.target.sandboxId, this.owner);

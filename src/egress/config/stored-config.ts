@@ -48,6 +48,14 @@ export interface StoredConfigV1 {
   callbacks: StoredCallback[];
   access_control: { allow_list: string[] } | { deny_list: string[] } | null;
   no_proxy: string[];
+  /**
+   * Platform-only (never from a `proxy_config`): destinations (`host`, on 80/443, or `host:port`)
+   * this target may dial at internal addresses: a deployment build step's host-configured package
+   * registries, when the operator allows them (`WHARF_BUILD_REGISTRIES_INTERNAL`).
+   */
+  internal_hosts?: string[];
+  /** Platform-only: PEM files trusted for this target's upstream TLS besides the proxy's roots (the host package managers' CA files). */
+  upstream_ca_files?: string[];
 }
 
 /** Every sealed-value id a stored config refers to (to open them, or to delete the stale ones). */

@@ -41,7 +41,7 @@ type Audit = Parameters<AuthorizerFactory>[2];
 type Problems = { a: string | null; b: string | null };
 type Event = Omit<AuditEvent, "sandboxId" | "workspaceId">;
 
-/** The sandbox user's home (src/sandboxes/driver/base-image.ts `SANDBOX_USER`): where `~/.aws/credentials` goes. */
+/** The sandbox user's home (src/confinement/base-image.ts `SANDBOX_USER`): where `~/.aws/credentials` goes. */
 const SANDBOX_HOME = "/home/user";
 
 export function createCloudAuthorizerFactory(rt: EngineDeps, homeDir = SANDBOX_HOME): AuthorizerFactory {

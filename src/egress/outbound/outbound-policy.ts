@@ -1,5 +1,5 @@
 import { classifyAddress, type CidrSet } from "../policy/address-class.ts";
-import { hostForUrl, type CanonicalHost } from "../policy/canonical-host.ts";
+import { canonicalHost, hostForUrl, type CanonicalHost } from "../policy/canonical-host.ts";
 import { loadEgressSettings } from "../egress-settings.ts";
 import { createResolver, type Resolve } from "../proxy/resolver.ts";
 
@@ -50,4 +50,16 @@ export async function checkOutbound(policy: OutboundPolicy, host: CanonicalHost,
     first ??= host.kind === "name" ? `${host.host} resolves to ${problem}` : `${host.host} is ${problem}`;
   }
   return { refused: first ?? `${hostForUrl(host)} has no address` };
+}
+
+/**
+ * The address to dial for an http(s) URL the platform fetches on a tenant's behalf (a run's
+ * webhook), or the refusal: its host canonicalised as the proxy does (`127.1`, `0x7f.1`,
+ * `[::ffff:7f00:1]` are loopback), then `checkOutbound`.
+ */
+export async function checkOutboundUrl(policy: OutboundPolicy, url: URL): Promise<{ address: string } | { refused: string }> {
+  const host = canonicalHost(url.hostname);
+  if (!host) return { refused: `${url.hostname} is not a valid host` };
+  const port = url.port ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
+  return checkOutbound(policy, host, port);
 }

@@ -16,6 +16,8 @@ export interface OutboundProxy {
   url: string;
   /** Why destinations were refused, in order (for the caller's error). */
   refusals: string[];
+  /** Whether the bytes received from upstreams passed `maxBytes` (every connection was then cut). */
+  readonly overLimit: boolean;
   close(): Promise<void>;
 }
 
@@ -34,9 +36,21 @@ function dial(address: string, port: number): Promise<net.Socket> {
   });
 }
 
-export async function startOutboundProxy(policy: OutboundPolicy, opts: { listen?: { path: string } } = {}): Promise<OutboundProxy> {
+/**
+ * `maxBytes`: what all upstreams together may send (the whole download of one pull); past it every
+ * connection is cut, so a registry cannot fill the platform's disk before anything checks the size.
+ */
+export async function startOutboundProxy(policy: OutboundPolicy, opts: { listen?: { path: string }; maxBytes?: number } = {}): Promise<OutboundProxy> {
   const refusals: string[] = [];
   const sockets = new Set<net.Socket>();
+  let received = 0;
+  let overLimit = false;
+  const count = (chunk: Buffer) => {
+    received += chunk.length;
+    if (opts.maxBytes === undefined || received <= opts.maxBytes || overLimit) return;
+    overLimit = true;
+    for (const s of sockets) s.destroy();
+  };
   const decide = async (authority: string, defaultPort: number | null) => {
     const target = parseAuthority(authority, defaultPort);
     if (!target) return { refused: `${authority.slice(0, 100)} is not a host` };
@@ -58,7 +72,12 @@ export async function startOutboundProxy(policy: OutboundPolicy, opts: { listen?
       if ("refused" in verdict) return void res.writeHead(403, { connection: "close" }).end("refused by the platform's egress policy\n");
       const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !HOP_BY_HOP.has(k)));
       const upstream = http.request({ host: verdict.address, port: verdict.port, method: req.method, path: `${url.pathname}${url.search}`, headers, setHost: false, timeout: CONNECT_TIMEOUT_MS });
+      upstream.on("socket", (s) => {
+        sockets.add(s);
+        s.once("close", () => sockets.delete(s));
+      });
       upstream.on("response", (up) => {
+        up.on("data", count);
         res.writeHead(up.statusCode ?? 502, Object.fromEntries(Object.entries(up.headers).filter(([k]) => !HOP_BY_HOP.has(k))));
         up.pipe(res);
       });
@@ -84,6 +103,7 @@ export async function startOutboundProxy(policy: OutboundPolicy, opts: { listen?
       }
       sockets.add(upstream);
       upstream.once("close", () => sockets.delete(upstream));
+      upstream.on("data", count);
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       if (head.length) upstream.write(head);
       splice(client, upstream);
@@ -99,6 +119,9 @@ export async function startOutboundProxy(policy: OutboundPolicy, opts: { listen?
   return {
     url: typeof addr === "object" && addr ? `http://127.0.0.1:${addr.port}` : `unix:${where}`,
     refusals,
+    get overLimit() {
+      return overLimit;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

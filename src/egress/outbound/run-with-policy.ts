@@ -14,6 +14,9 @@ const TSX = import.meta.resolve("tsx");
 /** A destination the command asked for was refused by the egress address policy. */
 export class OutboundRefused extends Error {}
 
+/** The command's download passed its bound (`maxBytes`) and was cut. */
+export class OutboundTooLarge extends Error {}
+
 export interface PolicyRun {
   policy: OutboundPolicy;
   command: string;
@@ -23,6 +26,8 @@ export interface PolicyRun {
   /** `host:port` destinations the command dials directly even with a proxy set (loopback, for Go). */
   direct: string[];
   timeoutMs: number;
+  /** Bytes the command may receive in all (every connection is cut past it); unbounded when absent. */
+  maxBytes?: number;
 }
 
 /**
@@ -35,7 +40,8 @@ export interface PolicyRun {
 export async function runWithOutboundPolicy(run: PolicyRun): Promise<{ stdout: string; stderr: string }> {
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), "wharf-out-"));
   const socket = path.join(dir, "proxy.sock");
-  const proxy = await startOutboundProxy(run.policy, { listen: { path: socket } });
+  const proxy = await startOutboundProxy(run.policy, { listen: { path: socket }, maxBytes: run.maxBytes });
+  const tooLarge = () => new OutboundTooLarge(`its download passed ${run.maxBytes} bytes and was cut`);
   const used = new Set(run.direct.map((d) => Number(d.slice(d.lastIndexOf(":") + 1))));
   let port = 3128;
   while (used.has(port)) port++;
@@ -43,8 +49,12 @@ export async function runWithOutboundPolicy(run: PolicyRun): Promise<{ stdout: s
   const env = { ...run.env, HTTPS_PROXY: url, HTTP_PROXY: url, https_proxy: url, http_proxy: url };
   const forwarder = [process.execPath, "--import", TSX, FORWARDER, socket, String(port), ...run.direct.flatMap((d) => ["--direct", d]), "--", run.command, ...run.args];
   try {
-    return await execFileP("unshare", ["--net", "--", ...forwarder], { env, timeout: run.timeoutMs, maxBuffer: 4 << 20 });
+    const out = await execFileP("unshare", ["--net", "--", ...forwarder], { env, timeout: run.timeoutMs, maxBuffer: 4 << 20 });
+    if (proxy.overLimit) throw tooLarge();
+    return out;
   } catch (err) {
+    if (err instanceof OutboundTooLarge) throw err;
+    if (proxy.overLimit) throw Object.assign(tooLarge(), { cause: err });
     if (proxy.refusals.length) throw new OutboundRefused(`refused by the platform's egress policy: ${proxy.refusals[0]} (${REFUSAL_HINT})`, { cause: err });
     throw err;
   } finally {

@@ -60,7 +60,7 @@ export function parseAccessPattern(source: string): AccessPattern {
       // RE2 semantics: no backreferences or lookaround, matching time linear in the host length.
       return { kind: "regex", source, regex: RE2JS.compile(`^(?:${body})$`, RE2JS.CASE_INSENSITIVE), ports: "web" };
     } catch (err) {
-      throw new PatternError(`invalid regex: ${(err as Error).message}`);
+      throw new PatternError(`invalid regex: ${(err as Error).message}`, { cause: err });
     }
   }
   if (source.length > 300) throw new PatternError("pattern is too long");

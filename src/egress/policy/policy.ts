@@ -89,6 +89,10 @@ export class SandboxPolicy {
   readonly cloudA: StoredCloudARule | null;
   readonly cloudB: StoredCloudBRule | null;
   readonly env: Record<string, string>;
+  /** Destinations the platform lets this target dial at internal addresses (`StoredConfigV1.internal_hosts`). */
+  readonly internalHosts: ReadonlySet<string>;
+  /** Extra upstream trust for this target (`StoredConfigV1.upstream_ca_files`). */
+  readonly upstreamCaFiles: readonly string[];
   private readonly byHost = new Map<string, HeaderRule[]>();
 
   constructor(
@@ -116,6 +120,8 @@ export class SandboxPolicy {
     this.cloudA = cloudA;
     this.cloudB = cloudB;
     this.env = env;
+    this.internalHosts = new Set((stored.internal_hosts ?? []).map((h) => h.toLowerCase()));
+    this.upstreamCaFiles = stored.upstream_ca_files ?? [];
     this.callbacks = stored.callbacks.map((c: StoredCallback, index) => ({
       index,
       hosts: c.match_hosts.map(compileHostGlob),
@@ -173,14 +179,21 @@ export class SandboxPolicy {
     return { kind: "deny", reason: `not in allow_list (${host.host}:${port})` };
   }
 
+  /** Whether the platform lets this named destination be dialled at an internal address. */
+  internalAllowed(host: CanonicalHost | undefined, port: number): boolean {
+    if (!host || host.kind !== "name" || this.internalHosts.size === 0) return false;
+    return this.internalHosts.has(`${host.host}:${port}`) || (isWebPort(port) && this.internalHosts.has(host.host));
+  }
+
   /**
    * Second phase, for each address a destination resolved to. Internal addresses are refused
-   * unless the operator allowed their range; no proxy_config can open them.
+   * unless the operator allowed their range (or, for a build step, the host's registry by name);
+   * no proxy_config can open them.
    */
-  addressVerdict(verdict: ConnectionVerdict, address: string, port: number, opts: AddressCheckOptions): string | null {
+  addressVerdict(verdict: ConnectionVerdict, address: string, port: number, opts: AddressCheckOptions, host?: CanonicalHost): string | null {
     if (opts.isSelf(address, port)) return "the proxy's own address";
     const cls = classifyAddress(address);
-    if (cls !== "public" && !opts.allowInternal.has(address)) return `internal address (${cls})`;
+    if (cls !== "public" && !opts.allowInternal.has(address) && !this.internalAllowed(host, port)) return `internal address (${cls})`;
     if (verdict.kind !== "allow") return verdict.kind === "deny" ? verdict.reason : "denied";
     if (this.mode === "deny") {
       const hit = this.patterns.find((p) => patternMatchesAddress(p, address));

@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import http2 from "node:http2";
 import net from "node:net";
 import tls from "node:tls";
@@ -85,7 +86,7 @@ export class EgressProxy {
         req = new H2Request(stream, headers, rawHeaders);
       } catch (err) {
         // A stream or session gone before its request could be read: that stream only.
-        this.log?.warn({ err: (err as Error).message }, "egress HTTP/2 stream dropped");
+        this.log?.warn({ err }, "egress HTTP/2 stream dropped");
         return void stream.destroy();
       }
       onRequest(this, req, new H2Reply(stream, req.method));
@@ -107,11 +108,42 @@ export class EgressProxy {
         });
       });
     });
-    this.h2server.on("sessionError", () => {});
+    this.h2server.on("sessionError", () => {
+      // One client session's protocol error ends that session only (Node closes it); nothing to do here.
+    });
   }
 
   get settings(): EgressSettings {
     return this.opts.settings;
+  }
+
+  /** Contexts with a target's extra roots (a build step's host CA files), by file list. */
+  private readonly extraContexts = new Map<string, tls.SecureContext>();
+
+  /**
+   * The upstream TLS context of a target's policy: the proxy's, plus the CA files the platform gave
+   * this target (`upstream_ca_files`; the host bundle already trusted is skipped). A file that
+   * cannot be read adds nothing: the upstream's certificate is then rejected, and says so.
+   */
+  upstreamContextFor(policy: SandboxPolicy): tls.SecureContext {
+    const files = policy.upstreamCaFiles.filter((f) => f !== this.opts.settings.systemCaFile);
+    if (files.length === 0) return this.upstreamContext;
+    const key = files.join("\0");
+    let ctx = this.extraContexts.get(key);
+    if (!ctx) {
+      const extra: string[] = [];
+      for (const f of files) {
+        try {
+          extra.push(fs.readFileSync(f, "utf8"));
+        } catch (err) {
+          this.log?.warn({ err, file: f }, "egress: a CA file of the host's package managers cannot be read");
+        }
+      }
+      ctx = tls.createSecureContext({ ca: [...this.upstreamCa, ...extra], minVersion: "TLSv1.2" });
+      if (this.extraContexts.size > 64) this.extraContexts.clear();
+      this.extraContexts.set(key, ctx);
+    }
+    return ctx;
   }
 
   // ---------------------------------------------------------------- sandboxes
@@ -145,7 +177,7 @@ export class EgressProxy {
     sb.targets.clear();
     for (const t of sb.tunnels) {
       const v = policy.connectionVerdict(t.host, t.port);
-      const problem = v.kind === "deny" ? v.reason : !v.raw ? "no longer a raw destination" : policy.addressVerdict(v, t.address, t.port, this.targets.addressOpts());
+      const problem = v.kind === "deny" ? v.reason : !v.raw ? "no longer a raw destination" : policy.addressVerdict(v, t.address, t.port, this.targets.addressOpts(), t.host);
       if (problem) {
         this.audit(sb, { kind: "block", decision: "blocked", host: t.host.host, port: t.port, reason: `tunnel closed by a rule change: ${problem}` });
         t.client.destroy();

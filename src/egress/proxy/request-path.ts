@@ -232,7 +232,7 @@ function h1PoolFor(proxy: EgressProxy, sb: SandboxHandle, secure: boolean, targe
   const key = `${secure ? "s" : "p"}1|${target.address}|${target.port}|${servername}`;
   let pool = sb.pools.get(key) as H1Pool | undefined;
   if (!pool) {
-    pool = new H1Pool({ address: target.address, port: target.port, tls: secure ? { secureContext: proxy.upstreamContext, servername: servername || undefined } : null });
+    pool = new H1Pool({ address: target.address, port: target.port, tls: secure ? { secureContext: proxy.upstreamContextFor(sb.policy), servername: servername || undefined } : null });
     addPool(sb, key, pool);
   }
   return pool;
@@ -253,7 +253,7 @@ function h2OriginFor(proxy: EgressProxy, sb: SandboxHandle, target: Target, host
   const key = `s2|${target.address}|${target.port}|${servername}`;
   let origin = sb.pools.get(key) as H2Origin | undefined;
   if (!origin) {
-    origin = new H2Origin({ address: target.address, port: target.port, tls: { secureContext: proxy.upstreamContext, servername: servername || undefined } });
+    origin = new H2Origin({ address: target.address, port: target.port, tls: { secureContext: proxy.upstreamContextFor(sb.policy), servername: servername || undefined } });
     addPool(sb, key, origin);
   }
   return origin;

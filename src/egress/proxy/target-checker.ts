@@ -58,7 +58,7 @@ export class TargetChecker {
       let firstProblem = "no address";
       result = { blocked: firstProblem };
       for (const t of targets) {
-        const problem = policy.addressVerdict(verdict, t.address, port, opts);
+        const problem = policy.addressVerdict(verdict, t.address, port, opts, host);
         if (!problem) {
           result = t;
           break;

@@ -51,7 +51,7 @@ export function handleUpgrade(proxy: EgressProxy, req: ClientRequest, socket: ne
     const headers = upstreamHeaders(req, cred?.headers ?? null, authority);
     headers.push("Connection", "Upgrade", "Upgrade", upgrade);
     const options: https.RequestOptions = { host: target.address, port: target.port, method: req.method, path: path + query, headers: headers as unknown as http.OutgoingHttpHeaders, setHost: false, agent: false };
-    if (ctx.tls) Object.assign(options, { secureContext: proxy.upstreamContext, servername: host.kind === "name" ? host.host : undefined, minVersion: "TLSv1.2" });
+    if (ctx.tls) Object.assign(options, { secureContext: proxy.upstreamContextFor(policy), servername: host.kind === "name" ? host.host : undefined, minVersion: "TLSv1.2" });
     const up = (ctx.tls ? https : http).request(options);
     up.on("upgrade", (upRes, upSocket, upHead) => {
       let text = `HTTP/1.1 ${upRes.statusCode} ${upRes.statusMessage}\r\n`;

@@ -7,7 +7,7 @@ import type net from "node:net";
 import { AuditBatch } from "../audit/audit-batch.ts";
 import type { AuditEvent } from "../audit/audit-log.ts";
 import { createCloudAuthorizerFactory } from "../credentials/cloud-authorizer.ts";
-import { loadEgressSettings } from "../egress-settings.ts";
+import { loadEgressSettings, type EgressSource } from "../egress-settings.ts";
 import { LocalDataPlane } from "./data-plane.ts";
 import type { FromDataPlane, ToDataPlane } from "./messages.ts";
 
@@ -25,14 +25,22 @@ const audit = {
   },
 };
 
-const settings = loadEgressSettings();
-const plane: LocalDataPlane = new LocalDataPlane(settings, audit, () => factory, null);
-const factory = createCloudAuthorizerFactory({ targets: plane.proxy.targets, settings });
+// Made from the settings the control plane sends first (never from this process's environment).
+let plane: LocalDataPlane;
+function start(source: EgressSource): void {
+  const settings = loadEgressSettings(source);
+  const local: LocalDataPlane = new LocalDataPlane(settings, audit, () => factory, null);
+  const factory = createCloudAuthorizerFactory({ targets: local.proxy.targets, settings });
+  plane = local;
+  send({ t: "ready" });
+}
 
 type NativeHandle = object & { close(): void };
 
 process.on("message", (m: ToDataPlane, handle?: net.Socket | NativeHandle) => {
   switch (m.t) {
+    case "settings":
+      return start(m.source);
     case "sandbox":
       return plane.upsertSandbox(m.spec);
     case "remove":
@@ -57,4 +65,3 @@ process.on("message", (m: ToDataPlane, handle?: net.Socket | NativeHandle) => {
 });
 // The control plane went away: nothing left to serve.
 process.on("disconnect", () => process.exit(0));
-send({ t: "ready" });

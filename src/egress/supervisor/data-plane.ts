@@ -125,7 +125,9 @@ export class LocalDataPlane implements DataPlane {
     if (this.isRawPort(port, role)) (server as net.Server & { allowHalfOpen: boolean }).allowHalfOpen = true;
     server.on("connection", (socket: net.Socket) => this.accept(id, port, socket, role));
     // A listener's own errors (EMFILE on accept) must not end the process; the next accept retries.
-    server.on("error", () => {});
+    server.on("error", () => {
+      // An accept error on a listener the control plane holds a copy of: the next child takes over.
+    });
   }
 
   /** Accepts on a listening socket handed over as Node's native handle (the supervisor's own copy stays with it). */

@@ -1,9 +1,11 @@
+import type { EgressSource } from "../egress-settings.ts";
 import type { AuditEvent } from "../audit/audit-log.ts";
 import type { SandboxSpec } from "./data-plane.ts";
 import type { ListenerRole } from "./dispatch.ts";
 
 /** Control plane → data-plane process (over Node's IPC channel; listeners and sockets ride along). */
 export type ToDataPlane =
+  | { t: "settings"; source: EgressSource }
   | { t: "sandbox"; spec: SandboxSpec }
   | { t: "remove"; id: string }
   | { t: "names"; id: string; pairs: Array<[string, string]> }

@@ -8,6 +8,8 @@ import type { DataPlane, SandboxSpec } from "./data-plane.ts";
 import type { ListenerRole } from "./dispatch.ts";
 import type { FromDataPlane, ToDataPlane } from "./messages.ts";
 import { restartDelay } from "./restart-policy.ts";
+import type { EgressSource } from "../egress-settings.ts";
+import { processEnvironment } from "../../config/index.ts";
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), "data-plane-child.ts");
 /** tsx's loader by absolute URL, so the child resolves it whatever its working folder. */
@@ -96,7 +98,10 @@ export class SupervisedDataPlane implements DataPlane {
   constructor(
     private readonly audit: AuditSink,
     private readonly log: Logger | null,
-    private readonly env: NodeJS.ProcessEnv = process.env,
+    /** The egress settings' source (`egressSourceFrom(ctx.config.settings)`), sent to each child over IPC first. */
+    private readonly source: EgressSource,
+    /** The child's process environment: handed through (PATH, NODE_OPTIONS); its settings come over IPC. */
+    private readonly env: NodeJS.ProcessEnv = processEnvironment(),
     /** Extra Node options for each child (a benchmark's `--cpu-prof`, which NODE_OPTIONS refuses). */
     private readonly nodeArgs: string[] = [],
   ) {}
@@ -122,6 +127,8 @@ export class SupervisedDataPlane implements DataPlane {
   private spawn(): ChildProcess {
     this.starts++;
     const child = fork(CHILD, [], { execArgv: [...CHILD_NODE_ARGS, ...this.nodeArgs, "--import", TSX], env: this.env, stdio: ["ignore", "inherit", "pipe", "ipc"] });
+    // First on the channel (messages arrive in order): the child builds its data plane from it.
+    child.send({ t: "settings", source: this.source } satisfies ToDataPlane);
     let stderr = "";
     child.stderr?.setEncoding("utf8");
     child.stderr?.on("data", (d: string) => (stderr = (stderr + d).slice(-4096)));
@@ -132,7 +139,7 @@ export class SupervisedDataPlane implements DataPlane {
       else if (m.t === "listener") this.held(m.id, m.port, handle as ListenHandle | undefined);
     });
     // An IPC write to a child that just died; its exit handler replaces it.
-    child.on("error", (err) => this.log?.warn({ err: err.message }, "egress data plane channel error"));
+    child.on("error", (err) => this.log?.warn({ err }, "egress data plane channel error"));
     child.once("exit", (code, signal) => {
       if (this.closed) return;
       // Only the error's first line: a stack may quote request data, never worth a log line.
@@ -213,7 +220,7 @@ export class SupervisedDataPlane implements DataPlane {
         if (err && handle && "remoteAddress" in handle) handle.destroy();
       });
     } catch (err) {
-      this.log?.warn({ err: (err as Error).message }, "egress data plane send failed");
+      this.log?.warn({ err }, "egress data plane send failed");
     }
   }
 
@@ -281,7 +288,9 @@ export class SupervisedDataPlane implements DataPlane {
     // their first bytes would be lost).
     (server as net.Server & { pauseOnConnect: boolean }).pauseOnConnect = true;
     server.on("connection", (socket: net.Socket) => this.pass({ t: "conn", id, port, role, seq: 0 }, socket));
-    server.on("error", () => {});
+    server.on("error", () => {
+      // The held copy of a listener is never accepted on here: errors on it change nothing.
+    });
     if (this.ready) this.delegate(id, port, served);
   }
 

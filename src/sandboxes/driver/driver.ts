@@ -1,6 +1,7 @@
-import type dgram from "node:dgram";
 import type net from "node:net";
 import type { Readable, Writable } from "node:stream";
+import type { CapturedNetwork } from "../../confinement/index.ts";
+export type { CapturedNetwork };
 
 /**
  * What the sandboxes API needs from whatever runs sandboxes. The local driver (bubblewrap and
@@ -26,12 +27,6 @@ export interface SandboxSpec {
   capture?: { tcpPorts: number[]; dns: boolean } | null;
 }
 
-/** Listening sockets opened inside a sandbox's network namespace, owned by the platform process. */
-export interface CapturedNetwork {
-  tcp: Map<number, net.Server>;
-  udp: dgram.Socket[];
-  errors: string[];
-}
 
 /** Driver-specific facts about a running sandbox, stored (as JSON) so a restarted platform can re-adopt it. */
 export type RuntimeRef = Record<string, unknown>;

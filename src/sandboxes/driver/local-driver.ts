@@ -3,15 +3,9 @@ import fs from "node:fs";
 import type net from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
-import { ensureBaseImage, SANDBOX_USER } from "./base-image.ts";
-import { cgroupLayout, type CgroupLayout } from "./cgroups.ts";
+import { ensureBaseImage, SANDBOX_USER, cgroupLayout, type CgroupLayout, checkHost, HostNotReady, childrenOf, descendantsOf, isAlive, killGroupsAndProcesses, namespacePid, procRef, type ProcRef, ENTER_ENV_FD, enterArgs, enterEnvironment, holderArgs, releaseHolder, receiveListeners, archSyscalls, buildSeccompFilter } from "../../confinement/index.ts";
 import type { CapturedNetwork, ExecProcess, ExecRequest, RuntimeRef, SandboxDriver, SandboxSpec, StartHooks } from "./driver.ts";
-import { checkHost, HostNotReady } from "./host-check.ts";
-import { childrenOf, descendantsOf, isAlive, killGroupsAndProcesses, namespacePid, procRef, type ProcRef } from "./proc.ts";
-import { ENTER, ENTER_ENV_FD, enterEnvironment, HOLDER, releaseHolder } from "./launchers.ts";
-import { receiveListeners } from "./listener-handover.ts";
 import { captureInNamespace, connectInNamespace } from "./port-connect.ts";
-import { archSyscalls, buildSeccompFilter } from "./seccomp.ts";
 
 const execFileP = promisify(execFile);
 
@@ -110,6 +104,12 @@ export class LocalDriver implements SandboxDriver {
     if (snapshotArchive) {
       execFileSyncChecked("tar", ["--zstd", "-x", "-p", "--numeric-owner", "--xattrs", "--xattrs-include=trusted.overlay.*", "-f", snapshotArchive, "-C", upper]);
     }
+    // The sandbox's `/` is the writable layer's top folder. LangSmith runs commands as root (its
+    // documented images), so clients create top-level folders of their own (Python deepagents'
+    // execute writes its output under /large_tool_results). World-writable with the sticky bit, as
+    // /tmp: the user can add entries to `/` but not rename or remove the base's (/etc, /usr, ...).
+    // Set after a snapshot's files, whose archive carries the folder's mode from before.
+    fs.chmodSync(upper, 0o1777);
     const home = path.join(upper, SANDBOX_USER.home);
     if (!fs.existsSync(home)) {
       fs.mkdirSync(home, { recursive: true, mode: 0o755 });
@@ -139,7 +139,7 @@ export class LocalDriver implements SandboxDriver {
         try {
           fs.rmdirSync(mnt);
         } catch (err) {
-          this.opts.log?.("a leftover image mount point could not be removed", { path: mnt, error: (err as Error).message });
+          this.opts.log?.("a leftover image mount point could not be removed", { path: mnt, err });
         }
       }
     }
@@ -216,12 +216,12 @@ export class LocalDriver implements SandboxDriver {
    */
   async begin(spec: SandboxSpec): Promise<ParkedStart> {
     const { image, upper, work } = await this.prepareFilesystem(spec);
-    await this.cg.destroy(spec.id).catch((err) => this.opts.log?.("stale sandbox cgroups could not be removed", { id: spec.id, err: (err as Error).message }));
+    await this.cg.destroy(spec.id).catch((err) => this.opts.log?.("stale sandbox cgroups could not be removed", { id: spec.id, err }));
     this.cg.create(spec.id, { memBytes: spec.memBytes, pidsMax: this.opts.pidsMax, cpuMillicores: spec.cpuMillicores });
     const capture = spec.capture ?? null;
     const child = spawn(
       "/usr/bin/perl",
-      ["-e", HOLDER, this.sysArg, this.cg.procsFiles(spec.id).join(":"), capture ? capture.tcpPorts.join(",") : "-", capture?.dns ? "dns" : "nodns", image, DISK_POINT, spec.lowerDir ?? this.baseDir, upper, work, MOUNT_POINT, this.bpfFile, String(this.opts.hostUid), "--", ...bwrapArgs()],
+      [...holderArgs(), this.sysArg, this.cg.procsFiles(spec.id).join(":"), capture ? capture.tcpPorts.join(",") : "-", capture?.dns ? "dns" : "nodns", image, DISK_POINT, spec.lowerDir ?? this.baseDir, upper, work, MOUNT_POINT, this.bpfFile, String(this.opts.hostUid), "--", ...bwrapArgs()],
       { detached: true, stdio: ["ignore", "ignore", "pipe", "ignore", "pipe", "pipe", ...(capture ? ["ipc" as const] : [])], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
     );
     const p: ParkedStart = { spec, child, captured: { tcp: new Map(), udp: [], errors: [], done: !capture, handedOver: false }, stderr: "", info: "", exited: null };
@@ -264,7 +264,7 @@ export class LocalDriver implements SandboxDriver {
       }
     }
     this.killTree(p.spec.id, p.child.pid ?? 0, 0);
-    await this.cg.destroy(p.spec.id).catch((err) => this.opts.log?.("sandbox cgroups could not be removed", { id: p.spec.id, err: (err as Error).message }));
+    await this.cg.destroy(p.spec.id).catch((err) => this.opts.log?.("sandbox cgroups could not be removed", { id: p.spec.id, err }));
   }
 
   /** Second half: the egress attaches (`onNetwork`), the holder execs bubblewrap, the keeper is up. */
@@ -357,15 +357,15 @@ export class LocalDriver implements SandboxDriver {
     const fsize = String(req.env.WHARF_FSIZE_LIMIT ?? 0);
     const env = Object.fromEntries(Object.entries(req.env).filter(([k]) => k !== "WHARF_FSIZE_LIMIT"));
     const pty = req.tty ? `${clampTty(req.tty.rows)}x${clampTty(req.tty.cols)}` : "-";
-    const args = ["-e", ENTER, this.sysArg, String(r.init.pid), String(r.init.start), this.cg.procsFiles(id).join(":"), this.bpfHex, fsize, req.cwd, pty, "--", ...req.argv];
+    const args = [...enterArgs(), this.sysArg, String(ENTER_ENV_FD), String(SANDBOX_USER.uid), String(r.init.pid), String(r.init.start), this.cg.procsFiles(id).join(":"), this.bpfHex, fsize, req.cwd, pty, "--", ...req.argv];
     // An empty environment for the launcher (root); the command's own arrives on a pipe (a command
     // line is readable by every local user). With a terminal, fd 3 carries resize requests.
     const child = spawn("/usr/bin/perl", args, { stdio: ["pipe", "pipe", "pipe", req.tty ? "pipe" : "ignore", "pipe"], env: {} });
     const envPipe = child.stdio[ENTER_ENV_FD] as NodeJS.WritableStream;
-    envPipe.on("error", () => {}); // the launcher died before reading it: its exit says why
+    envPipe.on("error", () => undefined); // the launcher died before reading it: its exit says why
     envPipe.end(enterEnvironment(env));
     const control = req.tty ? (child.stdio[3] as NodeJS.WritableStream) : null;
-    control?.on("error", () => {}); // the launcher is gone: a late resize has nowhere to go
+    control?.on("error", () => undefined); // the launcher is gone: a late resize has nowhere to go
     const exited = new Promise<number>((resolve) => {
       child.on("exit", (code, signal) => resolve(code ?? 128 + signalNumber(signal)));
       child.on("error", () => resolve(127));
@@ -465,7 +465,7 @@ export class LocalDriver implements SandboxDriver {
       } catch {
         continue; // exited meanwhile
       }
-      if (argv[0] !== "/usr/bin/perl" || argv[1] !== "-e" || argv[2] !== ENTER) continue;
+      if (argv[0] !== "/usr/bin/perl" || !isEnterCommand(argv.slice(1))) continue;
       killGroupsAndProcesses([...descendantsOf(pid), pid]);
       ended++;
     }
@@ -499,4 +499,10 @@ function execFileSyncChecked(cmd: string, args: string[]): void {
 const SIGNALS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 };
 function signalNumber(signal: NodeJS.Signals | null): number {
   return signal ? (SIGNALS[signal] ?? 1) : 1;
+}
+
+/** Whether a process's arguments (after perl's path) are the command launcher's (perl/enter.pl). */
+function isEnterCommand(args: string[]): boolean {
+  const enter = enterArgs();
+  return enter.every((a, i) => args[i] === a);
 }

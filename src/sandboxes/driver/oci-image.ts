@@ -2,9 +2,10 @@ import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
-import { OutboundRefused, runWithOutboundPolicy, type OutboundPolicy } from "../../egress/index.ts";
-import { SANDBOX_USER } from "./base-image.ts";
+import { OutboundRefused, OutboundTooLarge, runWithOutboundPolicy, type OutboundPolicy } from "../../egress/index.ts";
+import { SANDBOX_USER } from "../../confinement/index.ts";
 import { checkUnpackedSize } from "./layer-bound.ts";
+import { hostVariable } from "../../config/index.ts";
 
 const execFileP = promisify(execFile);
 
@@ -60,6 +61,18 @@ function short(err: unknown): string {
   return (e.stderr || e.message || String(err)).trim().split("\n").slice(-3).join(" ").slice(0, 500);
 }
 
+/** What a pull may download beyond the snapshot's capacity: manifests, configs, TLS and HTTP framing. */
+export const PULL_OVERHEAD_BYTES = 16 * 1024 ** 2;
+
+/**
+ * The most a pull may download: what its layers unpack to must fit the snapshot's capacity (checked
+ * again, exactly, before unpacking), and compressed they are no larger than that, but for gzip's
+ * framing of data that does not compress (well under 1%).
+ */
+export function pullBound(capacityBytes: number): number {
+  return capacityBytes + Math.ceil(capacityBytes / 100) + PULL_OVERHEAD_BYTES;
+}
+
 /** Pulls and unpacks; returns the manifest digest. Throws with skopeo's or umoci's own message. */
 export async function pullImage(req: PullRequest): Promise<{ digest: string; rootfs: string }> {
   const work = `${req.dest}.build-${process.pid}-${Date.now()}`;
@@ -79,12 +92,13 @@ export async function pullImage(req: PullRequest): Promise<{ digest: string; roo
     const ref = dockerReference(req.image);
     const digestFile = path.join(work, "digest");
     // No default credentials of the platform's own user (~/.docker, $XDG_RUNTIME_DIR) for a tenant's pull.
-    const skopeo = (args: string[], timeoutMs: number) =>
-      runWithOutboundPolicy({ policy: req.policy, command: "skopeo", args, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, XDG_RUNTIME_DIR: work }, direct: directDestinations(imageHost(req.image)), timeoutMs });
+    const skopeo = (args: string[], timeoutMs: number, maxBytes?: number) =>
+      runWithOutboundPolicy({ policy: req.policy, command: "skopeo", args, env: { PATH: hostVariable("PATH") ?? "/usr/bin:/bin", HOME: work, XDG_RUNTIME_DIR: work }, direct: directDestinations(imageHost(req.image)), timeoutMs, maxBytes });
     try {
-      await skopeo(["copy", "--quiet", ...auth, ...tls, "--digestfile", digestFile, ref, `oci:${path.join(work, "layout")}:image`], timeout);
+      await skopeo(["copy", "--quiet", ...auth, ...tls, "--digestfile", digestFile, ref, `oci:${path.join(work, "layout")}:image`], timeout, pullBound(req.capacityBytes));
     } catch (err) {
       if (err instanceof OutboundRefused) throw new Error(`pulling ${req.image} was ${err.message}`, { cause: err });
+      if (err instanceof OutboundTooLarge) throw new Error(`pulling ${req.image} was stopped: ${err.message} (more than layers that fit the snapshot's fs_capacity_bytes can take)`, { cause: err });
       throw new Error(`pulling ${req.image} failed: ${short(err)}`, { cause: err });
     }
     let digest = "";

@@ -53,13 +53,26 @@ export const VIEWPORTS: Array<[string, { width: number; height: number }]> = [
   ["phone", { width: 390, height: 844 }],
 ];
 
-/** Screenshots of the current page at a desktop and a phone width, then back to the desktop size. */
-export async function shoot(page: Page, name: string): Promise<void> {
+/**
+ * Once the page has been laid out at its new size: two animation frames, so that what a resize
+ * triggers (resize observers, the renders they schedule) has run, instead of a fixed pause.
+ */
+async function settled(page: Page): Promise<void> {
+  // A string, not a function: tsx's helpers (`__name`) do not exist in the page.
+  await page.evaluate("new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))");
+}
+
+/**
+ * Screenshots of the current page at a desktop and a phone width, then back to the desktop size;
+ * `atEachSize` checks the page at each size too (one resize serves both).
+ */
+export async function shoot(page: Page, name: string, atEachSize?: (label: string) => Promise<void>): Promise<void> {
   const dir = screenshotDir();
   for (const [label, size] of VIEWPORTS) {
     await page.setViewportSize(size);
-    await page.waitForTimeout(150);
+    await settled(page);
     await page.screenshot({ path: path.join(dir, `${name}-${label}.png`), fullPage: false });
+    await atEachSize?.(label);
   }
   await page.setViewportSize(VIEWPORTS[0][1]);
 }

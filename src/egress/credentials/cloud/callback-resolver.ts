@@ -142,7 +142,7 @@ export class CallbackResolver {
       }
       status = response.status;
       if (status < 200 || status > 299) {
-        await response.body?.cancel().catch(() => {});
+        await response.body?.cancel().catch(() => undefined); // releasing the connection; the answer is already decided
         return fail("status", `callback answered ${status}`);
       }
       let text: string;
@@ -182,7 +182,7 @@ async function readLimited(response: Response, max: number): Promise<string> {
     if (done) break;
     size += value.byteLength;
     if (size > max) {
-      await reader.cancel().catch(() => {});
+      await reader.cancel().catch(() => undefined); // releasing the connection; the answer is already decided
       throw new TooLarge();
     }
     parts.push(value);

@@ -171,7 +171,7 @@ class H1Connection implements ExchangeConnection {
     }
     if (hasBody(raw)) {
       ex.body = new Readable({ read: () => this.resumeReading() });
-      ex.body.on("error", () => {}); // the upstream client reports a body that failed
+      ex.body.on("error", () => undefined); // the upstream client reports a body that failed
     }
     this.reading = ex;
     if (this.active === null) this.start(ex);
