@@ -11,14 +11,42 @@ const BOUNDARY_EXCEPTIONS = [
   "src/cli/main.ts",
   "src/platform/supervisor.ts",
 ];
-for (const own of ["agent-server", "cli", "config", "confinement", "connections", "console", "crypto", "deployments", "egress", "http", "identity", "log", "metrics", "platform", "sandboxes", "secrets", "store"]) {
+for (const own of [
+  "agent-server",
+  "cli",
+  "config",
+  "confinement",
+  "connections",
+  "console",
+  "crypto",
+  "deployments",
+  "egress",
+  "http",
+  "identity",
+  "log",
+  "metrics",
+  "platform",
+  "sandboxes",
+  "secrets",
+  "store",
+]) {
   const others = SURFACED.filter((f) => f !== own);
   for (let depth = 1; depth <= 5; depth++) {
     const up = "\\.\\./".repeat(depth);
     boundaryBlocks.push({
       files: [`src/${own}/${"*/".repeat(depth - 1)}*.ts`],
       rules: {
-        "no-restricted-imports": ["error", { patterns: [{ regex: `^${up}(${others.join("|")})/(?!index\\.ts$)`, message: "import another feature through its index.ts" }] }],
+        "no-restricted-imports": [
+          "error",
+          {
+            patterns: [
+              {
+                regex: `^${up}(${others.join("|")})/(?!index\\.ts$)`,
+                message: "import another feature through its index.ts",
+              },
+            ],
+          },
+        ],
       },
     });
   }
@@ -29,7 +57,20 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: "readonly", console: "readonly", Buffer: "readonly", setTimeout: "readonly", clearTimeout: "readonly", setInterval: "readonly", clearInterval: "readonly", URL: "readonly", fetch: "readonly", performance: "readonly" } },
+    languageOptions: {
+      globals: {
+        process: "readonly",
+        console: "readonly",
+        Buffer: "readonly",
+        setTimeout: "readonly",
+        clearTimeout: "readonly",
+        setInterval: "readonly",
+        clearInterval: "readonly",
+        URL: "readonly",
+        fetch: "readonly",
+        performance: "readonly",
+      },
+    },
     rules: {
       "@typescript-eslint/no-explicit-any": "off",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],

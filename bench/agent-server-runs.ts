@@ -18,7 +18,11 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const quick = process.argv.includes("--quick");
 const PG_URL = process.env.WHARF_TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 const body = JSON.stringify({ assistant_id: "echo", input: { messages: [{ role: "human", content: "hi" }] } });
-const streamBody = JSON.stringify({ assistant_id: "echo", input: { messages: [{ role: "human", content: "hi" }] }, stream_mode: "updates" });
+const streamBody = JSON.stringify({
+  assistant_id: "echo",
+  input: { messages: [{ role: "human", content: "hi" }] },
+  stream_mode: "updates",
+});
 const children: ChildProcess[] = [];
 
 function pct(sorted: number[], p: number): number {
@@ -30,7 +34,11 @@ async function waitReady(url: string, child: ChildProcess, ms: number): Promise<
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
     try {
-      const r = await fetch(`${url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json" }, body });
+      const r = await fetch(`${url}/runs/wait`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
       if (r.ok && (await r.text()).includes("echo: hi")) return;
     } catch {}
     await new Promise((r) => setTimeout(r, 250));
@@ -49,7 +57,11 @@ async function waitOnce(url: string): Promise<number> {
 /** Time to the first `updates` event and to the end of the stream. */
 async function streamOnce(url: string): Promise<[number, number]> {
   const t0 = performance.now();
-  const r = await fetch(`${url}/runs/stream`, { method: "POST", headers: { "content-type": "application/json" }, body: streamBody });
+  const r = await fetch(`${url}/runs/stream`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: streamBody,
+  });
   const reader = r.body!.getReader();
   const dec = new TextDecoder();
   let text = "";
@@ -102,10 +114,24 @@ async function measure(url: string, sequential: number, seconds: number): Promis
 }
 
 function wharfServer(port: number, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [path.join(root, "bin/wharf.js"), "agent-server", "--project", path.join(root, "examples/echo-agent"), "--port", String(port), "--open", "--server-id", `bench-${process.pid}`], {
-    env: { ...process.env, WHARF_LOG_LEVEL: "warn", ...env },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      path.join(root, "bin/wharf.js"),
+      "agent-server",
+      "--project",
+      path.join(root, "examples/echo-agent"),
+      "--port",
+      String(port),
+      "--open",
+      "--server-id",
+      `bench-${process.pid}`,
+    ],
+    {
+      env: { ...process.env, WHARF_LOG_LEVEL: "warn", ...env },
+      stdio: ["ignore", "ignore", "inherit"],
+    },
+  );
   children.push(child);
   return child;
 }
@@ -130,9 +156,17 @@ function referenceInstall(): string {
   const bin = path.join(dir, "node_modules/.bin/langgraphjs");
   if (fs.existsSync(bin)) return dir;
   fs.mkdirSync(dir, { recursive: true });
-  if (!fs.existsSync(path.join(dir, "package.json"))) fs.writeFileSync(path.join(dir, "package.json"), '{"name":"wharf-bench-reference","private":true,"type":"module"}\n');
+  if (!fs.existsSync(path.join(dir, "package.json")))
+    fs.writeFileSync(
+      path.join(dir, "package.json"),
+      '{"name":"wharf-bench-reference","private":true,"type":"module"}\n',
+    );
   console.error(`installing the reference server (${REFERENCE_PACKAGES.join(" ")}) into ${dir} …`);
-  execFileSync("npm", ["install", "--prefix", dir, "--no-fund", "--no-audit", "--loglevel=error", ...REFERENCE_PACKAGES], { stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync(
+    "npm",
+    ["install", "--prefix", dir, "--no-fund", "--no-audit", "--loglevel=error", ...REFERENCE_PACKAGES],
+    { stdio: ["ignore", "ignore", "inherit"] },
+  );
   if (!fs.existsSync(bin)) throw new Error(`npm install did not produce ${bin}`);
   return dir;
 }
@@ -147,12 +181,25 @@ function referenceServer(port: number): ChildProcess {
   fs.cpSync(path.join(root, "examples/echo-agent"), dir, { recursive: true });
   fs.writeFileSync(path.join(dir, "package.json"), '{"type":"module"}');
   fs.symlinkSync(path.join(install, "node_modules"), path.join(dir, "node_modules"));
-  const child = spawn(path.join(install, "node_modules/.bin/langgraphjs"), ["dev", "--port", String(port), "--host", "127.0.0.1", "--no-browser", "--config", path.join(dir, "langgraph.json")], {
-    cwd: dir,
-    env: { ...process.env, LANGSMITH_TRACING: "false", LANGCHAIN_TRACING_V2: "false" },
-    stdio: ["ignore", "ignore", "ignore"],
-    detached: true,
-  });
+  const child = spawn(
+    path.join(install, "node_modules/.bin/langgraphjs"),
+    [
+      "dev",
+      "--port",
+      String(port),
+      "--host",
+      "127.0.0.1",
+      "--no-browser",
+      "--config",
+      path.join(dir, "langgraph.json"),
+    ],
+    {
+      cwd: dir,
+      env: { ...process.env, LANGSMITH_TRACING: "false", LANGCHAIN_TRACING_V2: "false" },
+      stdio: ["ignore", "ignore", "ignore"],
+      detached: true,
+    },
+  );
   children.push(child);
   return child;
 }
@@ -183,7 +230,10 @@ async function inProcessP50(n: number): Promise<number> {
     await echoGraph.invoke(input);
     lat.push(performance.now() - t0);
   }
-  return pct(lat.sort((a, b) => a - b), 50);
+  return pct(
+    lat.sort((a, b) => a - b),
+    50,
+  );
 }
 const floor = await inProcessP50(seq);
 
@@ -204,7 +254,10 @@ try {
   const url = new URL(PG_URL);
   url.pathname = `/${dbName}`;
   const port = await freePort();
-  const child = wharfServer(port, { WHARF_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-pg-")), DATABASE_URL: url.toString() });
+  const child = wharfServer(port, {
+    WHARF_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-pg-")),
+    DATABASE_URL: url.toString(),
+  });
   await waitReady(`http://127.0.0.1:${port}`, child, 30_000);
   rows.push(["wharf (PostgreSQL)", await measure(`http://127.0.0.1:${port}`, seq, secs)]);
   child.kill("SIGTERM");
@@ -230,16 +283,23 @@ if (admin) {
 }
 
 const ref = rows.find(([n]) => n.startsWith("langgraphjs"))?.[1];
-console.log(`\nstateless runs on a one-node echo graph (${os.cpus().length} cores, Node ${process.version}; client and servers on this machine)\n`);
+console.log(
+  `\nstateless runs on a one-node echo graph (${os.cpus().length} cores, Node ${process.version}; client and servers on this machine)\n`,
+);
 console.log(`in-process graph.invoke p50: ${fmt(floor)} ms (run overhead = wait p50 − this)\n`);
-console.log("server                       | wait p50 ms | wait p99 ms | req/s @16 | first update p50 ms | stream end p50 ms | overhead ms | p50 vs ref | req/s vs ref");
-console.log("-----------------------------|-------------|-------------|-----------|---------------------|-------------------|-------------|------------|-------------");
+console.log(
+  "server                       | wait p50 ms | wait p99 ms | req/s @16 | first update p50 ms | stream end p50 ms | overhead ms | p50 vs ref | req/s vs ref",
+);
+console.log(
+  "-----------------------------|-------------|-------------|-----------|---------------------|-------------------|-------------|------------|-------------",
+);
 for (const [name, f] of rows) {
   if (typeof f === "string") {
     console.log(`${name.padEnd(28)} | ${f}`);
     continue;
   }
-  const ratios = ref && typeof ref !== "string" ? [`${fmt(ref.p50 / f.p50)}x faster`, `${fmt(f.rps16 / ref.rps16)}x`] : ["-", "-"];
+  const ratios =
+    ref && typeof ref !== "string" ? [`${fmt(ref.p50 / f.p50)}x faster`, `${fmt(f.rps16 / ref.rps16)}x`] : ["-", "-"];
   console.log(
     `${name.padEnd(28)} | ${fmt(f.p50).padStart(11)} | ${fmt(f.p99).padStart(11)} | ${fmt(f.rps16).padStart(9)} | ${fmt(f.firstUpdateP50).padStart(19)} | ${fmt(f.streamEndP50).padStart(17)} | ${fmt(f.p50 - floor).padStart(11)} | ${ratios[0].padStart(10)} | ${ratios[1].padStart(11)}`,
   );

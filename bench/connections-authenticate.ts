@@ -47,34 +47,66 @@ async function load(fn: () => Promise<Response>): Promise<{ rps: number; p50: nu
     }),
   );
   latencies.sort((a, b) => a - b);
-  return { rps: latencies.length / ((performance.now() - started) / 1000), p50: latencies[Math.floor(latencies.length / 2)], errors };
+  return {
+    rps: latencies.length / ((performance.now() - started) / 1000),
+    p50: latencies[Math.floor(latencies.length / 2)],
+    errors,
+  };
 }
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-conn-"));
 const pgSchema = DIALECT === "postgres" ? `wharf_b_${crypto.randomBytes(5).toString("hex")}` : undefined;
-const platform = await startPlatform(loadConfig({ WHARF_HOME: home, WHARF_PORT: "0", WHARF_LOG_LEVEL: "warn", ...(pgSchema ? { DATABASE_URL: PG_URL } : {}) }), {
-  log: createLogger({ level: "warn" }),
-  pgSchema,
-  features: [identityFeature, secretsFeature, createConnectionsFeature({ sweepIntervalSeconds: 0 })],
-});
+const platform = await startPlatform(
+  loadConfig({
+    WHARF_HOME: home,
+    WHARF_PORT: "0",
+    WHARF_LOG_LEVEL: "warn",
+    ...(pgSchema ? { DATABASE_URL: PG_URL } : {}),
+  }),
+  {
+    log: createLogger({ level: "warn" }),
+    pgSchema,
+    features: [identityFeature, secretsFeature, createConnectionsFeature({ sweepIntervalSeconds: 0 })],
+  },
+);
 const key = platform.bootstrap.apiKey!;
 const headers = { "x-api-key": key, "content-type": "application/json" };
 try {
   const mock = await startMockAuthServer(fakeT);
-  await fetch(`${platform.url}/v2/auth/providers`, { method: "POST", headers, body: JSON.stringify(mock.providerBody("mock")) });
-  const started = await (await fetch(`${platform.url}/v2/auth/authenticate`, { method: "POST", headers, body: JSON.stringify({ provider: "mock", scopes: ["a"], agent_id: AGENT }) })).json();
+  await fetch(`${platform.url}/v2/auth/providers`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify(mock.providerBody("mock")),
+  });
+  const started = await (
+    await fetch(`${platform.url}/v2/auth/authenticate`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ provider: "mock", scopes: ["a"], agent_id: AGENT }),
+    })
+  ).json();
   await new Browser().open(started.url);
   const body = JSON.stringify({ provider: "mock", scopes: ["a"], agent_id: AGENT });
 
   const baseline = await load(() => fetch(`${platform.url}/v2/secrets`, { headers }));
   const auth = await load(() => fetch(`${platform.url}/v2/auth/authenticate`, { method: "POST", headers, body }));
   console.log(`storage: ${DIALECT}, ${CONCURRENCY} concurrent clients, ${SECONDS} s per row`);
-  console.log(`GET /v2/secrets (baseline)         ${baseline.rps.toFixed(0).padStart(6)} req/s  p50 ${baseline.p50.toFixed(2)} ms`);
-  console.log(`POST /v2/auth/authenticate (fresh) ${auth.rps.toFixed(0).padStart(6)} req/s  p50 ${auth.p50.toFixed(2)} ms  = ${(auth.rps / baseline.rps).toFixed(2)}x baseline throughput, errors ${auth.errors}`);
+  console.log(
+    `GET /v2/secrets (baseline)         ${baseline.rps.toFixed(0).padStart(6)} req/s  p50 ${baseline.p50.toFixed(2)} ms`,
+  );
+  console.log(
+    `POST /v2/auth/authenticate (fresh) ${auth.rps.toFixed(0).padStart(6)} req/s  p50 ${auth.p50.toFixed(2)} ms  = ${(auth.rps / baseline.rps).toFixed(2)}x baseline throughput, errors ${auth.errors}`,
+  );
 
   const tokenId = (await (await fetch(`${platform.url}/v2/auth/tokens`, { headers })).json())[0].id as string;
-  const expire = () => platform.ctx.db.updateTable("oauth_tokens").set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where("id", "=", tokenId).execute();
-  const read = () => fetch(`${platform.url}/v2/auth/authenticate`, { method: "POST", headers, body }).then((r) => r.json());
+  const expire = () =>
+    platform.ctx.db
+      .updateTable("oauth_tokens")
+      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+      .where("id", "=", tokenId)
+      .execute();
+  const read = () =>
+    fetch(`${platform.url}/v2/auth/authenticate`, { method: "POST", headers, body }).then((r) => r.json());
   const rounds = 10;
   let alone = 0;
   let crowd = 0;
@@ -91,7 +123,9 @@ try {
     if (mock.refreshRequests().length - before !== 1) throw new Error("more than one refresh for 20 readers");
   }
   console.log(`expired token, 1 reader (baseline)  ${(alone / rounds).toFixed(1).padStart(6)} ms per refresh`);
-  console.log(`expired token, 20 readers           ${(crowd / rounds).toFixed(1).padStart(6)} ms for all = ${(crowd / alone).toFixed(2)}x one reader, 1 refresh each time`);
+  console.log(
+    `expired token, 20 readers           ${(crowd / rounds).toFixed(1).padStart(6)} ms for all = ${(crowd / alone).toFixed(2)}x one reader, 1 refresh each time`,
+  );
 } finally {
   await platform.stop();
   for (const c of cleanups.reverse()) await c();

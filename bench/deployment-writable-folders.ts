@@ -21,8 +21,13 @@ const root = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-writable-"));
 const work = path.join(root, "builds", "b");
 fs.mkdirSync(work, { recursive: true });
 fs.chownSync(work, 399_998, 399_998);
-const launcher = new Launcher({ isolation: true, scratchRoot: path.join(root, "scratch"), baseCacheDir: process.env.WHARF_SANDBOX_BASE_CACHE || path.join(os.tmpdir(), "wharf-test-base-images") });
-const step = "cp -r /opt/wharf/node_modules/@langchain/core /w/core && find /w/core -type f | wc -l >/dev/null && rm -rf /w/core";
+const launcher = new Launcher({
+  isolation: true,
+  scratchRoot: path.join(root, "scratch"),
+  baseCacheDir: process.env.WHARF_SANDBOX_BASE_CACHE || path.join(os.tmpdir(), "wharf-test-base-images"),
+});
+const step =
+  "cp -r /opt/wharf/node_modules/@langchain/core /w/core && find /w/core -type f | wc -l >/dev/null && rm -rf /w/core";
 
 async function once(asBind: boolean): Promise<number> {
   const started = performance.now();
@@ -30,7 +35,13 @@ async function once(asBind: boolean): Promise<number> {
     id: `dep-bench-${crypto.randomBytes(4).toString("hex")}`,
     uid: 399_998,
     limits: { memBytes: 512 * 1024 * 1024, cpuMillicores: 1000, pidsMax: 64 },
-    plan: { binds: [...runtimeBinds(), { src: work, dest: "/w", rw: true, beneath: path.join(root, "builds"), sockets: asBind }], symlinks: [] },
+    plan: {
+      binds: [
+        ...runtimeBinds(),
+        { src: work, dest: "/w", rw: true, beneath: path.join(root, "builds"), sockets: asBind },
+      ],
+      symlinks: [],
+    },
     argv: ["/bin/sh", "-c", step],
     env: { PATH: "/usr/bin:/bin" },
     cwd: "/",
@@ -53,7 +64,9 @@ try {
   const overlay = median(times.overlay);
   console.log(`confined step copying @langchain/core into a writable folder, median of ${rounds}:`);
   console.log(`  plain bind (baseline, shows the host path): ${bind.toFixed(0)} ms`);
-  console.log(`  overlay with the folder as upper layer:     ${overlay.toFixed(0)} ms  (ratio ${(overlay / bind).toFixed(2)})`);
+  console.log(
+    `  overlay with the folder as upper layer:     ${overlay.toFixed(0)} ms  (ratio ${(overlay / bind).toFixed(2)})`,
+  );
 } finally {
   fs.rmSync(root, { recursive: true, force: true });
 }

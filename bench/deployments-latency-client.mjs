@@ -8,10 +8,23 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
 function once(t) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const req = http.request({ ...t.target, agent, path: t.path, method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(t.body), ...t.headers } }, (res) => {
-      res.resume();
-      res.once("end", () => (res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`${t.path} answered ${res.statusCode}`))));
-    });
+    const req = http.request(
+      {
+        ...t.target,
+        agent,
+        path: t.path,
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(t.body), ...t.headers },
+      },
+      (res) => {
+        res.resume();
+        res.once("end", () =>
+          res.statusCode === 200
+            ? resolve(performance.now() - t0)
+            : reject(new Error(`${t.path} answered ${res.statusCode}`)),
+        );
+      },
+    );
     req.once("error", reject);
     req.end(t.body);
   });

@@ -22,7 +22,8 @@ const GIB = Number(process.argv[3] ?? 1);
 const REAL = { accessKeyId: "AKIABENCHBENCHBENCH1", secretAccessKey: "bench-secret-bench-secret-bench-secret-0" };
 const engine = createAwsSigningEngine({ credentials: REAL });
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 const listen = async (s: http.Server) => {
   await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
   return (s.address() as AddressInfo).port;
@@ -37,16 +38,33 @@ async function latencyRows() {
   const upPort = await listen(upstream);
   const upAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const forward = (req: http.IncomingMessage, res: http.ServerResponse, headers: HeaderPairs) => {
-    const up = http.request({ host: "127.0.0.1", port: upPort, method: req.method, path: req.url, headers: headers.filter(([n]) => n.toLowerCase() !== "connection").flat(), agent: upAgent }, (r) => {
-      res.writeHead(r.statusCode ?? 502, r.rawHeaders);
-      r.pipe(res);
-    });
+    const up = http.request(
+      {
+        host: "127.0.0.1",
+        port: upPort,
+        method: req.method,
+        path: req.url,
+        headers: headers.filter(([n]) => n.toLowerCase() !== "connection").flat(),
+        agent: upAgent,
+      },
+      (r) => {
+        res.writeHead(r.statusCode ?? 502, r.rawHeaders);
+        r.pipe(res);
+      },
+    );
     req.pipe(up);
   };
   const hop = http.createServer(async (req, res) => {
     const headers = pairsFromRawHeaders(req.rawHeaders);
-    if (req.url?.startsWith("/rule")) return forward(req, res, replaceHeader(headers, "authorization", "Bearer injected-by-a-header-rule"));
-    const out = await engine.handle({ method: req.method ?? "GET", host: "bkt.s3.us-east-1.amazonaws.com", target: req.url ?? "/", headers, body: null });
+    if (req.url?.startsWith("/rule"))
+      return forward(req, res, replaceHeader(headers, "authorization", "Bearer injected-by-a-header-rule"));
+    const out = await engine.handle({
+      method: req.method ?? "GET",
+      host: "bkt.s3.us-east-1.amazonaws.com",
+      target: req.url ?? "/",
+      headers,
+      body: null,
+    });
     if (out.action !== "signed") return res.writeHead(500).end(out.action);
     forward(req, res, out.headers);
   });
@@ -65,10 +83,14 @@ async function latencyRows() {
   const one = (path: string) =>
     new Promise<number>((resolve, reject) => {
       const t0 = performance.now();
-      http.get({ host: "127.0.0.1", port: hopPort, path, headers: sdkHeaders, agent }, (res) => {
-        res.resume();
-        res.on("end", () => (res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`status ${res.statusCode}`))));
-      }).on("error", reject);
+      http
+        .get({ host: "127.0.0.1", port: hopPort, path, headers: sdkHeaders, agent }, (res) => {
+          res.resume();
+          res.on("end", () =>
+            res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`status ${res.statusCode}`)),
+          );
+        })
+        .on("error", reject);
     });
   const run = async (path: string) => {
     for (let i = 0; i < 300; i++) await one(path);
@@ -86,10 +108,12 @@ async function latencyRows() {
   const sign = { rps: (sign1.rps + sign2.rps) / 2, p50: (sign1.p50 + sign2.p50) / 2, p99: (sign1.p99 + sign2.p99) / 2 };
   // The engine alone, per call.
   const headers = pairsFromRawHeaders(Object.entries(sdkHeaders).flat());
-  for (let i = 0; i < 2000; i++) await engine.handle({ method: "GET", host: sdkHeaders.host, target: "/x?list-type=2", headers, body: null });
+  for (let i = 0; i < 2000; i++)
+    await engine.handle({ method: "GET", host: sdkHeaders.host, target: "/x?list-type=2", headers, body: null });
   const n = 20000;
   const t0 = performance.now();
-  for (let i = 0; i < n; i++) await engine.handle({ method: "GET", host: sdkHeaders.host, target: "/x?list-type=2", headers, body: null });
+  for (let i = 0; i < n; i++)
+    await engine.handle({ method: "GET", host: sdkHeaders.host, target: "/x?list-type=2", headers, body: null });
   const engineUs = ((performance.now() - t0) / n) * 1000;
   agent.destroy();
   upAgent.destroy();
@@ -147,9 +171,20 @@ async function streamRow(kind: "identity" | "resign") {
   else {
     const amzDate = new Date().toISOString().replace(/[-:]/g, "").replace(/\.\d+/, "");
     const out = await engine.handle({
-      method: "PUT", host: "bkt.s3.us-east-1.amazonaws.com", target: "/big.bin", body,
-      headers: [["host", "bkt.s3.us-east-1.amazonaws.com"], ["x-amz-date", amzDate], ["x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"], ["content-encoding", "aws-chunked"],
-        ["authorization", `AWS4-HMAC-SHA256 Credential=${AWS_PLACEHOLDER_ACCESS_KEY_ID}/${amzDate.slice(0, 8)}/us-east-1/s3/aws4_request, SignedHeaders=content-encoding;host;x-amz-content-sha256;x-amz-date, Signature=${"0".repeat(64)}`]],
+      method: "PUT",
+      host: "bkt.s3.us-east-1.amazonaws.com",
+      target: "/big.bin",
+      body,
+      headers: [
+        ["host", "bkt.s3.us-east-1.amazonaws.com"],
+        ["x-amz-date", amzDate],
+        ["x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"],
+        ["content-encoding", "aws-chunked"],
+        [
+          "authorization",
+          `AWS4-HMAC-SHA256 Credential=${AWS_PLACEHOLDER_ACCESS_KEY_ID}/${amzDate.slice(0, 8)}/us-east-1/s3/aws4_request, SignedHeaders=content-encoding;host;x-amz-content-sha256;x-amz-date, Signature=${"0".repeat(64)}`,
+        ],
+      ],
     });
     if (out.action !== "signed") throw new Error("not signed");
     await pipeline(out.body!, sink);
@@ -165,11 +200,19 @@ async function streamRow(kind: "identity" | "resign") {
 async function callbackRows() {
   const server = http.createServer((req, res) => {
     req.resume();
-    req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ headers: { Authorization: "Bearer from-callback" } })));
+    req.on("end", () =>
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ headers: { Authorization: "Bearer from-callback" } })),
+    );
   });
   const port = await listen(server);
   const resolver = new CallbackResolver();
-  const spec = { url: `http://127.0.0.1:${port}/resolve`, requestHeaders: [{ name: "X-Key", value: "k" }], ttlSeconds: 3600 };
+  const spec = {
+    url: `http://127.0.0.1:${port}/resolve`,
+    requestHeaders: [{ name: "X-Key", value: "k" }],
+    ttlSeconds: 3600,
+  };
   for (let i = 0; i < 200; i++) await resolver.resolve(spec, `warm${i}.example.com`, 443);
   const miss: number[] = [];
   for (let i = 0; i < 1000; i++) {
@@ -198,7 +241,11 @@ async function streamRowIsolated(kind: "identity" | "resign"): Promise<Awaited<R
   const { execFileSync } = await import("node:child_process");
   const { fileURLToPath } = await import("node:url");
   const runner = fileURLToPath(new URL("../bin/run-ts.js", import.meta.url));
-  const out = execFileSync(process.execPath, [runner, fileURLToPath(import.meta.url), String(REQUESTS), String(GIB), `--stream-row=${kind}`], { encoding: "utf8" });
+  const out = execFileSync(
+    process.execPath,
+    [runner, fileURLToPath(import.meta.url), String(REQUESTS), String(GIB), `--stream-row=${kind}`],
+    { encoding: "utf8" },
+  );
   return JSON.parse(out.trim().split("\n").at(-1)!);
 }
 const lat = await latencyRows();
@@ -209,12 +256,26 @@ const mb = (b: number) => `${(b / 1024 / 1024).toFixed(1)} MiB`;
 console.log(`\nEgress cloud engines — Node ${process.version}, ${REQUESTS} requests per row, ${GIB} GiB stream\n`);
 console.log("| row | figure | baseline | ratio |");
 console.log("|---|---|---|---|");
-console.log(`| small S3 GET through a loopback hop, keep-alive, 1 conn: p50 with SigV4 re-signing vs header rule | ${(lat.sign.p50 * 1000).toFixed(0)} µs | ${(lat.rule.p50 * 1000).toFixed(0)} µs | ${(lat.sign.p50 / lat.rule.p50).toFixed(2)}× (+${((lat.sign.p50 - lat.rule.p50) * 1000).toFixed(0)} µs) |`);
-console.log(`| same, p99 | ${(lat.sign.p99 * 1000).toFixed(0)} µs | ${(lat.rule.p99 * 1000).toFixed(0)} µs | ${(lat.sign.p99 / lat.rule.p99).toFixed(2)}× |`);
-console.log(`| same, requests/s | ${lat.sign.rps.toFixed(0)} | ${lat.rule.rps.toFixed(0)} | ${(lat.sign.rps / lat.rule.rps).toFixed(2)}× |`);
+console.log(
+  `| small S3 GET through a loopback hop, keep-alive, 1 conn: p50 with SigV4 re-signing vs header rule | ${(lat.sign.p50 * 1000).toFixed(0)} µs | ${(lat.rule.p50 * 1000).toFixed(0)} µs | ${(lat.sign.p50 / lat.rule.p50).toFixed(2)}× (+${((lat.sign.p50 - lat.rule.p50) * 1000).toFixed(0)} µs) |`,
+);
+console.log(
+  `| same, p99 | ${(lat.sign.p99 * 1000).toFixed(0)} µs | ${(lat.rule.p99 * 1000).toFixed(0)} µs | ${(lat.sign.p99 / lat.rule.p99).toFixed(2)}× |`,
+);
+console.log(
+  `| same, requests/s | ${lat.sign.rps.toFixed(0)} | ${lat.rule.rps.toFixed(0)} | ${(lat.sign.rps / lat.rule.rps).toFixed(2)}× |`,
+);
 console.log(`| engine.handle() alone per small request (CPU) | ${lat.engineUs.toFixed(1)} µs | — | — |`);
-console.log(`| ${GIB} GiB chunk-signed upload re-signed (64 KiB chunks), throughput vs identity pass-through | ${resign.mbps.toFixed(0)} MB/s (${resign.seconds.toFixed(1)} s) | ${identity.mbps.toFixed(0)} MB/s | ${(resign.mbps / identity.mbps).toFixed(2)}× |`);
-console.log(`| same, peak RSS over start (start ${mb(resign.rssBefore)}) | +${mb(resign.peakDelta)} (peak ${mb(resign.peak)}) | +${mb(identity.peakDelta)} | flat: ${resign.peakDelta < 64 * 1024 * 1024 ? "yes" : "NO"} |`);
-console.log(`| callback resolution p50: cache hit vs miss (loopback callback) | ${(cb.hitP50 * 1000).toFixed(1)} µs | ${(cb.missP50 * 1000).toFixed(0)} µs | ${(cb.missP50 / cb.hitP50).toFixed(0)}× faster on a hit |`);
-console.log(`| callback resolution p99: hit vs miss | ${(cb.hitP99 * 1000).toFixed(1)} µs | ${(cb.missP99 * 1000).toFixed(0)} µs | — |`);
+console.log(
+  `| ${GIB} GiB chunk-signed upload re-signed (64 KiB chunks), throughput vs identity pass-through | ${resign.mbps.toFixed(0)} MB/s (${resign.seconds.toFixed(1)} s) | ${identity.mbps.toFixed(0)} MB/s | ${(resign.mbps / identity.mbps).toFixed(2)}× |`,
+);
+console.log(
+  `| same, peak RSS over start (start ${mb(resign.rssBefore)}) | +${mb(resign.peakDelta)} (peak ${mb(resign.peak)}) | +${mb(identity.peakDelta)} | flat: ${resign.peakDelta < 64 * 1024 * 1024 ? "yes" : "NO"} |`,
+);
+console.log(
+  `| callback resolution p50: cache hit vs miss (loopback callback) | ${(cb.hitP50 * 1000).toFixed(1)} µs | ${(cb.missP50 * 1000).toFixed(0)} µs | ${(cb.missP50 / cb.hitP50).toFixed(0)}× faster on a hit |`,
+);
+console.log(
+  `| callback resolution p99: hit vs miss | ${(cb.hitP99 * 1000).toFixed(1)} µs | ${(cb.missP99 * 1000).toFixed(0)} µs | — |`,
+);
 process.exit(0);

@@ -23,12 +23,20 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { BODY, H2_NAME, NAME, UP_ADDR, roleNaive, roleOurs, roleUpstream } from "./egress-proxy/roles.ts";
-import { connectTcp, connectTunnel, measureNode, startTls, type NodeTarget, type Stream } from "./egress-proxy/load-node.ts";
+import {
+  connectTcp,
+  connectTunnel,
+  measureNode,
+  startTls,
+  type NodeTarget,
+  type Stream,
+} from "./egress-proxy/load-node.ts";
 import { h2load, hasTool, wrk, type H2Target, type Row, type WrkTarget } from "./egress-proxy/load-tools.ts";
 
 const ROLE = process.argv[2]?.startsWith("--role=") ? process.argv[2].slice(7) : null;
 const flags = process.argv.slice(2).filter((a) => a.startsWith("--"));
-const flag = (name: string): string | undefined => flags.find((f) => f.startsWith(`--${name}=`))?.slice(name.length + 3);
+const flag = (name: string): string | undefined =>
+  flags.find((f) => f.startsWith(`--${name}=`))?.slice(name.length + 3);
 const SECONDS = Number(process.argv.slice(2).find((a) => !a.startsWith("--")) ?? 4);
 const ROUNDS = Number(flag("rounds") ?? 1);
 const ONLY = flag("only");
@@ -51,7 +59,11 @@ const CHANGES: string[] = [
 ];
 
 function spawnRole(args: string[], root = process.cwd()): Promise<{ child: ChildProcess; info: any }> {
-  const child = spawn(process.execPath, [path.join(root, "bin/run-ts.js"), path.join(root, "bench/egress-proxy.ts"), ...args], { stdio: ["ignore", "pipe", "inherit"], cwd: root });
+  const child = spawn(
+    process.execPath,
+    [path.join(root, "bin/run-ts.js"), path.join(root, "bench/egress-proxy.ts"), ...args],
+    { stdio: ["ignore", "pipe", "inherit"], cwd: root },
+  );
   return new Promise((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (d) => {
@@ -80,7 +92,11 @@ function rssMiB(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-const loadavg = () => os.loadavg().map((l) => l.toFixed(2)).join(" ");
+const loadavg = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** One contender of a scenario: how each load generator reaches it. */
@@ -125,13 +141,27 @@ async function main(): Promise<void> {
   const load0 = loadavg();
 
   const children: ChildProcess[] = [];
-  const up = await spawnRole(["--role=upstream", path.join(dir, "up-cert.pem"), path.join(dir, "up-key.pem"), path.join(dir, "h2-cert.pem")]);
+  const up = await spawnRole([
+    "--role=upstream",
+    path.join(dir, "up-cert.pem"),
+    path.join(dir, "up-key.pem"),
+    path.join(dir, "h2-cert.pem"),
+  ]);
   children.push(up.child);
   const hosts = `${NAME}:80=${UP_ADDR}:${up.info.http},${NAME}:443=${UP_ADDR}:${up.info.https},${H2_NAME}:443=${UP_ADDR}:${up.info.h2}`;
-  const ours = await spawnRole(["--role=ours", hosts, path.join(dir, "up-ca.pem"), "1", LOCAL ? "local" : "supervised"]);
+  const ours = await spawnRole([
+    "--role=ours",
+    hosts,
+    path.join(dir, "up-ca.pem"),
+    "1",
+    LOCAL ? "local" : "supervised",
+  ]);
   children.push(ours.child);
   const oursPort: number = ours.info.ports[0];
-  const cpuOf = (role: { child: ChildProcess; info: any }) => ({ plane: role.info.dataPlanePid as number, control: role.child.pid! });
+  const cpuOf = (role: { child: ChildProcess; info: any }) => ({
+    plane: role.info.dataPlanePid as number,
+    control: role.child.pid!,
+  });
   let before: { child: ChildProcess; info: any } | null = null;
   if (BEFORE) {
     // The proxy of another revision, driven by this benchmark's roles (git archive: the work tree is untouched).
@@ -144,35 +174,109 @@ async function main(): Promise<void> {
     fs.cpSync(path.resolve("bench/egress-proxy.ts"), path.join(root, "bench/egress-proxy.ts"));
     fs.cpSync(path.resolve("bench/egress-proxy"), path.join(root, "bench/egress-proxy"), { recursive: true });
     fs.cpSync(path.join(dir, "up-ca.pem"), path.join(root, "up-ca.pem"));
-    before = await spawnRole(["--role=ours", hosts, path.join(root, "up-ca.pem"), "1", LOCAL ? "local" : "supervised"], root);
+    before = await spawnRole(
+      ["--role=ours", hosts, path.join(root, "up-ca.pem"), "1", LOCAL ? "local" : "supervised"],
+      root,
+    );
     children.push(before.child);
   }
   const beforeName = `wharf egress before (${BEFORE})`;
   const sandboxCa = fs.readFileSync(path.join(dir, "sandbox-ca.pem"), "utf8");
-  const naive = await spawnRole(["--role=naive", JSON.stringify({ [`${NAME}:80`]: { host: UP_ADDR, port: up.info.http }, [`${NAME}:443`]: { host: UP_ADDR, port: up.info.https }, [`${H2_NAME}:443`]: { host: UP_ADDR, port: up.info.h2 } })]);
+  const naive = await spawnRole([
+    "--role=naive",
+    JSON.stringify({
+      [`${NAME}:80`]: { host: UP_ADDR, port: up.info.http },
+      [`${NAME}:443`]: { host: UP_ADDR, port: up.info.https },
+      [`${H2_NAME}:443`]: { host: UP_ADDR, port: up.info.h2 },
+    }),
+  ]);
   children.push(naive.child);
   let mitmPort = 0;
   if (hasMitm) {
     const addon = path.join(dir, "inject.py");
-    fs.writeFileSync(addon, "def request(flow):\n    flow.request.headers['Authorization'] = 'Bearer injected-by-mitmproxy'\n");
+    fs.writeFileSync(
+      addon,
+      "def request(flow):\n    flow.request.headers['Authorization'] = 'Bearer injected-by-mitmproxy'\n",
+    );
     mitmPort = 20000 + Math.floor(Math.random() * 20000);
-    children.push(spawn("mitmdump", ["-q", "--listen-host", "127.0.0.1", "--listen-port", String(mitmPort), "-s", addon, "--set", `confdir=${dir}/mitm`], { stdio: "ignore" }));
-    for (let i = 0; i < 100 && !(await connectTcp(mitmPort).then((s) => (s.destroy(), true)).catch(() => false)); i++) await new Promise((r) => setTimeout(r, 100));
+    children.push(
+      spawn(
+        "mitmdump",
+        [
+          "-q",
+          "--listen-host",
+          "127.0.0.1",
+          "--listen-port",
+          String(mitmPort),
+          "-s",
+          addon,
+          "--set",
+          `confdir=${dir}/mitm`,
+        ],
+        { stdio: "ignore" },
+      ),
+    );
+    for (
+      let i = 0;
+      i < 100 &&
+      !(await connectTcp(mitmPort)
+        .then((s) => (s.destroy(), true))
+        .catch(() => false));
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 100));
   }
 
   const at = (port: number, host = "127.0.0.1") => ({ host, port });
   const originReq = Buffer.from(`GET /v1/items HTTP/1.1\r\nHost: ${NAME}\r\nUser-Agent: bench\r\n\r\n`);
   const absReq = Buffer.from(`GET http://${NAME}/v1/items HTTP/1.1\r\nHost: ${NAME}\r\nUser-Agent: bench\r\n\r\n`);
-  const tlsTo = (port: number, host: string, ca: string): NodeTarget => ({ open: async () => startTls(await connectTcp(port, host), { servername: NAME, ca }), request: originReq });
-  const httpDirect: Contender = { name: "direct", wrk: { scheme: "http", connect: at(up.info.http, UP_ADDR), host: NAME, target: "/v1/items" }, node: { open: () => connectTcp(up.info.http, UP_ADDR), request: originReq } };
+  const tlsTo = (port: number, host: string, ca: string): NodeTarget => ({
+    open: async () => startTls(await connectTcp(port, host), { servername: NAME, ca }),
+    request: originReq,
+  });
+  const httpDirect: Contender = {
+    name: "direct",
+    wrk: { scheme: "http", connect: at(up.info.http, UP_ADDR), host: NAME, target: "/v1/items" },
+    node: { open: () => connectTcp(up.info.http, UP_ADDR), request: originReq },
+  };
   type Cpu = Contender["cpu"];
-  const httpVia = (name: string, port: number, cpu?: Cpu): Contender => ({ name, cpu, wrk: { scheme: "http", connect: at(port), host: NAME, target: `http://${NAME}/v1/items` }, node: { open: () => connectTcp(port), request: absReq } });
-  const httpsTo = (name: string, port: number, host: string, ca: string, cpu?: Cpu): Contender => ({ name, cpu, wrk: { scheme: "https", connect: at(port, host), host: NAME, target: "/v1/items" }, node: tlsTo(port, host, ca) });
-  const h2To = (name: string, port: number, host: string, cpu?: Cpu): Contender => ({ name, cpu, h2: { connect: at(port, host), host: H2_NAME, target: "/v1/items" } });
+  const httpVia = (name: string, port: number, cpu?: Cpu): Contender => ({
+    name,
+    cpu,
+    wrk: { scheme: "http", connect: at(port), host: NAME, target: `http://${NAME}/v1/items` },
+    node: { open: () => connectTcp(port), request: absReq },
+  });
+  const httpsTo = (name: string, port: number, host: string, ca: string, cpu?: Cpu): Contender => ({
+    name,
+    cpu,
+    wrk: { scheme: "https", connect: at(port, host), host: NAME, target: "/v1/items" },
+    node: tlsTo(port, host, ca),
+  });
+  const h2To = (name: string, port: number, host: string, cpu?: Cpu): Contender => ({
+    name,
+    cpu,
+    h2: { connect: at(port, host), host: H2_NAME, target: "/v1/items" },
+  });
   const b = before;
-  const httpRow = [httpDirect, httpVia("wharf egress", oursPort, cpuOf(ours)), ...(b ? [httpVia(beforeName, b.info.ports[0], cpuOf(b))] : []), httpVia("naive Node proxy", naive.info.port), ...(hasMitm ? [{ ...httpVia("mitmproxy", mitmPort) }] : [])];
-  const httpsRow = [httpsTo("direct", up.info.https, UP_ADDR, upCa.certPem), httpsTo("wharf egress", ours.info.transparent.https, "127.0.0.1", sandboxCa, cpuOf(ours)), ...(b ? [httpsTo(beforeName, b.info.transparent.https, "127.0.0.1", sandboxCa, cpuOf(b))] : []), httpsTo("naive Node proxy (tunnel only)", naive.info.pipes[`${NAME}:443`], "127.0.0.1", upCa.certPem)];
-  const h2Row = [h2To("direct", up.info.h2, UP_ADDR), h2To("wharf egress", ours.info.transparent.h2, "127.0.0.1", cpuOf(ours)), ...(b ? [h2To(beforeName, b.info.transparent.h2, "127.0.0.1", cpuOf(b))] : []), h2To("naive Node proxy (tunnel only)", naive.info.pipes[`${H2_NAME}:443`], "127.0.0.1")];
+  const httpRow = [
+    httpDirect,
+    httpVia("wharf egress", oursPort, cpuOf(ours)),
+    ...(b ? [httpVia(beforeName, b.info.ports[0], cpuOf(b))] : []),
+    httpVia("naive Node proxy", naive.info.port),
+    ...(hasMitm ? [{ ...httpVia("mitmproxy", mitmPort) }] : []),
+  ];
+  const httpsRow = [
+    httpsTo("direct", up.info.https, UP_ADDR, upCa.certPem),
+    httpsTo("wharf egress", ours.info.transparent.https, "127.0.0.1", sandboxCa, cpuOf(ours)),
+    ...(b ? [httpsTo(beforeName, b.info.transparent.https, "127.0.0.1", sandboxCa, cpuOf(b))] : []),
+    httpsTo("naive Node proxy (tunnel only)", naive.info.pipes[`${NAME}:443`], "127.0.0.1", upCa.certPem),
+  ];
+  const h2Row = [
+    h2To("direct", up.info.h2, UP_ADDR),
+    h2To("wharf egress", ours.info.transparent.h2, "127.0.0.1", cpuOf(ours)),
+    ...(b ? [h2To(beforeName, b.info.transparent.h2, "127.0.0.1", cpuOf(b))] : []),
+    h2To("naive Node proxy (tunnel only)", naive.info.pipes[`${H2_NAME}:443`], "127.0.0.1"),
+  ];
   const groups: Group[] = [
     { title: "HTTP keep-alive, 16 conns, header rule", conns: 16, contenders: httpRow },
     { title: "HTTP keep-alive, 1 conn, header rule", conns: 1, contenders: httpRow },
@@ -229,7 +333,9 @@ async function main(): Promise<void> {
     }
     // Requests counted by the generator cover its measured window; CPU covers the whole run (a
     // little warm-up and teardown), so these figures err high.
-    for (const [name, a] of cpu) if (a.requests) m.cpu.set(name, { plane: [a.plane[0] / a.requests, a.plane[1] / a.requests], control: a.control / a.requests });
+    for (const [name, a] of cpu)
+      if (a.requests)
+        m.cpu.set(name, { plane: [a.plane[0] / a.requests, a.plane[1] / a.requests], control: a.control / a.requests });
     m.upstreamCpu = upCpu.requests ? upCpu.us / upCpu.requests : NaN;
     results.push(m);
   }
@@ -249,7 +355,13 @@ async function main(): Promise<void> {
     const idle = rss();
     const open: Stream[] = [];
     const openMore = async (n: number) => {
-      for (let i = 0; i < n; i++) open.push(await startTls(await connectTunnel(mem.info.ports[open.length % 100], `${NAME}:443`), { servername: NAME, ca: ca2 }));
+      for (let i = 0; i < n; i++)
+        open.push(
+          await startTls(await connectTunnel(mem.info.ports[open.length % 100], `${NAME}:443`), {
+            servername: NAME,
+            ca: ca2,
+          }),
+        );
       await new Promise((r) => setTimeout(r, 1000));
       return rss();
     };
@@ -272,11 +384,25 @@ async function main(): Promise<void> {
 
   // Report.
   const fmt = (n: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : "-");
-  const tools = [hasWrk ? "wrk (HTTP/1.1)" : "HTTP/1.1 rows by a Node client: wrk NOT INSTALLED (apt-get install wrk); the client is the bottleneck", hasH2load ? "h2load (HTTP/2)" : "HTTP/2 rows skipped: h2load NOT INSTALLED (apt-get install nghttp2-client)", hasMitm ? "mitmproxy (mitmdump, HTTP rows)" : "mitmproxy NOT INSTALLED (apt-get install mitmproxy), its rows skipped"];
-  console.log(`\nEgress proxy benchmark (${SECONDS} s per row, ${ROUNDS} round(s), Node ${process.version}, ${os.cpus().length} cores, load average ${load0} at start, ${load1} at end)`);
+  const tools = [
+    hasWrk
+      ? "wrk (HTTP/1.1)"
+      : "HTTP/1.1 rows by a Node client: wrk NOT INSTALLED (apt-get install wrk); the client is the bottleneck",
+    hasH2load ? "h2load (HTTP/2)" : "HTTP/2 rows skipped: h2load NOT INSTALLED (apt-get install nghttp2-client)",
+    hasMitm
+      ? "mitmproxy (mitmdump, HTTP rows)"
+      : "mitmproxy NOT INSTALLED (apt-get install mitmproxy), its rows skipped",
+  ];
+  console.log(
+    `\nEgress proxy benchmark (${SECONDS} s per row, ${ROUNDS} round(s), Node ${process.version}, ${os.cpus().length} cores, load average ${load0} at start, ${load1} at end)`,
+  );
   console.log(`load: ${tools.join("; ")}`);
-  console.log(`our data plane: ${LOCAL ? "in the proxy's process (--local)" : "supervised child process accepting on the listeners the control plane handed it (as the platform runs it)"}; body ${Buffer.byteLength(BODY)} bytes\n`);
-  console.log(`| scenario | proxy | req/s | ${hasWrk ? "p50" : "median"} ms (h2: mean) | × direct${ROUNDS > 1 ? " (range)" : ""} | × naive | errors |`);
+  console.log(
+    `our data plane: ${LOCAL ? "in the proxy's process (--local)" : "supervised child process accepting on the listeners the control plane handed it (as the platform runs it)"}; body ${Buffer.byteLength(BODY)} bytes\n`,
+  );
+  console.log(
+    `| scenario | proxy | req/s | ${hasWrk ? "p50" : "median"} ms (h2: mean) | × direct${ROUNDS > 1 ? " (range)" : ""} | × naive | errors |`,
+  );
   console.log("|---|---|---:|---:|---:|---:|---:|");
   for (const m of results) {
     const base = m.rows.get("direct") ?? [];
@@ -284,16 +410,21 @@ async function main(): Promise<void> {
     for (const [name, rs] of m.rows) {
       const vsDirect = rs.map((r, i) => r.rps / (base[i]?.rps ?? NaN));
       const vsNaive = rs.map((r, i) => r.rps / (naiveRows[i]?.rps ?? NaN));
-      const range = ROUNDS > 1 && name !== "direct" ? ` (${fmt(Math.min(...vsDirect), 2)}–${fmt(Math.max(...vsDirect), 2)})` : "";
+      const range =
+        ROUNDS > 1 && name !== "direct" ? ` (${fmt(Math.min(...vsDirect), 2)}–${fmt(Math.max(...vsDirect), 2)})` : "";
       const naiveCol = name.startsWith("wharf") ? fmt(median(vsNaive), 2) : "";
-      console.log(`| ${m.group.title} | ${name} | ${fmt(median(rs.map((r) => r.rps)))} | ${fmt(median(rs.map((r) => r.latency)), 2)} | ${fmt(median(vsDirect), 2)}${range} | ${naiveCol} | ${rs.reduce((a, r) => a + r.errors, 0)} |`);
+      console.log(
+        `| ${m.group.title} | ${name} | ${fmt(median(rs.map((r) => r.rps)))} | ${fmt(median(rs.map((r) => r.latency)), 2)} | ${fmt(median(vsDirect), 2)}${range} | ${naiveCol} | ${rs.reduce((a, r) => a + r.errors, 0)} |`,
+      );
     }
   }
   console.log("");
   for (const m of results) {
     for (const [name, c] of m.cpu) {
       const total = c.plane[0] + c.plane[1] + c.control;
-      console.log(`${m.group.title}: ${name} CPU per request ${fmt(total)} µs (data plane user ${fmt(c.plane[0])} + kernel ${fmt(c.plane[1])}, control plane ${fmt(c.control)}); the upstream server itself, direct: ${fmt(m.upstreamCpu)} µs`);
+      console.log(
+        `${m.group.title}: ${name} CPU per request ${fmt(total)} µs (data plane user ${fmt(c.plane[0])} + kernel ${fmt(c.plane[1])}, control plane ${fmt(c.control)}); the upstream server itself, direct: ${fmt(m.upstreamCpu)} µs`,
+      );
     }
   }
   for (const line of memory) console.log(line);

@@ -25,7 +25,15 @@ async function measure(store: Store, home: string): Promise<number> {
   const boot = await bootstrap(store.db, home);
   const box = new SecretBox(loadKeyring(home, null));
   for (let i = 0; i < N; i += 500) {
-    await upsertSecrets(store.db, box, boot.workspaceId, Array.from({ length: Math.min(500, N - i) }, (_, j) => ({ key: `S${i + j}`, value: crypto.randomBytes(24).toString("hex") })));
+    await upsertSecrets(
+      store.db,
+      box,
+      boot.workspaceId,
+      Array.from({ length: Math.min(500, N - i) }, (_, j) => ({
+        key: `S${i + j}`,
+        value: crypto.randomBytes(24).toString("hex"),
+      })),
+    );
   }
   const t0 = performance.now();
   const r = await rotateMasterKey(store.db, { home, masterKey: null });
@@ -51,15 +59,23 @@ await admin.end();
 
 // Baseline: the cryptography alone, same N values.
 const box = new SecretBox(loadKeyring(fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-rot-")), null));
-const sealed = Array.from({ length: N }, (_, i) => box.seal(crypto.randomBytes(24).toString("hex"), `workspace-secret:w:S${i}`));
+const sealed = Array.from({ length: N }, (_, i) =>
+  box.seal(crypto.randomBytes(24).toString("hex"), `workspace-secret:w:S${i}`),
+);
 const t0 = performance.now();
 sealed.forEach((s, i) => box.seal(box.open(s, `workspace-secret:w:S${i}`), `workspace-secret:w:S${i}`));
 const cryptoMs = performance.now() - t0;
 
 console.log(`\nMaster-key rotation of ${N} sealed values, ${os.cpus().length} cores\n`);
 console.log("row                               ms   values/s   vs crypto alone");
-for (const [name, ms] of [["rotate-key, SQLite", sqliteMs], ["rotate-key, PostgreSQL", pgMs], ["open + seal in memory", cryptoMs]] as const) {
-  console.log(`${name.padEnd(28)}${ms.toFixed(0).padStart(8)}${((N / ms) * 1000).toFixed(0).padStart(11)}${(ms / cryptoMs).toFixed(1).padStart(12)}x`);
+for (const [name, ms] of [
+  ["rotate-key, SQLite", sqliteMs],
+  ["rotate-key, PostgreSQL", pgMs],
+  ["open + seal in memory", cryptoMs],
+] as const) {
+  console.log(
+    `${name.padEnd(28)}${ms.toFixed(0).padStart(8)}${((N / ms) * 1000).toFixed(0).padStart(11)}${(ms / cryptoMs).toFixed(1).padStart(12)}x`,
+  );
 }
 fs.rmSync(sqliteHome, { recursive: true, force: true });
 fs.rmSync(pgHome, { recursive: true, force: true });

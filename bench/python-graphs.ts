@@ -27,7 +27,11 @@ const N = quick ? 100 : 400;
 const envs = process.env.WHARF_PYTHON_ENVS || "/tmp/wharf-test-python-envs";
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-const median = (xs: number[]) => pct([...xs].sort((a, b) => a - b), 50);
+const median = (xs: number[]) =>
+  pct(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
 const freePort = () =>
   new Promise<number>((resolve) => {
     const s = net.createServer().listen(0, "127.0.0.1", () => {
@@ -61,7 +65,18 @@ function project(name: string, withAuth: boolean): string {
   write("echo.py", echoSrc);
   write("requirements.txt", "langgraph\n");
   if (withAuth) write("auth.py", AUTH_PY);
-  write("langgraph.json", JSON.stringify({ dependencies: ["."], graphs: { echo: "./echo.py:graph" }, ...(withAuth ? { auth: { path: "./auth.py:auth" } } : {}) }, null, 2));
+  write(
+    "langgraph.json",
+    JSON.stringify(
+      {
+        dependencies: ["."],
+        graphs: { echo: "./echo.py:graph" },
+        ...(withAuth ? { auth: { path: "./auth.py:auth" } } : {}),
+      },
+      null,
+      2,
+    ),
+  );
   return dir;
 }
 
@@ -71,7 +86,8 @@ function wharfPython(dir: string): string | null {
     const lib = path.join(envs, d, "lib");
     for (const v of fs.existsSync(lib) ? fs.readdirSync(lib) : []) {
       const pth = path.join(lib, v, "site-packages", "wharf-project.pth");
-      if (fs.existsSync(pth) && fs.readFileSync(pth, "utf8").split("\n").includes(dir)) return path.join(envs, d, "bin/python");
+      if (fs.existsSync(pth) && fs.readFileSync(pth, "utf8").split("\n").includes(dir))
+        return path.join(envs, d, "bin/python");
     }
   }
   return null;
@@ -85,15 +101,34 @@ interface Server {
   headers: Record<string, string>;
 }
 
-async function serve(name: string, cmd: string, args: string[], cwd: string, env: Record<string, string>, port: number, headers: Record<string, string> = {}): Promise<Server> {
+async function serve(
+  name: string,
+  cmd: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string>,
+  port: number,
+  headers: Record<string, string> = {},
+): Promise<Server> {
   const url = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
-  const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"], detached: true });
+  const child = spawn(cmd, args, {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+    detached: true,
+  });
   let err = "";
   child.stderr!.on("data", (c: Buffer) => (err = (err + c.toString()).slice(-4000)));
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${err}`);
-    if (await fetch(`${url}/ok`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${url}/ok`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (performance.now() - t0 > 600_000) throw new Error(`${name} did not start:\n${err}`);
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -103,18 +138,42 @@ async function serve(name: string, cmd: string, args: string[], cwd: string, env
 const wharf = async (dir: string, name: string, headers: Record<string, string> = {}) => {
   const port = await freePort();
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-py-"));
-  return serve(name, process.execPath, [path.join(root, "bin/wharf.js"), "agent-server", "--project", dir, "--port", String(port), "--open"], root, { WHARF_HOME: home, WHARF_PYTHON_ENVS: envs, WHARF_LOG_LEVEL: "warn" }, port, headers);
+  return serve(
+    name,
+    process.execPath,
+    [path.join(root, "bin/wharf.js"), "agent-server", "--project", dir, "--port", String(port), "--open"],
+    root,
+    { WHARF_HOME: home, WHARF_PYTHON_ENVS: envs, WHARF_LOG_LEVEL: "warn" },
+    port,
+    headers,
+  );
 };
-const lgPython = execFileSync("bash", [path.join(root, "scripts/langgraph-dev-env.sh")], { stdio: ["ignore", "pipe", "inherit"] }).toString().trim();
+const lgPython = execFileSync("bash", [path.join(root, "scripts/langgraph-dev-env.sh")], {
+  stdio: ["ignore", "pipe", "inherit"],
+})
+  .toString()
+  .trim();
 const langgraphDev = async (dir: string, name: string, headers: Record<string, string> = {}) => {
   const port = await freePort();
-  return serve(name, path.join(path.dirname(lgPython), "langgraph"), ["dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", String(port)], dir, { LANGSMITH_TRACING: "false", LANGGRAPH_CLI_NO_ANALYTICS: "1" }, port, headers);
+  return serve(
+    name,
+    path.join(path.dirname(lgPython), "langgraph"),
+    ["dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", String(port)],
+    dir,
+    { LANGSMITH_TRACING: "false", LANGGRAPH_CLI_NO_ANALYTICS: "1" },
+    port,
+    headers,
+  );
 };
 
 const input = { messages: [{ role: "human", content: "hi" }] };
 async function wait(s: Server, graph: string): Promise<number> {
   const t = performance.now();
-  const r = await fetch(`${s.url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json", ...s.headers }, body: JSON.stringify({ assistant_id: graph, input }) });
+  const r = await fetch(`${s.url}/runs/wait`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...s.headers },
+    body: JSON.stringify({ assistant_id: graph, input }),
+  });
   const text = await r.text();
   if (!r.ok || !text.includes("echo: hi")) throw new Error(`${s.name}: bad answer ${r.status}: ${text.slice(0, 200)}`);
   return performance.now() - t;
@@ -123,7 +182,11 @@ async function wait(s: Server, graph: string): Promise<number> {
 /** Time until the first `updates` event of a stateless streamed run. */
 async function firstUpdate(s: Server, graph: string): Promise<number> {
   const t = performance.now();
-  const r = await fetch(`${s.url}/runs/stream`, { method: "POST", headers: { "content-type": "application/json", ...s.headers }, body: JSON.stringify({ assistant_id: graph, input, stream_mode: ["updates"] }) });
+  const r = await fetch(`${s.url}/runs/stream`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...s.headers },
+    body: JSON.stringify({ assistant_id: graph, input, stream_mode: ["updates"] }),
+  });
   const reader = r.body!.getReader();
   let seen = "";
   let at = 0;
@@ -139,7 +202,11 @@ async function firstUpdate(s: Server, graph: string): Promise<number> {
 
 async function search(s: Server): Promise<number> {
   const t = performance.now();
-  const r = await fetch(`${s.url}/assistants/search`, { method: "POST", headers: { "content-type": "application/json", ...s.headers }, body: JSON.stringify({ limit: 1 }) });
+  const r = await fetch(`${s.url}/assistants/search`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...s.headers },
+    body: JSON.stringify({ limit: 1 }),
+  });
   await r.text();
   if (!r.ok) throw new Error(`${s.name}: assistants/search ${r.status}`);
   return performance.now() - t;
@@ -160,12 +227,14 @@ async function interleaved(fns: Array<() => Promise<number>>, n: number): Promis
 async function throughput(fn: () => Promise<number>, n: number): Promise<number> {
   const t = performance.now();
   let started = 0;
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (started < n) {
-      started++;
-      await fn();
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (started < n) {
+        started++;
+        await fn();
+      }
+    }),
+  );
   return n / ((performance.now() - t) / 1000);
 }
 
@@ -195,7 +264,11 @@ function treeCpuMs(pid: number): number {
 }
 
 function treePids(pid: number): number[] {
-  const rows = execFileSync("ps", ["-e", "-o", "pid=,ppid="]).toString().trim().split("\n").map((l) => l.trim().split(/\s+/).map(Number));
+  const rows = execFileSync("ps", ["-e", "-o", "pid=,ppid="])
+    .toString()
+    .trim()
+    .split("\n")
+    .map((l) => l.trim().split(/\s+/).map(Number));
   const kids = new Map<number, number[]>();
   for (const [p, pp] of rows) kids.set(pp, [...(kids.get(pp) ?? []), p]);
   const out: number[] = [];
@@ -210,7 +283,11 @@ function treePids(pid: number): number[] {
 
 function treeRssMb(pid: number): number {
   // The server and all its descendants (Wharf's worker; langgraph dev's own children).
-  const rows = execFileSync("ps", ["-e", "-o", "pid=,ppid=,rss="]).toString().trim().split("\n").map((l) => l.trim().split(/\s+/).map(Number));
+  const rows = execFileSync("ps", ["-e", "-o", "pid=,ppid=,rss="])
+    .toString()
+    .trim()
+    .split("\n")
+    .map((l) => l.trim().split(/\s+/).map(Number));
   const kids = new Map<number, number[]>();
   for (const [p, pp] of rows) kids.set(pp, [...(kids.get(pp) ?? []), p]);
   const rss = new Map(rows.map(([p, , r]) => [p, r]));
@@ -254,27 +331,50 @@ try {
   const rows = { push: (r: string) => console.log(r) };
   console.log(`Python echo graph, stateless runs (${N} sequential, then 16 clients)`);
   const ratio = (ref: number, ours: number) => `${(ref / ours).toFixed(2)}×`;
-  const line = (what: string, ours: string, ref: string, r: string) => rows.push(`  ${what.padEnd(38)} ${ours.padStart(16)} ${ref.padStart(16)} ${r.padStart(10)}`);
+  const line = (what: string, ours: string, ref: string, r: string) =>
+    rows.push(`  ${what.padEnd(38)} ${ours.padStart(16)} ${ref.padStart(16)} ${r.padStart(10)}`);
   rows.push(`  ${"".padEnd(38)} ${"Wharf".padStart(16)} ${"langgraph dev".padStart(16)} ${"ratio".padStart(10)}`);
 
   const cpu0 = [treeCpuMs(w.child.pid!), treeCpuMs(lg.child.pid!)];
   const [wWait, lgWait] = await interleaved([() => wait(w, "echo"), () => wait(lg, "echo")], N);
   const runs = N + Math.min(30, N);
   const cpuPerRun = [treeCpuMs(w.child.pid!) - cpu0[0], treeCpuMs(lg.child.pid!) - cpu0[1]].map((ms) => ms / runs);
-  line("stateless /runs/wait p50 (ms)", pct(wWait, 50).toFixed(2), pct(lgWait, 50).toFixed(2), ratio(pct(lgWait, 50), pct(wWait, 50)));
-  line("stateless /runs/wait p99 (ms)", pct(wWait, 99).toFixed(2), pct(lgWait, 99).toFixed(2), ratio(pct(lgWait, 99), pct(wWait, 99)));
-  line("CPU per run, server + worker (ms)", cpuPerRun[0].toFixed(2), cpuPerRun[1].toFixed(2), ratio(cpuPerRun[1], cpuPerRun[0]));
+  line(
+    "stateless /runs/wait p50 (ms)",
+    pct(wWait, 50).toFixed(2),
+    pct(lgWait, 50).toFixed(2),
+    ratio(pct(lgWait, 50), pct(wWait, 50)),
+  );
+  line(
+    "stateless /runs/wait p99 (ms)",
+    pct(wWait, 99).toFixed(2),
+    pct(lgWait, 99).toFixed(2),
+    ratio(pct(lgWait, 99), pct(wWait, 99)),
+  );
+  line(
+    "CPU per run, server + worker (ms)",
+    cpuPerRun[0].toFixed(2),
+    cpuPerRun[1].toFixed(2),
+    ratio(cpuPerRun[1], cpuPerRun[0]),
+  );
   const [wRps, lgRps] = await throughputs([() => wait(w, "echo"), () => wait(lg, "echo")], N);
   line("16 clients (runs/s)", wRps.toFixed(0), lgRps.toFixed(0), ratio(wRps, lgRps));
   const [wFirstS, lgFirstS] = await interleaved([() => firstUpdate(w, "echo"), () => firstUpdate(lg, "echo")], N / 2);
   const [wFirst, lgFirst] = [median(wFirstS), median(lgFirstS)];
   line("first updates event p50 (ms)", wFirst.toFixed(2), lgFirst.toFixed(2), ratio(lgFirst, wFirst));
   line("server start, env cached (ms)", w.startMs.toFixed(0), lg.startMs.toFixed(0), ratio(lg.startMs, w.startMs));
-  line("memory, server + worker (MB RSS)", treeRssMb(w.child.pid!).toFixed(0), treeRssMb(lg.child.pid!).toFixed(0), ratio(treeRssMb(lg.child.pid!), treeRssMb(w.child.pid!)));
+  line(
+    "memory, server + worker (MB RSS)",
+    treeRssMb(w.child.pid!).toFixed(0),
+    treeRssMb(lg.child.pid!).toFixed(0),
+    ratio(treeRssMb(lg.child.pid!), treeRssMb(w.child.pid!)),
+  );
 
   // The floor: the same graph invoked in one process (wall p50 and CPU per run), with the worker's interpreter.
   const floorOf = (python: string) =>
-    execFileSync(python, ["-c", `import asyncio, time, statistics, sys
+    execFileSync(python, [
+      "-c",
+      `import asyncio, time, statistics, sys
 sys.path.insert(0, ${JSON.stringify(echoDir)})
 from echo import graph
 async def main():
@@ -285,11 +385,26 @@ async def main():
     for _ in range(${N}):
         s = time.perf_counter(); await graph.ainvoke(inp); t.append((time.perf_counter() - s) * 1000)
     print(statistics.median(t), (time.process_time() - c) * 1000 / ${N})
-asyncio.run(main())`]).toString().trim().split(" ").map(Number);
+asyncio.run(main())`,
+    ])
+      .toString()
+      .trim()
+      .split(" ")
+      .map(Number);
   const [floor, floorCpu] = floorOf(wharfPython(echoDir) ?? lgPython);
   console.log(`  (graph.ainvoke in one process: p50 ${floor.toFixed(2)} ms, ${floorCpu.toFixed(2)} ms CPU per run)`);
-  line("overhead over graph.ainvoke p50 (ms)", (pct(wWait, 50) - floor).toFixed(2), (pct(lgWait, 50) - floor).toFixed(2), ratio(pct(lgWait, 50) - floor, pct(wWait, 50) - floor));
-  line("CPU over graph.ainvoke per run (ms)", (cpuPerRun[0] - floorCpu).toFixed(2), (cpuPerRun[1] - floorCpu).toFixed(2), ratio(cpuPerRun[1] - floorCpu, cpuPerRun[0] - floorCpu));
+  line(
+    "overhead over graph.ainvoke p50 (ms)",
+    (pct(wWait, 50) - floor).toFixed(2),
+    (pct(lgWait, 50) - floor).toFixed(2),
+    ratio(pct(lgWait, 50) - floor, pct(wWait, 50) - floor),
+  );
+  line(
+    "CPU over graph.ainvoke per run (ms)",
+    (cpuPerRun[0] - floorCpu).toFixed(2),
+    (cpuPerRun[1] - floorCpu).toFixed(2),
+    ratio(cpuPerRun[1] - floorCpu, cpuPerRun[0] - floorCpu),
+  );
 
   // The bridge alone (no HTTP, no run rows): a run, and a request that does nothing (the pipes'
   // round trip). Tried and measured, not kept: writing the frames of one event-loop turn in one
@@ -297,12 +412,31 @@ asyncio.run(main())`]).toString().trim().split(" ").map(Number);
   // runs/s with 16 concurrent runs (the batch waits for the turn to end while the other side idles).
   const wPy = wharfPython(echoDir);
   if (wPy) {
-    const worker = new PythonWorker({ python: wPy, projectDir: echoDir, graphs: { echo: "./echo.py:graph" }, auth: null, checkpointer: { kind: "sqlite", path: path.join(work, "bridge-checkpoints.sqlite") }, log: createLogger({ level: "silent" }) });
+    const worker = new PythonWorker({
+      python: wPy,
+      projectDir: echoDir,
+      graphs: { echo: "./echo.py:graph" },
+      auth: null,
+      checkpointer: { kind: "sqlite", path: path.join(work, "bridge-checkpoints.sqlite") },
+      log: createLogger({ level: "silent" }),
+    });
     await worker.start();
     let i = 0;
     const run = async () => {
       const t = performance.now();
-      await worker.request("run.start", { run_id: `00000000-0000-4000-8000-${String(i++).padStart(12, "0")}`, graph_id: "echo", temporary: true, stream_mode: ["values"], subgraphs: false, input, config: { configurable: {} } }, () => {});
+      await worker.request(
+        "run.start",
+        {
+          run_id: `00000000-0000-4000-8000-${String(i++).padStart(12, "0")}`,
+          graph_id: "echo",
+          temporary: true,
+          stream_mode: ["values"],
+          subgraphs: false,
+          input,
+          config: { configurable: {} },
+        },
+        () => {},
+      );
       return performance.now() - t;
     };
     const ping = async () => {
@@ -313,7 +447,9 @@ asyncio.run(main())`]).toString().trim().split(" ").map(Number);
     };
     const [bridge, pings] = await interleaved([run, ping], N);
     await worker.stop();
-    console.log(`  the bridge alone: a run p50 ${pct(bridge, 50).toFixed(2)} ms (${(pct(bridge, 50) - floor).toFixed(2)} over graph.ainvoke); a request that does nothing p50 ${pct(pings, 50).toFixed(2)} ms`);
+    console.log(
+      `  the bridge alone: a run p50 ${pct(bridge, 50).toFixed(2)} ms (${(pct(bridge, 50) - floor).toFixed(2)} over graph.ainvoke); a request that does nothing p50 ${pct(pings, 50).toFixed(2)} ms`,
+    );
   }
 
   // The custom-auth handler's round trip: the same request with and without the project's Auth.
@@ -321,18 +457,38 @@ asyncio.run(main())`]).toString().trim().split(" ").map(Number);
   servers.push(wa);
   const lga = await langgraphDev(authDir, "langgraph dev (auth)", auth);
   servers.push(lga);
-  const [sWa, sW, sLga, sLg] = (await interleaved([() => search(wa), () => search(w), () => search(lga), () => search(lg)], N)).map(median);
+  const [sWa, sW, sLga, sLg] = (
+    await interleaved([() => search(wa), () => search(w), () => search(lga), () => search(lg)], N)
+  ).map(median);
   line("auth handler round trip p50 (ms)", (sWa - sW).toFixed(2), (sLga - sLg).toFixed(2), ratio(sLga - sLg, sWa - sW));
   // The auth handler alone over the bridge (what the worker adds to a request of an authenticated
   // project), beside the HTTP figure below, which also holds the server's auth middleware and routes.
   const aPy = wharfPython(authDir);
   if (aPy) {
-    const worker = new PythonWorker({ python: aPy, projectDir: authDir, graphs: { echo: "./echo.py:graph" }, auth: "./auth.py:auth", checkpointer: { kind: "sqlite", path: path.join(work, "bridge-auth-checkpoints.sqlite") }, log: createLogger({ level: "silent" }) });
+    const worker = new PythonWorker({
+      python: aPy,
+      projectDir: authDir,
+      graphs: { echo: "./echo.py:graph" },
+      auth: "./auth.py:auth",
+      checkpointer: { kind: "sqlite", path: path.join(work, "bridge-auth-checkpoints.sqlite") },
+      log: createLogger({ level: "silent" }),
+    });
     await worker.start();
-    const headers = [["host", "127.0.0.1"], ["content-type", "application/json"], ["authorization", "Bearer bench"], ["accept", "*/*"]];
+    const headers = [
+      ["host", "127.0.0.1"],
+      ["content-type", "application/json"],
+      ["authorization", "Bearer bench"],
+      ["accept", "*/*"],
+    ];
     const authOnce = async () => {
       const t = performance.now();
-      await worker.call("auth.authenticate", { method: "POST", path: "/assistants/search", query: "", headers, body: null });
+      await worker.call("auth.authenticate", {
+        method: "POST",
+        path: "/assistants/search",
+        query: "",
+        headers,
+        body: null,
+      });
       return performance.now() - t;
     };
     const [auths] = await interleaved([authOnce], N);
@@ -342,7 +498,9 @@ asyncio.run(main())`]).toString().trim().split(" ").map(Number);
 
   const js = await samples(() => wait(wm, "js_echo"), N);
   const jsRps = await throughput(() => wait(wm, "js_echo"), N);
-  console.log(`  for reference, the JS echo graph in Wharf: /runs/wait p50 ${pct(js, 50).toFixed(2)} ms, ${jsRps.toFixed(0)} runs/s with 16 clients`);
+  console.log(
+    `  for reference, the JS echo graph in Wharf: /runs/wait p50 ${pct(js, 50).toFixed(2)} ms, ${jsRps.toFixed(0)} runs/s with 16 clients`,
+  );
 } finally {
   await stopAll();
 }

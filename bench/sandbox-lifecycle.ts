@@ -19,7 +19,25 @@ const quick = process.argv.includes("--quick");
 const CREATES = quick ? 10 : 50;
 const EXECS = quick ? 50 : 200;
 const IDLE = quick ? 20 : 100;
-const BWRAP = ["--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev"];
+const BWRAP = [
+  "--unshare-all",
+  "--ro-bind",
+  "/usr",
+  "/usr",
+  "--symlink",
+  "usr/bin",
+  "/bin",
+  "--symlink",
+  "usr/lib",
+  "/lib",
+  "--symlink",
+  "usr/lib64",
+  "/lib64",
+  "--proc",
+  "/proc",
+  "--dev",
+  "/dev",
+];
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -75,7 +93,8 @@ const featureEnv = {
 };
 const feature = createSandboxesFeature(featureEnv);
 const waitForPool = async () => {
-  for (let i = 0; i < 600 && (await feature.manager()!.warmReady()) < POOL; i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 600 && (await feature.manager()!.warmReady()) < POOL; i++)
+    await new Promise((r) => setTimeout(r, 100));
 };
 const boot = (f: ReturnType<typeof createSandboxesFeature>) =>
   startPlatform(loadConfig({ WHARF_HOME: home, WHARF_PORT: "0" }), {
@@ -97,9 +116,14 @@ try {
   for (let i = 0; i < CREATES; i++) {
     await new Promise((r) => setTimeout(r, 150));
     const t0 = performance.now();
-    const res = await fetch(`${platform.url}/v2/sandboxes/boxes`, { method: "POST", headers, body: JSON.stringify({ name: `bench-${i}` }) });
+    const res = await fetch(`${platform.url}/v2/sandboxes/boxes`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ name: `bench-${i}` }),
+    });
     const body = await res.json();
-    if (res.status !== 201 || body.status !== "ready") throw new Error(`create failed: ${res.status} ${JSON.stringify(body)}`);
+    if (res.status !== 201 || body.status !== "ready")
+      throw new Error(`create failed: ${res.status} ${JSON.stringify(body)}`);
     create.push(performance.now() - t0);
     names.push(body.name);
   }
@@ -108,7 +132,11 @@ try {
   const concurrent = await Promise.all(
     Array.from({ length: 10 }, async (_, i) => {
       const t0 = performance.now();
-      const res = await fetch(`${platform.url}/v2/sandboxes/boxes`, { method: "POST", headers, body: JSON.stringify({ name: `bench-c-${i}` }) });
+      const res = await fetch(`${platform.url}/v2/sandboxes/boxes`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ name: `bench-c-${i}` }),
+      });
       if (res.status !== 201) throw new Error(`create failed: ${res.status} ${await res.text()}`);
       names.push(`bench-c-${i}`);
       return performance.now() - t0;
@@ -119,7 +147,11 @@ try {
   const exec: number[] = [];
   for (let i = 0; i < EXECS; i++) {
     const t0 = performance.now();
-    const res = await fetch(`${box.dataplane_url}/execute`, { method: "POST", headers, body: JSON.stringify({ command: "true", shell: "/bin/sh" }) });
+    const res = await fetch(`${box.dataplane_url}/execute`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ command: "true", shell: "/bin/sh" }),
+    });
     const body = await res.json();
     if (body.exit_code !== 0) throw new Error(`exec failed: ${JSON.stringify(body)}`);
     exec.push(performance.now() - t0);
@@ -132,7 +164,14 @@ try {
   const floorCg = memCgroup("wharf-bench-floor");
   fs.mkdirSync(floorCg, { recursive: true });
   const bare = Array.from({ length: IDLE }, () =>
-    spawn("sh", ["-c", `echo $$ > ${floorCg}/cgroup.procs && exec bwrap --die-with-parent ${BWRAP.join(" ")} /bin/sleep infinity`], { stdio: "ignore" }),
+    spawn(
+      "sh",
+      [
+        "-c",
+        `echo $$ > ${floorCg}/cgroup.procs && exec bwrap --die-with-parent ${BWRAP.join(" ")} /bin/sleep infinity`,
+      ],
+      { stdio: "ignore" },
+    ),
   );
   await settle();
   const bareBytes = memUsage(floorCg) / IDLE;
@@ -141,7 +180,11 @@ try {
   fs.rmdirSync(floorCg);
   const ids: string[] = [];
   for (let i = 0; i < IDLE; i++) {
-    const res = await fetch(`${platform.url}/v2/sandboxes/boxes`, { method: "POST", headers, body: JSON.stringify({ name: `idle-${i}` }) });
+    const res = await fetch(`${platform.url}/v2/sandboxes/boxes`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ name: `idle-${i}` }),
+    });
     if (res.status !== 201) throw new Error(`idle create failed: ${res.status} ${await res.text()}`);
     ids.push((await res.json()).id);
   }
@@ -150,33 +193,60 @@ try {
 
   // Restart: 45 running sandboxes re-adopted by a new platform process (start returns once done).
   for (let i = IDLE; i < RESTART_BOXES; i++) {
-    const res = await fetch(`${platform.url}/v2/sandboxes/boxes`, { method: "POST", headers, body: JSON.stringify({ name: `idle-${i}` }) });
+    const res = await fetch(`${platform.url}/v2/sandboxes/boxes`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ name: `idle-${i}` }),
+    });
     if (res.status !== 201) throw new Error(`create failed: ${res.status} ${await res.text()}`);
   }
   await platform.stop();
   const r0 = performance.now();
   platform = await boot(createSandboxesFeature(featureEnv));
   const readopt = performance.now() - r0;
-  const live = await (await fetch(`${platform.url}/v2/sandboxes/boxes?status=ready&limit=500`, { headers: { "x-api-key": key } })).json();
-  if (live.sandboxes.length < RESTART_BOXES) throw new Error(`only ${live.sandboxes.length} sandboxes ready after the restart`);
-  for (const b of live.sandboxes) await fetch(`${platform.url}/v2/sandboxes/boxes/${b.name}`, { method: "DELETE", headers });
+  const live = await (
+    await fetch(`${platform.url}/v2/sandboxes/boxes?status=ready&limit=500`, { headers: { "x-api-key": key } })
+  ).json();
+  if (live.sandboxes.length < RESTART_BOXES)
+    throw new Error(`only ${live.sandboxes.length} sandboxes ready after the restart`);
+  for (const b of live.sandboxes)
+    await fetch(`${platform.url}/v2/sandboxes/boxes/${b.name}`, { method: "DELETE", headers });
 
   const f50 = pct(floor, 50);
-  console.log(`\nsandbox lifecycle on ${os.cpus().length} CPUs (load ${os.loadavg()[0].toFixed(1)}), ${feature.manager()!.driver!.describe()}, disk: ${feature.manager()!.settings.disk}, warm pool ${POOL}`);
+  console.log(
+    `\nsandbox lifecycle on ${os.cpus().length} CPUs (load ${os.loadavg()[0].toFixed(1)}), ${feature.manager()!.driver!.describe()}, disk: ${feature.manager()!.settings.disk}, warm pool ${POOL}`,
+  );
   console.log(`| measure | Wharf | floor (bare bwrap) | ratio | goal |`);
   console.log(`|---|---|---|---|---|`);
-  console.log(`| create → ready p50 (n=${CREATES}) | ${ms(pct(create, 50))} | ${ms(f50)} | ${(pct(create, 50) / f50).toFixed(1)}× | ≤ 50 ms |`);
-  console.log(`| create → ready p90 | ${ms(pct(create, 90))} | ${ms(pct(floor, 90))} | ${(pct(create, 90) / pct(floor, 90)).toFixed(1)}× | ≤ 80 ms |`);
-  console.log(`| create → ready p99 | ${ms(pct(create, 99))} | ${ms(pct(floor, 99))} | ${(pct(create, 99) / pct(floor, 99)).toFixed(1)}× | |`);
-  console.log(`| 10 concurrent creates, p50 | ${ms(pct(concurrent, 50))} | ${ms(f50)} | ${(pct(concurrent, 50) / f50).toFixed(1)}× | ≤ 200 ms |`);
-  console.log(`| exec round trip p50, HTTP data plane (n=${EXECS}) | ${ms(pct(exec, 50))} | ${ms(f50)} | ${(pct(exec, 50) / f50).toFixed(1)}× | ≤ 10 ms |`);
-  console.log(`| exec round trip p99 | ${ms(pct(exec, 99))} | ${ms(pct(floor, 99))} | ${(pct(exec, 99) / pct(floor, 99)).toFixed(1)}× | |`);
+  console.log(
+    `| create → ready p50 (n=${CREATES}) | ${ms(pct(create, 50))} | ${ms(f50)} | ${(pct(create, 50) / f50).toFixed(1)}× | ≤ 50 ms |`,
+  );
+  console.log(
+    `| create → ready p90 | ${ms(pct(create, 90))} | ${ms(pct(floor, 90))} | ${(pct(create, 90) / pct(floor, 90)).toFixed(1)}× | ≤ 80 ms |`,
+  );
+  console.log(
+    `| create → ready p99 | ${ms(pct(create, 99))} | ${ms(pct(floor, 99))} | ${(pct(create, 99) / pct(floor, 99)).toFixed(1)}× | |`,
+  );
+  console.log(
+    `| 10 concurrent creates, p50 | ${ms(pct(concurrent, 50))} | ${ms(f50)} | ${(pct(concurrent, 50) / f50).toFixed(1)}× | ≤ 200 ms |`,
+  );
+  console.log(
+    `| exec round trip p50, HTTP data plane (n=${EXECS}) | ${ms(pct(exec, 50))} | ${ms(f50)} | ${(pct(exec, 50) / f50).toFixed(1)}× | ≤ 10 ms |`,
+  );
+  console.log(
+    `| exec round trip p99 | ${ms(pct(exec, 99))} | ${ms(pct(floor, 99))} | ${(pct(exec, 99) / pct(floor, 99)).toFixed(1)}× | |`,
+  );
   console.log(`| platform start re-adopting ${RESTART_BOXES} running sandboxes | ${ms(readopt)} | | | ≤ 3 s |`);
-  console.log(`| memory per idle sandbox (${IDLE} running) | ${mb(perBox)} | ${mb(bareBytes)} | ${(perBox / Math.max(1, bareBytes)).toFixed(1)}× | ≤ 5 MB |`);
+  console.log(
+    `| memory per idle sandbox (${IDLE} running) | ${mb(perBox)} | ${mb(bareBytes)} | ${(perBox / Math.max(1, bareBytes)).toFixed(1)}× | ≤ 5 MB |`,
+  );
 } finally {
   // Sandboxes outlive the platform here (KEEP_RUNNING): delete every one before stopping, also after an error.
-  const left = await fetch(`${platform.url}/v2/sandboxes/boxes?limit=500`, { headers }).then((r) => r.json()).catch(() => ({ sandboxes: [] }));
-  for (const b of left.sandboxes ?? []) await fetch(`${platform.url}/v2/sandboxes/boxes/${b.name}`, { method: "DELETE", headers });
+  const left = await fetch(`${platform.url}/v2/sandboxes/boxes?limit=500`, { headers })
+    .then((r) => r.json())
+    .catch(() => ({ sandboxes: [] }));
+  for (const b of left.sandboxes ?? [])
+    await fetch(`${platform.url}/v2/sandboxes/boxes/${b.name}`, { method: "DELETE", headers });
   await platform.stop();
   fs.rmSync(home, { recursive: true, force: true });
 }

@@ -12,17 +12,30 @@
 import { RunChannel } from "../src/agent-server/runs/run-channel.ts";
 import { RunEventBus } from "../src/cluster/index.ts";
 import { createLogger } from "../src/log/logger.ts";
-import { createStepsRun, followRun, readSse, startCluster, waitForStatus, type SseEvent } from "../test/scale/cluster.ts";
+import {
+  createStepsRun,
+  followRun,
+  readSse,
+  startCluster,
+  waitForStatus,
+  type SseEvent,
+} from "../test/scale/cluster.ts";
 
 const quick = process.argv.includes("--quick");
 const LEASE_MS = 2000;
 const cleanups: Array<() => unknown> = [];
 const t = { after: (fn: () => unknown) => void cleanups.push(fn) };
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function main(): Promise<void> {
-  const cluster = await startCluster(t, 3, { WHARF_RUN_LEASE_MS: String(LEASE_MS), WHARF_RUN_SLOTS: "4" }, { start: 1 });
+  const cluster = await startCluster(
+    t,
+    3,
+    { WHARF_RUN_LEASE_MS: String(LEASE_MS), WHARF_RUN_SLOTS: "4" },
+    { start: 1 },
+  );
   const [r0, r1, r2] = cluster.replicas;
 
   // Throughput first, while replicas join one by one.
@@ -33,7 +46,9 @@ async function main(): Promise<void> {
     if (n === 3) await r2.start();
     await sleep(1500); // health checks mark the new replica up
     const started = performance.now();
-    const runs = await Promise.all(Array.from({ length: perStep }, () => createStepsRun(cluster.lb.url, { steps: 1, delay: 500 })));
+    const runs = await Promise.all(
+      Array.from({ length: perStep }, () => createStepsRun(cluster.lb.url, { steps: 1, delay: 500 })),
+    );
     await Promise.all(runs.map((r) => waitForStatus(cluster.lb.url, r.threadId, r.runId, ["success"], 120_000)));
     throughput.push(perStep / ((performance.now() - started) / 1000));
   }
@@ -47,7 +62,10 @@ async function main(): Promise<void> {
     const other = cluster.replicas.find((r) => r !== exec)!;
     const local: number[] = [];
     const remote: number[] = [];
-    await Promise.all([followRun(exec.url, threadId, runId, "-1", () => local.push(performance.now())), followRun(other.url, threadId, runId, "-1", () => remote.push(performance.now()))]);
+    await Promise.all([
+      followRun(exec.url, threadId, runId, "-1", () => local.push(performance.now())),
+      followRun(other.url, threadId, runId, "-1", () => remote.push(performance.now())),
+    ]);
     // Live events only (the first ones may be replayed backlog for one of them).
     for (let k = 3; k < Math.min(local.length, remote.length); k++) lags.push(remote[k] - local[k]);
   }
@@ -87,7 +105,9 @@ async function main(): Promise<void> {
     const exec = await cluster.executing(runId);
     let res: Response | null = null;
     for (let i = 0; i < 10 && !res; i++) {
-      const r = await fetch(`${cluster.lb.url}/threads/${threadId}/runs/${runId}/stream`, { headers: { "last-event-id": "-1" } });
+      const r = await fetch(`${cluster.lb.url}/threads/${threadId}/runs/${runId}/stream`, {
+        headers: { "last-event-id": "-1" },
+      });
       if (r.headers.get("x-served-by") !== exec?.name) res = r;
     }
     const serving = cluster.replicas.find((r) => r.name === res!.headers.get("x-served-by"))!;
@@ -101,7 +121,9 @@ async function main(): Promise<void> {
         void serving.signal("SIGKILL");
       }
     }).catch(() => {});
-    const again = await fetch(`${cluster.lb.url}/threads/${threadId}/runs/${runId}/stream`, { headers: { "last-event-id": last } });
+    const again = await fetch(`${cluster.lb.url}/threads/${threadId}/runs/${runId}/stream`, {
+      headers: { "last-event-id": last },
+    });
     let first = 0;
     await readSse(again, () => (first ||= performance.now()));
     gaps.push(first - killedAt);
@@ -127,12 +149,24 @@ async function main(): Promise<void> {
   }
 
   const f = (x: number) => x.toFixed(1);
-  console.log(`scale-out (3 replicas behind HAProxy, lease ${LEASE_MS} ms, WHARF_RUN_SLOTS=4${quick ? ", quick" : ""})`);
-  console.log(`  cross-replica event lag vs the executing replica's own clients: p50 ${f(pct(lags, 50))} ms, p99 ${f(pct(lags, 99))} ms (${lags.length} events)`);
-  console.log(`  fast path: push+local delivery ${f(plain)} µs/event without the Redis mirror, ${f(mirrored)} µs/event with it (×${(mirrored / plain).toFixed(2)})`);
-  console.log(`  reconnect gap (kill -9 of the serving replica → next event via the balancer): ${gaps.map((g) => g.toFixed(0)).join(", ")} ms`);
-  console.log(`  takeover (kill -9 of the executing replica → next attempt's first event): ${takeover.toFixed(0)} ms (lease ${LEASE_MS} ms)`);
-  console.log(`  throughput, ${perStep} runs of one 500 ms step: ${throughput.map((x) => x.toFixed(2)).join(" → ")} runs/s for 1 → 2 → 3 replicas (×${(throughput[1] / throughput[0]).toFixed(2)}, ×${(throughput[2] / throughput[0]).toFixed(2)}; slot bound 8 runs/s per replica)`);
+  console.log(
+    `scale-out (3 replicas behind HAProxy, lease ${LEASE_MS} ms, WHARF_RUN_SLOTS=4${quick ? ", quick" : ""})`,
+  );
+  console.log(
+    `  cross-replica event lag vs the executing replica's own clients: p50 ${f(pct(lags, 50))} ms, p99 ${f(pct(lags, 99))} ms (${lags.length} events)`,
+  );
+  console.log(
+    `  fast path: push+local delivery ${f(plain)} µs/event without the Redis mirror, ${f(mirrored)} µs/event with it (×${(mirrored / plain).toFixed(2)})`,
+  );
+  console.log(
+    `  reconnect gap (kill -9 of the serving replica → next event via the balancer): ${gaps.map((g) => g.toFixed(0)).join(", ")} ms`,
+  );
+  console.log(
+    `  takeover (kill -9 of the executing replica → next attempt's first event): ${takeover.toFixed(0)} ms (lease ${LEASE_MS} ms)`,
+  );
+  console.log(
+    `  throughput, ${perStep} runs of one 500 ms step: ${throughput.map((x) => x.toFixed(2)).join(" → ")} runs/s for 1 → 2 → 3 replicas (×${(throughput[1] / throughput[0]).toFixed(2)}, ×${(throughput[2] / throughput[0]).toFixed(2)}; slot bound 8 runs/s per replica)`,
+  );
 }
 
 try {

@@ -9,7 +9,8 @@ import { createStepsRun, followRun, startCluster } from "../test/scale/cluster.t
 const quick = process.argv.includes("--quick");
 const cleanups: Array<() => unknown> = [];
 const t = { after: (fn: () => unknown) => void cleanups.push(fn) };
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function main(): Promise<void> {
@@ -32,7 +33,9 @@ async function main(): Promise<void> {
   }
   const f = (x: number) => x.toFixed(1);
   const mean = latencies.reduce((a, b) => a + b, 0) / latencies.length;
-  console.log(`run start on another replica (r0 full, r1 free; ${n} runs one at a time): p50 ${f(pct(latencies, 50))} ms, p99 ${f(pct(latencies, 99))} ms, mean ${f(mean)} ms`);
+  console.log(
+    `run start on another replica (r0 full, r1 free; ${n} runs one at a time): p50 ${f(pct(latencies, 50))} ms, p99 ${f(pct(latencies, 99))} ms, mean ${f(mean)} ms`,
+  );
 }
 
 main()

@@ -26,14 +26,22 @@ const set = await launchReplicas(["a", "b"]);
 try {
   const [a, b] = set.replicas;
   const headers = { "x-api-key": set.apiKey };
-  const res = await fetch(`${a.url}/v2/sandboxes/boxes`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify({ name: "bench" }) });
+  const res = await fetch(`${a.url}/v2/sandboxes/boxes`, {
+    method: "POST",
+    headers: { ...headers, "content-type": "application/json" },
+    body: JSON.stringify({ name: "bench" }),
+  });
   const box = (await res.json()) as { id: string; status: string };
   if (box.status !== "ready") throw new Error(`sandbox not ready: ${JSON.stringify(box)}`);
   const dp = { direct: `${a.url}/sandboxes/dp/${box.id}`, forwarded: `${b.url}/sandboxes/dp/${box.id}` };
 
   const exec = async (base: string) => {
     const t0 = performance.now();
-    const r = await fetch(`${base}/execute`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify({ command: "true" }) });
+    const r = await fetch(`${base}/execute`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: JSON.stringify({ command: "true" }),
+    });
     await r.arrayBuffer();
     if (r.status !== 200) throw new Error(`exec ${r.status}`);
     return performance.now() - t0;
@@ -71,10 +79,14 @@ try {
       down[k].push(await download(dp[k]));
     }
   }
-  const mbps = (msList: number[]) => (FILE_BYTES / 1024 / 1024) / (pct(msList, 50) / 1000);
+  const mbps = (msList: number[]) => FILE_BYTES / 1024 / 1024 / (pct(msList, 50) / 1000);
   const row = (what: string, d: number, f: number, unit: string, higherIsBetter = false) =>
-    console.log(`${what.padEnd(28)} direct ${d.toFixed(1).padStart(8)} ${unit}   forwarded ${f.toFixed(1).padStart(8)} ${unit}   ratio ${(higherIsBetter ? d / f : f / d).toFixed(2)}× (forwarded cost)`);
-  console.log(`replica forwarding, ${EXECS} execs each, ${FILE_REPS}× ${FILE_BYTES / 1024 / 1024} MiB files; load average ${(await import("node:os")).loadavg()[0].toFixed(1)}`);
+    console.log(
+      `${what.padEnd(28)} direct ${d.toFixed(1).padStart(8)} ${unit}   forwarded ${f.toFixed(1).padStart(8)} ${unit}   ratio ${(higherIsBetter ? d / f : f / d).toFixed(2)}× (forwarded cost)`,
+    );
+  console.log(
+    `replica forwarding, ${EXECS} execs each, ${FILE_REPS}× ${FILE_BYTES / 1024 / 1024} MiB files; load average ${(await import("node:os")).loadavg()[0].toFixed(1)}`,
+  );
   row("exec round trip p50", pct(lat.direct, 50), pct(lat.forwarded, 50), "ms");
   row("exec round trip p99", pct(lat.direct, 99), pct(lat.forwarded, 99), "ms");
   row("upload throughput (p50)", mbps(up.direct), mbps(up.forwarded), "MB/s", true);

@@ -9,7 +9,10 @@ const SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"];
 
 function wantsSupervisor(argv) {
   const opts = argv.slice(3);
-  return argv[2] === "up" && !opts.some((a) => a === "--no-supervisor" || a === PLATFORM_PROCESS_FLAG || a === "-h" || a === "--help");
+  return (
+    argv[2] === "up" &&
+    !opts.some((a) => a === "--no-supervisor" || a === PLATFORM_PROCESS_FLAG || a === "-h" || a === "--help")
+  );
 }
 
 /** Forks `wharf up` as the platform child (its own process group: a terminal's Ctrl-C reaches it through the supervisor, once). */

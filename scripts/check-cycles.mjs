@@ -13,10 +13,23 @@ const src = path.join(root, "src");
 const KNOWN = [
   // The agent server's /metrics route uses src/metrics, whose run metrics subscribe to the agent
   // server's `onRunEnded` through its index.
-  ["agent-server/api/app.ts", "agent-server/api/metrics-routes.ts", "agent-server/feature.ts", "agent-server/index.ts", "agent-server/server.ts", "metrics/index.ts", "metrics/run-metrics.ts"],
+  [
+    "agent-server/api/app.ts",
+    "agent-server/api/metrics-routes.ts",
+    "agent-server/feature.ts",
+    "agent-server/index.ts",
+    "agent-server/server.ts",
+    "metrics/index.ts",
+    "metrics/run-metrics.ts",
+  ],
 ];
 
-const walk = (d) => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : e.name.endsWith(".ts") ? [path.join(d, e.name)] : []));
+const walk = (d) =>
+  fs
+    .readdirSync(d, { withFileTypes: true })
+    .flatMap((e) =>
+      e.isDirectory() ? walk(path.join(d, e.name)) : e.name.endsWith(".ts") ? [path.join(d, e.name)] : [],
+    );
 const files = walk(src);
 const edges = new Map();
 // Static imports and re-exports that load the module; `import type {…}`/`export type {…}` do not.
@@ -36,7 +49,11 @@ for (const f of files) {
 
 // Tarjan's strongly connected components: every group of two or more modules is a cycle.
 let index = 0;
-const idx = new Map(), low = new Map(), stack = [], on = new Set(), groups = [];
+const idx = new Map(),
+  low = new Map(),
+  stack = [],
+  on = new Set(),
+  groups = [];
 function visit(v) {
   idx.set(v, index);
   low.set(v, index++);
@@ -67,6 +84,7 @@ const added = groups.filter((g) => !known.has(key(g)));
 const gone = KNOWN.filter((g) => !found.has(key([...g].sort())));
 for (const g of groups.filter((g) => known.has(key(g)))) console.log(`known import cycle: ${g.join(" ↔ ")}`);
 for (const g of added) console.error(`new import cycle: ${g.join(" ↔ ")}`);
-for (const g of gone) console.error(`import cycle gone, remove it from KNOWN in scripts/check-cycles.mjs: ${g.join(" ↔ ")}`);
+for (const g of gone)
+  console.error(`import cycle gone, remove it from KNOWN in scripts/check-cycles.mjs: ${g.join(" ↔ ")}`);
 if (added.length || gone.length) process.exit(1);
 console.log(`import cycles: ${files.length} modules, ${groups.length} known cycle(s), none new`);

@@ -6,7 +6,10 @@ import fs from "node:fs";
 import path from "node:path";
 
 const dir = path.join(path.dirname(new URL(import.meta.url).pathname), "..", "src", "confinement", "perl");
-const files = fs.readdirSync(dir).filter((f) => f.endsWith(".pl")).sort();
+const files = fs
+  .readdirSync(dir)
+  .filter((f) => f.endsWith(".pl"))
+  .sort();
 let failed = 0;
 for (const f of files) {
   try {

@@ -11,8 +11,12 @@ import { fileURLToPath } from "node:url";
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), "..");
 const vite = path.join(root, "node_modules", "vite", "bin", "vite.js");
 if (fs.existsSync(vite) && fs.existsSync(path.join(root, "console", "vite.config.ts"))) {
-  const b = spawnSync(process.execPath, [vite, "build", "-c", "console/vite.config.ts"], { stdio: "inherit", cwd: root });
-  if (b.status !== 0) console.warn(`wharf: building the console failed (exit ${b.status}); retry with: npm run build:console`);
+  const b = spawnSync(process.execPath, [vite, "build", "-c", "console/vite.config.ts"], {
+    stdio: "inherit",
+    cwd: root,
+  });
+  if (b.status !== 0)
+    console.warn(`wharf: building the console failed (exit ${b.status}); retry with: npm run build:console`);
 }
 
 const script = path.join(path.dirname(fileURLToPath(import.meta.url)), "setup-host.sh");
@@ -24,4 +28,7 @@ if (!isRoot || !hasApt) {
   process.exit(0);
 }
 const r = spawnSync(script, { stdio: "inherit" });
-if (r.status !== 0) console.warn(`wharf: host setup for sandboxes failed (exit ${r.status}); sandboxes will answer 503 naming what is missing. Retry: ${script}`);
+if (r.status !== 0)
+  console.warn(
+    `wharf: host setup for sandboxes failed (exit ${r.status}); sandboxes will answer 503 naming what is missing. Retry: ${script}`,
+  );

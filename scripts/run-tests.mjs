@@ -24,7 +24,11 @@ function findTests(dir) {
 }
 
 const unitTier = () => {
-  const listed = fs.readFileSync("test/unit-tier.txt", "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  const listed = fs
+    .readFileSync("test/unit-tier.txt", "utf8")
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith("#"));
   const missing = listed.filter((f) => !fs.existsSync(f));
   if (missing.length) {
     console.error(`test/unit-tier.txt names files that do not exist: ${missing.join(", ")}`);
@@ -32,7 +36,9 @@ const unitTier = () => {
   }
   return listed.map((f) => path.normalize(f)).sort();
 };
-const files = (unit ? unitTier() : findTests("test")).filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
+const files = (unit ? unitTier() : findTests("test")).filter(
+  (f) => filters.length === 0 || filters.some((x) => f.includes(x)),
+);
 if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);
@@ -42,7 +48,8 @@ const concurrency = Math.max(1, Number(process.env.WHARF_TEST_CONCURRENCY) || 2)
 // by this script rather than by one `--test` over all files: it starts the longest files first,
 // from the durations measured last (test/file-durations.txt), and it knows each file's duration.
 const fileArgs = [
-  "--import", "tsx",
+  "--import",
+  "tsx",
   "--test",
   // A test file whose tests have all finished exits even if a library left a handle open (an HTTP/2
   // session, a gRPC channel): one leaked handle must not stall the whole run until CI's deadline.
@@ -51,7 +58,8 @@ const fileArgs = [
   // run until CI's deadline. The limit also applies to a whole file, and the files that build Python
   // environments for several deployments take several minutes on a loaded 2-core machine.
   "--test-timeout=600000",
-  "--test-reporter=spec", "--test-reporter-destination=stdout",
+  "--test-reporter=spec",
+  "--test-reporter-destination=stdout",
 ];
 const DURATIONS = "test/file-durations.txt";
 // `--record-durations`: this run's per-file durations replace the file's (commit it after a full run).
@@ -64,7 +72,11 @@ const known = fs.existsSync(DURATIONS) ? parseDurations(fs.readFileSync(DURATION
 // Every test platform would otherwise assemble its own sandbox base image in its temporary home;
 // one shared cache (builders rename atomically into place) keeps that to once per machine.
 const baseCache = process.env.WHARF_SANDBOX_BASE_CACHE || path.join(os.tmpdir(), "wharf-test-base-images");
-const env = { ...process.env, WHARF_STRICT: strict ? "1" : process.env.WHARF_STRICT ?? "", WHARF_SANDBOX_BASE_CACHE: baseCache };
+const env = {
+  ...process.env,
+  WHARF_STRICT: strict ? "1" : (process.env.WHARF_STRICT ?? ""),
+  WHARF_SANDBOX_BASE_CACHE: baseCache,
+};
 const uvBin = sharedUv();
 if (uvBin) Object.assign(env, { PATH: `${uvBin}:${env.PATH ?? ""}`, WHARF_TEST_UV_BIN: uvBin });
 
@@ -87,7 +99,11 @@ function sharedUv() {
   try {
     fs.mkdirSync(envs, { recursive: true });
     const staging = fs.mkdtempSync(`${tool}.`);
-    execFileSync(process.env.WHARF_PYTHON || "python3", ["-m", "pip", "install", "--quiet", "--target", staging, "uv"], { stdio: ["ignore", "ignore", "pipe"], timeout: 300_000 });
+    execFileSync(
+      process.env.WHARF_PYTHON || "python3",
+      ["-m", "pip", "install", "--quiet", "--target", staging, "uv"],
+      { stdio: ["ignore", "ignore", "pipe"], timeout: 300_000 },
+    );
     try {
       fs.renameSync(staging, tool);
     } catch {
@@ -96,7 +112,12 @@ function sharedUv() {
     }
     return fs.existsSync(path.join(bin, "uv")) ? bin : null;
   } catch (err) {
-    console.error(`uv could not be fetched (${String(err.stderr ?? err.message).trim().split("\n").pop()}): Python environments install with pip`);
+    console.error(
+      `uv could not be fetched (${String(err.stderr ?? err.message)
+        .trim()
+        .split("\n")
+        .pop()}): Python environments install with pip`,
+    );
     return null;
   }
 }
@@ -105,9 +126,11 @@ const measured = new Map();
 const results = [];
 const queue = scheduleOrder(files, known);
 console.log(`${files.length} test file(s), ${concurrency} at a time, longest first`);
-await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
-  for (let f = queue.shift(); f !== undefined; f = queue.shift()) results.push(await runFile(f));
-}));
+await Promise.all(
+  Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
+    for (let f = queue.shift(); f !== undefined; f = queue.shift()) results.push(await runFile(f));
+  }),
+);
 summarise();
 
 /**
@@ -122,12 +145,18 @@ function runFile(file) {
     let errors = "";
     child.stdout.setEncoding("utf8");
     child.stderr.setEncoding("utf8");
-    child.stdout.on("data", (chunk) => { report += chunk; });
-    child.stderr.on("data", (chunk) => { errors += chunk; });
+    child.stdout.on("data", (chunk) => {
+      report += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      errors += chunk;
+    });
     // "close" waits for the end of the report; a process a test leaked may still hold the pipes open,
     // so the file's exit starts a short grace period instead of waiting for that forever.
     let ended = false;
-    child.stdout.once("end", () => { ended = true; });
+    child.stdout.once("end", () => {
+      ended = true;
+    });
     const done = (code, signal) => {
       const seconds = (Date.now() - t0) / 1000;
       measured.set(file, seconds);
@@ -143,7 +172,10 @@ function runFile(file) {
         child.stderr.destroy();
         done(code, signal);
       }, 5000);
-      child.stdout.once("end", () => { clearTimeout(timer); done(code, signal); });
+      child.stdout.once("end", () => {
+        clearTimeout(timer);
+        done(code, signal);
+      });
     });
   });
 }
@@ -154,7 +186,9 @@ function summarise() {
   const failedFiles = results.filter((r) => !r.ok).map((r) => r.file);
   const slowest = [...measured].sort((a, b) => b[1] - a[1]).slice(0, 15);
   console.log(`\nslowest files:\n${slowest.map(([f, s]) => `  ${s.toFixed(1).padStart(6)} s  ${f}`).join("\n")}`);
-  console.log(`\n${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped in ${((Date.now() - started) / 60000).toFixed(1)} min (${results.length} files, ${concurrency} at a time)`);
+  console.log(
+    `\n${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped in ${((Date.now() - started) / 60000).toFixed(1)} min (${results.length} files, ${concurrency} at a time)`,
+  );
   if (failedFiles.length) console.log(`files that failed:\n${failedFiles.map((f) => `  ${f}`).join("\n")}`);
   if (record) {
     fs.writeFileSync(DURATIONS, formatDurations(known, measured, DURATIONS_HEADER));
@@ -162,7 +196,9 @@ function summarise() {
   }
   if (strict && (total.skipped > 0 || total.todo > 0)) {
     const names = results.flatMap((r) => [...r.report.matchAll(/^\s*﹣ (.*)$/gm)].map((m) => `  ${m[1]}`));
-    console.error(`strict mode: ${total.skipped + total.todo} test(s) skipped; in CI every test must run:\n${names.join("\n")}`);
+    console.error(
+      `strict mode: ${total.skipped + total.todo} test(s) skipped; in CI every test must run:\n${names.join("\n")}`,
+    );
     process.exit(1);
   }
   process.exit(failedFiles.length ? 1 : 0);

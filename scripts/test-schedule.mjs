@@ -27,7 +27,9 @@ export function parseDurations(text) {
 /** The file again with this run's measurements replacing or adding theirs (slowest first, whole seconds). */
 export function formatDurations(previous, measured, header) {
   const all = new Map([...previous, ...measured]);
-  const rows = [...all].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([f, s]) => `${Math.max(1, Math.round(s))} ${f}`);
+  const rows = [...all]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .map(([f, s]) => `${Math.max(1, Math.round(s))} ${f}`);
   return `${header}\n${rows.join("\n")}\n`;
 }
 

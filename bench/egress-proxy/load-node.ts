@@ -81,7 +81,13 @@ export interface NodeTarget {
   request: Buffer;
 }
 
-export async function measureNode(name: string, target: NodeTarget, connections: number, newConnPerRequest: boolean, seconds: number): Promise<Row> {
+export async function measureNode(
+  name: string,
+  target: NodeTarget,
+  connections: number,
+  newConnPerRequest: boolean,
+  seconds: number,
+): Promise<Row> {
   const latencies: number[] = [];
   let errors = 0;
   const startAt = performance.now() + 500;
@@ -114,5 +120,11 @@ export async function measureNode(name: string, target: NodeTarget, connections:
   };
   await Promise.all(Array.from({ length: connections }, loop));
   latencies.sort((a, b) => a - b);
-  return { name, rps: latencies.length / seconds, latency: latencies[Math.floor(latencies.length / 2)] ?? NaN, errors, requests: latencies.length };
+  return {
+    name,
+    rps: latencies.length / seconds,
+    latency: latencies[Math.floor(latencies.length / 2)] ?? NaN,
+    errors,
+    requests: latencies.length,
+  };
 }

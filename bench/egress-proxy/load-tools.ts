@@ -18,7 +18,8 @@ export interface Row {
   requests: number;
 }
 
-export const hasTool = (cmd: string, arg = "--version"): boolean => spawnSync(cmd, [arg], { stdio: "ignore" }).error === undefined;
+export const hasTool = (cmd: string, arg = "--version"): boolean =>
+  spawnSync(cmd, [arg], { stdio: "ignore" }).error === undefined;
 
 function run(cmd: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -75,12 +76,35 @@ export interface H2Target {
 }
 
 /** One h2load run: `connections` clients with up to `streams` concurrent streams each. */
-export async function h2load(name: string, t: H2Target, connections: number, streams: number, seconds: number): Promise<Row> {
-  const out = await run("h2load", ["-t1", `-c${connections}`, `-m${streams}`, `-D`, String(seconds), "--warm-up-time=1", `--connect-to=${t.connect.host}:${t.connect.port}`, "-H", "user-agent: bench", `https://${t.host}${t.target}`]);
+export async function h2load(
+  name: string,
+  t: H2Target,
+  connections: number,
+  streams: number,
+  seconds: number,
+): Promise<Row> {
+  const out = await run("h2load", [
+    "-t1",
+    `-c${connections}`,
+    `-m${streams}`,
+    `-D`,
+    String(seconds),
+    "--warm-up-time=1",
+    `--connect-to=${t.connect.host}:${t.connect.port}`,
+    "-H",
+    "user-agent: bench",
+    `https://${t.host}${t.target}`,
+  ]);
   const rps = /finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(out);
   const req = /requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored/.exec(out);
   const lat = /time for request:\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)/.exec(out);
   if (!rps || !req) throw new Error(`h2load failed: ${out.slice(0, 500)}`);
   const unit = lat?.[2] === "us" ? 1e-3 : lat?.[2] === "s" ? 1e3 : 1;
-  return { name, rps: Number(rps[1]), latency: lat ? Number(lat[1]) * unit : NaN, errors: Number(req[4]) + Number(req[5]), requests: Number(req[3]) };
+  return {
+    name,
+    rps: Number(rps[1]),
+    latency: lat ? Number(lat[1]) * unit : NaN,
+    errors: Number(req[4]) + Number(req[5]),
+    requests: Number(req[3]),
+  };
 }

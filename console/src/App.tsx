@@ -88,21 +88,33 @@ export function App() {
   return (
     <div className="shell">
       <header className="topbar">
-        <button className="menu-toggle" aria-label="Menu" onClick={() => setMenu(!menu)}>☰</button>
-        <a className="brand" href={href("deployments")}>Wharf</a>
+        <button className="menu-toggle" aria-label="Menu" onClick={() => setMenu(!menu)}>
+          ☰
+        </button>
+        <a className="brand" href={href("deployments")}>
+          Wharf
+        </a>
         <select aria-label="Workspace" className="workspace" value={active} onChange={(e) => switchTo(e.target.value)}>
           {workspaces.length === 0 ? <option value={active}>{active.slice(0, 8)}</option> : null}
           {workspaces.map((w) => (
-            <option key={w.id} value={w.id}>{w.name}</option>
+            <option key={w.id} value={w.id}>
+              {w.name}
+            </option>
           ))}
         </select>
-        <button className="ghost" onClick={() => void signOut()}>Sign out</button>
+        <button className="ghost" onClick={() => void signOut()}>
+          Sign out
+        </button>
       </header>
       <nav className={`sidebar${menu ? " open" : ""}`}>
         {NAV.map(([key, label]) => (
-          <a key={key} href={href(key)} className={section === key ? "active" : ""} onClick={() => setMenu(false)}>{label}</a>
+          <a key={key} href={href(key)} className={section === key ? "active" : ""} onClick={() => setMenu(false)}>
+            {label}
+          </a>
         ))}
-        <a href="/docs" target="_blank" rel="noreferrer">API docs ↗</a>
+        <a href="/docs" target="_blank" rel="noreferrer">
+          API docs ↗
+        </a>
       </nav>
       <main key={active}>
         <Suspense fallback={<div className="boot">Loading…</div>}>
@@ -126,7 +138,9 @@ function LocalStudio({ threadId }: { threadId?: string }) {
     <div className="shell local">
       <header className="topbar">
         <span className="brand">Wharf dev</span>
-        <a className="ghost-link" href="/docs" target="_blank" rel="noreferrer">API docs ↗</a>
+        <a className="ghost-link" href="/docs" target="_blank" rel="noreferrer">
+          API docs ↗
+        </a>
       </header>
       <main>
         <Suspense fallback={<div className="boot">Loading…</div>}>

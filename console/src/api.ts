@@ -18,7 +18,8 @@ export class ApiError extends Error {
 function describe(status: number, detail: unknown): string {
   if (typeof detail === "string") return detail;
   if (Array.isArray(detail)) return detail.map((d: ValidationItem) => `${d.loc.join(".")}: ${d.msg}`).join("; ");
-  if (detail && typeof detail === "object" && "message" in detail) return String((detail as { message: unknown }).message);
+  if (detail && typeof detail === "object" && "message" in detail)
+    return String((detail as { message: unknown }).message);
   return `HTTP ${status}`;
 }
 
@@ -56,7 +57,13 @@ export async function call(path: string, init: CallInit = {}): Promise<Response>
     headers["content-type"] = "application/json";
     body = JSON.stringify(init.json);
   }
-  const res = await fetch(path, { method: init.method ?? "GET", headers, body, signal: init.signal, credentials: "same-origin" });
+  const res = await fetch(path, {
+    method: init.method ?? "GET",
+    headers,
+    body,
+    signal: init.signal,
+    credentials: "same-origin",
+  });
   if (!res.ok) {
     let detail: unknown = res.statusText;
     try {
@@ -84,7 +91,13 @@ export const localPath = (url: string) => {
 };
 
 /** PUT/POST with upload progress (fetch cannot report it). */
-export function upload(url: string, method: string, body: Blob | FormData, onProgress: (fraction: number) => void, headers: Record<string, string> = {}): Promise<string> {
+export function upload(
+  url: string,
+  method: string,
+  body: Blob | FormData,
+  onProgress: (fraction: number) => void,
+  headers: Record<string, string> = {},
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open(method, url);

@@ -10,8 +10,13 @@ export interface ValidationItem {
 }
 
 /** 422 items whose `loc` starts with `prefix`, with the rest of the path joined by dots. */
-export function issuesUnder(items: ValidationItem[], prefix: Array<string | number>): Array<{ path: string; msg: string }> {
-  return items.filter((i) => prefix.every((p, k) => i.loc[k] === p)).map((i) => ({ path: i.loc.slice(prefix.length).join("."), msg: i.msg }));
+export function issuesUnder(
+  items: ValidationItem[],
+  prefix: Array<string | number>,
+): Array<{ path: string; msg: string }> {
+  return items
+    .filter((i) => prefix.every((p, k) => i.loc[k] === p))
+    .map((i) => ({ path: i.loc.slice(prefix.length).join("."), msg: i.msg }));
 }
 
 /** Messages for one input: its own, and those of paths below it (prefixed with the rest of the path). */
@@ -19,7 +24,11 @@ export function messagesAt(issues: Array<{ path: string; msg: string }>, path: s
   return (
     issues
       .filter((i) => i.path === path || i.path.startsWith(path + "."))
-      .map((i) => (i.path === path ? humanMessage(i.msg) : `${capitalise(humanPath(i.path.slice(path.length + 1)))}: ${humanMessage(i.msg)}`))
+      .map((i) =>
+        i.path === path
+          ? humanMessage(i.msg)
+          : `${capitalise(humanPath(i.path.slice(path.length + 1)))}: ${humanMessage(i.msg)}`,
+      )
       .join("; ") || null
   );
 }
@@ -27,7 +36,8 @@ export function messagesAt(issues: Array<{ path: string; msg: string }>, path: s
 const capitalise = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
 /** Paths the proxy_config form has an input for; anything else is listed below the form. */
-export const FORM_PATHS = /^(rules\.\d+\.(name|enabled|match_hosts|match_paths|headers\.\d+\.(name|type|value))|access_control(\.(allow_list|deny_list))?|no_proxy)(\.|$)/;
+export const FORM_PATHS =
+  /^(rules\.\d+\.(name|enabled|match_hosts|match_paths|headers\.\d+\.(name|type|value))|access_control(\.(allow_list|deny_list))?|no_proxy)(\.|$)/;
 
 export interface HeaderValue {
   name: string;
@@ -59,7 +69,8 @@ export interface ProxyConfig {
 export function cleanProxyConfig(pc: ProxyConfig): ProxyConfig | null {
   const out: ProxyConfig = { ...pc };
   if (!out.rules?.length) delete out.rules;
-  else out.rules = out.rules.map((r) => (r.headers ? { ...r, headers: r.headers.map(({ is_set: _s, ...h }) => h) } : r));
+  else
+    out.rules = out.rules.map((r) => (r.headers ? { ...r, headers: r.headers.map(({ is_set: _s, ...h }) => h) } : r));
   if (!out.callbacks?.length) delete out.callbacks;
   if (!out.no_proxy?.length) delete out.no_proxy;
   const ac = out.access_control;
@@ -115,16 +126,27 @@ export interface AuditEntry {
 }
 
 /** The egress log's client-side filters: host and rule substrings, and a time window in minutes. */
-export function filterAudit(entries: AuditEntry[], f: { host: string; rule: string; minutes: number }, now = Date.now()): AuditEntry[] {
+export function filterAudit(
+  entries: AuditEntry[],
+  f: { host: string; rule: string; minutes: number },
+  now = Date.now(),
+): AuditEntry[] {
   const host = f.host.trim().toLowerCase();
   const rule = f.rule.trim().toLowerCase();
   return entries.filter(
-    (e) => (!host || e.host.includes(host)) && (!rule || (e.rule ?? "").toLowerCase().includes(rule)) && (!f.minutes || Date.parse(e.last_at) >= now - f.minutes * 60_000),
+    (e) =>
+      (!host || e.host.includes(host)) &&
+      (!rule || (e.rule ?? "").toLowerCase().includes(rule)) &&
+      (!f.minutes || Date.parse(e.last_at) >= now - f.minutes * 60_000),
   );
 }
 
 const contentText = (c: unknown): string =>
-  typeof c === "string" ? c : Array.isArray(c) ? c.map((p) => (typeof p === "string" ? p : ((p as { text?: string })?.text ?? ""))).join("") : "";
+  typeof c === "string"
+    ? c
+    : Array.isArray(c)
+      ? c.map((p) => (typeof p === "string" ? p : ((p as { text?: string })?.text ?? ""))).join("")
+      : "";
 
 /**
  * A thread's title: its first human message (or first message, or a `topic`/`input`-like string
@@ -132,7 +154,9 @@ const contentText = (c: unknown): string =>
  */
 export function threadTitle(values: unknown, _createdAt?: string): string {
   const v = (values && typeof values === "object" && !Array.isArray(values) ? values : {}) as Record<string, unknown>;
-  const msgs = Array.isArray(v.messages) ? (v.messages as Array<{ type?: string; role?: string; content?: unknown }>) : [];
+  const msgs = Array.isArray(v.messages)
+    ? (v.messages as Array<{ type?: string; role?: string; content?: unknown }>)
+    : [];
   const first = msgs.find((m) => m.type === "human" || m.role === "user" || m.role === "human") ?? msgs[0];
   let s = first ? contentText(first.content).trim() : "";
   if (!s) s = (Object.values(v).find((x) => typeof x === "string" && x.trim()) as string | undefined)?.trim() ?? "";
@@ -172,19 +196,33 @@ const REVISION_DONE = new Set(["DEPLOYED", "CREATE_FAILED", "BUILD_FAILED", "DEP
  * exists, not that anything serves, so while its only revision builds it is that revision's status,
  * and a deployment still serving an older revision while a new one builds says "updating".
  */
-export function deploymentState(status: string, latest: { status: string } | null, hasActive: boolean): { status: string; note: string | null } {
+export function deploymentState(
+  status: string,
+  latest: { status: string } | null,
+  hasActive: boolean,
+): { status: string; note: string | null } {
   if (!latest) return { status, note: null };
   const done = REVISION_DONE.has(latest.status);
-  if (!hasActive) return latest.status === "DEPLOYED" ? { status, note: null } : { status: latest.status, note: done ? "nothing is serving" : null };
+  if (!hasActive)
+    return latest.status === "DEPLOYED"
+      ? { status, note: null }
+      : { status: latest.status, note: done ? "nothing is serving" : null };
   if (!done) return { status, note: `updating: new revision ${statusLabel(latest.status).toLowerCase()}` };
-  if (latest.status !== "DEPLOYED" && latest.status !== "SKIPPED") return { status, note: `latest revision: ${statusLabel(latest.status).toLowerCase()}` };
+  if (latest.status !== "DEPLOYED" && latest.status !== "SKIPPED")
+    return { status, note: `latest revision: ${statusLabel(latest.status).toLowerCase()}` };
   return { status, note: null };
 }
 
 /** The deployments API's `source` enum in words. */
 export function sourceLabel(source: string, repoUrl?: string | null): string {
   if (repoUrl) return repoUrl;
-  return source === "internal_source" ? "Uploaded project" : source === "github" ? "GitHub" : source === "external_docker" ? "Docker image" : statusLabel(source);
+  return source === "internal_source"
+    ? "Uploaded project"
+    : source === "github"
+      ? "GitHub"
+      : source === "external_docker"
+        ? "Docker image"
+        : statusLabel(source);
 }
 
 /** An API message in plain words: pydantic/zod prefixes off, first letter up. */
@@ -196,7 +234,8 @@ export function humanMessage(msg: string): string {
 /** A 422 path under a form field in words: `allow_list.0` → "line 1", `headers.1.name` → "header 2, name". */
 export function humanPath(path: string): string {
   const parts = path.split(".").filter(Boolean);
-  if (parts.length === 2 && /^\d+$/.test(parts[1]) && /_list$|^no_proxy$/.test(parts[0])) return `line ${Number(parts[1]) + 1}`;
+  if (parts.length === 2 && /^\d+$/.test(parts[1]) && /_list$|^no_proxy$/.test(parts[0]))
+    return `line ${Number(parts[1]) + 1}`;
   const out: string[] = [];
   for (let i = 0; i < parts.length; i++) {
     const next = parts[i + 1];
@@ -211,5 +250,7 @@ export function humanPath(path: string): string {
 /** Advice for an access-list line the proxy will refuse because it is a URL rather than a pattern. */
 export function listItemAdvice(item: string): string | null {
   const m = /^[a-z][a-z0-9+.-]*:\/\/([^/:?#]+)/i.exec(item.trim());
-  return m ? `"${item.trim()}" is a URL: write the host alone, like ${m[1]} or *.${m[1].split(".").slice(-2).join(".")}` : null;
+  return m
+    ? `"${item.trim()}" is a URL: write the host alone, like ${m[1]} or *.${m[1].split(".").slice(-2).join(".")}`
+    : null;
 }

@@ -20,7 +20,11 @@ const BAD = /FAILED|failed|INTERRUPTED|error|block/;
 export function Status({ value, title }: { value: string | null | undefined; title?: string }) {
   const v = value ?? "—";
   const tone = GOOD.test(v) ? "good" : BAD.test(v) ? "bad" : /stopped|SKIPPED|deleting/.test(v) ? "muted" : "busy";
-  return <span className={`status ${tone}`} data-status={v} title={title}>{value ? statusLabel(v) : "—"}</span>;
+  return (
+    <span className={`status ${tone}`} data-status={v} title={title}>
+      {value ? statusLabel(v) : "—"}
+    </span>
+  );
 }
 
 /**
@@ -31,24 +35,42 @@ export function ErrorNote({ error, placed }: { error: unknown; placed?: (loc: Va
   if (!error) return null;
   if (error instanceof ApiError && error.status === 422 && error.issues.length) {
     const rest = error.issues.filter((i) => !placed?.(i.loc));
-    if (!rest.length) return <div className="error" role="status">Some values need a change: see the messages at the fields.</div>;
+    if (!rest.length)
+      return (
+        <div className="error" role="status">
+          Some values need a change: see the messages at the fields.
+        </div>
+      );
     return (
       <div className="error" role="alert">
         {rest.map((i, k) => {
           const where = humanPath(i.loc.filter((p) => p !== "body" && p !== "query" && p !== "path").join("."));
-          return <div key={k}>{where ? `${where.charAt(0).toUpperCase() + where.slice(1)}: ` : ""}{humanMessage(i.msg)}</div>;
+          return (
+            <div key={k}>
+              {where ? `${where.charAt(0).toUpperCase() + where.slice(1)}: ` : ""}
+              {humanMessage(i.msg)}
+            </div>
+          );
         })}
       </div>
     );
   }
   const msg = error instanceof Error ? error.message : String(error);
-  return <div className="error" role="alert">{msg}</div>;
+  return (
+    <div className="error" role="alert">
+      {msg}
+    </div>
+  );
 }
 
 /** A time as "5 minutes ago" (the exact local time on hover), refreshed with the page's data. */
 export function When({ iso }: { iso: string | null | undefined }) {
   if (!iso) return <>—</>;
-  return <time dateTime={iso} title={new Date(iso).toLocaleString()}>{relativeTime(iso)}</time>;
+  return (
+    <time dateTime={iso} title={new Date(iso).toLocaleString()}>
+      {relativeTime(iso)}
+    </time>
+  );
 }
 
 /** Loads data, reloads on demand or on an interval; errors are shown, never thrown. */
@@ -56,7 +78,14 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[], everyMs = 0)
   const [data, setData] = useState<T | null>(null);
   const [error, setError] = useState<unknown>(null);
   const alive = useRef(true);
-  const reload = useCallback(() => load().then((d) => alive.current && (setData(d), setError(null)), (e) => alive.current && setError(e)), deps);
+  const reload = useCallback(
+    () =>
+      load().then(
+        (d) => alive.current && (setData(d), setError(null)),
+        (e) => alive.current && setError(e),
+      ),
+    deps,
+  );
   useEffect(() => {
     alive.current = true;
     void reload();
@@ -99,7 +128,11 @@ export function Field(props: { label: string; hint?: string; error?: string | nu
       <span className="label">{props.label}</span>
       {props.children}
       {props.hint && !props.error ? <span className="hint">{props.hint}</span> : null}
-      {props.error ? <span className="field-error" role="alert">{humanMessage(props.error)}</span> : null}
+      {props.error ? (
+        <span className="field-error" role="alert">
+          {humanMessage(props.error)}
+        </span>
+      ) : null}
     </label>
   );
 }
@@ -118,8 +151,16 @@ export function Empty({ children }: { children: ReactNode }) {
 
 export function Progress({ fraction, label }: { fraction: number | null; label: string }) {
   return (
-    <div className="progress" role="progressbar" aria-label={label} aria-valuenow={fraction === null ? undefined : Math.round(fraction * 100)}>
-      <div className={`bar${fraction === null ? " indeterminate" : ""}`} style={fraction === null ? undefined : { width: `${Math.round(fraction * 100)}%` }} />
+    <div
+      className="progress"
+      role="progressbar"
+      aria-label={label}
+      aria-valuenow={fraction === null ? undefined : Math.round(fraction * 100)}
+    >
+      <div
+        className={`bar${fraction === null ? " indeterminate" : ""}`}
+        style={fraction === null ? undefined : { width: `${Math.round(fraction * 100)}%` }}
+      />
       <span>{label}</span>
     </div>
   );

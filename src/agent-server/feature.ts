@@ -50,7 +50,10 @@ export function createAgentServerFeature(): Feature & { url(): string | null } {
         });
         const a = agent;
         server = await new Promise<ServerType>((resolve, reject) => {
-          const s = serve({ fetch: a.app.fetch, hostname: ctx.config.host, port, serverOptions: serverTimeouts(ctx.config.settings) }, () => resolve(s));
+          const s = serve(
+            { fetch: a.app.fetch, hostname: ctx.config.host, port, serverOptions: serverTimeouts(ctx.config.settings) },
+            () => resolve(s),
+          );
           s.once("error", reject);
         });
         // It listens on the control plane's address: the same caps against floods of slow heads.
@@ -63,11 +66,14 @@ export function createAgentServerFeature(): Feature & { url(): string | null } {
       }
       const addr = server.address() as AddressInfo;
       url = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
-      const auth = agent.ctx.customAuth ? `custom auth from ${agent.project.auth?.file}` : "platform API key (X-Api-Key)";
+      const auth = agent.ctx.customAuth
+        ? `custom auth from ${agent.project.auth?.file}`
+        : "platform API key (X-Api-Key)";
       ctx.log.info({ url, project, graphs: [...agent.ctx.graphs.keys()], auth }, "agent server is up");
       agentServerUrl = url;
       if (process.stdout.isTTY || ctx.config.settings.WHARF_PRINT_AGENT_URL) {
-        const sample = agent.ctx.customAuth && project === EXAMPLE_PROJECT ? `-H "Authorization: Bearer demo-token-alice" ` : "";
+        const sample =
+          agent.ctx.customAuth && project === EXAMPLE_PROJECT ? `-H "Authorization: Bearer demo-token-alice" ` : "";
         process.stdout.write(
           `\nAgent server (${path.basename(project)}) at ${url}  [auth: ${auth}]\n` +
             `Try: curl -s ${sample}-H 'content-type: application/json' ${url}/runs/wait -d '{"assistant_id":"${[...agent.ctx.graphs.keys()][0]}","input":{"messages":[{"role":"human","content":"hi"}]}}'\n\n`,

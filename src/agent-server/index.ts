@@ -8,5 +8,15 @@ export { systemAssistantId } from "./storage/assistants.ts";
 export { claimDueCrons } from "./crons/crons.ts";
 export { onRunEnded, type RunEnded } from "./runs/run-events.ts";
 export { registerSdkLogger } from "./project/sdk-logger.ts";
-export { createPythonEnv, ensurePythonEnv, gitDependencyUrl, pipConfigIndexes, pipConfigUrls, PythonEnvError, pythonEnvKey, startPythonRuntime, uvLockUrls } from "./python/index.ts";
+export {
+  createPythonEnv,
+  ensurePythonEnv,
+  gitDependencyUrl,
+  pipConfigIndexes,
+  pipConfigUrls,
+  PythonEnvError,
+  pythonEnvKey,
+  startPythonRuntime,
+  uvLockUrls,
+} from "./python/index.ts";
 export { attachProtocolUpgrades } from "./protocol/index.ts";

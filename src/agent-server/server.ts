@@ -114,33 +114,64 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
   // Before importing any graph: an unsupported LangGraph line is refused with one clear line.
   assertSupportedLangGraph(project.graphs.filter((g) => g.runtime === "js").map((g) => g.file));
   const js = await loadGraphs(project);
-  const schemas = new GraphSchemaCache(project.dir, project.graphs, path.join(options.home, "graph-schemas"), options.log);
+  const schemas = new GraphSchemaCache(
+    project.dir,
+    project.graphs,
+    path.join(options.home, "graph-schemas"),
+    options.log,
+  );
   // Started before the rest of the start-up: the type checker runs alongside it in its own process.
   if (options.warmSchemas) void warmSchemas(schemas, js.graphs);
-  for (const [graphId, f] of js.failures) options.log.error({ graphId, module: f.module, error: f.error }, `graph "${graphId}" did not load (${f.module}): ${f.error}; the other graphs still serve`);
+  for (const [graphId, f] of js.failures)
+    options.log.error(
+      { graphId, module: f.module, error: f.error },
+      `graph "${graphId}" did not load (${f.module}): ${f.error}; the other graphs still serve`,
+    );
   for (const w of project.warnings) options.log.warn({ configFile: project.configFile }, `langgraph.json: ${w}`);
   const jsAuth = project.auth?.runtime === "python" ? null : await CustomAuth.load(project);
   const userApp = await loadHttpApp(project);
   const ui = await buildUiBundles(project.ui, options.log);
   const graphConfig = graphConfigFromEnv(hostVariable("LANGGRAPH_CONFIG"));
   const python = await startPythonRuntime(
-    { project, home: options.home, databaseUrl: options.databaseUrl, pgSchema: options.pgSchema, ...pythonSettings(options.home), log: options.log },
+    {
+      project,
+      home: options.home,
+      databaseUrl: options.databaseUrl,
+      pgSchema: options.pgSchema,
+      ...pythonSettings(options.home),
+      log: options.log,
+    },
     options.earlyPython,
   );
   const idx = project.store.index;
   const embed = !idx ? null : idx.embed.runtime === "python" ? (python?.embed ?? null) : await loadEmbed(idx.embed);
-  if (idx && !embed) options.log.warn({ embed: idx.embed.ref }, `store.index.embed "${idx.embed.ref}" did not load in the Python worker: semantic search is off`);
+  if (idx && !embed)
+    options.log.warn(
+      { embed: idx.embed.ref },
+      `store.index.embed "${idx.embed.ref}" did not load in the Python worker: semantic search is off`,
+    );
   const index = idx && embed ? { dims: idx.dims, fields: idx.fields, embed } : null;
   // Ordered as in langgraph.json, whichever runtime serves each graph.
-  const graphs = new Map(project.graphs.flatMap((g) => {
-    const loaded = js.graphs.get(g.graphId) ?? python?.graphs.get(g.graphId);
-    return loaded ? [[g.graphId, loaded] as const] : [];
-  }));
+  const graphs = new Map(
+    project.graphs.flatMap((g) => {
+      const loaded = js.graphs.get(g.graphId) ?? python?.graphs.get(g.graphId);
+      return loaded ? [[g.graphId, loaded] as const] : [];
+    }),
+  );
   const failures = new Map([...js.failures, ...(python?.failures ?? [])]);
   const customAuth = python?.auth ?? jsAuth;
-  for (const [graphId, f] of python?.failures ?? []) options.log.error({ graphId, module: f.module, error: f.error }, `python graph "${graphId}" did not load (${f.module}): ${f.error}; the other graphs still serve`);
+  for (const [graphId, f] of python?.failures ?? [])
+    options.log.error(
+      { graphId, module: f.module, error: f.error },
+      `python graph "${graphId}" did not load (${f.module}): ${f.error}; the other graphs still serve`,
+    );
   const leaseMs = options.leaseMs ?? readSetting("WHARF_RUN_LEASE_MS");
-  const checkpointer: Checkpointer = await openCheckpointer({ databaseUrl: options.databaseUrl, home: options.home, pgSchema: options.pgSchema, leaseMs });
+  const checkpointer: Checkpointer = await openCheckpointer({
+    databaseUrl: options.databaseUrl,
+    home: options.home,
+    pgSchema: options.pgSchema,
+    leaseMs,
+  });
   const serverId = options.serverId ?? defaultServerId(project);
   const tickMs = options.cronTickMs ?? readSetting("WHARF_CRON_TICK_MS");
   const ctx: AgentServerContext = {
@@ -167,7 +198,12 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
   python?.worker.serve("store.batch", (ops) => pythonStoreBatch(ctx.store, ops as PythonStoreOp[]));
   // A Python graph's checkpoints carry its thread's metadata, as on the Python server.
   const threadMetadata = async (threadId: string) => {
-    const row = await ctx.db.selectFrom("agent_threads").select("metadata").where("thread_id", "=", threadId).where("server_id", "=", serverId).executeTakeFirst();
+    const row = await ctx.db
+      .selectFrom("agent_threads")
+      .select("metadata")
+      .where("thread_id", "=", threadId)
+      .where("server_id", "=", serverId)
+      .executeTakeFirst();
     return parseJson<Record<string, unknown>>(row?.metadata, {});
   };
   for (const g of python?.graphs.values() ?? []) g.threadMetadata = threadMetadata;
@@ -183,7 +219,10 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
   const redisUrl = readSetting("REDIS_URL");
   let bus: RunEventBus | null = null;
   try {
-    if (redisUrl && ctx.dialect !== "postgres") throw new Error("REDIS_URL needs DATABASE_URL to be PostgreSQL (replicas share runs through it); with SQLite Wharf runs as one process without Redis");
+    if (redisUrl && ctx.dialect !== "postgres")
+      throw new Error(
+        "REDIS_URL needs DATABASE_URL to be PostgreSQL (replicas share runs through it); with SQLite Wharf runs as one process without Redis",
+      );
     if (redisUrl) bus = await RunEventBus.open(redisUrl, options.log);
   } catch (err) {
     await python?.worker.stop();
@@ -209,12 +248,25 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
   }
   if (options.exclusive) {
     const n = await engine.recoverAbandoned();
-    if (n) options.log.warn({ runs: n }, "runs abandoned by a previous process were settled at start (resumed or ended as error)");
+    if (n)
+      options.log.warn(
+        { runs: n },
+        "runs abandoned by a previous process were settled at start (resumed or ended as error)",
+      );
   }
   engine.start();
   const crons = new CronScheduler(ctx, engine, tickMs);
   crons.start();
-  const sweeper = new TtlSweeper(ctx, { storeMinutes: project.store.ttl?.sweepMinutes ?? null, threads: project.checkpointerTtl ? { strategy: project.checkpointerTtl.strategy, ttlMinutes: project.checkpointerTtl.defaultTtlMinutes, sweepMinutes: project.checkpointerTtl.sweepMinutes } : null });
+  const sweeper = new TtlSweeper(ctx, {
+    storeMinutes: project.store.ttl?.sweepMinutes ?? null,
+    threads: project.checkpointerTtl
+      ? {
+          strategy: project.checkpointerTtl.strategy,
+          ttlMinutes: project.checkpointerTtl.defaultTtlMinutes,
+          sweepMinutes: project.checkpointerTtl.sweepMinutes,
+        }
+      : null,
+  });
   sweeper.start();
   const app = buildAgentApp(ctx, engine);
   let closing: Promise<void> | null = null;
@@ -240,7 +292,8 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
 /** Starts deriving, in the background, the TypeScript-typed schemas of the graphs that have no runtime schema. */
 async function warmSchemas(schemas: GraphSchemaCache, graphs: Map<string, LoadedGraph>): Promise<void> {
   const ids: string[] = [];
-  for (const [id, loaded] of graphs) if (await needsStaticSchemas(() => loaded.get({ configurable: {} }, null), schemas.fileOf(id))) ids.push(id);
+  for (const [id, loaded] of graphs)
+    if (await needsStaticSchemas(() => loaded.get({ configurable: {} }, null), schemas.fileOf(id))) ids.push(id);
   schemas.warm(ids);
 }
 
@@ -251,7 +304,11 @@ async function warmSchemas(schemas: GraphSchemaCache, graphs: Map<string, Loaded
  */
 export function defaultWebhookGate(): WebhookGate {
   if (readSetting("WHARF_AGENT_EGRESS_PROXIED")) return null;
-  return egressWebhookGate({ WHARF_EGRESS_HOSTS: readSetting("WHARF_EGRESS_HOSTS"), WHARF_EGRESS_ALLOW_INTERNAL: readSetting("WHARF_EGRESS_ALLOW_INTERNAL"), WHARF_EGRESS_SYSTEM_DNS: readSetting("WHARF_EGRESS_SYSTEM_DNS") });
+  return egressWebhookGate({
+    WHARF_EGRESS_HOSTS: readSetting("WHARF_EGRESS_HOSTS"),
+    WHARF_EGRESS_ALLOW_INTERNAL: readSetting("WHARF_EGRESS_ALLOW_INTERNAL"),
+    WHARF_EGRESS_SYSTEM_DNS: readSetting("WHARF_EGRESS_SYSTEM_DNS"),
+  });
 }
 
 export interface StandaloneOptions {
@@ -290,7 +347,9 @@ export async function startAgentServer(options: StandaloneOptions): Promise<Runn
   let agent: AgentServer;
   try {
     await migrateToLatest(store);
-    const box = new SecretBox(loadKeyring(options.home, readSetting("WHARF_MASTER_KEY") ?? null), () => reloadKeyring(options.home, readSetting("WHARF_MASTER_KEY") ?? null));
+    const box = new SecretBox(loadKeyring(options.home, readSetting("WHARF_MASTER_KEY") ?? null), () =>
+      reloadKeyring(options.home, readSetting("WHARF_MASTER_KEY") ?? null),
+    );
     agent = await createAgentServerApp({
       project: options.projectDir,
       store,

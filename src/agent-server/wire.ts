@@ -1,4 +1,11 @@
-import { isAIMessage, isAIMessageChunk, isBaseMessage, isToolMessage, type AIMessageChunk, type BaseMessage } from "@langchain/core/messages";
+import {
+  isAIMessage,
+  isAIMessageChunk,
+  isBaseMessage,
+  isToolMessage,
+  type AIMessageChunk,
+  type BaseMessage,
+} from "@langchain/core/messages";
 
 /**
  * Whether a message is a streamed chunk. LangChain's `isBaseMessageChunk` checks the prototype
@@ -47,7 +54,8 @@ export function messageToDict(m: BaseMessage): Record<string, unknown> {
 // JSON.stringify calls toJSON before the replacer; the holder still has the original object.
 function replacer(this: Record<string, unknown>, key: string, value: unknown): unknown {
   const original = this[key];
-  if (original !== null && typeof original === "object" && isBaseMessage(original)) return messageToDict(original as BaseMessage);
+  if (original !== null && typeof original === "object" && isBaseMessage(original))
+    return messageToDict(original as BaseMessage);
   if (typeof value === "bigint") return value.toString();
   return value;
 }
@@ -62,7 +70,8 @@ function prepare(value: unknown, depth = 0): unknown {
   if (isBaseMessage(value)) return messageToDict(value as BaseMessage);
   if (Array.isArray(value)) return value.map((v) => prepare(v, depth + 1));
   const proto = Object.getPrototypeOf(value);
-  if ((proto !== Object.prototype && proto !== null) || typeof (value as { toJSON?: unknown }).toJSON === "function") return value;
+  if ((proto !== Object.prototype && proto !== null) || typeof (value as { toJSON?: unknown }).toJSON === "function")
+    return value;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) out[k] = prepare(v, depth + 1);
   return out;

@@ -22,7 +22,8 @@ export function shouldReload(file: string): boolean {
   if (parts.length === 0) return false;
   const name = parts[parts.length - 1];
   // `pip install -e` writes `*.egg-info` into a Python project: installing must not restart the server.
-  for (const dir of parts.slice(0, -1)) if (dir.startsWith(".") || IGNORED_DIRS.has(dir) || dir.endsWith(".egg-info")) return false;
+  for (const dir of parts.slice(0, -1))
+    if (dir.startsWith(".") || IGNORED_DIRS.has(dir) || dir.endsWith(".egg-info")) return false;
   if (IGNORED_DIRS.has(name) || IGNORED_FILES.test(name) || name.endsWith(".egg-info")) return false;
   if (name.startsWith(".")) return name === ".env" || name.startsWith(".env.");
   return true;
@@ -48,13 +49,32 @@ export function registerDev(program: Command): void {
       let child: ChildProcess | null = null;
       let restarting = false;
       const startChild = () => {
-        child = spawn(process.execPath, [wharfBin, "agent-server", "--project", projectDir, "--host", "127.0.0.1", "--port", String(opts.port), "--open", "--warm-schemas"], {
-          stdio: "inherit",
-          env: { ...processEnvironment(), WHARF_HOME: processEnvironment().WHARF_HOME ?? path.join(projectDir, ".wharf") },
-        });
+        child = spawn(
+          process.execPath,
+          [
+            wharfBin,
+            "agent-server",
+            "--project",
+            projectDir,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            String(opts.port),
+            "--open",
+            "--warm-schemas",
+          ],
+          {
+            stdio: "inherit",
+            env: {
+              ...processEnvironment(),
+              WHARF_HOME: processEnvironment().WHARF_HOME ?? path.join(projectDir, ".wharf"),
+            },
+          },
+        );
         child.on("exit", (code) => {
           child = null;
-          if (!restarting && code !== 0 && code !== null) console.error(`wharf dev: the server exited (${code}); waiting for a change to restart`);
+          if (!restarting && code !== 0 && code !== null)
+            console.error(`wharf dev: the server exited (${code}); waiting for a change to restart`);
         });
       };
       const restart = async () => {
@@ -69,7 +89,9 @@ export function registerDev(program: Command): void {
         console.log("wharf dev: change detected, restarting");
         startChild();
       };
-      console.log(`wharf dev: serving ${projectDir} on http://127.0.0.1:${opts.port} (open on loopback: no credentials needed unless the project has custom auth)\nStudio: http://127.0.0.1:${opts.port}/console/`);
+      console.log(
+        `wharf dev: serving ${projectDir} on http://127.0.0.1:${opts.port} (open on loopback: no credentials needed unless the project has custom auth)\nStudio: http://127.0.0.1:${opts.port}/console/`,
+      );
       startChild();
       let pending: NodeJS.Timeout | null = null;
       fs.watch(projectDir, { recursive: true }, (_event, file) => {

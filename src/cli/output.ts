@@ -15,7 +15,11 @@ export function printTable(rows: Array<Record<string, string>>): void {
   }
   const cols = Object.keys(rows[0]);
   const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => (r[c] ?? "").length)));
-  const line = (cells: string[]) => cells.map((s, i) => s.padEnd(widths[i])).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((s, i) => s.padEnd(widths[i]))
+      .join("  ")
+      .trimEnd();
   console.log(line(cols.map((c) => c.toUpperCase())));
   for (const r of rows) console.log(line(cols.map((c) => r[c] ?? "")));
 }

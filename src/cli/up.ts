@@ -9,7 +9,10 @@ export function registerUp(program: Command): void {
   program
     .command("up")
     .description("run the whole platform in one process (control plane on WHARF_HOST:WHARF_PORT)")
-    .option("--no-supervisor", "run the platform in this process, with nothing to start it again after a fault (for systemd or a container runtime that restarts it)")
+    .option(
+      "--no-supervisor",
+      "run the platform in this process, with nothing to start it again after a fault (for systemd or a container runtime that restarts it)",
+    )
     .addOption(new Option("--platform-process", "the platform child of a supervising `wharf up`").hideHelp())
     .addHelpText("after", "\n" + settingsHelp())
     // `bin/wharf.js` reads these two before the CLI loads: unless `--no-supervisor`, it runs `wharf
@@ -67,7 +70,10 @@ export function registerUp(program: Command): void {
       }
       supervisor?.ready();
       const { url, bootstrap, ctx } = platform;
-      ctx.log.info({ url, storage: ctx.store.dialect, location: ctx.store.location, ms: Math.round(performance.now() - started) }, "wharf is up");
+      ctx.log.info(
+        { url, storage: ctx.store.dialect, location: ctx.store.location, ms: Math.round(performance.now() - started) },
+        "wharf is up",
+      );
       if (bootstrap.apiKey) {
         // Printed once, on first start; the same key is in the 0600 file for the CLI.
         process.stdout.write(
@@ -79,7 +85,9 @@ export function registerUp(program: Command): void {
       // `npm start` deploys the example agent through the same path as any deployment, in the
       // background: start-up does not wait for a build.
       const { ensureExampleDeployment } = await import("../deployments/index.ts");
-      void ensureExampleDeployment(ctx).catch((err) => ctx.log.warn({ err }, "the example deployment could not be set up"));
+      void ensureExampleDeployment(ctx).catch((err) =>
+        ctx.log.warn({ err }, "the example deployment could not be set up"),
+      );
       if (pending) {
         signals--;
         shutdown(pending);

@@ -29,7 +29,11 @@ export interface ClusterView {
    * live replica and the call did not already come from one (`incoming`, the node request), else
    * null and the caller acts here.
    */
-  forwardCall(owner: string | null, call: ControlCall, incoming: http.IncomingMessage | undefined): Promise<Response | null>;
+  forwardCall(
+    owner: string | null,
+    call: ControlCall,
+    incoming: http.IncomingMessage | undefined,
+  ): Promise<Response | null>;
 }
 
 /** Marks a workload upgrade that was decided here and emitted again for the local handlers. */
@@ -138,7 +142,14 @@ export class Cluster implements ClusterView {
         })
         .then((remote) => {
           req.url = target;
-          if (remote) return forwardUpgrade(req, socket, head, remote.url, this.authHeader(remote.id, req.method ?? "GET", target));
+          if (remote)
+            return forwardUpgrade(
+              req,
+              socket,
+              head,
+              remote.url,
+              this.authHeader(remote.id, req.method ?? "GET", target),
+            );
           req[DECIDED] = true;
           server.emit("upgrade", req, socket, head);
         });
@@ -154,10 +165,19 @@ export class Cluster implements ClusterView {
         return null; // a master key this replica does not hold: refused below
       }
     };
-    const verdict = verifyRequest(keyFor, Array.isArray(header) ? header[0] : header, { self: this.replicaId, method: req.method ?? "GET", target: req.url ?? "/" }, Date.now(), (n, exp) => this.nonces.seen(n, exp));
+    const verdict = verifyRequest(
+      keyFor,
+      Array.isArray(header) ? header[0] : header,
+      { self: this.replicaId, method: req.method ?? "GET", target: req.url ?? "/" },
+      Date.now(),
+      (n, exp) => this.nonces.seen(n, exp),
+    );
     stripHeader(req, REPLICA_AUTH_HEADER);
     if (verdict.ok) return null;
-    this.log.warn({ reason: verdict.reason, from: req.socket.remoteAddress, target: req.url }, "refused a request on the internal listener");
+    this.log.warn(
+      { reason: verdict.reason, from: req.socket.remoteAddress, target: req.url },
+      "refused a request on the internal listener",
+    );
     return verdict.reason;
   }
 
@@ -189,7 +209,10 @@ export class Cluster implements ClusterView {
       server.once("error", reject);
       server.listen(this.listen.port, this.listen.host, () => resolve());
     }).catch((err: Error) => {
-      throw new Error(`cannot listen on WHARF_INTERNAL_LISTEN ${this.listen.host}:${this.listen.port}: ${err.message}`, { cause: err });
+      throw new Error(
+        `cannot listen on WHARF_INTERNAL_LISTEN ${this.listen.host}:${this.listen.port}: ${err.message}`,
+        { cause: err },
+      );
     });
     const addr = server.address() as AddressInfo;
     this.listeningUrl = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
@@ -238,13 +261,22 @@ export function parseListen(value: string): { host: string; port: number } {
 export function createCluster(config: WharfConfig, store: Store, box: SecretBox, log: Logger): Cluster | null {
   const listen = config.settings.WHARF_INTERNAL_LISTEN;
   if (!listen) return null;
-  if (store.dialect !== "postgres") throw new Error("WHARF_INTERNAL_LISTEN (replica mode) needs PostgreSQL: set DATABASE_URL=postgres://… shared by every replica");
+  if (store.dialect !== "postgres")
+    throw new Error(
+      "WHARF_INTERNAL_LISTEN (replica mode) needs PostgreSQL: set DATABASE_URL=postgres://… shared by every replica",
+    );
   const id = readReplicaId(config.home);
   const parsed = parseListen(listen);
   const advertised = config.settings.WHARF_REPLICA_URL ?? (parsed.port !== 0 ? `http://${listen}` : undefined);
   // Port 0 (tests): the URL is known once it listens; the registry row is written after that.
   let cluster: Cluster | null = null;
-  const registry = new ReplicaRegistry(store.db, id, () => cluster!.internalUrl(), config.settings.WHARF_REPLICA_LEASE_MS, log);
+  const registry = new ReplicaRegistry(
+    store.db,
+    id,
+    () => cluster!.internalUrl(),
+    config.settings.WHARF_REPLICA_LEASE_MS,
+    log,
+  );
   cluster = new Cluster(id, registry, box, log, parsed, advertised);
   return cluster;
 }

@@ -4,7 +4,18 @@ export { RunEventBus, StreamGapError, type ThreadEventItem, type ThreadEventStor
 export type { RunStreamWriter } from "./run-stream-writer.ts";
 export { RedisRetry } from "./redis-retry.ts";
 export { compareIds } from "./stream-reader.ts";
-export { eventNumber, nextStep, parseRunEntry, parseThreadEventEntry, threadEventsKey, type ThreadEventEntry, runAttemptKey, runStreamKey, streamId, threadRunsKey } from "./stream-ids.ts";
+export {
+  eventNumber,
+  nextStep,
+  parseRunEntry,
+  parseThreadEventEntry,
+  threadEventsKey,
+  type ThreadEventEntry,
+  runAttemptKey,
+  runStreamKey,
+  streamId,
+  threadRunsKey,
+} from "./stream-ids.ts";
 export { Cluster, createCluster, isAnotherReplicas, type ClusterView, type WorkloadOwner } from "./cluster.ts";
 export { REPLICA_AUTH_HEADER } from "./replica-auth.ts";
 export type { ControlCall } from "./forwarder.ts";

@@ -21,17 +21,36 @@ export interface SignedRequest {
   target: string;
 }
 
-export type Refusal = "missing" | "malformed" | "wrong-replica" | "unknown-key" | "bad-signature" | "expired" | "too-far-ahead" | "replayed";
+export type Refusal =
+  | "missing"
+  | "malformed"
+  | "wrong-replica"
+  | "unknown-key"
+  | "bad-signature"
+  | "expired"
+  | "too-far-ahead"
+  | "replayed";
 export type Verdict = { ok: true; from: string; nonce: string; expiresMs: number } | { ok: false; reason: Refusal };
 
 function mac(key: Buffer, kid: string, r: SignedRequest, expiresMs: number, nonce: string): Buffer {
-  return crypto.createHmac("sha256", key).update(["v1", kid, r.from, r.to, String(expiresMs), nonce, r.method.toUpperCase(), r.target].join("\n")).digest();
+  return crypto
+    .createHmac("sha256", key)
+    .update(["v1", kid, r.from, r.to, String(expiresMs), nonce, r.method.toUpperCase(), r.target].join("\n"))
+    .digest();
 }
 
-export function signRequest(keyFor: (kid?: string) => { kid: string; key: Buffer }, r: SignedRequest, nowMs: number, ttlMs = DEFAULT_TTL_MS, nonce = crypto.randomBytes(12).toString("base64url")): string {
+export function signRequest(
+  keyFor: (kid?: string) => { kid: string; key: Buffer },
+  r: SignedRequest,
+  nowMs: number,
+  ttlMs = DEFAULT_TTL_MS,
+  nonce = crypto.randomBytes(12).toString("base64url"),
+): string {
   const { kid, key } = keyFor();
   const expires = nowMs + ttlMs;
-  return ["v1", kid, r.from, r.to, String(expires), nonce, mac(key, kid, r, expires, nonce).toString("base64url")].join(".");
+  return ["v1", kid, r.from, r.to, String(expires), nonce, mac(key, kid, r, expires, nonce).toString("base64url")].join(
+    ".",
+  );
 }
 
 /** Whether a header is a valid, fresh, first-seen signature for this request to `self`. */
@@ -47,7 +66,8 @@ export function verifyRequest(
   const parts = header.split(".");
   if (parts.length !== 7 || parts[0] !== "v1") return { ok: false, reason: "malformed" };
   const [, kid, from, to, expiresText, nonce, macText] = parts;
-  if (!ID.test(from) || !ID.test(to) || !/^\d{1,16}$/.test(expiresText) || !/^[A-Za-z0-9_-]{16}$/.test(nonce)) return { ok: false, reason: "malformed" };
+  if (!ID.test(from) || !ID.test(to) || !/^\d{1,16}$/.test(expiresText) || !/^[A-Za-z0-9_-]{16}$/.test(nonce))
+    return { ok: false, reason: "malformed" };
   if (to !== req.self) return { ok: false, reason: "wrong-replica" };
   const key = keyFor(kid);
   if (!key) return { ok: false, reason: "unknown-key" };

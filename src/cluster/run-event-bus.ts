@@ -4,7 +4,19 @@ import { openRedis, type RedisConnection } from "./redis-connection.ts";
 import { APPEND_SCRIPT, CLAIM_SCRIPT, THREAD_APPEND_SCRIPT } from "./run-stream-scripts.ts";
 import { RunStreamWriter, type WriterSource } from "./run-stream-writer.ts";
 import { StreamReader } from "./stream-reader.ts";
-import { nextStep, parseRunEntry, parseThreadEventEntry, runAttemptKey, runStreamKey, streamId, threadEventsKey, threadRunsKey, type RawEntry, type RunStreamEntry, type ThreadEventEntry } from "./stream-ids.ts";
+import {
+  nextStep,
+  parseRunEntry,
+  parseThreadEventEntry,
+  runAttemptKey,
+  runStreamKey,
+  streamId,
+  threadEventsKey,
+  threadRunsKey,
+  type RawEntry,
+  type RunStreamEntry,
+  type ThreadEventEntry,
+} from "./stream-ids.ts";
 
 /** Streams stay bounded: a run's history past this many entries is trimmed (approximately). */
 const MAX_LEN = 20_000;
@@ -34,7 +46,11 @@ export interface ThreadEventStore {
   /** Every entry kept, oldest first. */
   backlog(threadId: string): Promise<ThreadEventEntry[]>;
   /** Entries after seq `after`, live; `failed` when Redis stays unreachable. Returns the unsubscribe. */
-  follow(threadId: string, after: number, sink: { entries(list: ThreadEventEntry[]): void; failed(err: Error): void }): () => void;
+  follow(
+    threadId: string,
+    after: number,
+    sink: { entries(list: ThreadEventEntry[]): void; failed(err: Error): void },
+  ): () => void;
 }
 
 /** A follow ended because entries are missing (Redis lost them): the client should fall back to join/state. */
@@ -85,13 +101,28 @@ export class RunEventBus {
    * Null when a later attempt already owns it.
    */
   async claim(runId: string, attempt: number): Promise<number | null> {
-    const top = await this.script(CLAIM_SCRIPT, [runStreamKey(runId), runAttemptKey(runId)], [attempt, LIVE_TTL_SECONDS]);
+    const top = await this.script(
+      CLAIM_SCRIPT,
+      [runStreamKey(runId), runAttemptKey(runId)],
+      [attempt, LIVE_TTL_SECONDS],
+    );
     return top < 0 ? null : top;
   }
 
   /** A writer mirroring an attempt's events (see RunStreamWriter). */
   writer(runId: string, attempt: number, source: WriterSource, onFenced: () => void): RunStreamWriter {
-    return new RunStreamWriter(runId, source, { attempt, maxLen: MAX_LEN, liveTtlSeconds: LIVE_TTL_SECONDS, onFenced, append: (keys, args) => this.script(APPEND_SCRIPT, keys, args) }, this.log);
+    return new RunStreamWriter(
+      runId,
+      source,
+      {
+        attempt,
+        maxLen: MAX_LEN,
+        liveTtlSeconds: LIVE_TTL_SECONDS,
+        onFenced,
+        append: (keys, args) => this.script(APPEND_SCRIPT, keys, args),
+      },
+      this.log,
+    );
   }
 
   /**
@@ -99,7 +130,12 @@ export class RunEventBus {
    * follow whose run ended without one (cancelled while queued, or its writer died). Throws
    * StreamGapError when entries are missing.
    */
-  async *followRun(runId: string, after: number, signal: AbortSignal, isOver: () => Promise<boolean>): AsyncGenerator<RunStreamEntry & { kind: "event" }> {
+  async *followRun(
+    runId: string,
+    after: number,
+    signal: AbortSignal,
+    isOver: () => Promise<boolean>,
+  ): AsyncGenerator<RunStreamEntry & { kind: "event" }> {
     const key = runStreamKey(runId);
     const entries = this.entries(key, after < 0 ? "0-0" : streamId(after), signal);
     let last = after;
@@ -119,7 +155,8 @@ export class RunEventBus {
           if (!entry) continue;
           const step = nextStep(last, entry);
           if (step === "skip") continue;
-          if (step === "gap") throw new StreamGapError(`run ${runId}: events ${last + 1}…${entry.n - 1} are no longer in redis`);
+          if (step === "gap")
+            throw new StreamGapError(`run ${runId}: events ${last + 1}…${entry.n - 1} are no longer in redis`);
           if (entry.kind === "end") return;
           last = entry.n;
           yield entry;
@@ -217,7 +254,8 @@ export class RunEventBus {
     },
     follow: (threadId, after, sink) =>
       this.reader.subscribe(threadEventsKey(threadId), `0-${after}`, {
-        entries: (list) => sink.entries(list.map(parseThreadEventEntry).filter((e): e is ThreadEventEntry => e !== null)),
+        entries: (list) =>
+          sink.entries(list.map(parseThreadEventEntry).filter((e): e is ThreadEventEntry => e !== null)),
         failed: (err) => sink.failed(err),
       }),
   };

@@ -70,7 +70,10 @@ export class RunStreamWriter {
   /** Resolves when everything pushed so far (and the end marker, if any) is in Redis, or after `ms`. */
   async drained(ms: number): Promise<void> {
     if (this.idle()) return;
-    await Promise.race([new Promise<void>((r) => this.idleWaiters.push(r)), new Promise((r) => setTimeout(r, ms).unref())]);
+    await Promise.race([
+      new Promise<void>((r) => this.idleWaiters.push(r)),
+      new Promise((r) => setTimeout(r, ms).unref()),
+    ]);
   }
 
   private idle(): boolean {
@@ -97,7 +100,10 @@ export class RunStreamWriter {
         const added = await this.options.append([runStreamKey(this.runId), runAttemptKey(this.runId)], args);
         if (added === -1) {
           this.fenced = true;
-          this.log.warn({ runId: this.runId, attempt: this.options.attempt }, "a later attempt owns this run's stream: this attempt's events are refused");
+          this.log.warn(
+            { runId: this.runId, attempt: this.options.attempt },
+            "a later attempt owns this run's stream: this attempt's events are refused",
+          );
           this.options.onFenced();
         } else if (added === -2) {
           // Redis lost the stream (restarted without its data): refill it from this attempt's start.

@@ -21,7 +21,8 @@ export function eventNumber(id: string): number | null {
 /** One stream entry as XREAD/XRANGE answer it (RESP2): `[id, [field, value, …]]`. */
 export type RawEntry = [string, string[]];
 
-export type RunStreamEntry = { kind: "event"; n: number; event: string; json: string } | { kind: "end"; n: number; status: string };
+export type RunStreamEntry =
+  { kind: "event"; n: number; event: string; json: string } | { kind: "end"; n: number; status: string };
 
 /** A run stream entry from its raw form; null when it is not one Wharf writes. */
 export function parseRunEntry(raw: RawEntry): RunStreamEntry | null {

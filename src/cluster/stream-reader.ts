@@ -95,7 +95,16 @@ export class StreamReader {
       this.readGeneration = this.generation;
       try {
         if (this.readerId === null) this.readerId = await this.reader.clientId();
-        const reply = await this.reader.command<Array<[string, RawEntry[]]> | null>(["XREAD", "COUNT", 1000, "BLOCK", BLOCK_MS, "STREAMS", ...cursors.keys(), ...cursors.values()]);
+        const reply = await this.reader.command<Array<[string, RawEntry[]]> | null>([
+          "XREAD",
+          "COUNT",
+          1000,
+          "BLOCK",
+          BLOCK_MS,
+          "STREAMS",
+          ...cursors.keys(),
+          ...cursors.values(),
+        ]);
         downSince = null;
         for (const [key, list] of reply ?? []) this.deliver(key, list);
       } catch (err) {
@@ -103,7 +112,9 @@ export class StreamReader {
         this.readerId = null; // a reconnect is a new client id
         downSince ??= Date.now();
         if (Date.now() - downSince > DOWN_GRACE_MS) {
-          const cause = new Error(`redis unreachable for ${DOWN_GRACE_MS} ms: ${(err as Error).message}`, { cause: err });
+          const cause = new Error(`redis unreachable for ${DOWN_GRACE_MS} ms: ${(err as Error).message}`, {
+            cause: err,
+          });
           for (const s of [...this.subs]) s.sink.failed(cause);
           downSince = null;
         }

@@ -23,7 +23,6 @@ export interface WharfConfig {
   settings: Settings;
 }
 
-
 /** Reads the configuration; throws ConfigError naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): WharfConfig {
   let s: Settings;

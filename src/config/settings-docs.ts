@@ -1,7 +1,8 @@
 import { SETTINGS, type SettingDeclaration } from "./settings.ts";
 
 const entries = () => Object.entries(SETTINGS) as Array<[string, SettingDeclaration]>;
-const defaultOf = (d: SettingDeclaration) => d.defaultText ?? (d.default === undefined || d.default === "" ? "none" : `\`${d.default}\``);
+const defaultOf = (d: SettingDeclaration) =>
+  d.defaultText ?? (d.default === undefined || d.default === "" ? "none" : `\`${d.default}\``);
 const plain = (s: string) => s.replace(/`/g, "");
 
 /** The settings for `wharf up --help`, grouped by the part that uses them. */
@@ -23,8 +24,18 @@ export const TABLE_END = "<!-- end of settings table -->";
 
 /** The README's configuration table, between its markers. */
 export function settingsTable(): string {
-  const rows = entries().map(([name, d]) => `| \`${name}\` | ${d.part} | ${d.type} | ${defaultOf(d)} | ${d.description.replace(/\|/g, "\\|")} |`);
-  return [TABLE_BEGIN, "", "| variable | part | type | default | meaning |", "|---|---|---|---|---|", ...rows, "", TABLE_END].join("\n");
+  const rows = entries().map(
+    ([name, d]) => `| \`${name}\` | ${d.part} | ${d.type} | ${defaultOf(d)} | ${d.description.replace(/\|/g, "\\|")} |`,
+  );
+  return [
+    TABLE_BEGIN,
+    "",
+    "| variable | part | type | default | meaning |",
+    "|---|---|---|---|---|",
+    ...rows,
+    "",
+    TABLE_END,
+  ].join("\n");
 }
 
 /** `text` with the table between the markers replaced by the current one. */

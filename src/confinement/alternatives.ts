@@ -41,7 +41,11 @@ export function parseAlternativeGroup(name: string, text: string): AlternativeGr
 }
 
 /** The choice to use: the host's current one when the tree has it, else the highest priority present. */
-export function pickChoice(group: AlternativeGroup, present: (p: string) => boolean, hostCurrent: string | null): AlternativeGroup["choices"][number] | null {
+export function pickChoice(
+  group: AlternativeGroup,
+  present: (p: string) => boolean,
+  hostCurrent: string | null,
+): AlternativeGroup["choices"][number] | null {
   const available = group.choices.filter((c) => present(c.path));
   const current = available.find((c) => c.path === hostCurrent);
   if (current) return current;
@@ -64,7 +68,11 @@ function linkInto(root: string, linkPath: string, target: string): void {
 }
 
 /** Recreates every alternatives group whose chosen file the tree holds; returns the names made. */
-export function carryAlternatives(root: string, adminDir = "/var/lib/dpkg/alternatives", etcDir = "/etc/alternatives"): string[] {
+export function carryAlternatives(
+  root: string,
+  adminDir = "/var/lib/dpkg/alternatives",
+  etcDir = "/etc/alternatives",
+): string[] {
   let names: string[];
   try {
     names = fs.readdirSync(adminDir);

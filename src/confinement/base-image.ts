@@ -11,13 +11,57 @@ import { carryAlternatives } from "./alternatives.ts";
  * Nothing of the host outside those packages' files (no /usr/local, /opt, /root, host /etc) goes in.
  */
 export const BASE_PACKAGES = [
-  "bash", "dash", "coreutils", "perl-base", "python3", "curl", "ca-certificates", "nodejs", "grep", "sed",
-  "findutils", "tar", "gzip", "xz-utils", "bzip2", "diffutils", "procps", "util-linux", "hostname", "less",
-  "ncurses-base", "ncurses-bin", "libc-bin", "git", "zstd", "unzip", "jq", "file", "mawk", "debianutils", "sensible-utils",
-  "python3-pip", "python3-venv", "netbase", "openssl", "patch", "make", "wget", "openssh-client",
+  "bash",
+  "dash",
+  "coreutils",
+  "perl-base",
+  "python3",
+  "curl",
+  "ca-certificates",
+  "nodejs",
+  "grep",
+  "sed",
+  "findutils",
+  "tar",
+  "gzip",
+  "xz-utils",
+  "bzip2",
+  "diffutils",
+  "procps",
+  "util-linux",
+  "hostname",
+  "less",
+  "ncurses-base",
+  "ncurses-bin",
+  "libc-bin",
+  "git",
+  "zstd",
+  "unzip",
+  "jq",
+  "file",
+  "mawk",
+  "debianutils",
+  "sensible-utils",
+  "python3-pip",
+  "python3-venv",
+  "netbase",
+  "openssl",
+  "patch",
+  "make",
+  "wget",
+  "openssh-client",
 ];
 /** Packages the base cannot do without; the rest are taken when installed. */
-export const REQUIRED_BASE_PACKAGES = ["bash", "coreutils", "perl-base", "python3", "curl", "ca-certificates", "mawk", "debianutils"];
+export const REQUIRED_BASE_PACKAGES = [
+  "bash",
+  "coreutils",
+  "perl-base",
+  "python3",
+  "curl",
+  "ca-certificates",
+  "mawk",
+  "debianutils",
+];
 const BUILD_VERSION = "6";
 
 export const SANDBOX_USER = { uid: 1000, gid: 1000, name: "user", home: "/home/user" };
@@ -31,17 +75,39 @@ interface PackageInfo {
 }
 
 function installedPackages(): Map<string, PackageInfo> {
-  const out = execFileSync("dpkg-query", ["-W", "-f", "${Package}\t${Version}\t${Architecture}\t${db:Status-Abbrev}\t${Depends}\t${Pre-Depends}\t${Provides}\n"], { encoding: "utf8", maxBuffer: 64 << 20 });
+  const out = execFileSync(
+    "dpkg-query",
+    [
+      "-W",
+      "-f",
+      "${Package}\t${Version}\t${Architecture}\t${db:Status-Abbrev}\t${Depends}\t${Pre-Depends}\t${Provides}\n",
+    ],
+    { encoding: "utf8", maxBuffer: 64 << 20 },
+  );
   const byName = new Map<string, PackageInfo>();
   const parseAlternatives = (field: string) =>
     field
       .split(",")
-      .map((alt) => alt.split("|").map((p) => p.trim().split(/[\s:(]/)[0]).filter(Boolean))
+      .map((alt) =>
+        alt
+          .split("|")
+          .map((p) => p.trim().split(/[\s:(]/)[0])
+          .filter(Boolean),
+      )
       .filter((a) => a.length > 0);
   for (const line of out.split("\n")) {
     const [name, version, arch, status, depends, predepends, provides] = line.split("\t");
     if (!name || !status?.startsWith("ii")) continue;
-    byName.set(name, { name, version, arch, deps: [...parseAlternatives(depends ?? ""), ...parseAlternatives(predepends ?? "")], provides: (provides ?? "").split(",").map((p) => p.trim().split(/[\s(]/)[0]).filter(Boolean) });
+    byName.set(name, {
+      name,
+      version,
+      arch,
+      deps: [...parseAlternatives(depends ?? ""), ...parseAlternatives(predepends ?? "")],
+      provides: (provides ?? "")
+        .split(",")
+        .map((p) => p.trim().split(/[\s(]/)[0])
+        .filter(Boolean),
+    });
   }
   return byName;
 }
@@ -99,7 +165,15 @@ function packageFiles(pkgs: PackageInfo[]): string[] {
   const files = new Set<string>();
   const realDirs = new Map<string, string>();
   for (const raw of out.split("\n")) {
-    if (!raw.startsWith("/") || raw === "/." || raw.startsWith("/etc/") || raw.startsWith("/usr/share/doc/") || raw.startsWith("/usr/share/man/") || raw.startsWith("/usr/share/info/")) continue;
+    if (
+      !raw.startsWith("/") ||
+      raw === "/." ||
+      raw.startsWith("/etc/") ||
+      raw.startsWith("/usr/share/doc/") ||
+      raw.startsWith("/usr/share/man/") ||
+      raw.startsWith("/usr/share/info/")
+    )
+      continue;
     // Normalise merged-/usr paths (/bin/bash is /usr/bin/bash here) so the tree has one copy.
     const dir = path.dirname(raw);
     let real = realDirs.get(dir);
@@ -145,12 +219,24 @@ function writeEtc(root: string): void {
   // Not /etc/ssl/private: that holds host keys.
   fs.mkdirSync(path.join(etc, "ssl"), { recursive: true });
   if (fs.existsSync("/etc/ssl/certs")) execFileSync("cp", ["-a", "/etc/ssl/certs", path.join(etc, "ssl") + "/"]);
-  if (fs.existsSync("/etc/ssl/openssl.cnf")) fs.copyFileSync("/etc/ssl/openssl.cnf", path.join(etc, "ssl", "openssl.cnf"));
+  if (fs.existsSync("/etc/ssl/openssl.cnf"))
+    fs.copyFileSync("/etc/ssl/openssl.cnf", path.join(etc, "ssl", "openssl.cnf"));
   if (fs.existsSync("/etc/ca-certificates")) execFileSync("cp", ["-a", "/etc/ca-certificates", `${etc}/`]);
-  if (fs.existsSync("/etc/ca-certificates.conf")) fs.copyFileSync("/etc/ca-certificates.conf", path.join(etc, "ca-certificates.conf"));
+  if (fs.existsSync("/etc/ca-certificates.conf"))
+    fs.copyFileSync("/etc/ca-certificates.conf", path.join(etc, "ca-certificates.conf"));
   // Public defaults that packages ship in /etc and programs read (netbase's services and protocols
   // for getservbyname, libmagic's, inputrc, pip's and Python's site config); never the host's own data.
-  for (const f of ["services", "protocols", "rpc", "ethertypes", "inputrc", "magic", "magic.mime", "mime.types", "wgetrc"]) {
+  for (const f of [
+    "services",
+    "protocols",
+    "rpc",
+    "ethertypes",
+    "inputrc",
+    "magic",
+    "magic.mime",
+    "mime.types",
+    "wgetrc",
+  ]) {
     if (fs.existsSync(`/etc/${f}`)) execFileSync("cp", ["-a", `/etc/${f}`, `${etc}/`]);
   }
   for (const d of ["python3", "python3.11", "perl", "bash_completion.d"]) {
@@ -165,18 +251,23 @@ function writeEtc(root: string): void {
  * Returns the directory of the base image for the current package set, building it first if needed.
  * Concurrent builders are safe: each builds into its own temporary folder and renames it into place.
  */
-export function ensureBaseImage(cacheDir: string, log?: (msg: string, extra?: object) => void): { dir: string; id: string; built: boolean; ms: number } {
+export function ensureBaseImage(
+  cacheDir: string,
+  log?: (msg: string, extra?: object) => void,
+): { dir: string; id: string; built: boolean; ms: number } {
   const started = performance.now();
   const pkgs = packageClosure(BASE_PACKAGES);
   const id = baseId(pkgs);
   const dir = path.join(cacheDir, `base-${id}`);
-  if (fs.existsSync(path.join(dir, ".wharf-base-complete"))) return { dir, id, built: false, ms: performance.now() - started };
+  if (fs.existsSync(path.join(dir, ".wharf-base-complete")))
+    return { dir, id, built: false, ms: performance.now() - started };
   fs.mkdirSync(cacheDir, { recursive: true, mode: 0o755 });
   const tmp = fs.mkdtempSync(path.join(cacheDir, `.build-${id}-`));
   fs.chmodSync(tmp, 0o755);
   log?.("building sandbox base image", { id, packages: pkgs.length });
   try {
-    for (const d of ["usr/bin", "usr/sbin", "usr/lib", "usr/lib64"]) fs.mkdirSync(path.join(tmp, d), { recursive: true });
+    for (const d of ["usr/bin", "usr/sbin", "usr/lib", "usr/lib64"])
+      fs.mkdirSync(path.join(tmp, d), { recursive: true });
     for (const l of ["bin", "sbin", "lib", "lib64"]) fs.symlinkSync(`usr/${l}`, path.join(tmp, l));
     const files = [...packageFiles(pkgs), ...extraFiles()];
     const list = path.join(cacheDir, `.list-${id}-${process.pid}`);
@@ -184,17 +275,42 @@ export function ensureBaseImage(cacheDir: string, log?: (msg: string, extra?: ob
     try {
       // Hard links when the cache is on the same filesystem as /usr (instant, no extra disk); else a copy.
       const sameFs = fs.statSync("/usr").dev === fs.statSync(cacheDir).dev;
-      execFileSync("sh", ["-c", `cd / && xargs -0 cp -a --parents ${sameFs ? "-l" : ""} -t "$1" < "$2"`, "sh", tmp, list], { stdio: ["ignore", "ignore", "pipe"] });
+      execFileSync(
+        "sh",
+        ["-c", `cd / && xargs -0 cp -a --parents ${sameFs ? "-l" : ""} -t "$1" < "$2"`, "sh", tmp, list],
+        { stdio: ["ignore", "ignore", "pipe"] },
+      );
     } finally {
       fs.rmSync(list, { force: true });
     }
     writeEtc(tmp);
     const alternatives = carryAlternatives(tmp);
     log?.("sandbox base image: alternatives carried over", { count: alternatives.length });
-    for (const d of ["home/user", "root", "tmp", "var/tmp", "run", "proc", "dev", "sys", "mnt", "opt", "srv", "usr/local/bin", "etc/wharf", "var/lib", "var/cache", "var/log"]) fs.mkdirSync(path.join(tmp, d), { recursive: true });
+    for (const d of [
+      "home/user",
+      "root",
+      "tmp",
+      "var/tmp",
+      "run",
+      "proc",
+      "dev",
+      "sys",
+      "mnt",
+      "opt",
+      "srv",
+      "usr/local/bin",
+      "etc/wharf",
+      "var/lib",
+      "var/cache",
+      "var/log",
+    ])
+      fs.mkdirSync(path.join(tmp, d), { recursive: true });
     fs.chmodSync(path.join(tmp, "tmp"), 0o1777);
     fs.chmodSync(path.join(tmp, "var/tmp"), 0o1777);
-    fs.writeFileSync(path.join(tmp, ".wharf-base-complete"), JSON.stringify({ id, packages: pkgs.map((p) => `${p.name}=${p.version}`) }, null, 1));
+    fs.writeFileSync(
+      path.join(tmp, ".wharf-base-complete"),
+      JSON.stringify({ id, packages: pkgs.map((p) => `${p.name}=${p.version}`) }, null, 1),
+    );
     try {
       fs.renameSync(tmp, dir);
     } catch (err) {

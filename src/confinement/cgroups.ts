@@ -43,11 +43,7 @@ function writeIfExists(file: string, value: string): void {
 
 function readPids(file: string): number[] {
   try {
-    return fs
-      .readFileSync(file, "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map(Number);
+    return fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map(Number);
   } catch (err) {
     // No descriptor to read it with is not an empty cgroup: the caller would leave its processes running.
     if (isOutOfDescriptors(err)) throw err;
@@ -145,14 +141,19 @@ function v1Layout(): CgroupLayout | null {
       fs.writeFileSync(path.join(dir("pids", id), "pids.max"), String(limits.pidsMax));
       if (ctrls.includes("cpu")) {
         writeIfExists(path.join(dir("cpu", id), "cpu.cfs_period_us"), "100000");
-        writeIfExists(path.join(dir("cpu", id), "cpu.cfs_quota_us"), String(Math.max(1000, limits.cpuMillicores * 100)));
+        writeIfExists(
+          path.join(dir("cpu", id), "cpu.cfs_quota_us"),
+          String(Math.max(1000, limits.cpuMillicores * 100)),
+        );
       }
     },
     pids: (id) => readPids(path.join(dir("pids", id), "cgroup.procs")),
     destroy: (id) => killAndRemove(ctrls.map((c) => dir(c, id))),
     oomKills(id) {
       try {
-        return Number(/oom_kill (\d+)/.exec(fs.readFileSync(path.join(dir("memory", id), "memory.oom_control"), "utf8"))?.[1] ?? 0);
+        return Number(
+          /oom_kill (\d+)/.exec(fs.readFileSync(path.join(dir("memory", id), "memory.oom_control"), "utf8"))?.[1] ?? 0,
+        );
       } catch {
         return 0;
       }

@@ -18,7 +18,14 @@ export function descriptorRetryDelayMs(attempt: number): number {
 }
 
 /** Runs `fn`, again while it fails for want of descriptors (about 30 s in all), else rethrows. */
-export async function retryOutOfDescriptors<T>(fn: () => Promise<T>, opts: { attempts?: number; sleep?: (ms: number) => Promise<void>; onRetry?: (err: unknown, attempt: number) => void } = {}): Promise<T> {
+export async function retryOutOfDescriptors<T>(
+  fn: () => Promise<T>,
+  opts: {
+    attempts?: number;
+    sleep?: (ms: number) => Promise<void>;
+    onRetry?: (err: unknown, attempt: number) => void;
+  } = {},
+): Promise<T> {
   const attempts = opts.attempts ?? 24;
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   for (let attempt = 1; ; attempt++) {

@@ -35,8 +35,12 @@ export class HostNotReady extends Error {}
  * cannot run sandboxes; `scripts/setup-host.sh` installs all of them.
  */
 export function checkHost(): void {
-  if (process.platform !== "linux") throw new HostNotReady("the local sandbox driver needs Linux (namespaces, overlayfs, cgroups)");
-  if (process.getuid?.() !== 0) throw new HostNotReady("the local sandbox driver runs as root (it mounts overlays, creates network namespaces and cgroups); run Wharf as root or use a remote driver");
+  if (process.platform !== "linux")
+    throw new HostNotReady("the local sandbox driver needs Linux (namespaces, overlayfs, cgroups)");
+  if (process.getuid?.() !== 0)
+    throw new HostNotReady(
+      "the local sandbox driver runs as root (it mounts overlays, creates network namespaces and cgroups); run Wharf as root or use a remote driver",
+    );
   const missing = new Set<string>();
   for (const [cmd, pkg] of HOST_COMMANDS) if (!onPath(cmd)) missing.add(pkg);
   try {
@@ -45,7 +49,9 @@ export function checkHost(): void {
     missing.add("dpkg");
   }
   if (missing.size) {
-    throw new HostNotReady(`missing Debian packages for sandboxes: ${[...missing].join(" ")} — run \`sudo scripts/setup-host.sh\` (or apt-get install -y ${[...missing].join(" ")})`);
+    throw new HostNotReady(
+      `missing Debian packages for sandboxes: ${[...missing].join(" ")} — run \`sudo scripts/setup-host.sh\` (or apt-get install -y ${[...missing].join(" ")})`,
+    );
   }
   const fsList = fs.readFileSync("/proc/filesystems", "utf8");
   if (!/\toverlay$/m.test(fsList)) {

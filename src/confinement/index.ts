@@ -23,5 +23,13 @@ export { receiveListeners } from "./listener-handover.ts";
 export { perlArgs, PERL_FILES, PERL_DIR, type PerlProgram } from "./perl-programs.ts";
 export type { Bind, MountPlan } from "./mount-plan.ts";
 export type { CapturedNetwork } from "./network.ts";
-export { childrenOf, descendantsOf, isAlive, killGroupsAndProcesses, namespacePid, procRef, type ProcRef } from "./proc.ts";
+export {
+  childrenOf,
+  descendantsOf,
+  isAlive,
+  killGroupsAndProcesses,
+  namespacePid,
+  procRef,
+  type ProcRef,
+} from "./proc.ts";
 export { archSyscalls, buildSeccompFilter, type LauncherSyscalls } from "./seccomp.ts";

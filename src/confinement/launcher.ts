@@ -87,7 +87,12 @@ export class Launcher {
 
   private plain(spec: LaunchSpec): Launched {
     // Without confinement, inside-paths do not exist: the same folders are used at their host paths.
-    const child = spawn(spec.argv[0], spec.argv.slice(1), { cwd: spec.cwd, env: spec.env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const child = spawn(spec.argv[0], spec.argv.slice(1), {
+      cwd: spec.cwd,
+      env: spec.env,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
     let exitCode: number | null | undefined;
     const exited = new Promise<number | null>((resolve) => {
       child.once("error", () => resolve((exitCode = null)));

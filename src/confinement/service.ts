@@ -93,7 +93,10 @@ export interface ConfinedProcess {
 let prepared: { baseDir: string; bpfFile: string; sysArg: string } | null = null;
 
 /** Checks the host once and readies the base image and the seccomp program. */
-export function prepareConfinement(baseCacheDir: string, scratchRoot: string): { baseDir: string; bpfFile: string; sysArg: string } {
+export function prepareConfinement(
+  baseCacheDir: string,
+  scratchRoot: string,
+): { baseDir: string; bpfFile: string; sysArg: string } {
   if (prepared && fs.existsSync(prepared.bpfFile) && fs.existsSync(prepared.baseDir)) return prepared;
   checkHost();
   const sys = archSyscalls();
@@ -102,10 +105,18 @@ export function prepareConfinement(baseCacheDir: string, scratchRoot: string): {
   fs.mkdirSync(scratchRoot, { recursive: true, mode: 0o700 });
   const bpfFile = path.join(scratchRoot, "seccomp.bpf");
   // bwrap needs a program; without a table for this architecture, "allow all".
-  fs.writeFileSync(bpfFile, buildSeccompFilter() ?? Buffer.from([0x06, 0, 0, 0, 0x00, 0x00, 0xff, 0x7f]), { mode: 0o644 });
+  fs.writeFileSync(bpfFile, buildSeccompFilter() ?? Buffer.from([0x06, 0, 0, 0, 0x00, 0x00, 0xff, 0x7f]), {
+    mode: 0o644,
+  });
   fs.mkdirSync(SERVICE_MOUNT, { recursive: true, mode: 0o755 });
   fs.mkdirSync(SERVICE_DISK, { recursive: true, mode: 0o755 });
-  prepared = { baseDir: base.dir, bpfFile, sysArg: Object.entries(sys).map(([k, v]) => `${k}=${v}`).join(",") };
+  prepared = {
+    baseDir: base.dir,
+    bpfFile,
+    sysArg: Object.entries(sys)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(","),
+  };
   return prepared;
 }
 
@@ -119,7 +130,10 @@ const ENV_FD = 7;
 const SERVICE_DISK = "/run/wharf-service-disk";
 
 /** Every bind of a spec, the base image's `/usr` and `/etc` first (all staged by the holder). */
-function stagedBinds(spec: Pick<ConfinedSpec, "binds" | "overlays" | "disk">, baseDir: string): Array<ServiceBind & { overlay?: string; disk?: boolean }> {
+function stagedBinds(
+  spec: Pick<ConfinedSpec, "binds" | "overlays" | "disk">,
+  baseDir: string,
+): Array<ServiceBind & { overlay?: string; disk?: boolean }> {
   return [
     { src: path.join(baseDir, "usr"), dest: "/usr" },
     { src: path.join(baseDir, "etc"), dest: "/etc" },
@@ -130,13 +144,45 @@ function stagedBinds(spec: Pick<ConfinedSpec, "binds" | "overlays" | "disk">, ba
 }
 
 /** bubblewrap's arguments for a spec: pure, so the mount plan is testable without root. */
-export function serviceBwrapArgs(spec: Pick<ConfinedSpec, "binds" | "overlays" | "disk" | "symlinks" | "env" | "cwd" | "argv" | "hostname">, baseDir: string): string[] {
+export function serviceBwrapArgs(
+  spec: Pick<ConfinedSpec, "binds" | "overlays" | "disk" | "symlinks" | "env" | "cwd" | "argv" | "hostname">,
+  baseDir: string,
+): string[] {
   const binds = stagedBinds(spec, baseDir);
   const a = [
-    "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", "--disable-userns", "--die-with-parent", "--new-session",
-    "--uid", "1000", "--gid", "1000", "--hostname", spec.hostname ?? "service",
-    "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin", "--symlink", "usr/lib", "/lib",
-    "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/home", "--dir", "/run",
+    "--unshare-user",
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--disable-userns",
+    "--die-with-parent",
+    "--new-session",
+    "--uid",
+    "1000",
+    "--gid",
+    "1000",
+    "--hostname",
+    spec.hostname ?? "service",
+    "--symlink",
+    "usr/bin",
+    "/bin",
+    "--symlink",
+    "usr/sbin",
+    "/sbin",
+    "--symlink",
+    "usr/lib",
+    "/lib",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--tmpfs",
+    "/tmp",
+    "--dir",
+    "/home",
+    "--dir",
+    "/run",
   ];
   if (fs.existsSync(path.join(baseDir, "usr/lib64"))) a.push("--symlink", "usr/lib64", "/lib64");
   // Sources as the holder staged them (see perl/service-stage.pl).
@@ -144,7 +190,19 @@ export function serviceBwrapArgs(spec: Pick<ConfinedSpec, "binds" | "overlays" |
   for (const s of spec.symlinks ?? []) a.push("--symlink", s.target, s.link);
   // The environment comes from a pipe (`envArgs`), never on a command line: any local user reads
   // those in /proc.
-  a.push("--remount-ro", "/", "--chdir", spec.cwd, "--seccomp", "3", "--info-fd", "4", "--clearenv", "--args", String(ENV_FD));
+  a.push(
+    "--remount-ro",
+    "/",
+    "--chdir",
+    spec.cwd,
+    "--seccomp",
+    "3",
+    "--info-fd",
+    "4",
+    "--clearenv",
+    "--args",
+    String(ENV_FD),
+  );
   a.push("--", ...spec.argv);
   return a;
 }
@@ -153,7 +211,10 @@ export function serviceBwrapArgs(spec: Pick<ConfinedSpec, "binds" | "overlays" |
 export function envArgs(env: Record<string, string>): Buffer {
   const parts: string[] = [];
   for (const [k, v] of Object.entries(env)) {
-    if (k.includes("\0") || k.includes("=") || v.includes("\0")) throw new Error(`environment variable ${k.replace(/\0/g, "")} cannot be passed (NUL or = in its name, or NUL in its value)`);
+    if (k.includes("\0") || k.includes("=") || v.includes("\0"))
+      throw new Error(
+        `environment variable ${k.replace(/\0/g, "")} cannot be passed (NUL or = in its name, or NUL in its value)`,
+      );
     parts.push("--setenv", k, v);
   }
   return Buffer.from(parts.map((p) => p + "\0").join(""));
@@ -170,7 +231,8 @@ export function bindRecord(i: number, b: ServiceBind & { overlay?: string }): st
   const kind = b.overlay ? "o" : b.copy ? "c" : b.rw ? (b.sockets ? "s" : "b") : "r";
   if (!b.beneath) return [String(i), kind, b.src, "", name];
   const rel = path.relative(b.beneath, b.src);
-  if (!rel || rel.startsWith("..") || path.isAbsolute(rel)) throw new Error(`bind source for ${name} is not below its folder`);
+  if (!rel || rel.startsWith("..") || path.isAbsolute(rel))
+    throw new Error(`bind source for ${name} is not below its folder`);
   return [String(i), kind, b.beneath, rel, name];
 }
 
@@ -206,8 +268,27 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
   const capture = spec.capture ?? null;
   const child = spawn(
     "/usr/bin/perl",
-    [...perlArgs("service-holder"), sysArg, cg.procsFiles(spec.id).join(":"), capture ? capture.tcpPorts.join(",") : "-", capture?.dns ? "dns" : "nodns", spec.disk?.image ?? "-", SERVICE_DISK, bindList, workRoot, "-", SERVICE_MOUNT, bpfFile, String(spec.hostUid), "--", ...serviceBwrapArgs(spec, baseDir)],
-    { stdio: ["pipe", "pipe", "pipe", "ignore", "pipe", "pipe", capture ? "ipc" : "ignore", "pipe"], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
+    [
+      ...perlArgs("service-holder"),
+      sysArg,
+      cg.procsFiles(spec.id).join(":"),
+      capture ? capture.tcpPorts.join(",") : "-",
+      capture?.dns ? "dns" : "nodns",
+      spec.disk?.image ?? "-",
+      SERVICE_DISK,
+      bindList,
+      workRoot,
+      "-",
+      SERVICE_MOUNT,
+      bpfFile,
+      String(spec.hostUid),
+      "--",
+      ...serviceBwrapArgs(spec, baseDir),
+    ],
+    {
+      stdio: ["pipe", "pipe", "pipe", "ignore", "pipe", "pipe", capture ? "ipc" : "ignore", "pipe"],
+      env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" },
+    },
   );
   const envPipe = (child.stdio as unknown as Writable[])[ENV_FD];
   envPipe.on("error", () => {
@@ -255,7 +336,10 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
     await sleep(2);
   }
   try {
-    await spec.onNetwork?.(child.pid!, capture ? { tcp: captured.tcp, udp: captured.udp, errors: captured.errors } : null);
+    await spec.onNetwork?.(
+      child.pid!,
+      capture ? { tcp: captured.tcp, udp: captured.udp, errors: captured.errors } : null,
+    );
   } catch (err) {
     for (const l of captured.tcp.values()) if (l.listening) l.close();
     return fail(`attaching the network failed: ${(err as Error).message}`);

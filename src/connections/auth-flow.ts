@@ -56,7 +56,14 @@ export const hashState = (state: string) => crypto.createHash("sha256").update(s
 
 /** What `completed` carries beside the token: which account, and for which agent. */
 function tokenMetadata(row: TokenRow, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { token_id: row.id, provider_id: row.provider_id, provider_account_label: row.provider_account_label, scopes: parseScopes(row.scopes), expires_at: row.expires_at, ...extra };
+  return {
+    token_id: row.id,
+    provider_id: row.provider_id,
+    provider_account_label: row.provider_account_label,
+    scopes: parseScopes(row.scopes),
+    expires_at: row.expires_at,
+    ...extra,
+  };
 }
 
 const hasScopes = (row: TokenRow, wanted: string[]) => {
@@ -65,7 +72,8 @@ const hasScopes = (row: TokenRow, wanted: string[]) => {
 };
 
 /** Default first, then the most recent. */
-const preferred = (rows: TokenRow[]) => [...rows].sort((a, b) => b.is_default - a.is_default || b.created_at.localeCompare(a.created_at))[0];
+const preferred = (rows: TokenRow[]) =>
+  [...rows].sort((a, b) => b.is_default - a.is_default || b.created_at.localeCompare(a.created_at))[0];
 
 interface FlowInput {
   providerId: string;
@@ -83,7 +91,11 @@ const REUSE_MARGIN_MS = 60_000;
  * The same request while a flow for it is pending gets that flow back (same link, same auth_id):
  * a graph re-running its node after an interrupt, or a caller retrying, does not start another.
  */
-async function reusablePendingFlow(deps: FlowDeps, workspaceId: string, input: FlowInput): Promise<{ authId: string; url: string } | null> {
+async function reusablePendingFlow(
+  deps: FlowDeps,
+  workspaceId: string,
+  input: FlowInput,
+): Promise<{ authId: string; url: string } | null> {
   let q = deps.db
     .selectFrom("oauth_auth_requests")
     .select(["id", "url_key_id", "url_cipher"])
@@ -96,10 +108,15 @@ async function reusablePendingFlow(deps: FlowDeps, workspaceId: string, input: F
     .where("expires_at", ">", new Date(Date.now() + REUSE_MARGIN_MS).toISOString())
     .where("url_cipher", "is not", null);
   q = input.agentId ? q.where("agent_id", "=", input.agentId) : q.where("agent_id", "is", null);
-  q = input.replaceTokenId ? q.where("replace_token_id", "=", input.replaceTokenId) : q.where("replace_token_id", "is", null);
+  q = input.replaceTokenId
+    ? q.where("replace_token_id", "=", input.replaceTokenId)
+    : q.where("replace_token_id", "is", null);
   const row = await q.orderBy("created_at", "desc").executeTakeFirst();
   if (!row || !row.url_key_id || !row.url_cipher) return null;
-  return { authId: row.id, url: deps.box.open({ keyId: row.url_key_id, blob: row.url_cipher }, authorizeUrlAad(workspaceId, row.id)) };
+  return {
+    authId: row.id,
+    url: deps.box.open({ keyId: row.url_key_id, blob: row.url_cipher }, authorizeUrlAad(workspaceId, row.id)),
+  };
 }
 
 /**
@@ -123,7 +140,9 @@ export async function startFlow(
   const redirectUri = callbackUrl(deps.publicBaseUrl(), input.providerId);
   const req = await buildAuthorizationRequest(provider, config, { redirectUri, scopes: input.scopes, state });
   const authId = newId();
-  const pkce = req.codeVerifier ? deps.box.seal(req.codeVerifier, pkceVerifierAad(principal.workspaceId, authId)) : null;
+  const pkce = req.codeVerifier
+    ? deps.box.seal(req.codeVerifier, pkceVerifierAad(principal.workspaceId, authId))
+    : null;
   const sealedUrl = deps.box.seal(req.url, authorizeUrlAad(principal.workspaceId, authId));
   const now = Date.now();
   await deps.db
@@ -156,7 +175,13 @@ export async function startFlow(
   return { authId, url: req.url };
 }
 
-async function findCandidate(deps: FlowDeps, workspaceId: string, ownerId: string, providerId: string, agentId: string | null): Promise<{ row: TokenRow | undefined; unattached: TokenRow[] }> {
+async function findCandidate(
+  deps: FlowDeps,
+  workspaceId: string,
+  ownerId: string,
+  providerId: string,
+  agentId: string | null,
+): Promise<{ row: TokenRow | undefined; unattached: TokenRow[] }> {
   const owned = await deps.db
     .selectFrom("oauth_tokens")
     .selectAll()
@@ -166,7 +191,14 @@ async function findCandidate(deps: FlowDeps, workspaceId: string, ownerId: strin
     .execute();
   if (!agentId) return { row: preferred(owned), unattached: [] };
   const attachedIds = new Set(
-    (await deps.db.selectFrom("agent_connections").select("oauth_token_id").where("workspace_id", "=", workspaceId).where("agent_id", "=", agentId).execute()).map((r) => r.oauth_token_id),
+    (
+      await deps.db
+        .selectFrom("agent_connections")
+        .select("oauth_token_id")
+        .where("workspace_id", "=", workspaceId)
+        .where("agent_id", "=", agentId)
+        .execute()
+    ).map((r) => r.oauth_token_id),
   );
   const attached = owned.filter((t) => attachedIds.has(t.id));
   return { row: preferred(attached), unattached: owned.filter((t) => !attachedIds.has(t.id)) };
@@ -180,12 +212,27 @@ async function findCandidate(deps: FlowDeps, workspaceId: string, ownerId: strin
  * the provider, none attached to this agent: a flow, and the accounts' ids in metadata so the
  * caller may attach one instead).
  */
-export async function authenticate(deps: FlowDeps, principal: Principal, body: AuthenticateRequest): Promise<AuthenticateResponse> {
+export async function authenticate(
+  deps: FlowDeps,
+  principal: Principal,
+  body: AuthenticateRequest,
+): Promise<AuthenticateResponse> {
   await getProvider(deps.db, principal.workspaceId, body.provider);
   const ownerId = body.user_id ?? body.ls_user_id ?? principal.userId;
   const agentId = body.agent_id ?? null;
-  const flow = async (status: AuthStatus, replaceTokenId: string | null, metadata: Record<string, unknown> | null = null): Promise<AuthenticateResponse> => {
-    const input = { providerId: body.provider, ownerId, agentId, scopes: body.scopes, isDefault: body.is_default, replaceTokenId };
+  const flow = async (
+    status: AuthStatus,
+    replaceTokenId: string | null,
+    metadata: Record<string, unknown> | null = null,
+  ): Promise<AuthenticateResponse> => {
+    const input = {
+      providerId: body.provider,
+      ownerId,
+      agentId,
+      scopes: body.scopes,
+      isDefault: body.is_default,
+      replaceTokenId,
+    };
     const { authId, url } = await startFlow(deps, principal, input, { reuse: !body.force_new });
     return { status, url, auth_id: authId, token: null, user_id: ownerId, metadata };
   };
@@ -195,23 +242,45 @@ export async function authenticate(deps: FlowDeps, principal: Principal, body: A
   let unattached: TokenRow[] = [];
   if (body.token_id) {
     candidate = await getOwnedToken(deps.db, { workspaceId: principal.workspaceId, userId: ownerId }, body.token_id);
-    if (candidate.provider_id !== body.provider) throw new HttpError(409, `OAuth token ${body.token_id} belongs to provider ${candidate.provider_id}, not ${body.provider}`);
+    if (candidate.provider_id !== body.provider)
+      throw new HttpError(
+        409,
+        `OAuth token ${body.token_id} belongs to provider ${candidate.provider_id}, not ${body.provider}`,
+      );
   } else {
-    ({ row: candidate, unattached } = await findCandidate(deps, principal.workspaceId, ownerId, body.provider, agentId));
+    ({ row: candidate, unattached } = await findCandidate(
+      deps,
+      principal.workspaceId,
+      ownerId,
+      body.provider,
+      agentId,
+    ));
   }
   if (!candidate) {
-    if (unattached.length) return flow("connection_required", null, { token_ids: unattached.map((t) => t.id), provider_account_labels: unattached.map((t) => t.provider_account_label) });
+    if (unattached.length)
+      return flow("connection_required", null, {
+        token_ids: unattached.map((t) => t.id),
+        provider_account_labels: unattached.map((t) => t.provider_account_label),
+      });
     return flow("pending", null);
   }
   // More scopes than granted: a new consent (the same account updates its token on return).
-  if (!hasScopes(candidate, body.scopes)) return flow("pending", null, { reason: "insufficient_scopes", token_id: candidate.id });
+  if (!hasScopes(candidate, body.scopes))
+    return flow("pending", null, { reason: "insufficient_scopes", token_id: candidate.id });
 
   const fresh: FreshToken = await deps.refresher.fresh(candidate);
-  if (fresh.kind === "expired") return flow("token_expired", fresh.row.id, { token_id: fresh.row.id, reason: fresh.row.last_error });
+  if (fresh.kind === "expired")
+    return flow("token_expired", fresh.row.id, { token_id: fresh.row.id, reason: fresh.row.last_error });
   // A token picked by id for an agent is the caller choosing that account for the agent: attach it.
   let connectionId: string | undefined;
   if (agentId && body.token_id && !(await isConnected(deps.db, principal.workspaceId, agentId, fresh.row.id))) {
-    connectionId = (await createConnection(deps.db, { workspaceId: principal.workspaceId, agentId, tokenId: fresh.row.id, createdBy: principal.userId }, { ifMissing: true })).id;
+    connectionId = (
+      await createConnection(
+        deps.db,
+        { workspaceId: principal.workspaceId, agentId, tokenId: fresh.row.id, createdBy: principal.userId },
+        { ifMissing: true },
+      )
+    ).id;
   }
   return {
     status: "completed",
@@ -232,7 +301,19 @@ export interface CallbackOutcome {
 }
 
 async function failRequest(deps: FlowDeps, id: string, error: string): Promise<void> {
-  await deps.db.updateTable("oauth_auth_requests").set({ status: "failed", error: error.slice(0, 500), pkce_key_id: null, pkce_cipher: null, url_key_id: null, url_cipher: null, completed_at: nowIso() }).where("id", "=", id).execute();
+  await deps.db
+    .updateTable("oauth_auth_requests")
+    .set({
+      status: "failed",
+      error: error.slice(0, 500),
+      pkce_key_id: null,
+      pkce_cipher: null,
+      url_key_id: null,
+      url_cipher: null,
+      completed_at: nowIso(),
+    })
+    .where("id", "=", id)
+    .execute();
 }
 
 /**
@@ -240,7 +321,11 @@ async function failRequest(deps: FlowDeps, id: string, error: string): Promise<v
  * conditional UPDATE (pending, not expired, this provider), so a replayed or late state finds
  * nothing; then exchanges the code, stores the token, attaches it to the agent, marks completion.
  */
-export async function completeCallback(deps: FlowDeps, providerId: string, params: URLSearchParams): Promise<CallbackOutcome> {
+export async function completeCallback(
+  deps: FlowDeps,
+  providerId: string,
+  params: URLSearchParams,
+): Promise<CallbackOutcome> {
   const state = params.get("state") ?? "";
   const claimed: AuthRequestRow | undefined = await deps.db
     .updateTable("oauth_auth_requests")
@@ -268,8 +353,19 @@ export async function completeCallback(deps: FlowDeps, providerId: string, param
     const provider = openProviderSecret(deps.box, await getProvider(deps.db, claimed.workspace_id, providerId));
     const config = clientConfiguration(provider, deps.settings.providerTimeoutSeconds);
     const codeVerifier =
-      claimed.pkce_cipher && claimed.pkce_key_id ? deps.box.open({ keyId: claimed.pkce_key_id, blob: claimed.pkce_cipher }, pkceVerifierAad(claimed.workspace_id, claimed.id)) : null;
-    const tokens = await exchangeCode(provider, config, { redirectUri: claimed.redirect_uri, callbackParams: params, state, codeVerifier, nonce: claimed.nonce });
+      claimed.pkce_cipher && claimed.pkce_key_id
+        ? deps.box.open(
+            { keyId: claimed.pkce_key_id, blob: claimed.pkce_cipher },
+            pkceVerifierAad(claimed.workspace_id, claimed.id),
+          )
+        : null;
+    const tokens = await exchangeCode(provider, config, {
+      redirectUri: claimed.redirect_uri,
+      callbackParams: params,
+      state,
+      codeVerifier,
+      nonce: claimed.nonce,
+    });
     const identity = await accountIdentity(provider, tokens, deps.settings.providerTimeoutSeconds);
     const token = await storeGrant(deps.db, deps.box, {
       workspaceId: claimed.workspace_id,
@@ -282,21 +378,51 @@ export async function completeCallback(deps: FlowDeps, providerId: string, param
       isDefault: claimed.is_default === 1,
       replaceTokenId: claimed.replace_token_id,
     });
-    if (claimed.agent_id) await createConnection(deps.db, { workspaceId: claimed.workspace_id, agentId: claimed.agent_id, tokenId: token.id, createdBy: claimed.created_by }, { ifMissing: true });
+    if (claimed.agent_id)
+      await createConnection(
+        deps.db,
+        {
+          workspaceId: claimed.workspace_id,
+          agentId: claimed.agent_id,
+          tokenId: token.id,
+          createdBy: claimed.created_by,
+        },
+        { ifMissing: true },
+      );
     await deps.db
       .updateTable("oauth_auth_requests")
-      .set({ status: "completed", result_token_id: token.id, pkce_key_id: null, pkce_cipher: null, url_key_id: null, url_cipher: null, completed_at: nowIso() })
+      .set({
+        status: "completed",
+        result_token_id: token.id,
+        pkce_key_id: null,
+        pkce_cipher: null,
+        url_key_id: null,
+        url_cipher: null,
+        completed_at: nowIso(),
+      })
       .where("id", "=", claimed.id)
       .execute();
-    deps.log.info({ authId: claimed.id, provider: providerId, tokenId: token.id, agentId: claimed.agent_id }, "connection completed");
-    return { authId: claimed.id, providerId, tokenId: token.id, providerAccountLabel: token.provider_account_label, agentId: claimed.agent_id };
+    deps.log.info(
+      { authId: claimed.id, provider: providerId, tokenId: token.id, agentId: claimed.agent_id },
+      "connection completed",
+    );
+    return {
+      authId: claimed.id,
+      providerId,
+      tokenId: token.id,
+      providerAccountLabel: token.provider_account_label,
+      agentId: claimed.agent_id,
+    };
   } catch (err) {
     const message = err instanceof HttpError ? String(err.detail) : (err as Error).message;
     await failRequest(deps, claimed.id, message);
     deps.log.warn({ authId: claimed.id, provider: providerId, reason: message }, "connection failed");
     if (err instanceof HttpError) throw err;
     const kind = (err as { kind?: string }).kind;
-    throw new HttpError(kind === "transient" ? 502 : 400, `Could not complete the connection: ${message}`.slice(0, 400));
+    throw new HttpError(
+      kind === "transient" ? 502 : 400,
+      `Could not complete the connection: ${message}`.slice(0, 400),
+    );
   }
 }
 
@@ -316,21 +442,51 @@ const WAIT_POLL_MS = 150;
  * `GET /v2/auth/wait/{auth_id}`: polls the database (so the callback may land on any process)
  * until the flow completes or fails, or `timeout` seconds pass.
  */
-export async function waitForAuth(deps: FlowDeps, principal: Principal, authId: string, timeoutSeconds: number, signal?: AbortSignal): Promise<WaitResponse> {
+export async function waitForAuth(
+  deps: FlowDeps,
+  principal: Principal,
+  authId: string,
+  timeoutSeconds: number,
+  signal?: AbortSignal,
+): Promise<WaitResponse> {
   const deadline = Date.now() + timeoutSeconds * 1000;
-  const answer = (status: WaitStatus, extra: Partial<WaitResponse> = {}): WaitResponse => ({ status, token: null, auth_id: authId, error: null, metadata: null, ...extra });
+  const answer = (status: WaitStatus, extra: Partial<WaitResponse> = {}): WaitResponse => ({
+    status,
+    token: null,
+    auth_id: authId,
+    error: null,
+    metadata: null,
+    ...extra,
+  });
   for (;;) {
-    const row = await deps.db.selectFrom("oauth_auth_requests").selectAll().where("workspace_id", "=", principal.workspaceId).where("id", "=", authId).executeTakeFirst();
+    const row = await deps.db
+      .selectFrom("oauth_auth_requests")
+      .selectAll()
+      .where("workspace_id", "=", principal.workspaceId)
+      .where("id", "=", authId)
+      .executeTakeFirst();
     if (!row) return answer("not_found");
     if (row.status === "completed" && row.result_token_id) {
-      const token = await deps.db.selectFrom("oauth_tokens").selectAll().where("id", "=", row.result_token_id).executeTakeFirst();
+      const token = await deps.db
+        .selectFrom("oauth_tokens")
+        .selectAll()
+        .where("id", "=", row.result_token_id)
+        .executeTakeFirst();
       if (!token) return answer("not_found", { error: "the connected token was deleted" });
       const fresh = await deps.refresher.fresh(token);
-      if (fresh.kind === "expired") return answer("failed", { error: "the connected token needs re-authentication", metadata: tokenMetadata(fresh.row) });
-      return answer("completed", { token: fresh.accessToken, metadata: tokenMetadata(fresh.row, { agent_id: row.agent_id }) });
+      if (fresh.kind === "expired")
+        return answer("failed", {
+          error: "the connected token needs re-authentication",
+          metadata: tokenMetadata(fresh.row),
+        });
+      return answer("completed", {
+        token: fresh.accessToken,
+        metadata: tokenMetadata(fresh.row, { agent_id: row.agent_id }),
+      });
     }
     if (row.status === "failed") return answer("failed", { error: row.error });
-    if ((row.status === "pending" || row.status === "exchanging") && row.expires_at <= nowIso()) return answer("failed", { error: "the connect flow expired before the provider called back" });
+    if ((row.status === "pending" || row.status === "exchanging") && row.expires_at <= nowIso())
+      return answer("failed", { error: "the connect flow expired before the provider called back" });
     if (Date.now() >= deadline || deps.stopping() || signal?.aborted) return answer("timeout");
     await new Promise((r) => setTimeout(r, Math.min(WAIT_POLL_MS, Math.max(0, deadline - Date.now()))));
   }
@@ -342,4 +498,3 @@ export async function pruneAuthRequests(db: Kysely<Database>): Promise<number> {
   const res = await db.deleteFrom("oauth_auth_requests").where("expires_at", "<", cutoff).executeTakeFirst();
   return Number(res.numDeletedRows);
 }
-

@@ -28,8 +28,11 @@ export function registerConnectionRoutes(router: Router, deps: FlowDeps): void {
     summary: "List an agent's connections (agents are assistants, identified by UUID)",
     tags,
     params: z.object({ agent_id: agentIdSchema }),
-    responses: { 200: { description: "The agent's connections", schema: z.object({ data: z.array(agentConnection) }) } },
-    handler: async ({ c, principal, params }) => c.json({ data: await listConnections(deps.db, principal.workspaceId, params.agent_id) }),
+    responses: {
+      200: { description: "The agent's connections", schema: z.object({ data: z.array(agentConnection) }) },
+    },
+    handler: async ({ c, principal, params }) =>
+      c.json({ data: await listConnections(deps.db, principal.workspaceId, params.agent_id) }),
   });
   router.add({
     method: "post",
@@ -38,9 +41,21 @@ export function registerConnectionRoutes(router: Router, deps: FlowDeps): void {
     tags,
     params: z.object({ agent_id: agentIdSchema }),
     body: z.object({ oauth_token_id: uuid }).strict(),
-    responses: { 201: { description: "The connection", schema: agentConnection }, 404: { description: "No such token" }, 409: { description: "Already connected" } },
+    responses: {
+      201: { description: "The connection", schema: agentConnection },
+      404: { description: "No such token" },
+      409: { description: "Already connected" },
+    },
     handler: async ({ c, principal, params, body }) =>
-      c.json(await createConnection(deps.db, { workspaceId: principal.workspaceId, agentId: params.agent_id, tokenId: body.oauth_token_id, createdBy: principal.userId }), 201),
+      c.json(
+        await createConnection(deps.db, {
+          workspaceId: principal.workspaceId,
+          agentId: params.agent_id,
+          tokenId: body.oauth_token_id,
+          createdBy: principal.userId,
+        }),
+        201,
+      ),
   });
   router.add({
     method: "delete",
@@ -50,7 +65,8 @@ export function registerConnectionRoutes(router: Router, deps: FlowDeps): void {
     params: z.object({ agent_id: agentIdSchema, connection_id: uuid }),
     responses: { 204: { description: "Detached" }, 404: { description: "No such connection" } },
     handler: async ({ c, principal, params }) => {
-      if (!(await deleteConnection(deps.db, principal.workspaceId, params.agent_id, params.connection_id))) throw notFound("Connection");
+      if (!(await deleteConnection(deps.db, principal.workspaceId, params.agent_id, params.connection_id)))
+        throw notFound("Connection");
       return c.body(null, 204);
     },
   });

@@ -6,7 +6,11 @@ import { callbackPage, wantsHtml } from "./callback-page.ts";
 import { providerId } from "./provider-schemas.ts";
 
 export const agentIdSchema = z.uuid({ message: "Input should be a valid UUID" }).transform((s) => s.toLowerCase());
-const scope = z.string().min(1).max(256).regex(/^[\x21-\x7e]+$/, "Scopes are printable ASCII without spaces");
+const scope = z
+  .string()
+  .min(1)
+  .max(256)
+  .regex(/^[\x21-\x7e]+$/, "Scopes are printable ASCII without spaces");
 
 export const authenticateBody = z
   .object({
@@ -63,7 +67,10 @@ export function registerFlowRoutes(router: Router, deps: FlowDeps): void {
     summary: "Get a fresh OAuth token for the user (and agent), or start the connect flow when there is none",
     tags,
     body: authenticateBody,
-    responses: { 200: { description: "completed with a token, or a flow to follow", schema: authenticateResponse }, 404: { description: "No such provider or token" } },
+    responses: {
+      200: { description: "completed with a token, or a flow to follow", schema: authenticateResponse },
+      404: { description: "No such provider or token" },
+    },
     handler: async ({ c, principal, body }) => c.json(await authenticate(deps, principal, body)),
   });
   router.add({
@@ -74,7 +81,8 @@ export function registerFlowRoutes(router: Router, deps: FlowDeps): void {
     params: z.object({ auth_id: z.uuid({ message: "Input should be a valid UUID" }) }),
     query: z.object({ timeout: z.coerce.number().min(0).max(120).default(30) }),
     responses: { 200: { description: "completed, pending, timeout, not_found or failed", schema: waitResponse } },
-    handler: async ({ c, principal, params, query }) => c.json(await waitForAuth(deps, principal, params.auth_id.toLowerCase(), query.timeout, c.req.raw.signal)),
+    handler: async ({ c, principal, params, query }) =>
+      c.json(await waitForAuth(deps, principal, params.auth_id.toLowerCase(), query.timeout, c.req.raw.signal)),
   });
   router.add({
     method: "get",
@@ -84,14 +92,37 @@ export function registerFlowRoutes(router: Router, deps: FlowDeps): void {
     auth: "none",
     params: z.object({ provider_id: providerId }),
     query: callbackQuery,
-    responses: { 200: { description: "Connected (an HTML page for browsers, JSON otherwise)" }, 400: { description: "Unknown, expired or used state, or the provider refused" } },
+    responses: {
+      200: { description: "Connected (an HTML page for browsers, JSON otherwise)" },
+      400: { description: "Unknown, expired or used state, or the provider refused" },
+    },
     handler: async ({ c, params }) => {
       const html = wantsHtml(c.req.header("accept"));
       try {
         const done = await completeCallback(deps, params.provider_id, new URL(c.req.url).searchParams);
         const who = done.providerAccountLabel ? ` as ${done.providerAccountLabel}` : "";
-        if (html) return c.html(callbackPage(true, "Connected", `Your ${done.providerId} account is connected${who}. You can close this window.`), 200, securityHeaders);
-        return c.json({ status: "completed", auth_id: done.authId, oauth_token_id: done.tokenId, provider_id: done.providerId, provider_account_label: done.providerAccountLabel, agent_id: done.agentId }, 200, securityHeaders);
+        if (html)
+          return c.html(
+            callbackPage(
+              true,
+              "Connected",
+              `Your ${done.providerId} account is connected${who}. You can close this window.`,
+            ),
+            200,
+            securityHeaders,
+          );
+        return c.json(
+          {
+            status: "completed",
+            auth_id: done.authId,
+            oauth_token_id: done.tokenId,
+            provider_id: done.providerId,
+            provider_account_label: done.providerAccountLabel,
+            agent_id: done.agentId,
+          },
+          200,
+          securityHeaders,
+        );
       } catch (err) {
         if (!html || !(err instanceof HttpError)) throw err;
         return c.html(callbackPage(false, "Connection failed", String(err.detail)), err.status as 400, securityHeaders);
@@ -106,10 +137,28 @@ export function registerFlowRoutes(router: Router, deps: FlowDeps): void {
     auth: "none",
     params: z.object({ provider_id: providerId }),
     body: z.object({ code: z.string().min(1).max(8192), state: z.string().min(1).max(2048) }).strict(),
-    responses: { 200: { description: "Connected" }, 400: { description: "Unknown, expired or used state, or the provider refused" } },
+    responses: {
+      200: { description: "Connected" },
+      400: { description: "Unknown, expired or used state, or the provider refused" },
+    },
     handler: async ({ c, params, body }) => {
-      const done = await completeCallback(deps, params.provider_id, new URLSearchParams({ code: body.code, state: body.state }));
-      return c.json({ status: "completed", auth_id: done.authId, oauth_token_id: done.tokenId, provider_id: done.providerId, provider_account_label: done.providerAccountLabel, agent_id: done.agentId }, 200, securityHeaders);
+      const done = await completeCallback(
+        deps,
+        params.provider_id,
+        new URLSearchParams({ code: body.code, state: body.state }),
+      );
+      return c.json(
+        {
+          status: "completed",
+          auth_id: done.authId,
+          oauth_token_id: done.tokenId,
+          provider_id: done.providerId,
+          provider_account_label: done.providerAccountLabel,
+          agent_id: done.agentId,
+        },
+        200,
+        securityHeaders,
+      );
     },
   });
 }

@@ -80,24 +80,46 @@ async function call<T>(url: string, init: RequestInit): Promise<T> {
   try {
     res = await fetch(url, { ...init, signal: AbortSignal.timeout(60_000) });
   } catch (err) {
-    throw new ConnectionError(`cannot reach Wharf at ${new URL(url).origin}: ${(err as Error).message}`, { cause: err });
+    throw new ConnectionError(`cannot reach Wharf at ${new URL(url).origin}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   const text = await res.text();
-  if (!res.ok) throw new ConnectionError(`${init.method ?? "GET"} ${new URL(url).pathname} failed with ${res.status}: ${text.slice(0, 300)}`);
+  if (!res.ok)
+    throw new ConnectionError(
+      `${init.method ?? "GET"} ${new URL(url).pathname} failed with ${res.status}: ${text.slice(0, 300)}`,
+    );
   return JSON.parse(text) as T;
 }
 
 /** One `POST /v2/auth/authenticate`, without any interrupt: for code outside a graph. */
 export async function authenticateConnection(req: AccessTokenRequest): Promise<AuthenticateAnswer> {
   const r = resolve(req);
-  const body = { provider: req.provider, scopes: req.scopes, agent_id: r.agentId ?? null, user_id: r.userId ?? null, token_id: req.tokenId ?? null };
-  return call<AuthenticateAnswer>(`${r.platformUrl}/v2/auth/authenticate`, { method: "POST", headers: r.headers, body: JSON.stringify(body) });
+  const body = {
+    provider: req.provider,
+    scopes: req.scopes,
+    agent_id: r.agentId ?? null,
+    user_id: r.userId ?? null,
+    token_id: req.tokenId ?? null,
+  };
+  return call<AuthenticateAnswer>(`${r.platformUrl}/v2/auth/authenticate`, {
+    method: "POST",
+    headers: r.headers,
+    body: JSON.stringify(body),
+  });
 }
 
 /** Long-polls a started flow; the token when it completed within `seconds`, else null. */
-export async function waitForConnection(req: AccessTokenRequest, authId: string, seconds: number): Promise<string | null> {
+export async function waitForConnection(
+  req: AccessTokenRequest,
+  authId: string,
+  seconds: number,
+): Promise<string | null> {
   const r = resolve(req);
-  const answer = await call<{ status: string; token: string | null }>(`${r.platformUrl}/v2/auth/wait/${encodeURIComponent(authId)}?timeout=${seconds}`, { headers: r.headers });
+  const answer = await call<{ status: string; token: string | null }>(
+    `${r.platformUrl}/v2/auth/wait/${encodeURIComponent(authId)}?timeout=${seconds}`,
+    { headers: r.headers },
+  );
   return answer.status === "completed" ? answer.token : null;
 }
 
@@ -110,7 +132,8 @@ export async function getAccessToken(req: AccessTokenRequest): Promise<string> {
   for (let round = 0; round < 10; round++) {
     const answer = await authenticateConnection(req);
     if (answer.status === "completed" && answer.token) return answer.token;
-    if (!answer.url || !answer.auth_id) throw new ConnectionError(`authenticate answered ${answer.status} without a URL`);
+    if (!answer.url || !answer.auth_id)
+      throw new ConnectionError(`authenticate answered ${answer.status} without a URL`);
     const payload: ConnectionInterrupt = {
       type: "wharf.connection_required",
       provider: req.provider,

@@ -70,7 +70,8 @@ export function clientConfiguration(provider: ProviderWithSecret, timeoutSeconds
         : client.ClientSecretPost(clientSecret ?? "");
   const config = new client.Configuration(server, row.client_id, undefined, auth);
   config.timeout = timeoutSeconds;
-  if ([row.auth_url, row.token_url, row.revocation_url, row.userinfo_url, row.issuer].some(isHttp)) client.allowInsecureRequests(config);
+  if ([row.auth_url, row.token_url, row.revocation_url, row.userinfo_url, row.issuer].some(isHttp))
+    client.allowInsecureRequests(config);
   if (!row.issuer) config[client.customFetch] = dropIdToken(row.token_url);
   return config;
 }
@@ -109,14 +110,23 @@ export async function buildAuthorizationRequest(
   return { url: client.buildAuthorizationUrl(config, params).href, codeVerifier, nonce };
 }
 
-function toTokenSet(res: client.TokenEndpointResponse & client.TokenEndpointResponseHelpers, separator: string): TokenSet {
+function toTokenSet(
+  res: client.TokenEndpointResponse & client.TokenEndpointResponseHelpers,
+  separator: string,
+): TokenSet {
   const scope = typeof res.scope === "string" ? res.scope : null;
   return {
     accessToken: res.access_token,
     refreshToken: typeof res.refresh_token === "string" && res.refresh_token ? res.refresh_token : null,
     tokenType: typeof res.token_type === "string" ? res.token_type : "bearer",
     expiresIn: typeof res.expires_in === "number" ? res.expires_in : null,
-    scopes: scope === null ? null : scope.split(separator === " " ? /\s+/ : separator).map((s) => s.trim()).filter(Boolean),
+    scopes:
+      scope === null
+        ? null
+        : scope
+            .split(separator === " " ? /\s+/ : separator)
+            .map((s) => s.trim())
+            .filter(Boolean),
     idTokenClaims: (res.claims() as Record<string, unknown> | undefined) ?? null,
   };
 }
@@ -126,22 +136,30 @@ export function classifyProviderError(err: unknown): ProviderCallError {
   if (err instanceof ProviderCallError) return err;
   if (err instanceof client.ResponseBodyError) {
     const desc = err.error_description ? `: ${err.error_description}` : "";
-    if (err.error === "invalid_grant") return new ProviderCallError("invalid_grant", `the provider refused the grant (invalid_grant${desc})`, err.error);
-    if (err.status >= 500 || err.status === 429 || err.error === "temporarily_unavailable") return new ProviderCallError("transient", `the provider failed (${err.status} ${err.error})`, err.error);
+    if (err.error === "invalid_grant")
+      return new ProviderCallError("invalid_grant", `the provider refused the grant (invalid_grant${desc})`, err.error);
+    if (err.status >= 500 || err.status === 429 || err.error === "temporarily_unavailable")
+      return new ProviderCallError("transient", `the provider failed (${err.status} ${err.error})`, err.error);
     return new ProviderCallError("rejected", `the provider rejected the request (${err.error}${desc})`, err.error);
   }
   if (err instanceof client.WWWAuthenticateChallengeError) {
     // A 401 with a challenge: the client's credentials were refused (RFC 6749 §5.2 invalid_client).
-    const error = err.cause.map((c) => c.parameters.error).find(Boolean) ?? (err.status === 401 ? "invalid_client" : `HTTP ${err.status}`);
-    if (err.status >= 500 || err.status === 429) return new ProviderCallError("transient", `the provider failed (${err.status} ${error})`, error);
+    const error =
+      err.cause.map((c) => c.parameters.error).find(Boolean) ??
+      (err.status === 401 ? "invalid_client" : `HTTP ${err.status}`);
+    if (err.status >= 500 || err.status === 429)
+      return new ProviderCallError("transient", `the provider failed (${err.status} ${error})`, error);
     return new ProviderCallError("rejected", `the provider rejected the client (${error})`, error);
   }
-  if (err instanceof client.AuthorizationResponseError) return new ProviderCallError("rejected", `the provider returned an error (${err.error})`, err.error);
+  if (err instanceof client.AuthorizationResponseError)
+    return new ProviderCallError("rejected", `the provider returned an error (${err.error})`, err.error);
   const e = err as Error & { code?: string; cause?: unknown };
-  if (e?.name === "TimeoutError" || e?.name === "AbortError" || e instanceof TypeError) return new ProviderCallError("transient", `cannot reach the provider (${e.message})`);
+  if (e?.name === "TimeoutError" || e?.name === "AbortError" || e instanceof TypeError)
+    return new ProviderCallError("transient", `cannot reach the provider (${e.message})`);
   if (e?.code === "OAUTH_RESPONSE_IS_NOT_CONFORM" || e?.code === "OAUTH_RESPONSE_IS_NOT_JSON") {
     const status = (e.cause as Response | undefined)?.status;
-    if (typeof status === "number" && (status >= 500 || status === 429)) return new ProviderCallError("transient", `the provider failed (HTTP ${status})`);
+    if (typeof status === "number" && (status >= 500 || status === 429))
+      return new ProviderCallError("transient", `the provider failed (HTTP ${status})`);
   }
   return new ProviderCallError("rejected", `the provider's answer was not usable (${e?.message ?? String(err)})`);
 }
@@ -153,7 +171,13 @@ export function classifyProviderError(err: unknown): ProviderCallError {
 export async function exchangeCode(
   provider: ProviderWithSecret,
   config: client.Configuration,
-  options: { redirectUri: string; callbackParams: URLSearchParams; state: string; codeVerifier: string | null; nonce: string | null },
+  options: {
+    redirectUri: string;
+    callbackParams: URLSearchParams;
+    state: string;
+    codeVerifier: string | null;
+    nonce: string | null;
+  },
 ): Promise<TokenSet> {
   const current = new URL(options.redirectUri);
   for (const [k, v] of options.callbackParams) {
@@ -173,7 +197,11 @@ export async function exchangeCode(
   }
 }
 
-export async function refreshGrant(provider: ProviderWithSecret, config: client.Configuration, refreshToken: string): Promise<TokenSet> {
+export async function refreshGrant(
+  provider: ProviderWithSecret,
+  config: client.Configuration,
+  refreshToken: string,
+): Promise<TokenSet> {
   try {
     return toTokenSet(await client.refreshTokenGrant(config, refreshToken), provider.row.scope_separator);
   } catch (err) {
@@ -182,7 +210,12 @@ export async function refreshGrant(provider: ProviderWithSecret, config: client.
 }
 
 /** RFC 7009 revocation; a provider without a revocation endpoint has nothing to call. */
-export async function revokeAtProvider(provider: ProviderWithSecret, config: client.Configuration, token: string, hint: "access_token" | "refresh_token"): Promise<boolean> {
+export async function revokeAtProvider(
+  provider: ProviderWithSecret,
+  config: client.Configuration,
+  token: string,
+  hint: "access_token" | "refresh_token",
+): Promise<boolean> {
   if (!provider.row.revocation_url) return false;
   try {
     await client.tokenRevocation(config, token, { token_type_hint: hint });
@@ -213,7 +246,11 @@ function firstString(claims: Record<string, unknown>, names: string[]): string |
  * Who the connected account is at the provider, from the id_token or the userinfo endpoint. The
  * label tells several accounts of one provider apart; failing to read it never fails the flow.
  */
-export async function accountIdentity(provider: ProviderWithSecret, tokens: TokenSet, timeoutSeconds: number): Promise<AccountIdentity> {
+export async function accountIdentity(
+  provider: ProviderWithSecret,
+  tokens: TokenSet,
+  timeoutSeconds: number,
+): Promise<AccountIdentity> {
   const { row } = provider;
   let claims: Record<string, unknown> | null = null;
   if (row.account_label_source === "id_token") claims = tokens.idTokenClaims;
@@ -230,6 +267,8 @@ export async function accountIdentity(provider: ProviderWithSecret, tokens: Toke
     }
   }
   if (!claims || typeof claims !== "object") return { subject: null, label: null };
-  const label = row.account_label_claim ? firstString(claims, [row.account_label_claim]) : firstString(claims, LABEL_CLAIMS);
+  const label = row.account_label_claim
+    ? firstString(claims, [row.account_label_claim])
+    : firstString(claims, LABEL_CLAIMS);
   return { subject: firstString(claims, SUBJECT_CLAIMS), label: label ? label.slice(0, 200) : null };
 }

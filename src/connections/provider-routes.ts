@@ -2,7 +2,14 @@ import { z } from "zod";
 import type { Router } from "../http/route.ts";
 import type { FlowDeps } from "./auth-flow.ts";
 import { providerCreateBody, providerId, providerPatchBody, providerResponse } from "./provider-schemas.ts";
-import { createProvider, deleteProviderRow, getProvider, listProviders, patchProvider, toProviderResponse } from "./provider-store.ts";
+import {
+  createProvider,
+  deleteProviderRow,
+  getProvider,
+  listProviders,
+  patchProvider,
+  toProviderResponse,
+} from "./provider-store.ts";
 import { revokeAllOfProvider } from "./token-revocation.ts";
 
 const providerParams = z.object({ provider_id: providerId });
@@ -15,16 +22,26 @@ export function registerProviderRoutes(router: Router, deps: FlowDeps): void {
     summary: "List the workspace's OAuth providers (client secrets are never returned)",
     tags,
     responses: { 200: { description: "Providers", schema: z.array(providerResponse) } },
-    handler: async ({ c, principal }) => c.json((await listProviders(deps.db, principal.workspaceId)).map((r) => toProviderResponse(r, deps.publicBaseUrl()))),
+    handler: async ({ c, principal }) =>
+      c.json(
+        (await listProviders(deps.db, principal.workspaceId)).map((r) => toProviderResponse(r, deps.publicBaseUrl())),
+      ),
   });
   router.add({
     method: "post",
     path: "/auth/providers",
-    summary: "Register an OAuth provider (your client at the provider; register `redirect_uri` from the response there)",
+    summary:
+      "Register an OAuth provider (your client at the provider; register `redirect_uri` from the response there)",
     tags,
     body: providerCreateBody,
-    responses: { 200: { description: "The provider", schema: providerResponse }, 409: { description: "provider_id already used in this workspace" } },
-    handler: async ({ c, principal, body }) => c.json(toProviderResponse(await createProvider(deps.db, deps.box, principal.workspaceId, body), deps.publicBaseUrl())),
+    responses: {
+      200: { description: "The provider", schema: providerResponse },
+      409: { description: "provider_id already used in this workspace" },
+    },
+    handler: async ({ c, principal, body }) =>
+      c.json(
+        toProviderResponse(await createProvider(deps.db, deps.box, principal.workspaceId, body), deps.publicBaseUrl()),
+      ),
   });
   router.add({
     method: "get",
@@ -32,8 +49,14 @@ export function registerProviderRoutes(router: Router, deps: FlowDeps): void {
     summary: "Read an OAuth provider",
     tags,
     params: providerParams,
-    responses: { 200: { description: "The provider", schema: providerResponse }, 404: { description: "No such provider" } },
-    handler: async ({ c, principal, params }) => c.json(toProviderResponse(await getProvider(deps.db, principal.workspaceId, params.provider_id), deps.publicBaseUrl())),
+    responses: {
+      200: { description: "The provider", schema: providerResponse },
+      404: { description: "No such provider" },
+    },
+    handler: async ({ c, principal, params }) =>
+      c.json(
+        toProviderResponse(await getProvider(deps.db, principal.workspaceId, params.provider_id), deps.publicBaseUrl()),
+      ),
   });
   router.add({
     method: "patch",
@@ -42,9 +65,17 @@ export function registerProviderRoutes(router: Router, deps: FlowDeps): void {
     tags,
     params: providerParams,
     body: providerPatchBody,
-    responses: { 200: { description: "The provider", schema: providerResponse }, 404: { description: "No such provider" } },
+    responses: {
+      200: { description: "The provider", schema: providerResponse },
+      404: { description: "No such provider" },
+    },
     handler: async ({ c, principal, params, body }) =>
-      c.json(toProviderResponse(await patchProvider(deps.db, deps.box, principal.workspaceId, params.provider_id, body), deps.publicBaseUrl())),
+      c.json(
+        toProviderResponse(
+          await patchProvider(deps.db, deps.box, principal.workspaceId, params.provider_id, body),
+          deps.publicBaseUrl(),
+        ),
+      ),
   });
   router.add({
     method: "delete",

@@ -1,7 +1,12 @@
 import { z } from "zod";
 
 export const PROVIDER_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-export const providerId = z.string().regex(PROVIDER_ID_PATTERN, "Provider ids are 1-64 characters: letters, digits, _ . - and start with a letter or digit");
+export const providerId = z
+  .string()
+  .regex(
+    PROVIDER_ID_PATTERN,
+    "Provider ids are 1-64 characters: letters, digits, _ . - and start with a letter or digit",
+  );
 
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
 
@@ -25,11 +30,26 @@ export const TOKEN_ENDPOINT_AUTH_METHODS = ["none", "client_secret_basic", "clie
 export const ACCOUNT_LABEL_SOURCES = ["userinfo", "id_token", "none"] as const;
 
 /** Parameters the flow sets itself; a provider's extra authorize parameters may not override them. */
-const RESERVED_AUTHORIZE_PARAMS = new Set(["client_id", "redirect_uri", "response_type", "scope", "state", "code_challenge", "code_challenge_method", "nonce"]);
+const RESERVED_AUTHORIZE_PARAMS = new Set([
+  "client_id",
+  "redirect_uri",
+  "response_type",
+  "scope",
+  "state",
+  "code_challenge",
+  "code_challenge_method",
+  "nonce",
+]);
 const extraAuthorizeParams = z
-  .record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "Parameter names are 1-64 characters: letters, digits, _ . -"), z.string().max(1024))
+  .record(
+    z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "Parameter names are 1-64 characters: letters, digits, _ . -"),
+    z.string().max(1024),
+  )
   .refine((r) => Object.keys(r).length <= 20, "At most 20 extra authorize parameters")
-  .refine((r) => !Object.keys(r).some((k) => RESERVED_AUTHORIZE_PARAMS.has(k)), `These are set by the flow and cannot be overridden: ${[...RESERVED_AUTHORIZE_PARAMS].join(", ")}`);
+  .refine(
+    (r) => !Object.keys(r).some((k) => RESERVED_AUTHORIZE_PARAMS.has(k)),
+    `These are set by the flow and cannot be overridden: ${[...RESERVED_AUTHORIZE_PARAMS].join(", ")}`,
+  );
 
 const common = {
   name: z.string().trim().min(1).max(200),

@@ -17,7 +17,8 @@ export interface ProviderWithSecret {
 }
 
 /** The callback URL to register at the provider. */
-export const callbackUrl = (publicBaseUrl: string, providerId: string) => `${publicBaseUrl}/v2/auth/callback/${encodeURIComponent(providerId)}`;
+export const callbackUrl = (publicBaseUrl: string, providerId: string) =>
+  `${publicBaseUrl}/v2/auth/callback/${encodeURIComponent(providerId)}`;
 
 export function toProviderResponse(row: ProviderRow, publicBaseUrl: string): ProviderResponse {
   return {
@@ -59,22 +60,48 @@ function defaultLabelSource(issuer: string | null | undefined, userinfoUrl: stri
  * Cross-field rules zod cannot express on one field; checked on the merged result of a create or
  * a patch, so a patch cannot leave a provider in a state the create would refuse.
  */
-function checkConsistency(p: { token_endpoint_auth_method: string; has_secret: boolean; uses_pkce: boolean; account_label_source: string; userinfo_url: string | null; issuer: string | null }): void {
+function checkConsistency(p: {
+  token_endpoint_auth_method: string;
+  has_secret: boolean;
+  uses_pkce: boolean;
+  account_label_source: string;
+  userinfo_url: string | null;
+  issuer: string | null;
+}): void {
   if (p.token_endpoint_auth_method !== "none" && !p.has_secret) {
-    throw invalidAt(["body", "client_secret"], `Value error, client_secret is required when token_endpoint_auth_method is ${p.token_endpoint_auth_method}`);
+    throw invalidAt(
+      ["body", "client_secret"],
+      `Value error, client_secret is required when token_endpoint_auth_method is ${p.token_endpoint_auth_method}`,
+    );
   }
   if (p.token_endpoint_auth_method === "none" && !p.uses_pkce) {
-    throw invalidAt(["body", "uses_pkce"], "Value error, a public client (token_endpoint_auth_method none) must use PKCE");
+    throw invalidAt(
+      ["body", "uses_pkce"],
+      "Value error, a public client (token_endpoint_auth_method none) must use PKCE",
+    );
   }
-  if (p.account_label_source === "userinfo" && !p.userinfo_url) throw invalidAt(["body", "userinfo_url"], "Value error, account_label_source userinfo needs userinfo_url");
-  if (p.account_label_source === "id_token" && !p.issuer) throw invalidAt(["body", "issuer"], "Value error, account_label_source id_token needs issuer");
+  if (p.account_label_source === "userinfo" && !p.userinfo_url)
+    throw invalidAt(["body", "userinfo_url"], "Value error, account_label_source userinfo needs userinfo_url");
+  if (p.account_label_source === "id_token" && !p.issuer)
+    throw invalidAt(["body", "issuer"], "Value error, account_label_source id_token needs issuer");
 }
 
-export async function createProvider(db: Kysely<Database>, box: SecretBox, workspaceId: string, body: ProviderCreateBody): Promise<ProviderRow> {
+export async function createProvider(
+  db: Kysely<Database>,
+  box: SecretBox,
+  workspaceId: string,
+  body: ProviderCreateBody,
+): Promise<ProviderRow> {
   const labelSource = body.account_label_source ?? defaultLabelSource(body.issuer, body.userinfo_url);
   // A public client sends no secret; a secret given anyway is not kept (it would never be used).
   const secret = body.token_endpoint_auth_method === "none" ? null : (body.client_secret ?? null);
-  checkConsistency({ ...body, has_secret: secret !== null, account_label_source: labelSource, userinfo_url: body.userinfo_url ?? null, issuer: body.issuer ?? null });
+  checkConsistency({
+    ...body,
+    has_secret: secret !== null,
+    account_label_source: labelSource,
+    userinfo_url: body.userinfo_url ?? null,
+    issuer: body.issuer ?? null,
+  });
   const id = newId();
   const sealed = secret === null ? null : box.seal(secret, clientSecretAad(workspaceId, id));
   const now = nowIso();
@@ -113,28 +140,52 @@ export async function createProvider(db: Kysely<Database>, box: SecretBox, works
 }
 
 export async function listProviders(db: Kysely<Database>, workspaceId: string): Promise<ProviderRow[]> {
-  return db.selectFrom("oauth_providers").selectAll().where("workspace_id", "=", workspaceId).orderBy("provider_id").execute();
+  return db
+    .selectFrom("oauth_providers")
+    .selectAll()
+    .where("workspace_id", "=", workspaceId)
+    .orderBy("provider_id")
+    .execute();
 }
 
 export async function getProvider(db: Kysely<Database>, workspaceId: string, providerId: string): Promise<ProviderRow> {
-  const row = await db.selectFrom("oauth_providers").selectAll().where("workspace_id", "=", workspaceId).where("provider_id", "=", providerId).executeTakeFirst();
+  const row = await db
+    .selectFrom("oauth_providers")
+    .selectAll()
+    .where("workspace_id", "=", workspaceId)
+    .where("provider_id", "=", providerId)
+    .executeTakeFirst();
   if (!row) throw notFound("OAuth provider");
   return row;
 }
 
 export function openProviderSecret(box: SecretBox, row: ProviderRow): ProviderWithSecret {
   const clientSecret =
-    row.client_secret_cipher && row.client_secret_key_id ? box.open({ keyId: row.client_secret_key_id, blob: row.client_secret_cipher }, clientSecretAad(row.workspace_id, row.id)) : null;
+    row.client_secret_cipher && row.client_secret_key_id
+      ? box.open(
+          { keyId: row.client_secret_key_id, blob: row.client_secret_cipher },
+          clientSecretAad(row.workspace_id, row.id),
+        )
+      : null;
   return { row, clientSecret };
 }
 
-export async function patchProvider(db: Kysely<Database>, box: SecretBox, workspaceId: string, providerId: string, body: ProviderPatchBody): Promise<ProviderRow> {
+export async function patchProvider(
+  db: Kysely<Database>,
+  box: SecretBox,
+  workspaceId: string,
+  providerId: string,
+  body: ProviderPatchBody,
+): Promise<ProviderRow> {
   const current = await getProvider(db, workspaceId, providerId);
   const pick = <T>(v: T | null | undefined, old: T): T => (v === undefined || v === null ? old : v);
   // Optional fields: absent keeps the value, null clears it.
   const optional = <T>(v: T | null | undefined, old: T | null): T | null => (v === undefined ? old : v);
   const method = pick(body.token_endpoint_auth_method, current.token_endpoint_auth_method);
-  let sealed: { keyId: string | null; blob: string | null } = { keyId: current.client_secret_key_id, blob: current.client_secret_cipher };
+  let sealed: { keyId: string | null; blob: string | null } = {
+    keyId: current.client_secret_key_id,
+    blob: current.client_secret_cipher,
+  };
   if (method === "none") sealed = { keyId: null, blob: null };
   else if (body.client_secret) {
     const s = box.seal(body.client_secret, clientSecretAad(workspaceId, current.id));
@@ -143,9 +194,18 @@ export async function patchProvider(db: Kysely<Database>, box: SecretBox, worksp
   const issuer = optional(body.issuer, current.issuer);
   const userinfoUrl = optional(body.userinfo_url, current.userinfo_url);
   const labelSource =
-    body.account_label_source === undefined ? current.account_label_source : (body.account_label_source ?? defaultLabelSource(issuer, userinfoUrl));
+    body.account_label_source === undefined
+      ? current.account_label_source
+      : (body.account_label_source ?? defaultLabelSource(issuer, userinfoUrl));
   const usesPkce = pick(body.uses_pkce, current.uses_pkce === 1);
-  checkConsistency({ token_endpoint_auth_method: method, has_secret: sealed.blob !== null, uses_pkce: usesPkce, account_label_source: labelSource, userinfo_url: userinfoUrl, issuer });
+  checkConsistency({
+    token_endpoint_auth_method: method,
+    has_secret: sealed.blob !== null,
+    uses_pkce: usesPkce,
+    account_label_source: labelSource,
+    userinfo_url: userinfoUrl,
+    issuer,
+  });
   const updated = {
     name: pick(body.name, current.name),
     client_id: pick(body.client_id, current.client_id),
@@ -159,19 +219,34 @@ export async function patchProvider(db: Kysely<Database>, box: SecretBox, worksp
     uses_pkce: usesPkce ? 1 : 0,
     token_endpoint_auth_method: method,
     scope_separator: pick(body.scope_separator, current.scope_separator),
-    extra_authorize_params: body.extra_authorize_params ? JSON.stringify(body.extra_authorize_params) : current.extra_authorize_params,
+    extra_authorize_params: body.extra_authorize_params
+      ? JSON.stringify(body.extra_authorize_params)
+      : current.extra_authorize_params,
     account_label_source: labelSource,
     account_label_claim: optional(body.account_label_claim, current.account_label_claim),
     provider_type: optional(body.provider_type, current.provider_type),
     updated_at: nowIso(),
   };
   // Conditional on the row we read, so two concurrent patches cannot interleave field by field.
-  const res = await db.updateTable("oauth_providers").set(updated).where("id", "=", current.id).where("updated_at", "=", current.updated_at).executeTakeFirst();
+  const res = await db
+    .updateTable("oauth_providers")
+    .set(updated)
+    .where("id", "=", current.id)
+    .where("updated_at", "=", current.updated_at)
+    .executeTakeFirst();
   if (Number(res.numUpdatedRows) === 0) throw conflict("OAuth provider was changed concurrently; retry");
   return { ...current, ...updated };
 }
 
-export async function deleteProviderRow(db: Kysely<Database>, workspaceId: string, providerId: string): Promise<boolean> {
-  const res = await db.deleteFrom("oauth_providers").where("workspace_id", "=", workspaceId).where("provider_id", "=", providerId).executeTakeFirst();
+export async function deleteProviderRow(
+  db: Kysely<Database>,
+  workspaceId: string,
+  providerId: string,
+): Promise<boolean> {
+  const res = await db
+    .deleteFrom("oauth_providers")
+    .where("workspace_id", "=", workspaceId)
+    .where("provider_id", "=", providerId)
+    .executeTakeFirst();
   return Number(res.numDeletedRows) > 0;
 }

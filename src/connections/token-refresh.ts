@@ -8,7 +8,14 @@ import type { Database } from "../store/schema.ts";
 import { clientConfiguration, ProviderCallError, refreshGrant, type TokenSet } from "./oauth-client.ts";
 import { getProvider, openProviderSecret } from "./provider-store.ts";
 import type { ConnectionSettings } from "./settings.ts";
-import { expiresAtFrom, openAccessToken, openRefreshToken, reloadToken, sealedTokenColumns, type TokenRow } from "./token-vault.ts";
+import {
+  expiresAtFrom,
+  openAccessToken,
+  openRefreshToken,
+  reloadToken,
+  sealedTokenColumns,
+  type TokenRow,
+} from "./token-vault.ts";
 
 export type FreshToken = { kind: "ok"; row: TokenRow; accessToken: string } | { kind: "expired"; row: TokenRow };
 
@@ -58,10 +65,14 @@ export class TokenRefresher {
     const deadline = Date.now() + (this.settings.refreshLeaseSeconds + 5) * 1000;
     for (;;) {
       if (row.status !== "active") return { kind: "expired", row };
-      if (!this.needsRefresh(row, windowSeconds)) return { kind: "ok", row, accessToken: openAccessToken(this.box, row) };
+      if (!this.needsRefresh(row, windowSeconds))
+        return { kind: "ok", row, accessToken: openAccessToken(this.box, row) };
       if (!row.refresh_cipher) {
         if (!this.isExpired(row)) return { kind: "ok", row, accessToken: openAccessToken(this.box, row) };
-        return { kind: "expired", row: await this.markExpired(row, "the access token expired and the provider gave no refresh token") };
+        return {
+          kind: "expired",
+          row: await this.markExpired(row, "the access token expired and the provider gave no refresh token"),
+        };
       }
       const now = nowIso();
       if (row.refresh_lease_until !== null && row.refresh_lease_until > now) {
@@ -69,7 +80,11 @@ export class TokenRefresher {
         // handed out as is; only readers of an already expired token wait for the outcome.
         if (!this.isExpired(row)) return { kind: "ok", row, accessToken: openAccessToken(this.box, row) };
         if (row.refresh_lease_owner?.startsWith(FAILED_PREFIX)) {
-          throw new HttpError(503, `Provider ${row.provider_id} could not refresh the token (${row.last_error ?? "unknown error"}); retry later`, { "Retry-After": "5" });
+          throw new HttpError(
+            503,
+            `Provider ${row.provider_id} could not refresh the token (${row.last_error ?? "unknown error"}); retry later`,
+            { "Retry-After": "5" },
+          );
         }
       }
       const lease = await this.db
@@ -81,7 +96,8 @@ export class TokenRefresher {
         .executeTakeFirst();
       if (Number(lease.numUpdatedRows) === 1) return this.refreshUnderLease(row);
       // Someone else is refreshing (or just did): wait for the row to move on.
-      if (Date.now() > deadline) throw new HttpError(503, "Token refresh is taking too long; retry shortly", { "Retry-After": "2" });
+      if (Date.now() > deadline)
+        throw new HttpError(503, "Token refresh is taking too long; retry shortly", { "Retry-After": "2" });
       await sleep(POLL_MS + Math.floor(Math.random() * POLL_MS));
       const next = await reloadToken(this.db, row.id);
       if (!next) throw new HttpError(404, "OAuth token not found");
@@ -92,7 +108,14 @@ export class TokenRefresher {
   private async markExpired(row: TokenRow, reason: string): Promise<TokenRow> {
     await this.db
       .updateTable("oauth_tokens")
-      .set((eb) => ({ status: "token_expired", last_error: reason, refresh_lease_until: null, refresh_lease_owner: null, generation: eb("generation", "+", 1), updated_at: nowIso() }))
+      .set((eb) => ({
+        status: "token_expired",
+        last_error: reason,
+        refresh_lease_until: null,
+        refresh_lease_owner: null,
+        generation: eb("generation", "+", 1),
+        updated_at: nowIso(),
+      }))
       .where("id", "=", row.id)
       .where("generation", "=", row.generation)
       .execute();
@@ -115,25 +138,40 @@ export class TokenRefresher {
         const delay = RETRY_DELAYS_MS[attempt];
         const room = leaseEnds - Date.now() - this.settings.providerTimeoutSeconds * 1000;
         if (failure.kind !== "transient" || delay === undefined || delay > room) break;
-        this.log.warn({ tokenId: row.id, provider: row.provider_id, attempt: attempt + 1, reason: failure.message }, "token refresh failed, retrying");
+        this.log.warn(
+          { tokenId: row.id, provider: row.provider_id, attempt: attempt + 1, reason: failure.message },
+          "token refresh failed, retrying",
+        );
         await sleep(delay);
       }
     }
     if (failure.kind === "invalid_grant") {
-      this.log.warn({ tokenId: row.id, provider: row.provider_id }, "refresh token refused by the provider; the connection needs re-authentication");
+      this.log.warn(
+        { tokenId: row.id, provider: row.provider_id },
+        "refresh token refused by the provider; the connection needs re-authentication",
+      );
       return { kind: "expired", row: await this.markExpired(row, failure.message) };
     }
     // Keep the lease for a short cool-down marked as failed: readers of an expired token get a 503
     // at once instead of each retrying the provider; afterwards the next reader or the sweep retries.
     await this.db
       .updateTable("oauth_tokens")
-      .set({ refresh_lease_until: isoIn(FAILURE_COOLDOWN_SECONDS), refresh_lease_owner: FAILED_PREFIX + this.leaseOwner, last_error: failure.message })
+      .set({
+        refresh_lease_until: isoIn(FAILURE_COOLDOWN_SECONDS),
+        refresh_lease_owner: FAILED_PREFIX + this.leaseOwner,
+        last_error: failure.message,
+      })
       .where("id", "=", row.id)
       .where("refresh_lease_owner", "=", this.leaseOwner)
       .execute();
     this.log.warn({ tokenId: row.id, provider: row.provider_id, reason: failure.message }, "token refresh failed");
     if (!this.isExpired(row)) return { kind: "ok", row, accessToken: openAccessToken(this.box, row) };
-    if (failure.kind === "transient") throw new HttpError(503, `Provider ${row.provider_id} is unavailable for a token refresh (${failure.message}); retry later`, { "Retry-After": "5" });
+    if (failure.kind === "transient")
+      throw new HttpError(
+        503,
+        `Provider ${row.provider_id} is unavailable for a token refresh (${failure.message}); retry later`,
+        { "Retry-After": "5" },
+      );
     throw new HttpError(502, `Provider ${row.provider_id} refused the token refresh: ${failure.message}`);
   }
 
@@ -163,11 +201,15 @@ export class TokenRefresher {
       .where("generation", "=", row.generation)
       .where("refresh_lease_owner", "=", this.leaseOwner)
       .executeTakeFirst();
-    if (Number(res.numUpdatedRows) !== 1) this.log.warn({ tokenId: row.id }, "refresh lease was lost before the refreshed token was stored");
+    if (Number(res.numUpdatedRows) !== 1)
+      this.log.warn({ tokenId: row.id }, "refresh lease was lost before the refreshed token was stored");
     const fresh = await reloadToken(this.db, row.id);
     if (!fresh) throw new HttpError(404, "OAuth token not found");
     if (fresh.status !== "active") return { kind: "expired", row: fresh };
-    this.log.info({ tokenId: row.id, provider: row.provider_id, rotated: tokens.refreshToken !== null }, "token refreshed");
+    this.log.info(
+      { tokenId: row.id, provider: row.provider_id, rotated: tokens.refreshToken !== null },
+      "token refreshed",
+    );
     return { kind: "ok", row: fresh, accessToken: openAccessToken(this.box, fresh) };
   }
 

@@ -30,7 +30,11 @@ export async function revokeAndDelete(deps: FlowDeps, row: TokenRow, force: bool
   } catch (err) {
     const message = err instanceof HttpError ? String(err.detail) : (err as Error).message;
     deps.log.warn({ tokenId: row.id, provider: row.provider_id, reason: message }, "token revocation failed");
-    if (!force) throw new HttpError(502, `Provider ${row.provider_id} could not revoke the token (${message}); it was kept. Retry, or pass force=true to delete it here only`);
+    if (!force)
+      throw new HttpError(
+        502,
+        `Provider ${row.provider_id} could not revoke the token (${message}); it was kept. Retry, or pass force=true to delete it here only`,
+      );
   }
   await deleteTokenRow(deps.db, row.workspace_id, row.id);
   deps.log.info({ tokenId: row.id, provider: row.provider_id, revoked }, "token deleted");
@@ -39,14 +43,22 @@ export async function revokeAndDelete(deps: FlowDeps, row: TokenRow, force: bool
 
 /** Best-effort revocation of every token of a provider (before the provider itself is deleted). */
 export async function revokeAllOfProvider(deps: FlowDeps, workspaceId: string, providerId: string): Promise<void> {
-  const rows = await deps.db.selectFrom("oauth_tokens").selectAll().where("workspace_id", "=", workspaceId).where("provider_id", "=", providerId).execute();
+  const rows = await deps.db
+    .selectFrom("oauth_tokens")
+    .selectAll()
+    .where("workspace_id", "=", workspaceId)
+    .where("provider_id", "=", providerId)
+    .execute();
   if (rows.length === 0) return;
   const provider = openProviderSecret(deps.box, await getProvider(deps.db, workspaceId, providerId));
   for (const row of rows) {
     try {
       await revokeRow(deps, provider, row);
     } catch (err) {
-      deps.log.warn({ tokenId: row.id, provider: providerId, reason: (err as Error).message }, "token revocation failed; deleting anyway with the provider");
+      deps.log.warn(
+        { tokenId: row.id, provider: providerId, reason: (err as Error).message },
+        "token revocation failed; deleting anyway with the provider",
+      );
     }
   }
 }

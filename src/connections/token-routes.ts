@@ -25,7 +25,10 @@ const tokenParams = z.object({ token_id: z.uuid({ message: "Input should be a va
 
 export function registerTokenRoutes(router: Router, deps: FlowDeps): void {
   const tags = ["auth tokens"];
-  const owner = (principal: { workspaceId: string; userId: string }, userId?: string) => ({ workspaceId: principal.workspaceId, userId: userId ?? principal.userId });
+  const owner = (principal: { workspaceId: string; userId: string }, userId?: string) => ({
+    workspaceId: principal.workspaceId,
+    userId: userId ?? principal.userId,
+  });
   router.add({
     method: "get",
     path: "/auth/tokens",
@@ -33,7 +36,8 @@ export function registerTokenRoutes(router: Router, deps: FlowDeps): void {
     tags,
     query: z.object({ provider_id: providerId.optional(), ...ownerQuery }),
     responses: { 200: { description: "Tokens", schema: z.array(tokenSummary) } },
-    handler: async ({ c, principal, query }) => c.json((await listTokens(deps.db, owner(principal, query.user_id), query.provider_id)).map(toTokenSummary)),
+    handler: async ({ c, principal, query }) =>
+      c.json((await listTokens(deps.db, owner(principal, query.user_id), query.provider_id)).map(toTokenSummary)),
   });
   router.add({
     method: "get",
@@ -42,7 +46,8 @@ export function registerTokenRoutes(router: Router, deps: FlowDeps): void {
     tags,
     query: z.object({ provider_id: providerId, ...ownerQuery }),
     responses: { 200: { description: "Whether a token exists", schema: z.object({ has_token: z.boolean() }) } },
-    handler: async ({ c, principal, query }) => c.json({ has_token: (await listTokens(deps.db, owner(principal, query.user_id), query.provider_id)).length > 0 }),
+    handler: async ({ c, principal, query }) =>
+      c.json({ has_token: (await listTokens(deps.db, owner(principal, query.user_id), query.provider_id)).length > 0 }),
   });
   router.add({
     method: "patch",
@@ -51,9 +56,22 @@ export function registerTokenRoutes(router: Router, deps: FlowDeps): void {
     tags,
     params: tokenParams,
     query: z.object(ownerQuery),
-    body: z.object({ provider_account_label: z.string().trim().min(1).max(200).nullish(), is_default: z.boolean().nullish() }).strict(),
-    responses: { 200: { description: "The token", schema: tokenSummary }, 404: { description: "No such token of this owner" } },
-    handler: async ({ c, principal, params, query, body }) => c.json(toTokenSummary(await setTokenMetadata(deps.db, owner(principal, query.user_id), params.token_id.toLowerCase(), body))),
+    body: z
+      .object({
+        provider_account_label: z.string().trim().min(1).max(200).nullish(),
+        is_default: z.boolean().nullish(),
+      })
+      .strict(),
+    responses: {
+      200: { description: "The token", schema: tokenSummary },
+      404: { description: "No such token of this owner" },
+    },
+    handler: async ({ c, principal, params, query, body }) =>
+      c.json(
+        toTokenSummary(
+          await setTokenMetadata(deps.db, owner(principal, query.user_id), params.token_id.toLowerCase(), body),
+        ),
+      ),
   });
   router.add({
     method: "delete",
@@ -62,7 +80,11 @@ export function registerTokenRoutes(router: Router, deps: FlowDeps): void {
     tags,
     params: tokenParams,
     query: z.object({ force: flag.optional(), ...ownerQuery }),
-    responses: { 204: { description: "Revoked and deleted" }, 404: { description: "No such token of this owner" }, 502: { description: "The provider could not revoke it; the token is kept" } },
+    responses: {
+      204: { description: "Revoked and deleted" },
+      404: { description: "No such token of this owner" },
+      502: { description: "The provider could not revoke it; the token is kept" },
+    },
     handler: async ({ c, principal, params, query }) => {
       const row = await getOwnedToken(deps.db, owner(principal, query.user_id), params.token_id.toLowerCase());
       await revokeAndDelete(deps, row, query.force ?? false);
@@ -75,7 +97,12 @@ export function registerTokenRoutes(router: Router, deps: FlowDeps): void {
     summary: "Revoke and delete all of the owner's tokens for a provider, across agents",
     tags,
     query: z.object({ provider_id: providerId, force: flag.optional(), ...ownerQuery }),
-    responses: { 200: { description: "What was deleted", schema: z.object({ deleted: z.number(), revoked: z.number(), kept: z.array(z.string()) }) } },
+    responses: {
+      200: {
+        description: "What was deleted",
+        schema: z.object({ deleted: z.number(), revoked: z.number(), kept: z.array(z.string()) }),
+      },
+    },
     handler: async ({ c, principal, query }) => {
       const rows = await listTokens(deps.db, owner(principal, query.user_id), query.provider_id);
       let deleted = 0;

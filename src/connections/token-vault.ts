@@ -41,7 +41,8 @@ export function toTokenSummary(row: TokenRow): TokenSummary {
   };
 }
 
-export const expiresAtFrom = (expiresIn: number | null, now = Date.now()): string | null => (expiresIn === null ? null : new Date(now + expiresIn * 1000).toISOString());
+export const expiresAtFrom = (expiresIn: number | null, now = Date.now()): string | null =>
+  expiresIn === null ? null : new Date(now + expiresIn * 1000).toISOString();
 
 export function openAccessToken(box: SecretBox, row: TokenRow): string {
   return box.open({ keyId: row.access_key_id, blob: row.access_cipher }, accessTokenAad(row.workspace_id, row.id));
@@ -63,7 +64,10 @@ export function sealedTokenColumns(box: SecretBox, workspaceId: string, tokenId:
   };
 }
 
-async function makeDefault(tx: Transaction<Database>, row: { workspace_id: string; user_id: string; provider_id: string; id: string }): Promise<void> {
+async function makeDefault(
+  tx: Transaction<Database>,
+  row: { workspace_id: string; user_id: string; provider_id: string; id: string },
+): Promise<void> {
   await tx
     .updateTable("oauth_tokens")
     .set({ is_default: 0 })
@@ -96,14 +100,27 @@ export interface StoreGrant {
  */
 export async function storeGrant(db: Kysely<Database>, box: SecretBox, g: StoreGrant): Promise<TokenRow> {
   return db.transaction().execute(async (tx) => {
-    const mine = tx.selectFrom("oauth_tokens").selectAll().where("workspace_id", "=", g.workspaceId).where("user_id", "=", g.userId).where("provider_id", "=", g.providerId);
+    const mine = tx
+      .selectFrom("oauth_tokens")
+      .selectAll()
+      .where("workspace_id", "=", g.workspaceId)
+      .where("user_id", "=", g.userId)
+      .where("provider_id", "=", g.providerId);
     let existing: TokenRow | undefined;
     if (g.replaceTokenId) {
       const r = await mine.where("id", "=", g.replaceTokenId).executeTakeFirst();
-      if (r && (r.account_subject === null || g.identity.subject === null || r.account_subject === g.identity.subject)) existing = r;
+      if (r && (r.account_subject === null || g.identity.subject === null || r.account_subject === g.identity.subject))
+        existing = r;
     }
-    if (!existing && g.identity.subject !== null) existing = await mine.where("account_subject", "=", g.identity.subject).orderBy("created_at", "desc").executeTakeFirst();
-    const others = await mine.select("id as other_id").where("id", "!=", existing?.id ?? "").executeTakeFirst();
+    if (!existing && g.identity.subject !== null)
+      existing = await mine
+        .where("account_subject", "=", g.identity.subject)
+        .orderBy("created_at", "desc")
+        .executeTakeFirst();
+    const others = await mine
+      .select("id as other_id")
+      .where("id", "!=", existing?.id ?? "")
+      .executeTakeFirst();
     const now = nowIso();
     const id = existing?.id ?? newId();
     const fields = {
@@ -144,7 +161,8 @@ export async function storeGrant(db: Kysely<Database>, box: SecretBox, g: StoreG
         })
         .execute();
     }
-    if (g.isDefault || !others) await makeDefault(tx, { id, workspace_id: g.workspaceId, user_id: g.userId, provider_id: g.providerId });
+    if (g.isDefault || !others)
+      await makeDefault(tx, { id, workspace_id: g.workspaceId, user_id: g.userId, provider_id: g.providerId });
     return tx.selectFrom("oauth_tokens").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
   });
 }
@@ -155,7 +173,11 @@ export interface TokenOwner {
 }
 
 export async function listTokens(db: Kysely<Database>, owner: TokenOwner, providerId?: string): Promise<TokenRow[]> {
-  let q = db.selectFrom("oauth_tokens").selectAll().where("workspace_id", "=", owner.workspaceId).where("user_id", "=", owner.userId);
+  let q = db
+    .selectFrom("oauth_tokens")
+    .selectAll()
+    .where("workspace_id", "=", owner.workspaceId)
+    .where("user_id", "=", owner.userId);
   if (providerId) q = q.where("provider_id", "=", providerId);
   return q.orderBy("provider_id").orderBy("created_at").execute();
 }
@@ -172,27 +194,57 @@ export async function getOwnedToken(db: Kysely<Database>, owner: TokenOwner, tok
   return row;
 }
 
-export async function getWorkspaceToken(db: Kysely<Database>, workspaceId: string, tokenId: string): Promise<TokenRow | undefined> {
-  return db.selectFrom("oauth_tokens").selectAll().where("workspace_id", "=", workspaceId).where("id", "=", tokenId).executeTakeFirst();
+export async function getWorkspaceToken(
+  db: Kysely<Database>,
+  workspaceId: string,
+  tokenId: string,
+): Promise<TokenRow | undefined> {
+  return db
+    .selectFrom("oauth_tokens")
+    .selectAll()
+    .where("workspace_id", "=", workspaceId)
+    .where("id", "=", tokenId)
+    .executeTakeFirst();
 }
 
 export async function reloadToken(db: Kysely<Database>, tokenId: string): Promise<TokenRow | undefined> {
   return db.selectFrom("oauth_tokens").selectAll().where("id", "=", tokenId).executeTakeFirst();
 }
 
-export async function setTokenMetadata(db: Kysely<Database>, owner: TokenOwner, tokenId: string, patch: { provider_account_label?: string | null; is_default?: boolean | null }): Promise<TokenRow> {
+export async function setTokenMetadata(
+  db: Kysely<Database>,
+  owner: TokenOwner,
+  tokenId: string,
+  patch: { provider_account_label?: string | null; is_default?: boolean | null },
+): Promise<TokenRow> {
   return db.transaction().execute(async (tx) => {
-    const row = await tx.selectFrom("oauth_tokens").selectAll().where("workspace_id", "=", owner.workspaceId).where("user_id", "=", owner.userId).where("id", "=", tokenId).executeTakeFirst();
+    const row = await tx
+      .selectFrom("oauth_tokens")
+      .selectAll()
+      .where("workspace_id", "=", owner.workspaceId)
+      .where("user_id", "=", owner.userId)
+      .where("id", "=", tokenId)
+      .executeTakeFirst();
     if (!row) throw notFound("OAuth token");
     const now = nowIso();
-    if (patch.provider_account_label !== undefined) await tx.updateTable("oauth_tokens").set({ provider_account_label: patch.provider_account_label, updated_at: now }).where("id", "=", tokenId).execute();
+    if (patch.provider_account_label !== undefined)
+      await tx
+        .updateTable("oauth_tokens")
+        .set({ provider_account_label: patch.provider_account_label, updated_at: now })
+        .where("id", "=", tokenId)
+        .execute();
     if (patch.is_default === true) await makeDefault(tx, row);
-    else if (patch.is_default === false) await tx.updateTable("oauth_tokens").set({ is_default: 0, updated_at: now }).where("id", "=", tokenId).execute();
+    else if (patch.is_default === false)
+      await tx.updateTable("oauth_tokens").set({ is_default: 0, updated_at: now }).where("id", "=", tokenId).execute();
     return tx.selectFrom("oauth_tokens").selectAll().where("id", "=", tokenId).executeTakeFirstOrThrow();
   });
 }
 
 export async function deleteTokenRow(db: Kysely<Database>, workspaceId: string, tokenId: string): Promise<boolean> {
-  const res = await db.deleteFrom("oauth_tokens").where("workspace_id", "=", workspaceId).where("id", "=", tokenId).executeTakeFirst();
+  const res = await db
+    .deleteFrom("oauth_tokens")
+    .where("workspace_id", "=", workspaceId)
+    .where("id", "=", tokenId)
+    .executeTakeFirst();
   return Number(res.numDeletedRows) > 0;
 }

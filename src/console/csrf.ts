@@ -42,16 +42,22 @@ function originHost(origin: string): string | null {
  *   cannot set without a CORS preflight, which Wharf never grants).
  * Returns null when allowed, else the reason.
  */
-export function cookieRequestRefusal(input: { method: string | undefined; headers: Headers; sessionValue: string }): string | null {
+export function cookieRequestRefusal(input: {
+  method: string | undefined;
+  headers: Headers;
+  sessionValue: string;
+}): string | null {
   const { headers } = input;
   const origin = headers.get("origin");
   const host = requestHost(headers);
-  if (origin !== null && (origin === "null" || !host || originHost(origin) !== host)) return "cross-origin request refused for a console session";
+  if (origin !== null && (origin === "null" || !host || originHost(origin) !== host))
+    return "cross-origin request refused for a console session";
   const isUpgrade = headers.get("upgrade")?.toLowerCase() === "websocket";
   if (isUpgrade) return origin === null ? "a WebSocket with a console session must send Origin" : null;
   const method = input.method?.toUpperCase();
   if (method && SAFE_METHODS.has(method)) return null;
   const token = headers.get(CSRF_HEADER);
-  if (!token || !sameText(token, csrfTokenFor(input.sessionValue))) return `missing or wrong ${CSRF_HEADER} header for a console session`;
+  if (!token || !sameText(token, csrfTokenFor(input.sessionValue)))
+    return `missing or wrong ${CSRF_HEADER} header for a console session`;
   return null;
 }

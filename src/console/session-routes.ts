@@ -4,7 +4,14 @@ import { HttpError, forbidden } from "../http/errors.ts";
 import type { AppEnv } from "../http/principal.ts";
 import type { PlatformContext } from "../platform/context.ts";
 import { csrfTokenFor, cookieRequestRefusal } from "./csrf.ts";
-import { SESSION_COOKIE, SESSION_COOKIE_PATHS, closeSession, openSession, resolveSession, sessionCookieOf } from "./sessions.ts";
+import {
+  SESSION_COOKIE,
+  SESSION_COOKIE_PATHS,
+  closeSession,
+  openSession,
+  resolveSession,
+  sessionCookieOf,
+} from "./sessions.ts";
 
 const signInBody = z.union([
   z.object({ api_key: z.string().min(1).max(500) }).strict(),
@@ -18,12 +25,18 @@ const signInBody = z.union([
 function setCookies(c: Context<AppEnv>, value: string, maxAge: number): void {
   const https = new URL(c.req.url).protocol === "https:" || c.req.header("x-forwarded-proto") === "https";
   const attrs = `HttpOnly; SameSite=Strict${https ? "; Secure" : ""}`;
-  for (const p of SESSION_COOKIE_PATHS) c.header("Set-Cookie", `${SESSION_COOKIE}=${value}; Path=${p}; ${attrs}; Max-Age=${maxAge}`, { append: true });
+  for (const p of SESSION_COOKIE_PATHS)
+    c.header("Set-Cookie", `${SESSION_COOKIE}=${value}; Path=${p}; ${attrs}; Max-Age=${maxAge}`, { append: true });
   c.header("Set-Cookie", `${SESSION_COOKIE}=; Path=/; ${attrs}; Max-Age=0`, { append: true });
 }
 
 function sessionBody(value: string, owner: { userId: string; workspaceId: string; expiresAt: string }) {
-  return { user_id: owner.userId, workspace_id: owner.workspaceId, expires_at: owner.expiresAt, csrf_token: csrfTokenFor(value) };
+  return {
+    user_id: owner.userId,
+    workspace_id: owner.workspaceId,
+    expires_at: owner.expiresAt,
+    csrf_token: csrfTokenFor(value),
+  };
 }
 
 async function readSignIn(c: Context<AppEnv>): Promise<z.infer<typeof signInBody>> {
@@ -38,7 +51,8 @@ async function readSignIn(c: Context<AppEnv>): Promise<z.infer<typeof signInBody
     throw new HttpError(422, [{ loc: ["body"], msg: "Malformed JSON", type: "json_invalid" }]);
   }
   const parsed = signInBody.safeParse(raw);
-  if (!parsed.success) throw new HttpError(422, [{ loc: ["body"], msg: "Send exactly one of api_key or token", type: "value_error" }]);
+  if (!parsed.success)
+    throw new HttpError(422, [{ loc: ["body"], msg: "Send exactly one of api_key or token", type: "value_error" }]);
   return parsed.data;
 }
 
@@ -59,13 +73,24 @@ export function mountSessionRoutes(app: Hono<AppEnv>, ctx: PlatformContext): voi
     let notAfter: string | undefined;
     if ("token" in body) {
       // The session never outlives the token it was opened with.
-      const exp = JSON.parse(Buffer.from(body.token.split(".")[1] ?? "", "base64url").toString() || "{}") as { exp?: number };
+      const exp = JSON.parse(Buffer.from(body.token.split(".")[1] ?? "", "base64url").toString() || "{}") as {
+        exp?: number;
+      };
       if (typeof exp.exp === "number") notAfter = new Date(exp.exp * 1000).toISOString();
     }
     const scheme = principal.scheme === "bearer" ? "bearer" : "api_key";
-    const opened = await openSession(ctx.db, { userId: principal.userId, workspaceId: principal.workspaceId, apiKeyId: principal.apiKeyId, scheme, notAfter });
+    const opened = await openSession(ctx.db, {
+      userId: principal.userId,
+      workspaceId: principal.workspaceId,
+      apiKeyId: principal.apiKeyId,
+      scheme,
+      notAfter,
+    });
     const maxAge = Math.max(0, Math.floor((Date.parse(opened.expiresAt) - Date.now()) / 1000));
-    ctx.log.info({ userId: principal.userId, workspaceId: principal.workspaceId, via: scheme, apiKeyId: principal.apiKeyId }, "console sign-in");
+    ctx.log.info(
+      { userId: principal.userId, workspaceId: principal.workspaceId, via: scheme, apiKeyId: principal.apiKeyId },
+      "console sign-in",
+    );
     setCookies(c, opened.value, maxAge);
     c.header("Cache-Control", "no-store");
     return c.json(sessionBody(opened.value, { ...principal, expiresAt: opened.expiresAt }), 201);

@@ -42,7 +42,13 @@ export function sessionCookieOf(cookieHeader: string | null): string | null {
 /** Opens a session for a principal; the returned value goes into the cookie and nowhere else. */
 export async function openSession(
   db: Kysely<Database>,
-  owner: { userId: string; workspaceId: string; apiKeyId: string | null; scheme: "api_key" | "bearer"; notAfter?: string },
+  owner: {
+    userId: string;
+    workspaceId: string;
+    apiKeyId: string | null;
+    scheme: "api_key" | "bearer";
+    notAfter?: string;
+  },
 ): Promise<{ value: string; expiresAt: string }> {
   const value = crypto.randomBytes(32).toString("base64url");
   let expiresAt = new Date(Date.now() + SESSION_TTL_SECONDS * 1000).toISOString();
@@ -64,10 +70,18 @@ export async function openSession(
 
 /** The owner of a live session: unknown, expired, signed-out sessions and revoked keys give null. */
 export async function resolveSession(db: Kysely<Database>, value: string): Promise<SessionOwner | null> {
-  const row = await db.selectFrom("console_sessions").selectAll().where("id_hash", "=", hashSession(value)).executeTakeFirst();
+  const row = await db
+    .selectFrom("console_sessions")
+    .selectAll()
+    .where("id_hash", "=", hashSession(value))
+    .executeTakeFirst();
   if (!row || row.expires_at <= nowIso()) return null;
   if (row.api_key_id) {
-    const key = await db.selectFrom("api_keys").select(["revoked_at", "expires_at", "last_used_at"]).where("id", "=", row.api_key_id).executeTakeFirst();
+    const key = await db
+      .selectFrom("api_keys")
+      .select(["revoked_at", "expires_at", "last_used_at"])
+      .where("id", "=", row.api_key_id)
+      .executeTakeFirst();
     if (!key || key.revoked_at || (key.expires_at && key.expires_at <= nowIso())) return null;
     // A session is a use of the key it was opened with: the keys page shows it as used, not "—".
     await noteApiKeyUse(db, row.api_key_id, key.last_used_at);

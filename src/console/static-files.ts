@@ -53,7 +53,8 @@ function loader(dist: string) {
     if (full.startsWith(dist + path.sep) && fs.existsSync(full) && fs.statSync(full).isFile()) {
       const body = fs.readFileSync(full);
       const type = TYPES[path.extname(full)] ?? "application/octet-stream";
-      const gzip = /text|javascript|json|svg/.test(type) && body.length > 1024 ? zlib.gzipSync(body, { level: 9 }) : null;
+      const gzip =
+        /text|javascript|json|svg/.test(type) && body.length > 1024 ? zlib.gzipSync(body, { level: 9 }) : null;
       asset = { body, gzip, type };
     }
     cache.set(rel, asset);
@@ -82,9 +83,16 @@ const MISSING = `The console is not built. Run \`npm install\` (it builds the co
  * `/console/assets/*` are Vite's hashed files (cached forever); every other `/console/…` path is the
  * single page (hash routing), and a browser's `GET /` is sent there.
  */
-export function mountStaticConsole<E extends Env = AppEnv>(app: Hono<E>, dist = CONSOLE_DIST, options: { redirectRoot?: boolean } = {}): void {
+export function mountStaticConsole<E extends Env = AppEnv>(
+  app: Hono<E>,
+  dist = CONSOLE_DIST,
+  options: { redirectRoot?: boolean } = {},
+): void {
   const load = loader(dist);
-  if (options.redirectRoot !== false) app.get("/", (c, next) => (/text\/html/.test(c.req.header("accept") ?? "") ? c.redirect("/console/", 302) : next()));
+  if (options.redirectRoot !== false)
+    app.get("/", (c, next) =>
+      /text\/html/.test(c.req.header("accept") ?? "") ? c.redirect("/console/", 302) : next(),
+    );
   app.get("/console", (c) => c.redirect("/console/", 301));
   app.get("/console/*", (c) => {
     const rel = c.req.path.slice("/console/".length);

@@ -37,7 +37,10 @@ export function keyIdOf(key: Buffer): string {
 /** `WHARF_MASTER_KEY`: one key, or several comma-separated with the active one first. */
 export function keyringFromEnv(value: string): Keyring {
   const keys = new Map<string, Buffer>();
-  const parts = value.split(",").map((s) => s.trim()).filter(Boolean);
+  const parts = value
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (parts.length === 0) throw new KeyringError("WHARF_MASTER_KEY is empty");
   for (const part of parts) {
     const key = decodeKey(part, "WHARF_MASTER_KEY");

@@ -34,7 +34,11 @@ export async function ensureExampleDeployment(ctx: PlatformContext): Promise<voi
   if (!fs.existsSync(keyFile) || !fs.existsSync(path.join(project, "langgraph.json"))) return;
   const key = fs.readFileSync(keyFile, "utf8").trim();
   const api = async (p: string, init: { method?: string; json?: unknown } = {}) => {
-    const res = await fetch(ctx.baseUrl() + p, { method: init.method ?? "GET", headers: { "x-api-key": key, "content-type": "application/json" }, body: init.json === undefined ? undefined : JSON.stringify(init.json) });
+    const res = await fetch(ctx.baseUrl() + p, {
+      method: init.method ?? "GET",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: init.json === undefined ? undefined : JSON.stringify(init.json),
+    });
     return { status: res.status, body: (await res.json().catch(() => null)) as Record<string, any> };
   };
   const list = await api("/v2/deployments?name_contains=example&limit=100");
@@ -43,10 +47,19 @@ export async function ensureExampleDeployment(ctx: PlatformContext): Promise<voi
   if (!d) {
     const created = await api("/v2/deployments", {
       method: "POST",
-      json: { name: "example", source: "internal_source", source_config: { deployment_type: "dev" }, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: project }, secrets: [] },
+      json: {
+        name: "example",
+        source: "internal_source",
+        source_config: { deployment_type: "dev" },
+        source_revision_config: { langgraph_config_path: "langgraph.json", local_path: project },
+        secrets: [],
+      },
     });
     if (created.status !== 201) {
-      ctx.log.warn({ status: created.status, detail: created.body?.detail }, "the example deployment could not be created");
+      ctx.log.warn(
+        { status: created.status, detail: created.body?.detail },
+        "the example deployment could not be created",
+      );
       return;
     }
     d = created.body;
@@ -60,12 +73,16 @@ export async function ensureExampleDeployment(ctx: PlatformContext): Promise<voi
     if (r.status !== 200) return;
     if (r.body.status === "DEPLOYED") break;
     if (/FAILED|SKIPPED|INTERRUPTED/.test(r.body.status)) {
-      ctx.log.warn({ status: r.body.status, message: r.body.status_message }, "the example deployment failed; see `wharf deployments logs example`");
+      ctx.log.warn(
+        { status: r.body.status, message: r.body.status_message },
+        "the example deployment failed; see `wharf deployments logs example`",
+      );
       return;
     }
     await new Promise((res) => setTimeout(res, 250));
   }
-  const auth = project === EXAMPLE ? `-H "Authorization: Bearer demo-token-alice" ` : `-H "X-Api-Key: $(cat ${keyFile})" `;
+  const auth =
+    project === EXAMPLE ? `-H "Authorization: Bearer demo-token-alice" ` : `-H "X-Api-Key: $(cat ${keyFile})" `;
   const graph = project === EXAMPLE ? "agent" : "<graph id>";
   process.stdout.write(
     `\nExample agent deployed (deployment "example") at ${url}\n` +

@@ -41,11 +41,18 @@ export function createDeploymentsFeature(options: DeploymentsOptions = {}): Feat
         if (!claim) return c.json({ detail: "Upload URL is invalid or expired; request a new one" }, 403);
         if (!c.req.raw.body) return c.json({ detail: "Empty upload" }, 400);
         try {
-          const bytes = await storeUpload(get().layout, claim, c.req.raw.body, ctx.config.uploadLimitBytes, uploadLimits(ctx));
+          const bytes = await storeUpload(
+            get().layout,
+            claim,
+            c.req.raw.body,
+            ctx.config.uploadLimitBytes,
+            uploadLimits(ctx),
+          );
           return c.json({ object_path: claim.o, size: bytes }, 200);
         } catch (err) {
           if (err instanceof UploadTooLarge) return c.json({ detail: `Upload too large: ${err.message}` }, 413);
-          if (err instanceof UploadQuotaExceeded) return c.json({ detail: `Upload quota exceeded: ${err.message}` }, 429);
+          if (err instanceof UploadQuotaExceeded)
+            return c.json({ detail: `Upload quota exceeded: ${err.message}` }, 429);
           throw err;
         }
       });

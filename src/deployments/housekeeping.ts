@@ -6,7 +6,11 @@ import { cancelOverdueStatements } from "./runtime/statement-watchdog.ts";
 /** The upload bounds from the platform's settings. */
 export function uploadLimits(ctx: PlatformContext): UploadLimits {
   const s = ctx.config.settings;
-  return { maxCount: s.WHARF_DEPLOYMENT_UPLOADS_MAX, maxBytes: s.WHARF_DEPLOYMENT_UPLOADS_MAX_BYTES, ttlMs: s.WHARF_DEPLOYMENT_UPLOAD_TTL_SECONDS * 1000 };
+  return {
+    maxCount: s.WHARF_DEPLOYMENT_UPLOADS_MAX,
+    maxBytes: s.WHARF_DEPLOYMENT_UPLOADS_MAX_BYTES,
+    ttlMs: s.WHARF_DEPLOYMENT_UPLOAD_TTL_SECONDS * 1000,
+  };
 }
 
 /**
@@ -35,10 +39,16 @@ export class Housekeeping {
       this.timers.push(t);
     };
     const ttlMs = uploadLimits(ctx).ttlMs;
-    every(Math.min(60_000, ttlMs), "expired deployment uploads removed", () => sweepUploads(ctx.db, this.layout, ttlMs));
+    every(Math.min(60_000, ttlMs), "expired deployment uploads removed", () =>
+      sweepUploads(ctx.db, this.layout, ttlMs),
+    );
     if (ctx.store.dialect === "postgres") {
       const limit = ctx.config.settings.WHARF_DEPLOYMENT_DB_STATEMENT_TIMEOUT_SECONDS;
-      every(Math.min(30_000, Math.max(1000, (limit * 1000) / 2)), "deployment statements past their timeout cancelled", () => cancelOverdueStatements(ctx.db, limit));
+      every(
+        Math.min(30_000, Math.max(1000, (limit * 1000) / 2)),
+        "deployment statements past their timeout cancelled",
+        () => cancelOverdueStatements(ctx.db, limit),
+      );
     }
   }
 

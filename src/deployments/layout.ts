@@ -68,7 +68,15 @@ export class DeploymentsLayout {
    * very copy Wharf's agent server uses, without a package.json in the project.
    */
   prepare(): void {
-    for (const dir of [this.uploads, this.builds, this.deps, this.npmCache, path.join(this.root, "state"), this.scratch]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    for (const dir of [
+      this.uploads,
+      this.builds,
+      this.deps,
+      this.npmCache,
+      path.join(this.root, "state"),
+      this.scratch,
+    ])
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     // Projects without a package.json are ES modules (top-level await, `import`), as in `langgraph dev`.
     const marker = path.join(this.builds, "package.json");
     if (!fs.existsSync(marker)) fs.writeFileSync(marker, JSON.stringify({ private: true, type: "module" }) + "\n");

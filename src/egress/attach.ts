@@ -56,7 +56,12 @@ export async function attachEgress(target: EgressTarget): Promise<EgressAttachme
   }
   // The sandbox's refusals in the platform's log, tagged with it: once per (host, port, reason),
   // with the setting that would allow each (its egress-log API has every one, folded).
-  const unwatch = watchDistinctRefusals(target.sandboxId, (e) => rt.deps.log?.warn({ sandbox: target.sandboxId, workspace: target.workspaceId, host: e.host, port: e.port, reason: e.reason }, describeRefusal(e)));
+  const unwatch = watchDistinctRefusals(target.sandboxId, (e) =>
+    rt.deps.log?.warn(
+      { sandbox: target.sandboxId, workspace: target.workspaceId, host: e.host, port: e.port, reason: e.reason },
+      describeRefusal(e),
+    ),
+  );
   return {
     env: egress.env,
     files: egress.files,
@@ -120,7 +125,11 @@ export function egressAvailable(): boolean {
  * with it: its proxy_config held the only reference, and ciphertext nobody can use is still a
  * liability.
  */
-export async function releaseEgressValues(db: Kysely<Database>, workspaceId: string, proxyConfig: unknown): Promise<void> {
+export async function releaseEgressValues(
+  db: Kysely<Database>,
+  workspaceId: string,
+  proxyConfig: unknown,
+): Promise<void> {
   await deleteValues(db, workspaceId, sealedRefs(asStoredConfig(proxyConfig)));
 }
 
@@ -138,13 +147,34 @@ export async function egressLog(
   if (targetIds.length === 0) return [];
   let q = db
     .selectFrom("egress_audit_log")
-    .select(["id", "sandbox_id", "at", "last_at", "count", "kind", "decision", "rule", "host", "port", "method", "path", "status", "reason"])
+    .select([
+      "id",
+      "sandbox_id",
+      "at",
+      "last_at",
+      "count",
+      "kind",
+      "decision",
+      "rule",
+      "host",
+      "port",
+      "method",
+      "path",
+      "status",
+      "reason",
+    ])
     .where("workspace_id", "=", workspaceId)
     .where("sandbox_id", "in", targetIds);
   if (opts.before) q = q.where("id", "<", opts.before);
   if (opts.kind) q = q.where("kind", "=", opts.kind);
   const rows = await q.orderBy("id", "desc").limit(opts.limit).execute();
-  return rows.map(({ sandbox_id, ...r }) => ({ ...r, target: sandbox_id, count: Number(r.count), port: Number(r.port), status: r.status === null ? null : Number(r.status) }));
+  return rows.map(({ sandbox_id, ...r }) => ({
+    ...r,
+    target: sandbox_id,
+    count: Number(r.count),
+    port: Number(r.port),
+    status: r.status === null ? null : Number(r.status),
+  }));
 }
 
 /** What a sandbox driver should capture while it creates a namespace: the ports every sandbox has, and DNS. */

@@ -34,7 +34,13 @@ export function createEgressFeature(): Feature {
     name: "egress",
     routes(router, ctx) {
       if (!runtime) {
-        runtime = new EgressRuntime({ db: ctx.db, box: ctx.box, log: ctx.log, source: egressSourceFrom(ctx.config.settings), isolate: ctx.config.settings.WHARF_EGRESS_ISOLATE });
+        runtime = new EgressRuntime({
+          db: ctx.db,
+          box: ctx.box,
+          log: ctx.log,
+          source: egressSourceFrom(ctx.config.settings),
+          isolate: ctx.config.settings.WHARF_EGRESS_ISOLATE,
+        });
         installCloudAuthorizers(runtime);
       }
       setEgressRuntime(runtime);
@@ -42,7 +48,8 @@ export function createEgressFeature(): Feature {
       router.add({
         method: "get",
         path: "/sandboxes/boxes/:name/egress-log",
-        summary: "The sandbox's egress audit log: injections, signings, callbacks, raw tunnels and blocks (newest first; never a credential value)",
+        summary:
+          "The sandbox's egress audit log: injections, signings, callbacks, raw tunnels and blocks (newest first; never a credential value)",
         tags: ["sandboxes"],
         params: z.object({ name: z.string().min(1).max(256) }),
         query: z.object({
@@ -50,7 +57,13 @@ export function createEgressFeature(): Feature {
           before: z.string().max(64).optional(),
           kind: z.enum(["inject", "block", "tunnel", "sign", "callback", "credential"]).optional(),
         }),
-        responses: { 200: { description: "Audit entries", schema: z.object({ entries: z.array(auditEntrySchema), next_before: z.string().nullable() }) }, 404: { description: "No such sandbox" } },
+        responses: {
+          200: {
+            description: "Audit entries",
+            schema: z.object({ entries: z.array(auditEntrySchema), next_before: z.string().nullable() }),
+          },
+          404: { description: "No such sandbox" },
+        },
         handler: async ({ c, principal, params, query }) => {
           // The sandboxes feature owns the table; read it by name or id within the caller's workspace.
           const db = ctx.db as unknown as Kysely<any>;
@@ -62,8 +75,15 @@ export function createEgressFeature(): Feature {
             .executeTakeFirst();
           if (!row) throw notFound("Sandbox");
           await rt.audit.flush();
-          const entries = await listAudit(ctx.db, principal.workspaceId, row.id, { limit: query.limit, before: query.before, kind: query.kind });
-          return c.json({ entries, next_before: entries.length === query.limit ? entries[entries.length - 1].id : null });
+          const entries = await listAudit(ctx.db, principal.workspaceId, row.id, {
+            limit: query.limit,
+            before: query.before,
+            kind: query.kind,
+          });
+          return c.json({
+            entries,
+            next_before: entries.length === query.limit ? entries[entries.length - 1].id : null,
+          });
         },
       });
     },

@@ -22,7 +22,11 @@ import { asStoredConfig, sealedRefs, type StoredConfigV1 } from "./config/stored
  * policy; called on attach and on every PATCH. `env` and `files` join what the sandbox gets
  * (compatibility placeholders), never a real credential.
  */
-export type AuthorizerFactory = (sandbox: { id: string; workspaceId: string }, policy: SandboxPolicy, audit: (e: Omit<AuditEvent, "sandboxId" | "workspaceId">) => void) => {
+export type AuthorizerFactory = (
+  sandbox: { id: string; workspaceId: string },
+  policy: SandboxPolicy,
+  audit: (e: Omit<AuditEvent, "sandboxId" | "workspaceId">) => void,
+) => {
   authorizers: RequestAuthorizer[];
   env: Record<string, string>;
   files: Record<string, string>;
@@ -67,7 +71,9 @@ export class EgressRuntime {
   /** The sandbox's engines for a policy, with audit events attributed to it. */
   enginesFor(sandbox: { id: string; workspaceId: string }, policy: SandboxPolicy): ReturnType<AuthorizerFactory> {
     if (!this.authorizerFactory) return { authorizers: [], env: {}, files: {} };
-    return this.authorizerFactory(sandbox, policy, (e) => this.audit.record({ ...e, sandboxId: sandbox.id, workspaceId: sandbox.workspaceId } as AuditEvent));
+    return this.authorizerFactory(sandbox, policy, (e) =>
+      this.audit.record({ ...e, sandboxId: sandbox.id, workspaceId: sandbox.workspaceId } as AuditEvent),
+    );
   }
 
   constructor(readonly deps: EgressRuntimeDeps) {
@@ -98,7 +104,9 @@ export class EgressRuntime {
   private secretsChanged(workspaceId: string, keys: string[]): void {
     for (const a of this.attached) {
       if (a.workspaceId !== workspaceId || !keys.some((k) => a.secretKeys().has(k))) continue;
-      a.refresh().catch((err) => this.deps.log?.error({ err, workspaceId }, "egress: re-resolving rules after a secret change failed"));
+      a.refresh().catch((err) =>
+        this.deps.log?.error({ err, workspaceId }, "egress: re-resolving rules after a secret change failed"),
+      );
     }
   }
 
@@ -132,7 +140,10 @@ export class EgressRuntime {
     const cfg = asStoredConfig(stored);
     if (!cfg) return { cfg: null, secrets: [], sealed: [] };
     const keys = secretKeysOf(cfg);
-    const [secrets, sealed] = await Promise.all([readSecretValues(this.deps.db, this.deps.box, workspaceId, [...keys]), openValues(this.deps, workspaceId, sealedRefs(cfg))]);
+    const [secrets, sealed] = await Promise.all([
+      readSecretValues(this.deps.db, this.deps.box, workspaceId, [...keys]),
+      openValues(this.deps, workspaceId, sealedRefs(cfg)),
+    ]);
     return { cfg, secrets: [...secrets], sealed: [...sealed] };
   }
 
@@ -160,8 +171,14 @@ export function secretKeysOf(stored: unknown): Set<string> {
   const cfg = asStoredConfig(stored);
   if (!cfg) return keys;
   for (const r of cfg.rules) {
-    if (r.type === "header") for (const h of r.headers) if (h.type === "workspace_secret") secretRefs(h.value).forEach((k) => keys.add(k));
-    const creds = r.type === "cloud_a" ? [r.cloud_a.access_key_id, r.cloud_a.secret_access_key] : r.type === "cloud_b" ? [r.cloud_b.service_account_json] : [];
+    if (r.type === "header")
+      for (const h of r.headers) if (h.type === "workspace_secret") secretRefs(h.value).forEach((k) => keys.add(k));
+    const creds =
+      r.type === "cloud_a"
+        ? [r.cloud_a.access_key_id, r.cloud_a.secret_access_key]
+        : r.type === "cloud_b"
+          ? [r.cloud_b.service_account_json]
+          : [];
     for (const c of creds) if (c.type === "workspace_secret") secretRefs(c.value).forEach((k) => keys.add(k));
   }
   return keys;
@@ -186,7 +203,10 @@ export function currentEgressRuntime(): EgressRuntime | null {
 export function egressRuntime(timeoutMs = 30_000): Promise<EgressRuntime> {
   if (current) return Promise.resolve(current);
   return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error("the egress feature is not running (add it to the platform's features)")), timeoutMs);
+    const t = setTimeout(
+      () => reject(new Error("the egress feature is not running (add it to the platform's features)")),
+      timeoutMs,
+    );
     t.unref();
     waiters.push((rt) => {
       clearTimeout(t);

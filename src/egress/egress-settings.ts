@@ -39,17 +39,38 @@ export interface EgressSettings {
 }
 
 export const egressVariables: ReadonlyArray<[name: string, meaning: string]> = [
-  ["WHARF_EGRESS_HOSTS", "static resolution for the egress proxy: comma-separated name=address or name:port=address:port"],
+  [
+    "WHARF_EGRESS_HOSTS",
+    "static resolution for the egress proxy: comma-separated name=address or name:port=address:port",
+  ],
   ["WHARF_EGRESS_ALLOW_INTERNAL", "comma-separated CIDRs of internal addresses sandboxes may reach (default none)"],
-  ["WHARF_EGRESS_UPSTREAM_CA_FILE", "PEM file of extra roots trusted for upstream TLS (on top of Node's roots and the host's CA store)"],
-  ["WHARF_EGRESS_SYSTEM_CA_FILE", "the host's CA bundle trusted for upstream TLS: auto (default: SSL_CERT_FILE, else /etc/ssl/certs/ca-certificates.crt or the distribution's bundle), a path, or none"],
-  ["WHARF_EGRESS_SYSTEM_DNS", "1 (default) resolves other names with the system resolver; 0 resolves only WHARF_EGRESS_HOSTS"],
+  [
+    "WHARF_EGRESS_UPSTREAM_CA_FILE",
+    "PEM file of extra roots trusted for upstream TLS (on top of Node's roots and the host's CA store)",
+  ],
+  [
+    "WHARF_EGRESS_SYSTEM_CA_FILE",
+    "the host's CA bundle trusted for upstream TLS: auto (default: SSL_CERT_FILE, else /etc/ssl/certs/ca-certificates.crt or the distribution's bundle), a path, or none",
+  ],
+  [
+    "WHARF_EGRESS_SYSTEM_DNS",
+    "1 (default) resolves other names with the system resolver; 0 resolves only WHARF_EGRESS_HOSTS",
+  ],
   ["WHARF_EGRESS_PROXY_PORT", "port of the in-sandbox explicit proxy on 127.0.0.1 (default 3128)"],
-  ["WHARF_EGRESS_HEADER_TIMEOUT_MS", "time a sandbox connection has to send its request head or TLS ClientHello (default 10000)"],
+  [
+    "WHARF_EGRESS_HEADER_TIMEOUT_MS",
+    "time a sandbox connection has to send its request head or TLS ClientHello (default 10000)",
+  ],
   ["WHARF_EGRESS_IDLE_TIMEOUT_MS", "idle sandbox connections are closed after this (default 120000)"],
   ["WHARF_EGRESS_MAX_CONNECTIONS", "concurrent client connections per sandbox (default 512)"],
-  ["WHARF_EGRESS_ISOLATE", "1 (default) runs the egress data plane in its own supervised process; 0 in the platform process"],
-  ["WHARF_EGRESS_FAULT_HOOK", "1 lets a request with x-wharf-egress-fault: crash crash the data plane (fault tests only; default 0)"],
+  [
+    "WHARF_EGRESS_ISOLATE",
+    "1 (default) runs the egress data plane in its own supervised process; 0 in the platform process",
+  ],
+  [
+    "WHARF_EGRESS_FAULT_HOOK",
+    "1 lets a request with x-wharf-egress-fault: crash crash the data plane (fault tests only; default 0)",
+  ],
 ];
 
 const cidr = z.string().refine((v) => {
@@ -65,13 +86,18 @@ export class EgressSettingsError extends Error {}
 
 function parseHosts(text: string): EgressSettings["hosts"] {
   const out: EgressSettings["hosts"] = new Map();
-  for (const entry of text.split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of text
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = entry.indexOf("=");
     if (eq < 0) throw new EgressSettingsError(`WHARF_EGRESS_HOSTS: ${entry} is not name=address`);
     const left = parseAuthority(entry.slice(0, eq), 0);
     const right = parseAuthority(entry.slice(eq + 1), 0);
-    if (!left || left.host.kind !== "name") throw new EgressSettingsError(`WHARF_EGRESS_HOSTS: ${entry.slice(0, eq)} is not a host name`);
-    if (!right || right.host.kind === "name") throw new EgressSettingsError(`WHARF_EGRESS_HOSTS: ${entry.slice(eq + 1)} is not an IP address`);
+    if (!left || left.host.kind !== "name")
+      throw new EgressSettingsError(`WHARF_EGRESS_HOSTS: ${entry.slice(0, eq)} is not a host name`);
+    if (!right || right.host.kind === "name")
+      throw new EgressSettingsError(`WHARF_EGRESS_HOSTS: ${entry.slice(eq + 1)} is not an IP address`);
     const key = left.port ? `${left.host.host}:${left.port}` : left.host.host;
     out.set(key, { address: right.host.host, port: right.port || null });
   }
@@ -86,7 +112,21 @@ export type EgressSource = Record<string, string | undefined>;
  * start): every spelling the start-up check accepts means the same here (`WHARF_EGRESS_SYSTEM_DNS=false`
  * is off, as `0` is).
  */
-export function egressSourceFrom(s: Pick<Settings, "WHARF_EGRESS_HOSTS" | "WHARF_EGRESS_ALLOW_INTERNAL" | "WHARF_EGRESS_UPSTREAM_CA_FILE" | "WHARF_EGRESS_SYSTEM_CA_FILE" | "WHARF_EGRESS_SYSTEM_DNS" | "WHARF_EGRESS_HEADER_TIMEOUT_MS" | "WHARF_EGRESS_IDLE_TIMEOUT_MS" | "WHARF_EGRESS_MAX_CONNECTIONS" | "WHARF_EGRESS_FAULT_HOOK" | "WHARF_EGRESS_PROXY_PORT">): EgressSource {
+export function egressSourceFrom(
+  s: Pick<
+    Settings,
+    | "WHARF_EGRESS_HOSTS"
+    | "WHARF_EGRESS_ALLOW_INTERNAL"
+    | "WHARF_EGRESS_UPSTREAM_CA_FILE"
+    | "WHARF_EGRESS_SYSTEM_CA_FILE"
+    | "WHARF_EGRESS_SYSTEM_DNS"
+    | "WHARF_EGRESS_HEADER_TIMEOUT_MS"
+    | "WHARF_EGRESS_IDLE_TIMEOUT_MS"
+    | "WHARF_EGRESS_MAX_CONNECTIONS"
+    | "WHARF_EGRESS_FAULT_HOOK"
+    | "WHARF_EGRESS_PROXY_PORT"
+  >,
+): EgressSource {
   const flag = (v: boolean) => (v ? "1" : "0");
   return {
     WHARF_EGRESS_HOSTS: s.WHARF_EGRESS_HOSTS,
@@ -104,10 +144,16 @@ export function egressSourceFrom(s: Pick<Settings, "WHARF_EGRESS_HOSTS" | "WHARF
 }
 
 export function loadEgressSettings(env: EgressSource): EgressSettings {
-  const allow = (env.WHARF_EGRESS_ALLOW_INTERNAL ?? "").split(",").map((s) => s.trim()).filter(Boolean);
-  for (const c of allow) if (!cidr.safeParse(c).success) throw new EgressSettingsError(`WHARF_EGRESS_ALLOW_INTERNAL: ${c} is not an IP address or CIDR`);
+  const allow = (env.WHARF_EGRESS_ALLOW_INTERNAL ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const c of allow)
+    if (!cidr.safeParse(c).success)
+      throw new EgressSettingsError(`WHARF_EGRESS_ALLOW_INTERNAL: ${c} is not an IP address or CIDR`);
   const port = Number(env.WHARF_EGRESS_PROXY_PORT || 3128);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new EgressSettingsError("WHARF_EGRESS_PROXY_PORT must be a port number");
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new EgressSettingsError("WHARF_EGRESS_PROXY_PORT must be a port number");
   const caFile = env.WHARF_EGRESS_UPSTREAM_CA_FILE;
   let system: ReturnType<typeof readSystemRoots>;
   try {
@@ -121,7 +167,9 @@ export function loadEgressSettings(env: EgressSource): EgressSettings {
     try {
       upstreamCaPem.push(fs.readFileSync(caFile, "utf8"));
     } catch (err) {
-      throw new EgressSettingsError(`WHARF_EGRESS_UPSTREAM_CA_FILE: cannot read ${caFile}: ${(err as Error).message}`, { cause: err });
+      throw new EgressSettingsError(`WHARF_EGRESS_UPSTREAM_CA_FILE: cannot read ${caFile}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
   const ms = (name: string, fallback: number, min: number) => {
@@ -145,7 +193,20 @@ export function loadEgressSettings(env: EgressSource): EgressSettings {
 }
 
 export function settingsFor(partial: Partial<EgressSettings> = {}): EgressSettings {
-  return { hosts: new Map(), allowInternal: new CidrSet([]), upstreamCaPem: [], systemCaFile: null, proxyPort: 3128, systemDns: false, maxPeekBytes: 64 * 1024, headerTimeoutMs: 10_000, idleTimeoutMs: 120_000, maxConnections: 512, faultHook: false, ...partial };
+  return {
+    hosts: new Map(),
+    allowInternal: new CidrSet([]),
+    upstreamCaPem: [],
+    systemCaFile: null,
+    proxyPort: 3128,
+    systemDns: false,
+    maxPeekBytes: 64 * 1024,
+    headerTimeoutMs: 10_000,
+    idleTimeoutMs: 120_000,
+    maxConnections: 512,
+    faultHook: false,
+    ...partial,
+  };
 }
 
 export type { CanonicalHost };

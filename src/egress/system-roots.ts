@@ -21,7 +21,11 @@ export type SystemBundleChoice = { kind: "off" } | { kind: "file"; path: string;
  * Which bundle to read: `none` trusts no host roots; an explicit path must be readable; `auto` (the
  * default) takes OpenSSL's `SSL_CERT_FILE` when the platform has one, else the first bundle that exists.
  */
-export function chooseSystemBundle(setting: string | undefined, sslCertFile: string | undefined, exists: (p: string) => boolean): SystemBundleChoice {
+export function chooseSystemBundle(
+  setting: string | undefined,
+  sslCertFile: string | undefined,
+  exists: (p: string) => boolean,
+): SystemBundleChoice {
   const value = (setting ?? "").trim();
   if (value === "none") return { kind: "off" };
   if (value && value !== "auto") return { kind: "file", path: value, required: true };
@@ -38,12 +42,17 @@ export function pemCertificates(text: string): string[] {
 export class SystemRootsError extends Error {}
 
 /** Reads the chosen bundle; a missing default is no roots, a missing explicit path an error. */
-export function readSystemRoots(choice: SystemBundleChoice, read: (p: string) => string = (p) => fs.readFileSync(p, "utf8")): { path: string | null; pems: string[] } {
+export function readSystemRoots(
+  choice: SystemBundleChoice,
+  read: (p: string) => string = (p) => fs.readFileSync(p, "utf8"),
+): { path: string | null; pems: string[] } {
   if (choice.kind === "off") return { path: null, pems: [] };
   try {
     return { path: choice.path, pems: pemCertificates(read(choice.path)) };
   } catch (err) {
     if (!choice.required) return { path: null, pems: [] };
-    throw new SystemRootsError(`WHARF_EGRESS_SYSTEM_CA_FILE: cannot read ${choice.path}: ${(err as Error).message}`, { cause: err });
+    throw new SystemRootsError(`WHARF_EGRESS_SYSTEM_CA_FILE: cannot read ${choice.path}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
 }

@@ -57,7 +57,13 @@ export function createHttpApp(ctx: PlatformContext, features: Feature[]): Hono<A
 
   app.get("/ok", (c) => c.json({ ok: true }));
   app.get("/openapi.json", (c) =>
-    c.json(registry.document({ title: "Wharf control plane", version: API_VERSION, description: "Deployments, agent connections, sandboxes and workspace secrets." })),
+    c.json(
+      registry.document({
+        title: "Wharf control plane",
+        version: API_VERSION,
+        description: "Deployments, agent connections, sandboxes and workspace secrets.",
+      }),
+    ),
   );
   mountDocs(app, "/openapi.json");
 

@@ -18,8 +18,12 @@ export interface ServerTimeouts {
   connectionsCheckingInterval: number;
 }
 
-export function serverTimeouts(s: Pick<Settings, "WHARF_HEADERS_TIMEOUT_MS" | "WHARF_REQUEST_TIMEOUT_MS" | "WHARF_KEEP_ALIVE_TIMEOUT_MS">): ServerTimeouts {
-  const headersTimeout = s.WHARF_REQUEST_TIMEOUT_MS ? Math.min(s.WHARF_HEADERS_TIMEOUT_MS, s.WHARF_REQUEST_TIMEOUT_MS) : s.WHARF_HEADERS_TIMEOUT_MS;
+export function serverTimeouts(
+  s: Pick<Settings, "WHARF_HEADERS_TIMEOUT_MS" | "WHARF_REQUEST_TIMEOUT_MS" | "WHARF_KEEP_ALIVE_TIMEOUT_MS">,
+): ServerTimeouts {
+  const headersTimeout = s.WHARF_REQUEST_TIMEOUT_MS
+    ? Math.min(s.WHARF_HEADERS_TIMEOUT_MS, s.WHARF_REQUEST_TIMEOUT_MS)
+    : s.WHARF_HEADERS_TIMEOUT_MS;
   return {
     headersTimeout,
     requestTimeout: s.WHARF_REQUEST_TIMEOUT_MS,
@@ -72,7 +76,12 @@ export function admission(caps: ConnectionCaps, open: number, fromClient: number
  * the total cap replaces the oldest connection that never sent a complete request head (a slow or
  * silent one) with the new one, so that a flood of slow heads cannot lock everyone else out.
  */
-export function guardConnections(server: http.Server, caps: ConnectionCaps, headersTimeoutMs: number, log: Logger): void {
+export function guardConnections(
+  server: http.Server,
+  caps: ConnectionCaps,
+  headersTimeoutMs: number,
+  log: Logger,
+): void {
   if (!caps.total && !caps.perClient) return;
   const byClient = new Map<string, number>();
   // Insertion order is age order: the first entry is the oldest connection still waiting for a head.
@@ -125,5 +134,10 @@ export function guardConnections(server: http.Server, caps: ConnectionCaps, head
 export function hardenServer(server: http.Server, s: Settings, log: Logger): void {
   const t = serverTimeouts(s);
   applyTimeouts(server, t);
-  guardConnections(server, { total: s.WHARF_MAX_CONNECTIONS, perClient: s.WHARF_MAX_CONNECTIONS_PER_CLIENT }, t.headersTimeout, log);
+  guardConnections(
+    server,
+    { total: s.WHARF_MAX_CONNECTIONS, perClient: s.WHARF_MAX_CONNECTIONS_PER_CLIENT },
+    t.headersTimeout,
+    log,
+  );
 }

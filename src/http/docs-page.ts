@@ -32,9 +32,18 @@ const PAGE_HEADERS: Record<string, string> = {
 export function mountDocs<E extends Env>(app: Hono<E>, openapiPath: string, title = "Wharf API"): void {
   const dist = path.dirname(require.resolve("swagger-ui-dist/package.json"));
   const files: Record<string, { type: string; body: () => Uint8Array }> = {
-    "swagger-ui.css": { type: "text/css; charset=utf-8", body: () => fs.readFileSync(path.join(dist, "swagger-ui.css")) },
-    "swagger-ui-bundle.js": { type: "text/javascript; charset=utf-8", body: () => fs.readFileSync(path.join(dist, "swagger-ui-bundle.js")) },
-    "init.js": { type: "text/javascript; charset=utf-8", body: () => Buffer.from(`window.ui = SwaggerUIBundle({ url: ${JSON.stringify(openapiPath)}, dom_id: "#ui" });\n`) },
+    "swagger-ui.css": {
+      type: "text/css; charset=utf-8",
+      body: () => fs.readFileSync(path.join(dist, "swagger-ui.css")),
+    },
+    "swagger-ui-bundle.js": {
+      type: "text/javascript; charset=utf-8",
+      body: () => fs.readFileSync(path.join(dist, "swagger-ui-bundle.js")),
+    },
+    "init.js": {
+      type: "text/javascript; charset=utf-8",
+      body: () => Buffer.from(`window.ui = SwaggerUIBundle({ url: ${JSON.stringify(openapiPath)}, dom_id: "#ui" });\n`),
+    },
   };
   app.get("/docs", (c) => {
     for (const [k, v] of Object.entries(PAGE_HEADERS)) c.header(k, v);

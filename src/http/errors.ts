@@ -26,7 +26,8 @@ export class ValidationFailed extends HttpError {
 export const notFound = (what: string) => new HttpError(404, `${what} not found`);
 export const conflict = (message: string) => new HttpError(409, message);
 export const badRequest = (message: string) => new HttpError(400, message);
-export const unauthorized = (message: string) => new HttpError(401, message, { "WWW-Authenticate": 'Bearer realm="wharf", ApiKey header="X-Api-Key"' });
+export const unauthorized = (message: string) =>
+  new HttpError(401, message, { "WWW-Authenticate": 'Bearer realm="wharf", ApiKey header="X-Api-Key"' });
 export const forbidden = (message: string) => new HttpError(403, message);
 
 /** A validation failure at one place, for checks zod cannot express (for example a missing secret). */

@@ -21,7 +21,10 @@ const validationErrorSchema = {
 
 function jsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
   try {
-    const out = z.toJSONSchema(schema, { io, unrepresentable: "any", target: "draft-2020-12" }) as Record<string, unknown>;
+    const out = z.toJSONSchema(schema, { io, unrepresentable: "any", target: "draft-2020-12" }) as Record<
+      string,
+      unknown
+    >;
     delete out.$schema;
     return out;
   } catch {
@@ -42,26 +45,46 @@ export class OpenApiRegistry {
     for (const { prefix, spec } of this.routes) {
       const path = (prefix + spec.path).replace(/:(\w+)(\{[^}]*\})?/g, "{$1}");
       const parameters: unknown[] = [];
-      for (const [where, schema] of [["path", spec.params], ["query", spec.query]] as const) {
+      for (const [where, schema] of [
+        ["path", spec.params],
+        ["query", spec.query],
+      ] as const) {
         if (!schema) continue;
         const js = jsonSchema(schema, "input") as { properties?: Record<string, unknown>; required?: string[] };
         for (const [name, s] of Object.entries(js.properties ?? {})) {
-          parameters.push({ name, in: where, required: where === "path" || (js.required ?? []).includes(name), schema: s });
+          parameters.push({
+            name,
+            in: where,
+            required: where === "path" || (js.required ?? []).includes(name),
+            schema: s,
+          });
         }
       }
       const responses: Record<string, unknown> = {};
       for (const [status, r] of Object.entries(spec.responses)) {
-        responses[status] = r.schema ? { description: r.description, content: { "application/json": { schema: jsonSchema(r.schema, "output") } } } : { description: r.description };
+        responses[status] = r.schema
+          ? { description: r.description, content: { "application/json": { schema: jsonSchema(r.schema, "output") } } }
+          : { description: r.description };
       }
       if (spec.body || spec.query || spec.params) {
-        responses["422"] = { description: "Validation error", content: { "application/json": { schema: { $ref: "#/components/schemas/HTTPValidationError" } } } };
+        responses["422"] = {
+          description: "Validation error",
+          content: { "application/json": { schema: { $ref: "#/components/schemas/HTTPValidationError" } } },
+        };
       }
       paths[path] ??= {};
       paths[path][spec.method] = {
         summary: spec.summary,
         tags: spec.tags,
         parameters,
-        ...(spec.body ? { requestBody: { required: !spec.bodyOptional, content: { "application/json": { schema: jsonSchema(spec.body, "input") } } } } : {}),
+        ...(spec.body
+          ? {
+              requestBody: {
+                required: !spec.bodyOptional,
+                content: { "application/json": { schema: jsonSchema(spec.body, "input") } },
+              },
+            }
+          : {}),
         responses,
         ...(spec.auth === "none" ? { security: [] } : {}),
       };

@@ -58,7 +58,9 @@ export async function readJsonBody(req: Pick<Request, "text">, emptyAs?: unknown
     return JSON.parse(text);
   } catch (err) {
     const pos = /position (\d+)/.exec((err as Error).message);
-    throw new ValidationFailed([{ loc: ["body", pos ? Number(pos[1]) : 0], msg: "JSON decode error", type: "json_invalid" }]);
+    throw new ValidationFailed([
+      { loc: ["body", pos ? Number(pos[1]) : 0], msg: "JSON decode error", type: "json_invalid" },
+    ]);
   }
 }
 
@@ -80,7 +82,9 @@ export class Router {
       const principal = spec.auth === "none" ? (undefined as unknown as Principal) : await this.requirePrincipal(c);
       const params = parsePart("path", spec.params, c.req.param());
       const query = parsePart("query", spec.query, queryObject(c));
-      const body = spec.body ? parsePart("body", spec.body, await readJsonBody(c.req, spec.bodyOptional ? {} : undefined)) : (undefined as B);
+      const body = spec.body
+        ? parsePart("body", spec.body, await readJsonBody(c.req, spec.bodyOptional ? {} : undefined))
+        : (undefined as B);
       return spec.handler({ params, query, body, c, principal });
     });
   }

@@ -8,7 +8,10 @@
  * carries `CONSOLE_ORIGIN_CONTENT_HEADERS`.
  */
 
-export type TenantTarget = { kind: "service"; sandboxId: string; port: number } | { kind: "download"; sandboxId: string } | { kind: "deployment"; deploymentId: string };
+export type TenantTarget =
+  | { kind: "service"; sandboxId: string; port: number }
+  | { kind: "download"; sandboxId: string }
+  | { kind: "deployment"; deploymentId: string };
 
 const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
 const SERVICE_LABEL = new RegExp(`^svc-(\\d{1,5})-(${UUID})$`);
@@ -19,13 +22,20 @@ const DEPLOYMENT_LABEL = new RegExp(`^dep-(${UUID})$`);
  * The path-style routes a tenant host's requests are served by (their owners: the sandboxes'
  * service URLs and download links, the deployments' stable URL; a test checks they agree).
  */
-export const TENANT_PATHS = { service: "/sandboxes/service", download: "/sandboxes/download", deployment: "/deployments" } as const;
+export const TENANT_PATHS = {
+  service: "/sandboxes/service",
+  download: "/sandboxes/download",
+  deployment: "/deployments",
+} as const;
 
 /**
  * For tenant bytes served on the console's origin: the page gets an opaque origin (no scripts, no
  * same-origin reads, no cookies of the console's) and its type is taken as declared.
  */
-export const CONSOLE_ORIGIN_CONTENT_HEADERS: Readonly<Record<string, string>> = { "content-security-policy": "sandbox", "x-content-type-options": "nosniff" };
+export const CONSOLE_ORIGIN_CONTENT_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy": "sandbox",
+  "x-content-type-options": "nosniff",
+};
 
 /** Cookies the platform itself sets: tenant responses may never set (or replace) them. */
 export const PLATFORM_COOKIES = ["wharf_session", "wharf_sandbox_service"];
@@ -89,7 +99,10 @@ export function tenantHostsForApiClients(domain: string): boolean {
 }
 
 function cookieName(setCookie: string): string {
-  return setCookie.slice(0, Math.max(0, setCookie.indexOf("="))).trim().replace(/^__(host|secure)-/i, "");
+  return setCookie
+    .slice(0, Math.max(0, setCookie.indexOf("=")))
+    .trim()
+    .replace(/^__(host|secure)-/i, "");
 }
 
 /**

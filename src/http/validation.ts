@@ -5,13 +5,21 @@ export type RequestPart = "body" | "query" | "path" | "header";
 
 function typeName(expected: string): string {
   switch (expected) {
-    case "string": return "string";
-    case "number": return "float";
-    case "int": return "int";
-    case "boolean": return "bool";
-    case "object": case "record": return "dict";
-    case "array": return "list";
-    default: return expected;
+    case "string":
+      return "string";
+    case "number":
+      return "float";
+    case "int":
+      return "int";
+    case "boolean":
+      return "bool";
+    case "object":
+    case "record":
+      return "dict";
+    case "array":
+      return "list";
+    default:
+      return expected;
   }
 }
 
@@ -41,20 +49,39 @@ export function toValidationIssues(part: RequestPart, error: z.ZodError, input: 
         if (missing) out.push({ loc, msg: "Field required", type: "missing" });
         else {
           const name = typeName(issue.expected);
-          out.push({ loc, msg: `Input should be ${article(name)} valid ${name === "dict" ? "dictionary" : name}`, type: `${name}_type` });
+          out.push({
+            loc,
+            msg: `Input should be ${article(name)} valid ${name === "dict" ? "dictionary" : name}`,
+            type: `${name}_type`,
+          });
         }
         break;
       }
       case "unrecognized_keys":
-        for (const key of issue.keys) out.push({ loc: [...loc, key], msg: "Extra inputs are not permitted", type: "extra_forbidden" });
+        for (const key of issue.keys)
+          out.push({ loc: [...loc, key], msg: "Extra inputs are not permitted", type: "extra_forbidden" });
         break;
       case "too_small": {
-        const kind = issue.origin === "string" ? "string_too_short" : issue.origin === "array" ? "too_short" : issue.inclusive ? "greater_than_equal" : "greater_than";
+        const kind =
+          issue.origin === "string"
+            ? "string_too_short"
+            : issue.origin === "array"
+              ? "too_short"
+              : issue.inclusive
+                ? "greater_than_equal"
+                : "greater_than";
         out.push({ loc, msg: issue.message, type: kind });
         break;
       }
       case "too_big": {
-        const kind = issue.origin === "string" ? "string_too_long" : issue.origin === "array" ? "too_long" : issue.inclusive ? "less_than_equal" : "less_than";
+        const kind =
+          issue.origin === "string"
+            ? "string_too_long"
+            : issue.origin === "array"
+              ? "too_long"
+              : issue.inclusive
+                ? "less_than_equal"
+                : "less_than";
         out.push({ loc, msg: issue.message, type: kind });
         break;
       }
@@ -62,13 +89,21 @@ export function toValidationIssues(part: RequestPart, error: z.ZodError, input: 
         out.push({ loc, msg: issue.message, type: "enum" });
         break;
       case "invalid_format":
-        out.push({ loc, msg: issue.message, type: issue.format === "regex" ? "string_pattern_mismatch" : `${issue.format}_parsing` });
+        out.push({
+          loc,
+          msg: issue.message,
+          type: issue.format === "regex" ? "string_pattern_mismatch" : `${issue.format}_parsing`,
+        });
         break;
       case "invalid_union":
         out.push({ loc, msg: issue.message, type: "union_tag_invalid" });
         break;
       default:
-        out.push({ loc, msg: issue.message.startsWith("Value error") ? issue.message : `Value error, ${issue.message}`, type: "value_error" });
+        out.push({
+          loc,
+          msg: issue.message.startsWith("Value error") ? issue.message : `Value error, ${issue.message}`,
+          type: "value_error",
+        });
     }
   }
   return out;

@@ -90,18 +90,36 @@ export async function resolveApiKey(db: Kysely<Database>, key: string): Promise<
 export const LAST_USED_RESOLUTION_MS = 60_000;
 
 /** Records that a key (or a console session opened with it) was used, at most once a minute. */
-export async function noteApiKeyUse(db: Kysely<Database>, keyId: string, lastUsedAt: string | null, now = Date.now()): Promise<void> {
+export async function noteApiKeyUse(
+  db: Kysely<Database>,
+  keyId: string,
+  lastUsedAt: string | null,
+  now = Date.now(),
+): Promise<void> {
   if (lastUsedAt && now - Date.parse(lastUsedAt) < LAST_USED_RESOLUTION_MS) return;
-  await db.updateTable("api_keys").set({ last_used_at: new Date(now).toISOString() }).where("id", "=", keyId).execute();
+  await db
+    .updateTable("api_keys")
+    .set({ last_used_at: new Date(now).toISOString() })
+    .where("id", "=", keyId)
+    .execute();
 }
 
 export async function listApiKeys(db: Kysely<Database>, workspaceId: string): Promise<ApiKeySummary[]> {
-  const rows = await db.selectFrom("api_keys").selectAll().where("workspace_id", "=", workspaceId).orderBy("id").execute();
+  const rows = await db
+    .selectFrom("api_keys")
+    .selectAll()
+    .where("workspace_id", "=", workspaceId)
+    .orderBy("id")
+    .execute();
   return rows.map(toSummary);
 }
 
 /** Revokes a key of this workspace; false when the workspace has no such key. */
-export async function revokeApiKey(db: Kysely<Database>, workspaceId: string, keyId: string): Promise<ApiKeySummary | null> {
+export async function revokeApiKey(
+  db: Kysely<Database>,
+  workspaceId: string,
+  keyId: string,
+): Promise<ApiKeySummary | null> {
   await db
     .updateTable("api_keys")
     .set({ revoked_at: nowIso() })
@@ -109,6 +127,11 @@ export async function revokeApiKey(db: Kysely<Database>, workspaceId: string, ke
     .where("workspace_id", "=", workspaceId)
     .where("revoked_at", "is", null)
     .execute();
-  const row = await db.selectFrom("api_keys").selectAll().where("id", "=", keyId).where("workspace_id", "=", workspaceId).executeTakeFirst();
+  const row = await db
+    .selectFrom("api_keys")
+    .selectAll()
+    .where("id", "=", keyId)
+    .where("workspace_id", "=", workspaceId)
+    .executeTakeFirst();
   return row ? toSummary(row) : null;
 }

@@ -15,7 +15,11 @@ const ISSUER = "wharf";
 const AUDIENCE = "wharf-api";
 const PURPOSE = "bearer-jwt";
 
-export async function issueBearerToken(box: SecretBox, claims: BearerClaims, ttlSeconds: number): Promise<{ token: string; expiresAt: string }> {
+export async function issueBearerToken(
+  box: SecretBox,
+  claims: BearerClaims,
+  ttlSeconds: number,
+): Promise<{ token: string; expiresAt: string }> {
   const kid = box.activeKeyId;
   const now = Math.floor(Date.now() / 1000);
   const token = await new SignJWT({ ws: claims.workspaceId })
@@ -41,7 +45,8 @@ export async function verifyBearerToken(box: SecretBox, token: string): Promise<
       },
       { issuer: ISSUER, audience: AUDIENCE, algorithms: ["HS256"] },
     );
-    if (typeof payload.sub !== "string" || typeof payload.ws !== "string") throw new BearerError("token lacks subject or workspace");
+    if (typeof payload.sub !== "string" || typeof payload.ws !== "string")
+      throw new BearerError("token lacks subject or workspace");
     return { userId: payload.sub, workspaceId: payload.ws };
   } catch (err) {
     if (err instanceof joseErrors.JWTExpired) throw new BearerError("bearer token expired");

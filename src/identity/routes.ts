@@ -27,8 +27,14 @@ export const identityFeature: Feature = {
       path: "/me",
       summary: "Who the credential belongs to and which workspace the request acts on",
       tags: ["identity"],
-      responses: { 200: { description: "The caller", schema: z.object({ user_id: z.string(), workspace_id: z.string(), scheme: z.string() }) } },
-      handler: ({ c, principal }) => c.json({ user_id: principal.userId, workspace_id: principal.workspaceId, scheme: principal.scheme }),
+      responses: {
+        200: {
+          description: "The caller",
+          schema: z.object({ user_id: z.string(), workspace_id: z.string(), scheme: z.string() }),
+        },
+      },
+      handler: ({ c, principal }) =>
+        c.json({ user_id: principal.userId, workspace_id: principal.workspaceId, scheme: principal.scheme }),
     });
     router.add({
       method: "get",
@@ -45,7 +51,8 @@ export const identityFeature: Feature = {
       tags: ["identity"],
       body: z.object({ name: z.string().trim().min(1).max(100) }).strict(),
       responses: { 201: { description: "Created", schema: workspace } },
-      handler: async ({ c, principal, body }) => c.json(await createWorkspace(ctx.db, body.name, principal.userId), 201),
+      handler: async ({ c, principal, body }) =>
+        c.json(await createWorkspace(ctx.db, body.name, principal.userId), 201),
     });
     router.add({
       method: "get",
@@ -63,13 +70,25 @@ export const identityFeature: Feature = {
       body: z
         .object({
           name: z.string().trim().min(1).max(100),
-          expires_in_seconds: z.number().int().min(60).max(10 * 365 * 24 * 3600).nullish(),
+          expires_in_seconds: z
+            .number()
+            .int()
+            .min(60)
+            .max(10 * 365 * 24 * 3600)
+            .nullish(),
         })
         .strict(),
       responses: { 201: { description: "Created", schema: apiKeySummary.extend({ key: z.string() }) } },
       handler: async ({ c, principal, body }) => {
-        const expiresAt = body.expires_in_seconds ? new Date(Date.now() + body.expires_in_seconds * 1000).toISOString() : null;
-        const { key, summary } = await createApiKey(ctx.db, { workspaceId: principal.workspaceId, userId: principal.userId, name: body.name, expiresAt });
+        const expiresAt = body.expires_in_seconds
+          ? new Date(Date.now() + body.expires_in_seconds * 1000).toISOString()
+          : null;
+        const { key, summary } = await createApiKey(ctx.db, {
+          workspaceId: principal.workspaceId,
+          userId: principal.userId,
+          name: body.name,
+          expiresAt,
+        });
         return c.json({ ...summary, key }, 201);
       },
     });
@@ -79,7 +98,10 @@ export const identityFeature: Feature = {
       summary: "Revoke an API key",
       tags: ["identity"],
       params: z.object({ key_id: uuid }),
-      responses: { 200: { description: "Revoked", schema: apiKeySummary }, 404: { description: "No such key in this workspace" } },
+      responses: {
+        200: { description: "Revoked", schema: apiKeySummary },
+        404: { description: "No such key in this workspace" },
+      },
       handler: async ({ c, principal, params }) => {
         const revoked = await revokeApiKey(ctx.db, principal.workspaceId, params.key_id);
         if (!revoked) throw notFound("API key");
@@ -91,12 +113,30 @@ export const identityFeature: Feature = {
       path: "/tokens",
       summary: "Issue a bearer token (signed JWT) for the calling user and workspace",
       tags: ["identity"],
-      body: z.object({ expires_in_seconds: z.number().int().min(60).max(30 * 24 * 3600).nullish() }).strict(),
+      body: z
+        .object({
+          expires_in_seconds: z
+            .number()
+            .int()
+            .min(60)
+            .max(30 * 24 * 3600)
+            .nullish(),
+        })
+        .strict(),
       bodyOptional: true,
-      responses: { 201: { description: "Token", schema: z.object({ access_token: z.string(), token_type: z.literal("bearer"), expires_at: z.string() }) } },
+      responses: {
+        201: {
+          description: "Token",
+          schema: z.object({ access_token: z.string(), token_type: z.literal("bearer"), expires_at: z.string() }),
+        },
+      },
       handler: async ({ c, principal, body }) => {
         const ttl = body.expires_in_seconds ?? ctx.config.bearerTtlSeconds;
-        const { token, expiresAt } = await issueBearerToken(ctx.box, { userId: principal.userId, workspaceId: principal.workspaceId }, ttl);
+        const { token, expiresAt } = await issueBearerToken(
+          ctx.box,
+          { userId: principal.userId, workspaceId: principal.workspaceId },
+          ttl,
+        );
         return c.json({ access_token: token, token_type: "bearer" as const, expires_at: expiresAt }, 201);
       },
     });

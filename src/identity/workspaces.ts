@@ -22,7 +22,10 @@ export async function createWorkspace(db: Kysely<Database>, name: string, ownerU
   const ws: Workspace = { id: newId(), name, created_at: now, updated_at: now };
   await db.transaction().execute(async (tx) => {
     await tx.insertInto("workspaces").values(ws).execute();
-    await tx.insertInto("workspace_members").values({ workspace_id: ws.id, user_id: ownerUserId, role: "owner", created_at: now }).execute();
+    await tx
+      .insertInto("workspace_members")
+      .values({ workspace_id: ws.id, user_id: ownerUserId, role: "owner", created_at: now })
+      .execute();
   });
   return ws;
 }

@@ -45,7 +45,10 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   if (pretty) {
     return pino({
       ...base,
-      transport: { target: "pino-pretty", options: { colorize: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname,service" } },
+      transport: {
+        target: "pino-pretty",
+        options: { colorize: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname,service" },
+      },
     });
   }
   return pino(base);

@@ -6,7 +6,8 @@ import { Counter, Histogram, type Registry } from "prom-client";
  * never the raw path, so ids do not make a series each; an unmatched request is `unmatched`.
  */
 export function routeOf(matched: ReadonlyArray<{ path: string; method: string }>): string {
-  for (let i = matched.length - 1; i >= 0; i--) if (matched[i].method !== "ALL" && matched[i].path !== "/*") return matched[i].path;
+  for (let i = matched.length - 1; i >= 0; i--)
+    if (matched[i].method !== "ALL" && matched[i].path !== "/*") return matched[i].path;
   return "unmatched";
 }
 
@@ -16,8 +17,19 @@ export class HttpMetrics {
 
   /** `prefix` names the families (`wharf` for the control plane, `wharf_agent` for an agent server); `subject` starts their help. */
   constructor(registry: Registry, prefix = "wharf", subject = "Control-plane") {
-    this.requests = new Counter({ name: `${prefix}_http_requests_total`, help: `${subject} HTTP requests by method, route pattern and status`, labelNames: ["method", "route", "status"], registers: [registry] });
-    this.duration = new Histogram({ name: `${prefix}_http_request_duration_seconds`, help: `${subject} HTTP request duration by method and route pattern`, labelNames: ["method", "route"], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry] });
+    this.requests = new Counter({
+      name: `${prefix}_http_requests_total`,
+      help: `${subject} HTTP requests by method, route pattern and status`,
+      labelNames: ["method", "route", "status"],
+      registers: [registry],
+    });
+    this.duration = new Histogram({
+      name: `${prefix}_http_request_duration_seconds`,
+      help: `${subject} HTTP request duration by method and route pattern`,
+      labelNames: ["method", "route"],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    });
   }
 
   observe(c: Context, ms: number): void {

@@ -44,7 +44,12 @@ export function createMetricsFeature(): Feature {
       registerStateCollectors(registry, ctx.db, ctx.log);
       stopRuns = registerRunMetrics(registry);
       app.get("/metrics", async (c) => {
-        if (!operatorAuthorized(c.req.header("authorization"), token)) return c.json({ detail: "The metrics need the operator's token (Authorization: Bearer, WHARF_METRICS_TOKEN)" }, 401, { "www-authenticate": "Bearer" });
+        if (!operatorAuthorized(c.req.header("authorization"), token))
+          return c.json(
+            { detail: "The metrics need the operator's token (Authorization: Bearer, WHARF_METRICS_TOKEN)" },
+            401,
+            { "www-authenticate": "Bearer" },
+          );
         return c.body(await registry.metrics(), 200, { "content-type": registry.contentType });
       });
     },

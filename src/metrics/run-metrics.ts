@@ -9,6 +9,12 @@ export const RUN_BUCKETS_SECONDS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 
  * final status. Returns the unsubscribe.
  */
 export function registerRunMetrics(registry: Registry): () => void {
-  const duration = new Histogram({ name: "wharf_run_duration_seconds", help: "Agent runs of this process's agent server, from creation (queue wait included) to their end, by final status", labelNames: ["status"], buckets: RUN_BUCKETS_SECONDS, registers: [registry] });
+  const duration = new Histogram({
+    name: "wharf_run_duration_seconds",
+    help: "Agent runs of this process's agent server, from creation (queue wait included) to their end, by final status",
+    labelNames: ["status"],
+    buckets: RUN_BUCKETS_SECONDS,
+    registers: [registry],
+  });
   return onRunEnded((e) => duration.observe({ status: e.status }, e.seconds));
 }

@@ -12,7 +12,9 @@ import type { Database } from "../store/schema.ts";
 export const BUILD_BUCKETS_SECONDS = [5, 15, 30, 60, 120, 300, 600];
 
 /** Seconds each revision spent BUILDING, from its transitions (entered → left), oldest first. */
-export function buildDurations(rows: ReadonlyArray<{ revision_id: string; from_status: string | null; to_status: string; at: string }>): number[] {
+export function buildDurations(
+  rows: ReadonlyArray<{ revision_id: string; from_status: string | null; to_status: string; at: string }>,
+): number[] {
   const entered = new Map<string, number>();
   const out: number[] = [];
   for (const r of rows) {
@@ -25,9 +27,16 @@ export function buildDurations(rows: ReadonlyArray<{ revision_id: string; from_s
   return out;
 }
 
-async function grouped(db: Kysely<Database>, query: string): Promise<Array<{ key: string; sub: string | null; n: number }>> {
+async function grouped(
+  db: Kysely<Database>,
+  query: string,
+): Promise<Array<{ key: string; sub: string | null; n: number }>> {
   const res = await sql<{ key: string; sub: string | null; n: number | string }>`${sql.raw(query)}`.execute(db);
-  return res.rows.map((r) => ({ key: String(r.key), sub: r.sub === null || r.sub === undefined ? null : String(r.sub), n: Number(r.n) }));
+  return res.rows.map((r) => ({
+    key: String(r.key),
+    sub: r.sub === null || r.sub === undefined ? null : String(r.sub),
+    n: Number(r.n),
+  }));
 }
 
 export function registerStateCollectors(registry: Registry, db: Kysely<Database>, log: Logger): void {
@@ -39,7 +48,13 @@ export function registerStateCollectors(registry: Registry, db: Kysely<Database>
       log.debug({ err, what }, "metrics: a collector had nothing to read");
     }
   };
-  const gauge = (name: string, help: string, labelNames: string[], query: string, label: (r: { key: string; sub: string | null }) => Record<string, string>) =>
+  const gauge = (
+    name: string,
+    help: string,
+    labelNames: string[],
+    query: string,
+    label: (r: { key: string; sub: string | null }) => Record<string, string>,
+  ) =>
     new Gauge({
       name,
       help,
@@ -53,11 +68,41 @@ export function registerStateCollectors(registry: Registry, db: Kysely<Database>
       },
     });
 
-  gauge("wharf_runs", "Agent runs of the control plane's agent server by status", ["status"], "select status as key, null as sub, count(*) as n from agent_runs group by status", (r) => ({ status: r.key }));
-  gauge("wharf_run_queue_depth", "Agent runs waiting to start (status pending)", ["queue"], "select 'pending' as key, null as sub, count(*) as n from agent_runs where status = 'pending'", () => ({ queue: "runs" }));
-  gauge("wharf_deployment_revisions", "Deployment revisions by status", ["status"], "select status as key, null as sub, count(*) as n from deployment_revisions group by status", (r) => ({ status: r.key }));
-  gauge("wharf_sandboxes", "Sandboxes by state", ["state"], "select status as key, null as sub, count(*) as n from sandboxes group by status", (r) => ({ state: r.key }));
-  gauge("wharf_egress_decisions", "Egress decisions in the audit log by kind and decision (rows fold identical events: their counts summed)", ["kind", "decision"], "select kind as key, decision as sub, sum(count) as n from egress_audit_log group by kind, decision", (r) => ({ kind: r.key, decision: r.sub ?? "" }));
+  gauge(
+    "wharf_runs",
+    "Agent runs of the control plane's agent server by status",
+    ["status"],
+    "select status as key, null as sub, count(*) as n from agent_runs group by status",
+    (r) => ({ status: r.key }),
+  );
+  gauge(
+    "wharf_run_queue_depth",
+    "Agent runs waiting to start (status pending)",
+    ["queue"],
+    "select 'pending' as key, null as sub, count(*) as n from agent_runs where status = 'pending'",
+    () => ({ queue: "runs" }),
+  );
+  gauge(
+    "wharf_deployment_revisions",
+    "Deployment revisions by status",
+    ["status"],
+    "select status as key, null as sub, count(*) as n from deployment_revisions group by status",
+    (r) => ({ status: r.key }),
+  );
+  gauge(
+    "wharf_sandboxes",
+    "Sandboxes by state",
+    ["state"],
+    "select status as key, null as sub, count(*) as n from sandboxes group by status",
+    (r) => ({ state: r.key }),
+  );
+  gauge(
+    "wharf_egress_decisions",
+    "Egress decisions in the audit log by kind and decision (rows fold identical events: their counts summed)",
+    ["kind", "decision"],
+    "select kind as key, decision as sub, sum(count) as n from egress_audit_log group by kind, decision",
+    (r) => ({ kind: r.key, decision: r.sub ?? "" }),
+  );
 
   new Histogram({
     name: "wharf_deployment_build_duration_seconds",
@@ -67,7 +112,14 @@ export function registerStateCollectors(registry: Registry, db: Kysely<Database>
     async collect() {
       this.reset();
       await quietly("builds", async () => {
-        const res = await sql<{ revision_id: string; from_status: string | null; to_status: string; at: string }>`select revision_id, from_status, to_status, at from deployment_revision_transitions where to_status = 'BUILDING' or from_status = 'BUILDING' order by at, id`.execute(db);
+        const res = await sql<{
+          revision_id: string;
+          from_status: string | null;
+          to_status: string;
+          at: string;
+        }>`select revision_id, from_status, to_status, at from deployment_revision_transitions where to_status = 'BUILDING' or from_status = 'BUILDING' order by at, id`.execute(
+          db,
+        );
         const rows = res.rows;
         for (const s of buildDurations(rows)) this.observe(s);
       });

@@ -10,5 +10,14 @@ import type { Feature } from "./context.ts";
 
 /** Every part of the platform, in mount order. Each feature adds one line here. */
 export function allFeatures(): Feature[] {
-  return [identityFeature, secretsFeature, createConnectionsFeature(), createEgressFeature(), createSandboxesFeature(), createDeploymentsFeature(), createConsoleFeature(), createMetricsFeature()];
+  return [
+    identityFeature,
+    secretsFeature,
+    createConnectionsFeature(),
+    createEgressFeature(),
+    createSandboxesFeature(),
+    createDeploymentsFeature(),
+    createConsoleFeature(),
+    createMetricsFeature(),
+  ];
 }

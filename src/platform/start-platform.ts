@@ -60,7 +60,11 @@ async function startFeatures(features: Feature[], ctx: PlatformContext, log: Log
 export async function startPlatform(config: WharfConfig, options: StartOptions = {}): Promise<RunningPlatform> {
   const log = options.log ?? createLogger({ level: config.logLevel });
   fs.mkdirSync(config.home, { recursive: true, mode: 0o700 });
-  const store: Store = await openStore({ databaseUrl: config.databaseUrl, home: config.home, pgSchema: options.pgSchema });
+  const store: Store = await openStore({
+    databaseUrl: config.databaseUrl,
+    home: config.home,
+    pgSchema: options.pgSchema,
+  });
   try {
     const applied = await migrateToLatest(store);
     if (applied.length) log.info({ applied }, "database migrations applied");
@@ -68,7 +72,9 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
     await store.close();
     throw err;
   }
-  const box = new SecretBox(loadKeyring(config.home, config.masterKey), () => reloadKeyring(config.home, config.masterKey));
+  const box = new SecretBox(loadKeyring(config.home, config.masterKey), () =>
+    reloadKeyring(config.home, config.masterKey),
+  );
   const boot = await bootstrap(store.db, config.home);
   let cluster: Cluster | null;
   try {
@@ -94,15 +100,26 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
   const tenantDomain = config.settings.WHARF_TENANT_DOMAIN;
   // Replica mode: workload requests whose owner is another replica go there; one process pays nothing.
   const owners = cluster ? features.flatMap((f) => (f.workloadOwner ? [f.workloadOwner(ctx)] : [])) : [];
-  const publicListener = (l: http.RequestListener): http.RequestListener => (cluster ? cluster.wrapListener(l, owners) : l);
+  const publicListener = (l: http.RequestListener): http.RequestListener =>
+    cluster ? cluster.wrapListener(l, owners) : l;
 
   let server: ServerType;
   if (options.listener) {
     server = options.listener.server;
   } else {
     server = await new Promise<ServerType>((resolve, reject) => {
-      const createServer = (opts: http.ServerOptions, listener: http.RequestListener) => http.createServer(opts, tenantRoutedListener(publicListener(listener), tenantDomain));
-      const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port, serverOptions: serverTimeouts(config.settings), createServer: createServer as never }, () => resolve(s));
+      const createServer = (opts: http.ServerOptions, listener: http.RequestListener) =>
+        http.createServer(opts, tenantRoutedListener(publicListener(listener), tenantDomain));
+      const s = serve(
+        {
+          fetch: app.fetch,
+          hostname: config.host,
+          port: config.port,
+          serverOptions: serverTimeouts(config.settings),
+          createServer: createServer as never,
+        },
+        () => resolve(s),
+      );
       s.once("error", reject);
     }).catch(async (err: Error) => {
       await store.close();
@@ -138,7 +155,8 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
   } catch (err) {
     server.close();
     await cluster?.stop();
-    for (const f of [...features].reverse()) await f.stop?.().catch((e) => log.error({ err: e, feature: f.name }, "feature stop after a failed start failed"));
+    for (const f of [...features].reverse())
+      await f.stop?.().catch((e) => log.error({ err: e, feature: f.name }, "feature stop after a failed start failed"));
     await store.close();
     throw err;
   }
@@ -150,7 +168,8 @@ export async function startPlatform(config: WharfConfig, options: StartOptions =
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       if ("closeIdleConnections" in server) (server as { closeIdleConnections(): void }).closeIdleConnections();
       const deadline = new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref());
-      for (const f of [...features].reverse()) await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
+      for (const f of [...features].reverse())
+        await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
       await Promise.race([closed, deadline]);
       if ("closeAllConnections" in server) (server as { closeAllConnections(): void }).closeAllConnections();
       await cluster?.stop();

@@ -30,10 +30,17 @@ const WINDOW_MS = 60_000;
  * failure ends `wharf up` with the child's code; anything else (a fault, a signal from elsewhere,
  * the OOM killer) restarts it, after a delay that doubles with each recent restart (0.25 s up to 30 s).
  */
-export function onChildExit(e: { code: number | null; signal: string | null; stopping: boolean; wasReady: boolean; recentRestarts: number }): ExitDecision {
+export function onChildExit(e: {
+  code: number | null;
+  signal: string | null;
+  stopping: boolean;
+  wasReady: boolean;
+  recentRestarts: number;
+}): ExitDecision {
   const code = e.code ?? 128 + (e.signal ? (os.constants.signals[e.signal as NodeJS.Signals] ?? 1) : 1);
   if (e.stopping) return { action: "exit", code };
-  if (!e.wasReady && (e.code === CANNOT_START_EXIT_CODE || e.code === BAD_CONFIGURATION_EXIT_CODE)) return { action: "exit", code };
+  if (!e.wasReady && (e.code === CANNOT_START_EXIT_CODE || e.code === BAD_CONFIGURATION_EXIT_CODE))
+    return { action: "exit", code };
   return { action: "restart", delayMs: Math.min(30_000, 250 * 2 ** Math.min(e.recentRestarts, 7)) };
 }
 
@@ -82,7 +89,10 @@ export function supervise(early: EarlySupervision, log: Logger = createLogger({ 
       const decision = onChildExit({ code, signal, stopping, wasReady: pc.ready, recentRestarts: restarts.length });
       if (decision.action === "exit") process.exit(decision.code);
       restarts.push(Date.now());
-      log.error({ code, signal, pid: pc.child.pid, restartInMs: decision.delayMs, restartsInLastMinute: restarts.length }, "the platform process ended unexpectedly; starting it again");
+      log.error(
+        { code, signal, pid: pc.child.pid, restartInMs: decision.delayMs, restartsInLastMinute: restarts.length },
+        "the platform process ended unexpectedly; starting it again",
+      );
       pendingStart = setTimeout(() => {
         pendingStart = null;
         watch(early.fork());

@@ -7,7 +7,12 @@ import { SandboxManager } from "./lifecycle/manager.ts";
 import { registerImageSnapshotRoute } from "./images/images.ts";
 import { registerRegistryRoutes } from "./images/registries.ts";
 import { registerSandboxRoutes } from "./api/routes.ts";
-import { proxyServiceUpgrades, registerServiceUrlRoute, SERVICE_PREFIX, serveServiceUrls } from "./links/service-urls.ts";
+import {
+  proxyServiceUpgrades,
+  registerServiceUrlRoute,
+  SERVICE_PREFIX,
+  serveServiceUrls,
+} from "./links/service-urls.ts";
 import { loadSandboxSettings, sandboxSettingsFrom } from "./settings.ts";
 import { sandboxWorkloadOwner } from "./workload-owner.ts";
 
@@ -16,11 +21,15 @@ import { sandboxWorkloadOwner } from "./workload-owner.ts";
  * execute WebSocket), a lifecycle loop, and the local driver. Settings come from the declared
  * `ctx.config.settings`; `env` (tests) replaces them with WHARF_SANDBOX_* values of its own.
  */
-export function createSandboxesFeature(env?: Record<string, string | undefined>): Feature & { manager(): SandboxManager | null } {
+export function createSandboxesFeature(
+  env?: Record<string, string | undefined>,
+): Feature & { manager(): SandboxManager | null } {
   let manager: SandboxManager | null = null;
   const managerFor = (ctx: PlatformContext): SandboxManager => {
     if (manager) return manager;
-    const settings = env ? loadSandboxSettings(ctx.config.home, env) : sandboxSettingsFrom(ctx.config.settings, ctx.config.home);
+    const settings = env
+      ? loadSandboxSettings(ctx.config.home, env)
+      : sandboxSettingsFrom(ctx.config.settings, ctx.config.home);
     const driver =
       settings.driver === "local"
         ? new LocalDriver({

@@ -45,7 +45,9 @@ export async function rotateMasterKey(db: Kysely<Database>, options: RotationOpt
     // A write sealed under the old key just before the file changed lands within this settle time.
     await new Promise((r) => setTimeout(r, 250));
   }
-  const box = new SecretBox(loadKeyring(options.home, options.masterKey), () => reloadKeyring(options.home, options.masterKey));
+  const box = new SecretBox(loadKeyring(options.home, options.masterKey), () =>
+    reloadKeyring(options.home, options.masterKey),
+  );
   let resealed = 0;
   let unreadable: UnreadableRow[] = [];
   let usage = new Map<string, KeyUse[]>();
@@ -72,7 +74,11 @@ export async function rotateMasterKey(db: Kysely<Database>, options: RotationOpt
     retainOnlyKeys(options.home, new Set([box.activeKeyId, ...usage.keys()]));
     if (dropped.length) say(`dropped unused key(s) ${dropped.join(", ")}`);
   } else if (fromEnv) {
-    say(usage.size ? "keep the old keys in WHARF_MASTER_KEY until the rows above are re-encrypted" : "no row uses an older key: WHARF_MASTER_KEY may now list the active key alone");
+    say(
+      usage.size
+        ? "keep the old keys in WHARF_MASTER_KEY until the rows above are re-encrypted"
+        : "no row uses an older key: WHARF_MASTER_KEY may now list the active key alone",
+    );
   }
   return { activeKeyId: box.activeKeyId, resealed, dropped, kept: usage, unreadable };
 }

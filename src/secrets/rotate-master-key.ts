@@ -45,7 +45,11 @@ function sealedIn(loc: SealedLocation, r: AnyRow): { value: SealedValue | null; 
 }
 
 /** Reads one location in key order, `RESEAL_BATCH` rows at a time (keyset pagination). */
-async function* batchesOf(db: Kysely<Database>, loc: SealedLocation, onlyNotUnder: string | null): AsyncGenerator<AnyRow[]> {
+async function* batchesOf(
+  db: Kysely<Database>,
+  loc: SealedLocation,
+  onlyNotUnder: string | null,
+): AsyncGenerator<AnyRow[]> {
   let after: unknown[] | null = null;
   for (;;) {
     let q = untyped(db).selectFrom(loc.table).select(columnsOf(loc));
@@ -75,8 +79,13 @@ async function* batchesOf(db: Kysely<Database>, loc: SealedLocation, onlyNotUnde
  * @deprecated add the column to SEALED_LOCATIONS instead.
  */
 export function registerSealedColumn(column: { table: string; cipherColumn: string }): void {
-  const listed = SEALED_LOCATIONS.some((l) => l.kind === "column" && l.table === column.table && l.cipherColumn === column.cipherColumn);
-  if (!listed) throw new Error(`sealed column ${column.table}.${column.cipherColumn} is missing from src/secrets/sealed-columns.ts`);
+  const listed = SEALED_LOCATIONS.some(
+    (l) => l.kind === "column" && l.table === column.table && l.cipherColumn === column.cipherColumn,
+  );
+  if (!listed)
+    throw new Error(
+      `sealed column ${column.table}.${column.cipherColumn} is missing from src/secrets/sealed-columns.ts`,
+    );
 }
 
 /** @deprecated as `registerSealedColumn`: add the column to SEALED_LOCATIONS instead. */
@@ -92,10 +101,16 @@ async function resealRow(db: Kysely<Database>, box: SecretBox, loc: SealedLocati
   const fresh = box.seal(box.open(value, aad), aad);
   let q;
   if (loc.kind === "column") {
-    q = untyped(db).updateTable(loc.table).set({ [loc.keyIdColumn]: fresh.keyId, [loc.cipherColumn]: fresh.blob }).where(loc.cipherColumn, "=", value.blob);
+    q = untyped(db)
+      .updateTable(loc.table)
+      .set({ [loc.keyIdColumn]: fresh.keyId, [loc.cipherColumn]: fresh.blob })
+      .where(loc.cipherColumn, "=", value.blob);
   } else {
     const text = JSON.stringify({ ...json, [loc.field]: fresh });
-    q = untyped(db).updateTable(loc.table).set({ [loc.jsonColumn]: text }).where(loc.jsonColumn, "=", r[loc.jsonColumn]);
+    q = untyped(db)
+      .updateTable(loc.table)
+      .set({ [loc.jsonColumn]: text })
+      .where(loc.jsonColumn, "=", r[loc.jsonColumn]);
   }
   for (const k of loc.keyColumns) q = q.where(k, "=", r[k]);
   const res = await q.executeTakeFirst();
@@ -106,7 +121,11 @@ async function resealRow(db: Kysely<Database>, box: SecretBox, loc: SealedLocati
  * Re-seals every value of every registered location that is not under the active key. Rows that
  * do not open are left as they are and reported; the rest of the pass goes on.
  */
-export async function resealAll(db: Kysely<Database>, box: SecretBox, locations: readonly SealedLocation[] = SEALED_LOCATIONS): Promise<ResealResult> {
+export async function resealAll(
+  db: Kysely<Database>,
+  box: SecretBox,
+  locations: readonly SealedLocation[] = SEALED_LOCATIONS,
+): Promise<ResealResult> {
   let resealed = 0;
   const unreadable: UnreadableRow[] = [];
   for (const loc of locations) {
@@ -134,7 +153,11 @@ export interface KeyUse {
  * Which key ids the stored values use, read from every row of every location (the proof needed
  * before a key may be dropped). Each key maps to the rows under it, at most `sample` per location.
  */
-export async function scanKeyUsage(db: Kysely<Database>, locations: readonly SealedLocation[] = SEALED_LOCATIONS, sample = 20): Promise<Map<string, KeyUse[]>> {
+export async function scanKeyUsage(
+  db: Kysely<Database>,
+  locations: readonly SealedLocation[] = SEALED_LOCATIONS,
+  sample = 20,
+): Promise<Map<string, KeyUse[]>> {
   const uses = new Map<string, KeyUse[]>();
   for (const loc of locations) {
     const perKey = new Map<string, number>();

@@ -6,7 +6,9 @@ import { deleteSecret, listSecrets, upsertSecrets } from "./secret-store.ts";
 export const SECRET_KEY_PATTERN = /^[A-Za-z_][A-Za-z0-9_.-]{0,127}$/;
 const MAX_SECRET_VALUE_BYTES = 64 * 1024;
 
-const secretKey = z.string().regex(SECRET_KEY_PATTERN, "Secret keys are 1-128 characters: letters, digits, _ . - and not starting with a digit");
+const secretKey = z
+  .string()
+  .regex(SECRET_KEY_PATTERN, "Secret keys are 1-128 characters: letters, digits, _ . - and not starting with a digit");
 const secretSummary = z.object({ key: z.string(), created_at: z.string(), updated_at: z.string() });
 
 const upsertBody = z
@@ -14,7 +16,12 @@ const upsertBody = z
     z
       .object({
         key: secretKey,
-        value: z.string().refine((v) => Buffer.byteLength(v) <= MAX_SECRET_VALUE_BYTES, `Secret values are at most ${MAX_SECRET_VALUE_BYTES} bytes`),
+        value: z
+          .string()
+          .refine(
+            (v) => Buffer.byteLength(v) <= MAX_SECRET_VALUE_BYTES,
+            `Secret values are at most ${MAX_SECRET_VALUE_BYTES} bytes`,
+          ),
       })
       .strict(),
   )
@@ -42,7 +49,14 @@ export const secretsFeature: Feature = {
       handler: async ({ c, principal, body }) => {
         const seen = new Map<string, number>();
         body.forEach((item, i) => {
-          if (seen.has(item.key)) throw new ValidationFailed([{ loc: ["body", i, "key"], msg: `Value error, duplicate key ${item.key} (also at index ${seen.get(item.key)})`, type: "value_error" }]);
+          if (seen.has(item.key))
+            throw new ValidationFailed([
+              {
+                loc: ["body", i, "key"],
+                msg: `Value error, duplicate key ${item.key} (also at index ${seen.get(item.key)})`,
+                type: "value_error",
+              },
+            ]);
           seen.set(item.key, i);
         });
         return c.json(await upsertSecrets(ctx.db, ctx.box, principal.workspaceId, body));

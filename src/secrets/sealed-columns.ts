@@ -43,7 +43,13 @@ export interface SealedJsonField extends SealedBase {
 
 export type SealedLocation = SealedColumn | SealedJsonField;
 
-const row = (table: string, name: string, keyIdColumn: string, cipherColumn: string, purpose: string): SealedColumn => ({
+const row = (
+  table: string,
+  name: string,
+  keyIdColumn: string,
+  cipherColumn: string,
+  purpose: string,
+): SealedColumn => ({
   kind: "column",
   name,
   table,
@@ -55,12 +61,34 @@ const row = (table: string, name: string, keyIdColumn: string, cipherColumn: str
 
 export const SEALED_LOCATIONS: readonly SealedLocation[] = [
   // Workspace secrets (`PUT /v2/secrets`).
-  { kind: "column", name: "secrets.value", table: "secrets", keyColumns: ["workspace_id", "key"], keyIdColumn: "key_id", cipherColumn: "ciphertext", aad: { purpose: "workspace-secret", columns: ["workspace_id", "key"] } },
+  {
+    kind: "column",
+    name: "secrets.value",
+    table: "secrets",
+    keyColumns: ["workspace_id", "key"],
+    keyIdColumn: "key_id",
+    cipherColumn: "ciphertext",
+    aad: { purpose: "workspace-secret", columns: ["workspace_id", "key"] },
+  },
   // Egress: opaque header values and other write-only proxy_config values; the workspace's interception CA key.
   row("egress_sealed_values", "egress.opaque-value", "key_id", "ciphertext", "egress-value"),
-  { kind: "column", name: "egress.ca-key", table: "egress_cas", keyColumns: ["workspace_id"], keyIdColumn: "key_id", cipherColumn: "key_ciphertext", aad: { purpose: "egress-ca", columns: ["workspace_id"] } },
+  {
+    kind: "column",
+    name: "egress.ca-key",
+    table: "egress_cas",
+    keyColumns: ["workspace_id"],
+    keyIdColumn: "key_id",
+    cipherColumn: "key_ciphertext",
+    aad: { purpose: "egress-ca", columns: ["workspace_id"] },
+  },
   // Connections: provider client secrets, OAuth tokens, pending flows (PKCE verifier, authorize URL).
-  row("oauth_providers", "connections.client-secret", "client_secret_key_id", "client_secret_cipher", "oauth-client-secret"),
+  row(
+    "oauth_providers",
+    "connections.client-secret",
+    "client_secret_key_id",
+    "client_secret_cipher",
+    "oauth-client-secret",
+  ),
   row("oauth_tokens", "connections.access-token", "access_key_id", "access_cipher", "oauth-access-token"),
   row("oauth_tokens", "connections.refresh-token", "refresh_key_id", "refresh_cipher", "oauth-refresh-token"),
   row("oauth_auth_requests", "connections.pkce-verifier", "pkce_key_id", "pkce_cipher", "oauth-pkce-verifier"),
@@ -70,14 +98,36 @@ export const SEALED_LOCATIONS: readonly SealedLocation[] = [
   row("deployments", "deployments.api-key", "api_key_key_id", "api_key_ciphertext", "deployment-api-key"),
   row("deployments", "deployments.agent-key", "agent_key_key_id", "agent_key_ciphertext", "deployment-agent-key"),
   // Deployments on PostgreSQL: the password of the deployment's own database role.
-  row("deployments", "deployments.db-password", "db_password_key_id", "db_password_ciphertext", "deployment-db-password"),
+  row(
+    "deployments",
+    "deployments.db-password",
+    "db_password_key_id",
+    "db_password_ciphertext",
+    "deployment-db-password",
+  ),
   // Sandboxes: the environment given at creation.
   row("sandboxes", "sandboxes.env", "env_key_id", "env_ciphertext", "sandbox-env"),
   // Sandboxes: image registry passwords (write-only).
   row("sandbox_registries", "sandboxes.registry-password", "password_key_id", "password_cipher", "sandbox-registry"),
   // Agent server: the creator of a cron (replayed on every tick) and a queued run's caller data.
-  { kind: "column", name: "agent-server.cron-auth", table: "agent_crons", keyColumns: ["server_id", "cron_id"], keyIdColumn: "auth_key_id", cipherColumn: "auth_sealed", aad: { purpose: "agent-cron-auth", columns: ["server_id", "cron_id"] } },
-  { kind: "json", name: "agent-server.run-private", table: "agent_runs", keyColumns: ["run_id"], jsonColumn: "kwargs", field: "sealed_private", aad: { purpose: "agent-run-private", columns: ["server_id", "run_id"] } },
+  {
+    kind: "column",
+    name: "agent-server.cron-auth",
+    table: "agent_crons",
+    keyColumns: ["server_id", "cron_id"],
+    keyIdColumn: "auth_key_id",
+    cipherColumn: "auth_sealed",
+    aad: { purpose: "agent-cron-auth", columns: ["server_id", "cron_id"] },
+  },
+  {
+    kind: "json",
+    name: "agent-server.run-private",
+    table: "agent_runs",
+    keyColumns: ["run_id"],
+    jsonColumn: "kwargs",
+    field: "sealed_private",
+    aad: { purpose: "agent-run-private", columns: ["server_id", "run_id"] },
+  },
 ];
 
 /** The associated data of one row of a location. */

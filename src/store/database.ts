@@ -59,7 +59,10 @@ async function openPostgres(url: string, schema: string | undefined, poolSize: n
     await pool.end().catch(() => {
       // The pool never connected; the connection error below is the one worth reporting.
     });
-    throw new StoreError(`cannot reach PostgreSQL at ${redactUrl(url, "postgres://(unparseable url)")}: ${(err as Error).message}`, { cause: err });
+    throw new StoreError(
+      `cannot reach PostgreSQL at ${redactUrl(url, "postgres://(unparseable url)")}: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
   pool.on("error", () => {
     /* idle client errors are surfaced on the next query */
@@ -71,7 +74,9 @@ async function openPostgres(url: string, schema: string | undefined, poolSize: n
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const url = options.databaseUrl;
   if (url && /^postgres(ql)?:\/\//.test(url)) return openPostgres(url, options.pgSchema, options.poolSize ?? 10);
-  const file = url?.startsWith("sqlite:") ? path.resolve(url.slice("sqlite:".length)) : path.join(options.home, "wharf.db");
+  const file = url?.startsWith("sqlite:")
+    ? path.resolve(url.slice("sqlite:".length))
+    : path.join(options.home, "wharf.db");
   try {
     return openSqlite(file);
   } catch (err) {

@@ -32,7 +32,12 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
     const { rows } = await sql<{ s: string }>`select current_schema() as s`.execute(store.db);
     migrationTableSchema = rows[0]?.s ?? undefined;
   }
-  const migrator = new Migrator({ db: store.db, provider: new FolderMigrationProvider(), allowUnorderedMigrations: true, migrationTableSchema });
+  const migrator = new Migrator({
+    db: store.db,
+    provider: new FolderMigrationProvider(),
+    allowUnorderedMigrations: true,
+    migrationTableSchema,
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === "Error")?.migrationName;

@@ -40,7 +40,9 @@ class OwnSchemaIntrospector implements DatabaseIntrospector {
   }
 
   async getTables(options: DatabaseMetadataOptions = { withInternalKyselyTables: false }): Promise<TableMetadata[]> {
-    const hideKysely = options.withInternalKyselyTables ? sql`` : sql`and c.relname not in (${DEFAULT_MIGRATION_TABLE}, ${DEFAULT_MIGRATION_LOCK_TABLE})`;
+    const hideKysely = options.withInternalKyselyTables
+      ? sql``
+      : sql`and c.relname not in (${DEFAULT_MIGRATION_TABLE}, ${DEFAULT_MIGRATION_LOCK_TABLE})`;
     const { rows } = await sql<ColumnRow>`
       select c.relname as table, c.relkind as table_type, ns.nspname as schema, a.attname as column,
              typ.typname as type, dtns.nspname as type_schema, a.attnotnull as not_null, a.atthasdef as has_default,
@@ -66,7 +68,8 @@ function tablesOf(rows: ColumnRow[]): TableMetadata[] {
   const tables = new Map<string, TableMetadata & { columns: TableMetadata["columns"][number][] }>();
   for (const r of rows) {
     let table = tables.get(r.table);
-    if (!table) tables.set(r.table, (table = { name: r.table, schema: r.schema, isView: r.table_type === "v", columns: [] }));
+    if (!table)
+      tables.set(r.table, (table = { name: r.table, schema: r.schema, isView: r.table_type === "v", columns: [] }));
     table.columns.push({
       name: r.column,
       dataType: r.type,

@@ -9,7 +9,9 @@ function postThenHangUp(url: string, body: unknown): Promise<string> {
   const json = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(u.port), u.hostname, () =>
-      socket.write(`POST ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`),
+      socket.write(
+        `POST ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`,
+      ),
     );
     socket.once("data", (d: Buffer) => {
       socket.destroy();
@@ -33,7 +35,11 @@ describe("abandoned waits", () => {
         process.off("unhandledRejection", record);
       });
       // Slower than a second: the answer starts with keep-alive newlines, then the client leaves.
-      const first = await postThenHangUp(`${server.url}/runs/wait`, { assistant_id: "slow", input: { messages: [{ role: "human", content: "sleep 1800" }] }, on_disconnect: onDisconnect });
+      const first = await postThenHangUp(`${server.url}/runs/wait`, {
+        assistant_id: "slow",
+        input: { messages: [{ role: "human", content: "sleep 1800" }] },
+        on_disconnect: onDisconnect,
+      });
       assert.match(first, /^HTTP\/1.1 200/);
       await new Promise((r) => setTimeout(r, 2500));
       assert.deepEqual(faults.map(String), []);

@@ -57,7 +57,15 @@ const ROUTES: Array<[string, string]> = [
   ["POST", "/store/items/search"],
   ["POST", "/store/namespaces"],
 ];
-const BODIES = ["{", "[]", "null", '"x"', "42", '{"assistant_id": 5, "thread_id": [], "metadata": "m", "limit": -1, "namespace": "a", "key": 3, "values": 1, "input": 1, "config": 7, "schedule": 9, "checkpoint": "c"}', '{"assistant_id":"' + U + '","input":{}}'];
+const BODIES = [
+  "{",
+  "[]",
+  "null",
+  '"x"',
+  "42",
+  '{"assistant_id": 5, "thread_id": [], "metadata": "m", "limit": -1, "namespace": "a", "key": 3, "values": 1, "input": 1, "config": 7, "schedule": 9, "checkpoint": "c"}',
+  '{"assistant_id":"' + U + '","input":{}}',
+];
 
 test("bad input on every route is a 4xx with a reason, never a 5xx", async (t) => {
   const server = await startTestAgentServer(t, { open: true });
@@ -67,9 +75,14 @@ test("bad input on every route is a 4xx with a reason, never a 5xx", async (t) =
     const variants = method === "GET" || method === "DELETE" ? [undefined, ...BODIES.slice(0, 2)] : BODIES;
     for (const body of variants) {
       for (const p of [path, path.replace(U, "not-a-uuid")]) {
-        const res = await fetch(`${server.url}${p}`, { method, headers: { "content-type": "application/json" }, body: method === "GET" ? undefined : body });
+        const res = await fetch(`${server.url}${p}`, {
+          method,
+          headers: { "content-type": "application/json" },
+          body: method === "GET" ? undefined : body,
+        });
         const text = await res.text();
-        if (res.status >= 500 || (res.status >= 400 && !text.trim())) problems.push(`${method} ${p} ${body ?? ""} → ${res.status} ${text.slice(0, 120)}`);
+        if (res.status >= 500 || (res.status >= 400 && !text.trim()))
+          problems.push(`${method} ${p} ${body ?? ""} → ${res.status} ${text.slice(0, 120)}`);
       }
     }
   }

@@ -4,7 +4,13 @@ import { test } from "node:test";
 import pg from "pg";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { emptyCheckpoint } from "@langchain/langgraph";
-import { checkpointOwner, fenceStatement, fencingPool, idleInTransactionMs, LeaseLostError } from "../../src/agent-server/storage/checkpoint-fence.ts";
+import {
+  checkpointOwner,
+  fenceStatement,
+  fencingPool,
+  idleInTransactionMs,
+  LeaseLostError,
+} from "../../src/agent-server/storage/checkpoint-fence.ts";
 import { takeoverLockTimeoutMs } from "../../src/agent-server/runs/run-housekeeping.ts";
 import { POSTGRES_URL, postgresReachable, requireCapability } from "../support/requirements.ts";
 
@@ -20,7 +26,10 @@ test("checkpoint fence: the limits follow the lease", () => {
     assert.equal(idleInTransactionMs(lease), idle, `idle for lease ${lease}`);
     assert.equal(takeoverLockTimeoutMs(Math.floor(lease / 3)), lock, `lock wait for lease ${lease}`);
   }
-  assert.match(fenceStatement(), /FROM agent_runs WHERE run_id = \$1 AND worker_id = \$2 AND status = 'running' FOR SHARE$/);
+  assert.match(
+    fenceStatement(),
+    /FROM agent_runs WHERE run_id = \$1 AND worker_id = \$2 AND status = 'running' FOR SHARE$/,
+  );
   assert.match(fenceStatement('we"ird'), /FROM "weird"\.agent_runs /);
 });
 
@@ -40,7 +49,15 @@ test("checkpoint fence: a run's checkpoint transaction holds off a takeover and 
   const saver = new PostgresSaver(fencingPool(pool, schema), undefined, { schema });
   await saver.setup();
   const config = { configurable: { thread_id: "th", checkpoint_ns: "" } };
-  const put = (owner: { runId: string; workerId: string }) => checkpointOwner.run(owner, () => saver.put(config, { ...emptyCheckpoint(), id: crypto.randomUUID() }, { source: "loop", step: 1, parents: {} }, {}));
+  const put = (owner: { runId: string; workerId: string }) =>
+    checkpointOwner.run(owner, () =>
+      saver.put(
+        config,
+        { ...emptyCheckpoint(), id: crypto.randomUUID() },
+        { source: "loop", step: 1, parents: {} },
+        {},
+      ),
+    );
 
   await put({ runId: "r1", workerId: "w1" });
   assert.equal((await saver.list(config).next()).done, false, "the owner's checkpoint is written");
@@ -52,7 +69,9 @@ test("checkpoint fence: a run's checkpoint transaction holds off a takeover and 
   try {
     await takeover.query("BEGIN");
     await takeover.query("SET LOCAL lock_timeout = 200");
-    await assert.rejects(takeover.query(`UPDATE ${schema}.agent_runs SET worker_id = 'w2' WHERE run_id = 'r1'`), { code: "55P03" });
+    await assert.rejects(takeover.query(`UPDATE ${schema}.agent_runs SET worker_id = 'w2' WHERE run_id = 'r1'`), {
+      code: "55P03",
+    });
     await takeover.query("ROLLBACK");
     await open.query("COMMIT");
     open.release();

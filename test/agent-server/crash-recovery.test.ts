@@ -14,14 +14,31 @@ import { BASIC_PROJECT } from "./support.ts";
 
 test("planRecovery: stateless runs go, thread runs resume once (from their checkpoint when they wrote it)", () => {
   const sealed = { keyId: "k", blob: "b" };
-  const base = { input: { x: 1 }, command: null, config: {}, stream_mode: ["values"], temporary: false, subgraphs: false, resumable: false, on_disconnect: "continue" as const };
+  const base = {
+    input: { x: 1 },
+    command: null,
+    config: {},
+    stream_mode: ["values"],
+    temporary: false,
+    subgraphs: false,
+    resumable: false,
+    on_disconnect: "continue" as const,
+  };
   assert.deepEqual(planRecovery(base, { temporary: true, headRunId: null, runId: "r" }), { action: "delete" });
   assert.equal(planRecovery(base, { temporary: false, headRunId: null, runId: "r" }).action, "error"); // nothing sealed
   const fresh = planRecovery({ ...base, sealed_private: sealed }, { temporary: false, headRunId: "other", runId: "r" });
-  assert.ok(fresh.action === "resume" && !fresh.fromCheckpoint && fresh.kwargs.attempt === 2 && (fresh.kwargs.input as { x: number }).x === 1);
+  assert.ok(
+    fresh.action === "resume" &&
+      !fresh.fromCheckpoint &&
+      fresh.kwargs.attempt === 2 &&
+      (fresh.kwargs.input as { x: number }).x === 1,
+  );
   const cont = planRecovery({ ...base, sealed_private: sealed }, { temporary: false, headRunId: "r", runId: "r" });
   assert.ok(cont.action === "resume" && cont.fromCheckpoint && cont.kwargs.input === null);
-  const again = planRecovery({ ...base, sealed_private: sealed, attempt: MAX_ATTEMPTS }, { temporary: false, headRunId: "r", runId: "r" });
+  const again = planRecovery(
+    { ...base, sealed_private: sealed, attempt: MAX_ATTEMPTS },
+    { temporary: false, headRunId: "r", runId: "r" },
+  );
   assert.equal(again.action, "error");
 });
 
@@ -38,20 +55,36 @@ test("worker ids: a dead process of this machine is recognised, anything else is
 /** Starts `wharf agent-server` as a child on a home, with a thread run of `slow` executing in it. */
 async function crashDuringRun(t: TestContext, home: string, sleepMs: number) {
   const port = await freePort();
-  const child = runWharf(["agent-server", "--project", BASIC_PROJECT, "--port", String(port), "--open", "--server-id", "crash"], { env: { WHARF_HOME: home } });
+  const child = runWharf(
+    ["agent-server", "--project", BASIC_PROJECT, "--port", String(port), "--open", "--server-id", "crash"],
+    { env: { WHARF_HOME: home } },
+  );
   t.after(() => child.child.kill("SIGKILL"));
   await waitForOk(`http://127.0.0.1:${port}/ok`, 60_000);
   const client = new Client({ apiUrl: `http://127.0.0.1:${port}`, apiKey: null, callerOptions: { maxRetries: 0 } });
   const thread = await client.threads.create({ graphId: "slow" });
-  const run = await client.runs.create(thread.thread_id, "slow", { input: { messages: [{ role: "human", content: `sleep ${sleepMs}` }] } });
-  for (let i = 0; i < 100 && (await client.runs.get(thread.thread_id, run.run_id)).status !== "running"; i++) await new Promise((r) => setTimeout(r, 50));
+  const run = await client.runs.create(thread.thread_id, "slow", {
+    input: { messages: [{ role: "human", content: `sleep ${sleepMs}` }] },
+  });
+  for (let i = 0; i < 100 && (await client.runs.get(thread.thread_id, run.run_id)).status !== "running"; i++)
+    await new Promise((r) => setTimeout(r, 50));
   child.child.kill("SIGKILL");
   await child.exited;
   return { threadId: thread.thread_id, runId: run.run_id };
 }
 
 async function restart(t: TestContext, home: string, exclusive = false) {
-  const server = await startAgentServer({ projectDir: BASIC_PROJECT, host: "127.0.0.1", port: 0, databaseUrl: null, home, open: true, serverId: "crash", exclusive, log: createLogger({ level: "silent" }) });
+  const server = await startAgentServer({
+    projectDir: BASIC_PROJECT,
+    host: "127.0.0.1",
+    port: 0,
+    databaseUrl: null,
+    home,
+    open: true,
+    serverId: "crash",
+    exclusive,
+    log: createLogger({ level: "silent" }),
+  });
   t.after(() => server.stop());
   return { server, client: new Client({ apiUrl: server.url, apiKey: null, callerOptions: { maxRetries: 0 } }) };
 }
@@ -67,7 +100,10 @@ test("kill -9 during a run: the restarted server resumes it at once from its che
   assert.ok(Date.now() - started < 10_000);
   assert.equal((await client.runs.get(threadId, runId)).status, "success");
   const state = await client.threads.getState<{ messages: Array<{ type: string; content: string }> }>(threadId);
-  assert.deepEqual(state.values.messages.map((m) => `${m.type}:${m.content}`), ["human:sleep 1500", "ai:done: sleep 1500"]);
+  assert.deepEqual(
+    state.values.messages.map((m) => `${m.type}:${m.content}`),
+    ["human:sleep 1500", "ai:done: sleep 1500"],
+  );
   assert.equal((await client.threads.get(threadId)).status, "idle");
 });
 

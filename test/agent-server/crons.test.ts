@@ -12,7 +12,8 @@ import { BASIC_PROJECT, loopbackHooks, startTestAgentServer, webhookSink, type T
 const hi = { messages: [{ role: "human", content: "hi" }] };
 const PAST = "2000-01-01T00:00:00.000Z";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const contents = (v: unknown) => ((v as { messages?: Array<{ content: string }> } | null)?.messages ?? []).map((m) => m.content);
+const contents = (v: unknown) =>
+  ((v as { messages?: Array<{ content: string }> } | null)?.messages ?? []).map((m) => m.content);
 
 /** Servers started after this see it: a short scheduler tick, so firings are quick to observe. */
 const withTick = (ms: number) => {
@@ -21,7 +22,11 @@ const withTick = (ms: number) => {
 
 /** Makes a cron due now, as if its time had come, through the server's own database handle. */
 async function makeDue(server: TestAgentServer, cronId: string): Promise<void> {
-  await server.server.ctx.db.updateTable("agent_crons").set({ next_run_date: PAST }).where("cron_id", "=", cronId).execute();
+  await server.server.ctx.db
+    .updateTable("agent_crons")
+    .set({ next_run_date: PAST })
+    .where("cron_id", "=", cronId)
+    .execute();
 }
 
 async function cronRow(server: TestAgentServer, cronId: string) {
@@ -35,7 +40,10 @@ async function cronRow(server: TestAgentServer, cronId: string) {
 function cronAuthProject(): string {
   const dir = tempHome("wharf-cron-auth-");
   const graphs = path.join(BASIC_PROJECT, "src/graphs.ts");
-  fs.writeFileSync(path.join(dir, "langgraph.json"), JSON.stringify({ graphs: { echo: `${graphs}:echo`, whoami: `${graphs}:whoami` }, auth: { path: "./auth.ts" } }));
+  fs.writeFileSync(
+    path.join(dir, "langgraph.json"),
+    JSON.stringify({ graphs: { echo: `${graphs}:echo`, whoami: `${graphs}:whoami` }, auth: { path: "./auth.ts" } }),
+  );
   const sdkAuth = import.meta.resolve("@langchain/langgraph-sdk/auth");
   fs.writeFileSync(
     path.join(dir, "auth.ts"),
@@ -75,7 +83,12 @@ for (const dialect of DIALECTS) {
 
       const thread = await client.threads.create();
       const before = Date.now();
-      const onThread = await client.crons.createForThread(thread.thread_id, "echo", { schedule: "0 9 1 1 *", input: hi, metadata: { k: "v" }, multitaskStrategy: "enqueue" });
+      const onThread = await client.crons.createForThread(thread.thread_id, "echo", {
+        schedule: "0 9 1 1 *",
+        input: hi,
+        metadata: { k: "v" },
+        multitaskStrategy: "enqueue",
+      });
       assert.match(onThread.cron_id, UUID);
       assert.equal(onThread.thread_id, thread.thread_id);
       assert.equal(onThread.assistant_id, systemAssistantId("echo"));
@@ -89,23 +102,46 @@ for (const dialect of DIALECTS) {
       assert.ok(onThread.user_id, "the creator (the API key's user) is recorded");
       assert.equal((onThread as unknown as Cron).enabled, true);
 
-      const stateless = await client.crons.create("echo", { schedule: "*/5 * * * *", input: hi, onRunCompleted: "keep" });
+      const stateless = await client.crons.create("echo", {
+        schedule: "*/5 * * * *",
+        input: hi,
+        onRunCompleted: "keep",
+      });
       assert.equal(stateless.thread_id, null);
       assert.equal((stateless as unknown as Cron).on_run_completed, "keep");
       assert.ok(Date.parse(stateless.next_run_date) - before <= 5 * 60_000);
 
       assert.equal((await client.crons.search()).length, 2);
-      assert.deepEqual((await client.crons.search({ threadId: thread.thread_id })).map((c) => c.cron_id), [onThread.cron_id]);
-      assert.equal((await client.crons.search({ assistantId: "echo" })).length, 2, "a graph id stands for its default assistant");
+      assert.deepEqual(
+        (await client.crons.search({ threadId: thread.thread_id })).map((c) => c.cron_id),
+        [onThread.cron_id],
+      );
+      assert.equal(
+        (await client.crons.search({ assistantId: "echo" })).length,
+        2,
+        "a graph id stands for its default assistant",
+      );
       assert.equal((await client.crons.search({ assistantId: systemAssistantId("slow") })).length, 0);
-      assert.deepEqual((await client.crons.search({ sortBy: "next_run_date", sortOrder: "asc" })).map((c) => c.cron_id), [stateless.cron_id, onThread.cron_id]);
-      assert.deepEqual((await client.crons.search({ limit: 1, offset: 1, sortBy: "created_at", sortOrder: "asc" })).map((c) => c.cron_id), [stateless.cron_id]);
+      assert.deepEqual(
+        (await client.crons.search({ sortBy: "next_run_date", sortOrder: "asc" })).map((c) => c.cron_id),
+        [stateless.cron_id, onThread.cron_id],
+      );
+      assert.deepEqual(
+        (await client.crons.search({ limit: 1, offset: 1, sortBy: "created_at", sortOrder: "asc" })).map(
+          (c) => c.cron_id,
+        ),
+        [stateless.cron_id],
+      );
       const selected = await client.crons.search({ select: ["cron_id", "schedule"], threadId: thread.thread_id });
       assert.deepEqual(selected, [{ cron_id: onThread.cron_id, schedule: "0 9 1 1 *" }]);
       assert.equal(await client.crons.count(), 2);
       assert.equal(await client.crons.count({ threadId: thread.thread_id }), 1);
 
-      const updated = await client.crons.update(stateless.cron_id, { schedule: "0 0 1 1 *", metadata: { x: 1 }, input: { messages: [] } });
+      const updated = await client.crons.update(stateless.cron_id, {
+        schedule: "0 0 1 1 *",
+        metadata: { x: 1 },
+        input: { messages: [] },
+      });
       assert.equal(updated.schedule, "0 0 1 1 *");
       assert.match(updated.next_run_date!, /^\d{4}-01-01T00:00:00\.000Z$/);
       assert.deepEqual(updated.metadata, { x: 1 });
@@ -124,7 +160,12 @@ for (const dialect of DIALECTS) {
       const server = await startTestAgentServer(t, { dialect });
       if (!server) return;
       const client = server.client();
-      const post = (p: string, body: unknown) => fetch(`${server.url}${p}`, { method: "POST", headers: { "x-api-key": server.apiKey!, "content-type": "application/json" }, body: JSON.stringify(body) });
+      const post = (p: string, body: unknown) =>
+        fetch(`${server.url}${p}`, {
+          method: "POST",
+          headers: { "x-api-key": server.apiKey!, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
 
       for (const schedule of ["not a cron", "61 * * * *", "1 2", "* * * * * * *"]) {
         const res = await post("/runs/crons", { assistant_id: "echo", schedule });
@@ -139,7 +180,10 @@ for (const dialect of DIALECTS) {
       assert.equal(badEnd.status, 422);
       await assert.rejects(client.crons.create("echo", { schedule: "every minute" }), /HTTP 422/);
       await assert.rejects(client.crons.create("nope", { schedule: "* * * * *" }), /HTTP 404/);
-      await assert.rejects(client.crons.createForThread("00000000-0000-4000-8000-000000000000", "echo", { schedule: "* * * * *" }), /HTTP 404/);
+      await assert.rejects(
+        client.crons.createForThread("00000000-0000-4000-8000-000000000000", "echo", { schedule: "* * * * *" }),
+        /HTTP 404/,
+      );
       const ok = await client.crons.create("echo", { schedule: "@daily" });
       await assert.rejects(client.crons.update(ok.cron_id, { schedule: "99 * * * *" }), /HTTP 422/);
       assert.equal(await client.crons.count(), 1);
@@ -153,9 +197,25 @@ for (const dialect of DIALECTS) {
       const hook = await webhookSink(t);
       const thread = await client.threads.create();
       const yearly = "0 0 1 1 *";
-      const onThread = await client.crons.createForThread(thread.thread_id, "echo", { schedule: yearly, input: hi, webhook: hook.url, metadata: { which: "thread" } });
-      const kept = await client.crons.create("echo", { schedule: yearly, input: hi, webhook: hook.url, onRunCompleted: "keep", metadata: { which: "kept" } });
-      const dropped = await client.crons.create("echo", { schedule: yearly, input: hi, webhook: hook.url, metadata: { which: "dropped" } });
+      const onThread = await client.crons.createForThread(thread.thread_id, "echo", {
+        schedule: yearly,
+        input: hi,
+        webhook: hook.url,
+        metadata: { which: "thread" },
+      });
+      const kept = await client.crons.create("echo", {
+        schedule: yearly,
+        input: hi,
+        webhook: hook.url,
+        onRunCompleted: "keep",
+        metadata: { which: "kept" },
+      });
+      const dropped = await client.crons.create("echo", {
+        schedule: yearly,
+        input: hi,
+        webhook: hook.url,
+        metadata: { which: "dropped" },
+      });
       for (const c of [onThread, kept, dropped]) await makeDue(server, c.cron_id);
 
       await until("three firings", async () => hook.received.length >= 3);
@@ -191,7 +251,13 @@ for (const dialect of DIALECTS) {
       const res = await fetch(`${server.url}/runs/crons`, {
         method: "POST",
         headers: { "x-api-key": server.apiKey!, "content-type": "application/json" },
-        body: JSON.stringify({ assistant_id: "echo", schedule: "* * * * * *", input: hi, webhook: hook.url, end_time: "2001-02-03T04:05:06+01:00" }),
+        body: JSON.stringify({
+          assistant_id: "echo",
+          schedule: "* * * * * *",
+          input: hi,
+          webhook: hook.url,
+          end_time: "2001-02-03T04:05:06+01:00",
+        }),
       });
       assert.equal(res.status, 200);
       const ended = (await res.json()) as Cron;
@@ -200,7 +266,12 @@ for (const dialect of DIALECTS) {
       const later = await client.crons.create("echo", { schedule: "* * * * * *", input: hi, webhook: hook.url });
       const endedLater = await client.crons.update(later.cron_id, { endTime: "2002-01-01T00:00:00Z" });
       assert.equal(endedLater.next_run_date, null);
-      const disabled = await client.crons.create("echo", { schedule: "* * * * * *", input: hi, webhook: hook.url, enabled: false });
+      const disabled = await client.crons.create("echo", {
+        schedule: "* * * * * *",
+        input: hi,
+        webhook: hook.url,
+        enabled: false,
+      });
       assert.equal((disabled as unknown as Cron).enabled, false);
 
       for (const c of [ended, later, disabled]) await makeDue(server, c.cron_id);
@@ -219,18 +290,27 @@ for (const dialect of DIALECTS) {
       const second = await first.restart({ stopFirst: false });
       const client = first.client();
       const thread = await client.threads.create();
-      const cron = await client.crons.createForThread(thread.thread_id, "echo", { schedule: "0 0 1 1 *", input: hi, multitaskStrategy: "enqueue" });
+      const cron = await client.crons.createForThread(thread.thread_id, "echo", {
+        schedule: "0 0 1 1 *",
+        input: hi,
+        multitaskStrategy: "enqueue",
+      });
 
       // Bare claims from two connection pools: exactly one wins.
       await makeDue(first, cron.cron_id);
-      const claims = await Promise.all([first, second, first, second, first, second].map((s) => claimDueCrons(s.server.ctx, new Date())));
+      const claims = await Promise.all(
+        [first, second, first, second, first, second].map((s) => claimDueCrons(s.server.ctx, new Date())),
+      );
       assert.equal(claims.flat().length, 1);
       assert.equal((await cronRow(first, cron.cron_id))?.next_run_date?.slice(4), "-01-01T00:00:00.000Z");
 
       // Whole scheduler passes in both servers at once: one run.
       await makeDue(first, cron.cron_id);
       const fired = await Promise.all([first.server.crons.tick(), second.server.crons.tick()]);
-      assert.equal(fired.reduce((a, b) => a + b, 0), 1);
+      assert.equal(
+        fired.reduce((a, b) => a + b, 0),
+        1,
+      );
       const runs = await until("the run to end", async () => {
         const list = await client.runs.list(thread.thread_id);
         return list.length === 1 && list[0].status === "success" ? list : null;
@@ -259,17 +339,27 @@ for (const dialect of DIALECTS) {
       assert.equal(await bob.crons.count(), 0);
       await assert.rejects(bob.crons.update(mine.cron_id, { schedule: "@daily" }), /HTTP 404/);
       await assert.rejects(bob.crons.delete(mine.cron_id), /HTTP 404/);
-      const read = await fetch(`${server.url}/runs/crons/${mine.cron_id}`, { headers: { authorization: "Bearer user-bob" } });
+      const read = await fetch(`${server.url}/runs/crons/${mine.cron_id}`, {
+        headers: { authorization: "Bearer user-bob" },
+      });
       assert.equal(read.status, 404);
-      const own = await fetch(`${server.url}/runs/crons/${mine.cron_id}`, { headers: { authorization: "Bearer user-alice" } });
+      const own = await fetch(`${server.url}/runs/crons/${mine.cron_id}`, {
+        headers: { authorization: "Bearer user-alice" },
+      });
       assert.equal(((await own.json()) as Cron).cron_id, mine.cron_id);
       // An update keeps the owner stamp (metadata merges).
-      assert.deepEqual((await alice.crons.update(mine.cron_id, { metadata: { note: "m" } })).metadata, { note: "m", owner: "alice" });
+      assert.deepEqual((await alice.crons.update(mine.cron_id, { metadata: { note: "m" } })).metadata, {
+        note: "m",
+        owner: "alice",
+      });
 
       // A thread cron needs a thread the caller can see.
       const thread = await alice.threads.create();
       await assert.rejects(bob.crons.createForThread(thread.thread_id, "whoami", { schedule: "@hourly" }), /HTTP 404/);
-      const onThread = await alice.crons.createForThread(thread.thread_id, "whoami", { schedule: "@yearly", input: hi });
+      const onThread = await alice.crons.createForThread(thread.thread_id, "whoami", {
+        schedule: "@yearly",
+        input: hi,
+      });
       await makeDue(server, onThread.cron_id);
       assert.equal(await server.server.crons.tick(), 1);
       const state = await until("the firing's answer", async () => {

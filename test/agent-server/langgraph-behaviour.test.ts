@@ -15,15 +15,25 @@ describe("behaves like the LangGraph server", () => {
     if (!server) return;
     const client = server.client();
     const found = await client.assistants.search({ name: "ECH" });
-    assert.deepEqual(found.map((a) => a.graph_id), ["echo"]);
+    assert.deepEqual(
+      found.map((a) => a.graph_id),
+      ["echo"],
+    );
     assert.deepEqual(await client.assistants.search({ name: "%" }), []);
     const res = await fetch(`${server.url}/assistants/6f1c2a64-0000-4000-8000-000000000000`);
     assert.equal(res.status, 404);
     assert.equal(await res.text(), "Assistant not found");
     // A run without assistant_id: a 422 naming the field.
-    const missing = await fetch(`${server.url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: say("x") }) });
+    const missing = await fetch(`${server.url}/runs/wait`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input: say("x") }),
+    });
     assert.equal(missing.status, 422);
-    assert.deepEqual(((await missing.json()) as { detail: Array<{ loc: string[] }> }).detail[0].loc, ["body", "assistant_id"]);
+    assert.deepEqual(((await missing.json()) as { detail: Array<{ loc: string[] }> }).detail[0].loc, [
+      "body",
+      "assistant_id",
+    ]);
   });
 
   test("runs: pending until started, after_seconds, replay of an ended run, cancel of an ended run", async (t) => {
@@ -44,15 +54,24 @@ describe("behaves like the LangGraph server", () => {
 
     // Stateless delayed run: waits, then answers.
     const t0 = Date.now();
-    const stateless = (await client.runs.wait(null, "echo", { input: say("s"), afterSeconds: 0.5 })) as { messages: Array<{ content: string }> };
+    const stateless = (await client.runs.wait(null, "echo", { input: say("s"), afterSeconds: 0.5 })) as {
+      messages: Array<{ content: string }>;
+    };
     assert.equal(stateless.messages.at(-1)!.content, "echo: s");
     assert.ok(Date.now() - t0 >= 450);
 
     // An ended run's events replay from the start with Last-Event-ID -1 (the SDK's joinStream).
-    const run = await client.runs.create(thread.thread_id, "echo", { input: say("replay me"), streamMode: ["values", "updates"], streamResumable: true });
+    const run = await client.runs.create(thread.thread_id, "echo", {
+      input: say("replay me"),
+      streamMode: ["values", "updates"],
+      streamResumable: true,
+    });
     await client.runs.join(thread.thread_id, run.run_id);
     const replayed = await collect(client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "-1" }));
-    assert.deepEqual(replayed.map((e) => e.event), ["metadata", "values", "updates", "values"]);
+    assert.deepEqual(
+      replayed.map((e) => e.event),
+      ["metadata", "values", "updates", "values"],
+    );
     // Without Last-Event-ID a join of an ended run just ends.
     assert.deepEqual(await collect(client.runs.joinStream(thread.thread_id, run.run_id)), []);
 
@@ -67,7 +86,10 @@ describe("behaves like the LangGraph server", () => {
     if (!server) return;
     const client = server.client();
     const thread = await client.threads.create({ graphId: "slow" });
-    const run = await client.runs.create(thread.thread_id, "slow", { input: say("sleep 600"), metadata: { topic: "meta" } });
+    const run = await client.runs.create(thread.thread_id, "slow", {
+      input: say("sleep 600"),
+      metadata: { topic: "meta" },
+    });
     await assert.rejects(client.threads.updateState(thread.thread_id, { values: { messages: [] } }), /HTTP 409/);
     await client.runs.join(thread.thread_id, run.run_id);
 
@@ -80,22 +102,45 @@ describe("behaves like the LangGraph server", () => {
       assert.equal(h.metadata?.assistant_id, run.assistant_id);
       assert.equal(h.metadata?.topic, "meta");
     }
-    assert.deepEqual(await client.threads.getHistory(thread.thread_id, { metadata: { run_id: "00000000-0000-4000-8000-000000000000" } }), []);
+    assert.deepEqual(
+      await client.threads.getHistory(thread.thread_id, {
+        metadata: { run_id: "00000000-0000-4000-8000-000000000000" },
+      }),
+      [],
+    );
 
     // An update naming a node the graph lacks is the caller's mistake: 400, not 500.
-    await assert.rejects(client.threads.updateState(thread.thread_id, { values: { messages: [] }, asNode: "nope" }), /HTTP 400/);
+    await assert.rejects(
+      client.threads.updateState(thread.thread_id, { values: { messages: [] }, asNode: "nope" }),
+      /HTTP 400/,
+    );
 
     // threads.create({supersteps}): each superstep a checkpoint, the last one the thread's state.
     const seeded = await client.threads.create({
       graphId: "echo",
-      supersteps: [{ updates: [{ values: { messages: [{ role: "human", content: "one" }] }, asNode: "echo" }] }, { updates: [{ values: { messages: [{ role: "ai", content: "two" }] }, asNode: "echo" }] }],
+      supersteps: [
+        { updates: [{ values: { messages: [{ role: "human", content: "one" }] }, asNode: "echo" }] },
+        { updates: [{ values: { messages: [{ role: "ai", content: "two" }] }, asNode: "echo" }] },
+      ],
     });
     const state = await client.threads.getState<{ messages: Array<{ content: string }> }>(seeded.thread_id);
-    assert.deepEqual(state.values.messages.map((m) => m.content), ["one", "two"]);
+    assert.deepEqual(
+      state.values.messages.map((m) => m.content),
+      ["one", "two"],
+    );
     assert.ok((await client.threads.getHistory(seeded.thread_id)).length >= 2);
-    const next = (await client.runs.wait(seeded.thread_id, "echo", { input: say("three") })) as { messages: Array<{ content: string }> };
-    assert.deepEqual(next.messages.map((m) => m.content), ["one", "two", "three", "echo: three"]);
-    const bad = await fetch(`${server.url}/threads`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ supersteps: [{ updates: [{ values: {}, as_node: "x" }] }] }) });
+    const next = (await client.runs.wait(seeded.thread_id, "echo", { input: say("three") })) as {
+      messages: Array<{ content: string }>;
+    };
+    assert.deepEqual(
+      next.messages.map((m) => m.content),
+      ["one", "two", "three", "echo: three"],
+    );
+    const bad = await fetch(`${server.url}/threads`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ supersteps: [{ updates: [{ values: {}, as_node: "x" }] }] }),
+    });
     assert.equal(bad.status, 422);
   });
 });

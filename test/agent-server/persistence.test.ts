@@ -23,13 +23,21 @@ for (const dialect of DIALECTS) {
       const second = await first.restart();
       const c2 = second.client();
       assert.deepEqual(contents((await c2.threads.getState(th.thread_id)).values), ["one", "echo: one"]);
-      assert.deepEqual(contents(await c2.runs.wait(th.thread_id, "echo", { input: say("two") })), ["one", "echo: one", "two", "echo: two"]);
+      assert.deepEqual(contents(await c2.runs.wait(th.thread_id, "echo", { input: say("two") })), [
+        "one",
+        "echo: one",
+        "two",
+        "echo: two",
+      ]);
       assert.equal((await c2.assistants.get(custom.assistant_id)).name, "mine");
       assert.equal((await c2.threads.search({ metadata: { k: "v" } })).length, 1);
       assert.equal((await c2.runs.get(busy.thread_id, inflight.run_id)).status, "error");
       assert.equal((await c2.threads.get(busy.thread_id)).status, "error");
       // The thread is usable again.
-      assert.deepEqual(contents(await c2.runs.wait(busy.thread_id, "echo", { input: say("again") })).slice(-2), ["again", "echo: again"]);
+      assert.deepEqual(contents(await c2.runs.wait(busy.thread_id, "echo", { input: say("again") })).slice(-2), [
+        "again",
+        "echo: again",
+      ]);
     });
 
     test("a run whose process died (lease expired) ends as error and its queued successor runs", async (t) => {
@@ -40,12 +48,54 @@ for (const dialect of DIALECTS) {
       const db = server.server.ctx.db;
       const now = nowIso();
       const past = new Date(Date.now() - 60_000).toISOString();
-      const kwargs = JSON.stringify({ input: say("queued"), config: {}, stream_mode: ["values"], temporary: false, subgraphs: false, resumable: false, on_disconnect: "continue" });
-      const base = { server_id: "test-server", thread_id: th.thread_id, metadata: "{}", kwargs, multitask_strategy: "enqueue", temporary: 0, updated_at: now };
+      const kwargs = JSON.stringify({
+        input: say("queued"),
+        config: {},
+        stream_mode: ["values"],
+        temporary: false,
+        subgraphs: false,
+        resumable: false,
+        on_disconnect: "continue",
+      });
+      const base = {
+        server_id: "test-server",
+        thread_id: th.thread_id,
+        metadata: "{}",
+        kwargs,
+        multitask_strategy: "enqueue",
+        temporary: 0,
+        updated_at: now,
+      };
       const echoId = (await client.assistants.get("echo")).assistant_id;
-      await db.insertInto("agent_runs").values({ ...base, assistant_id: echoId, run_id: "01900000-0000-7000-8000-000000000001", status: "running", worker_id: "dead-process", lease_until: past, created_at: past }).execute();
-      await db.insertInto("agent_runs").values({ ...base, assistant_id: echoId, run_id: "01900000-0000-7000-8000-000000000002", status: "pending", worker_id: null, lease_until: null, created_at: now }).execute();
-      await db.updateTable("agent_threads").set({ status: "busy", metadata: JSON.stringify({ graph_id: "echo" }) }).where("thread_id", "=", th.thread_id).execute();
+      await db
+        .insertInto("agent_runs")
+        .values({
+          ...base,
+          assistant_id: echoId,
+          run_id: "01900000-0000-7000-8000-000000000001",
+          status: "running",
+          worker_id: "dead-process",
+          lease_until: past,
+          created_at: past,
+        })
+        .execute();
+      await db
+        .insertInto("agent_runs")
+        .values({
+          ...base,
+          assistant_id: echoId,
+          run_id: "01900000-0000-7000-8000-000000000002",
+          status: "pending",
+          worker_id: null,
+          lease_until: null,
+          created_at: now,
+        })
+        .execute();
+      await db
+        .updateTable("agent_threads")
+        .set({ status: "busy", metadata: JSON.stringify({ graph_id: "echo" }) })
+        .where("thread_id", "=", th.thread_id)
+        .execute();
       const deadline = Date.now() + 5000;
       let statuses: string[] = [];
       while (Date.now() < deadline) {
@@ -74,7 +124,10 @@ test("two servers on one PostgreSQL never run the same run twice", async (t) => 
   for (const r of created) await cb.runs.join(th.thread_id, r.run_id);
   const values = contents((await ca.threads.getState(th.thread_id)).values);
   assert.equal(values.length, 16, values.join(","));
-  assert.deepEqual(values.filter((_, i) => i % 2 === 0), created.map((_, i) => `m${i}`));
+  assert.deepEqual(
+    values.filter((_, i) => i % 2 === 0),
+    created.map((_, i) => `m${i}`),
+  );
   assert.deepEqual([...new Set((await ca.runs.list(th.thread_id, { limit: 20 })).map((r) => r.status))], ["success"]);
 });
 

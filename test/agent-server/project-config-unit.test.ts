@@ -25,19 +25,33 @@ test("ignoredKeys names every key this server does not use", () => {
 
 test("LANGGRAPH_CONFIG: context apart from config; malformed values name the variable", () => {
   assert.deepEqual(graphConfigFromEnv(undefined), {});
-  assert.deepEqual(graphConfigFromEnv('{"g":{"configurable":{"a":1},"context":{"b":2}}}'), { g: { config: { configurable: { a: 1 } }, context: { b: 2 } } });
-  for (const bad of ["{", "[]", '{"g":1}', '{"g":{"context":3}}']) assert.throws(() => graphConfigFromEnv(bad), /LANGGRAPH_CONFIG/);
+  assert.deepEqual(graphConfigFromEnv('{"g":{"configurable":{"a":1},"context":{"b":2}}}'), {
+    g: { config: { configurable: { a: 1 } }, context: { b: 2 } },
+  });
+  for (const bad of ["{", "[]", '{"g":1}', '{"g":{"context":3}}'])
+    assert.throws(() => graphConfigFromEnv(bad), /LANGGRAPH_CONFIG/);
 });
 
 test("corsHeaders: the LangGraph server's defaults, and http.cors", () => {
   const req = { origin: "https://a.example", preflight: false, requestHeaders: null };
-  assert.deepEqual(corsHeaders(null, req), { "access-control-allow-origin": "*", "access-control-expose-headers": "content-location,x-pagination-total" });
+  assert.deepEqual(corsHeaders(null, req), {
+    "access-control-allow-origin": "*",
+    "access-control-expose-headers": "content-location,x-pagination-total",
+  });
   assert.equal(corsHeaders({ allow_origins: ["https://b.example"] }, req)["access-control-allow-origin"], undefined);
-  assert.equal(corsHeaders({ allow_origin_regex: "^https://.*\\.example$" }, req)["access-control-allow-origin"], "https://a.example");
+  assert.equal(
+    corsHeaders({ allow_origin_regex: "^https://.*\\.example$" }, req)["access-control-allow-origin"],
+    "https://a.example",
+  );
   const pre = corsHeaders(null, { origin: null, preflight: true, requestHeaders: "content-type" });
   assert.equal(pre["access-control-allow-methods"], "GET,HEAD,PUT,POST,DELETE,PATCH");
   assert.equal(pre["access-control-allow-headers"], "content-type");
-  assert.equal(corsHeaders({ max_age: 60, allow_methods: ["GET"] }, { origin: null, preflight: true, requestHeaders: null })["access-control-max-age"], "60");
+  assert.equal(
+    corsHeaders({ max_age: 60, allow_methods: ["GET"] }, { origin: null, preflight: true, requestHeaders: null })[
+      "access-control-max-age"
+    ],
+    "60",
+  );
 });
 
 test("fieldTexts: store.index field paths", () => {

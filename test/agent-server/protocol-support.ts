@@ -15,7 +15,12 @@ export async function protocolSseEvents(
   timeoutMs = 10_000,
 ): Promise<any[]> {
   const ac = new AbortController();
-  const res = await fetch(`${url}/threads/${threadId}/stream/events`, { method: "POST", headers, body: JSON.stringify(filter), signal: ac.signal });
+  const res = await fetch(`${url}/threads/${threadId}/stream/events`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify(filter),
+    signal: ac.signal,
+  });
   if (res.status !== 200) assert.fail(`${res.status} ${await res.text()}`);
   assert.match(res.headers.get("content-type") ?? "", /text\/event-stream/);
   const reader = res.body!.getReader();
@@ -33,10 +38,17 @@ export async function protocolSseEvents(
       while ((i = buf.indexOf("\n\n")) >= 0) {
         const frame = buf.slice(0, i);
         buf = buf.slice(i + 2);
-        const data = frame.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+        const data = frame
+          .split("\n")
+          .filter((l) => l.startsWith("data: "))
+          .map((l) => l.slice(6))
+          .join("\n");
         if (!data) continue;
         const ev = JSON.parse(data);
-        assert.equal(frame.split("\n").find((l) => l.startsWith("id: ")), `id: ${ev.seq}`);
+        assert.equal(
+          frame.split("\n").find((l) => l.startsWith("id: ")),
+          `id: ${ev.seq}`,
+        );
         events.push(ev);
       }
     }
@@ -48,4 +60,9 @@ export async function protocolSseEvents(
 
 /** Whether the root run's lifecycle has ended (completed, failed or interrupted). */
 export const rootEnded = (events: any[]) =>
-  events.some((e) => e.method === "lifecycle" && e.params.namespace.length === 0 && ["completed", "failed", "interrupted"].includes(e.params.data.event));
+  events.some(
+    (e) =>
+      e.method === "lifecycle" &&
+      e.params.namespace.length === 0 &&
+      ["completed", "failed", "interrupted"].includes(e.params.data.event),
+  );

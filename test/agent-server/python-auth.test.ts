@@ -18,26 +18,36 @@ test("hasHandler: the LangGraph server's dispatch keys", () => {
     [["*:*"], "store:put", true],
     [[], "threads:read", false],
   ];
-  for (const [handlers, event, want] of cases) assert.equal(hasHandler(handlers, event as never), want, `${handlers} ${event}`);
+  for (const [handlers, event, want] of cases)
+    assert.equal(hasHandler(handlers, event as never), want, `${handlers} ${event}`);
 });
 
 test("Python custom auth: authenticate with injected parameters and every return form, on-handlers with filters, denials and mutations, the user in graphs", async (t) => {
   if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects")) return;
   const server = await startTestAgentServer(t, { project: PROJECT });
   if (!server) return;
-  const as = (headers: Record<string, string>) => new Client({ apiUrl: server.url, apiKey: null, defaultHeaders: headers, callerOptions: { maxRetries: 0 } });
+  const as = (headers: Record<string, string>) =>
+    new Client({ apiUrl: server.url, apiKey: null, defaultHeaders: headers, callerOptions: { maxRetries: 0 } });
   const alice = as({ Authorization: "Bearer tok-alice", "x-foo": "bar" });
   const bob = as({ Authorization: "Bearer tok-bob" });
   const carol = as({ "x-api-key": "key-carol" });
 
   // HTTPException(401, detail, headers): status, detail and header kept (not turned into 403).
-  const denied = await fetch(`${server.url}/threads`, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer nope" }, body: "{}" });
+  const denied = await fetch(`${server.url}/threads`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer nope" },
+    body: "{}",
+  });
   assert.equal(denied.status, 401);
   assert.equal(denied.headers.get("www-authenticate"), 'Bearer realm="wharf"');
   // Errors as the Python server answers them: FastAPI's {"detail": …}.
   assert.deepEqual(await denied.json(), { detail: "Invalid token" });
   // Any status a handler raises; query_params injected as Starlette's QueryParams.
-  const teapot = await fetch(`${server.url}/assistants/search?refuse=teapot`, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer tok-alice" }, body: "{}" });
+  const teapot = await fetch(`${server.url}/assistants/search?refuse=teapot`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer tok-alice" },
+    body: "{}",
+  });
   assert.equal(teapot.status, 418);
   assert.deepEqual(await teapot.json(), { detail: "no coffee here" });
 
@@ -47,7 +57,10 @@ test("Python custom auth: authenticate with injected parameters and every return
   const tb = await bob.threads.create();
   assert.equal(tb.metadata?.owner, "bob");
   await assert.rejects(bob.threads.get(ta.thread_id), /404/);
-  assert.deepEqual((await alice.threads.search()).map((x) => x.thread_id), [ta.thread_id]);
+  assert.deepEqual(
+    (await alice.threads.search()).map((x) => x.thread_id),
+    [ta.thread_id],
+  );
   await assert.rejects(bob.runs.wait(ta.thread_id, "whoami", { input: {} }), /404/);
 
   // The user in the graph: attribute and item access, runtime.server_info.user, service_auth_user, headers.
@@ -76,7 +89,11 @@ test("Python custom auth: authenticate with injected parameters and every return
   // False → 403; an assert → 403 with its text.
   const [assistant] = await alice.assistants.search();
   await assert.rejects(alice.assistants.delete(assistant.assistant_id), /403/);
-  const upd = await fetch(`${server.url}/assistants/${assistant.assistant_id}`, { method: "PATCH", headers: { "content-type": "application/json", authorization: "Bearer tok-alice" }, body: JSON.stringify({ metadata: { a: 1 } }) });
+  const upd = await fetch(`${server.url}/assistants/${assistant.assistant_id}`, {
+    method: "PATCH",
+    headers: { "content-type": "application/json", authorization: "Bearer tok-alice" },
+    body: JSON.stringify({ metadata: { a: 1 } }),
+  });
   assert.equal(upd.status, 403);
   assert.deepEqual(await upd.json(), { detail: "assistants are read-only here" });
 
@@ -86,10 +103,17 @@ test("Python custom auth: authenticate with injected parameters and every return
   assert.deepEqual((await alice.store.getItem(["notes"], "k"))?.value, { text: "alice's" });
   assert.deepEqual((await bob.store.getItem(["notes"], "k"))?.value, { text: "bob's" });
   const found = await alice.store.searchItems(["notes"]);
-  assert.deepEqual(found.items.map((i) => i.namespace), [["alice", "notes"]]);
+  assert.deepEqual(
+    found.items.map((i) => i.namespace),
+    [["alice", "notes"]],
+  );
 
   // Studio: a StudioUser by isinstance and is_studio_user (wharf dev is open: no platform key needed... here a key is).
-  const studio = await fetch(`${server.url}/threads`, { method: "POST", headers: { "content-type": "application/json", "x-auth-scheme": "langsmith", "x-api-key": server.apiKey! }, body: "{}" });
+  const studio = await fetch(`${server.url}/threads`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-auth-scheme": "langsmith", "x-api-key": server.apiKey! },
+    body: "{}",
+  });
   assert.equal(studio.status, 200);
   const st = (await studio.json()) as { metadata: Record<string, unknown> };
   assert.deepEqual([st.metadata.owner, st.metadata.studio], ["langgraph-studio-user", true]);

@@ -27,7 +27,11 @@ const PYTHON = process.env.WHARF_PYTHON || "python3";
 const ENVS = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-pybuild-envs-"));
 process.env.WHARF_PYTHON_ENVS = ENVS;
 // These tests fetch uv from PyPI when it is not on PATH: the runner's shared uv (scripts/run-tests.mjs) is taken off it.
-if (process.env.WHARF_TEST_UV_BIN) process.env.PATH = (process.env.PATH ?? "").split(":").filter((d) => d !== process.env.WHARF_TEST_UV_BIN).join(":");
+if (process.env.WHARF_TEST_UV_BIN)
+  process.env.PATH = (process.env.PATH ?? "")
+    .split(":")
+    .filter((d) => d !== process.env.WHARF_TEST_UV_BIN)
+    .join(":");
 const log = createLogger({ level: "silent" });
 /** langgraph's newest release on PyPI today is 1.2.24: the projects pin an older one on purpose. */
 const USER_LANGGRAPH = "1.2.20";
@@ -76,25 +80,50 @@ const envFolders = () => fs.readdirSync(ENVS).filter((n) => /^[0-9a-f]{16}$/.tes
 // so one test's downloads and imports overlap another's instead of queueing.
 describe("Python project builds", { concurrency: true }, () => {
   test("pip_installer pip with pip_config_file naming a private index on loopback, and a folder with only requirements.txt", async (t) => {
-    if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv and PyPI are needed for Python builds")) return;
-    const index = await startPrivateIndex(t, { dist: "wharf-probe", version: "1.0", source: 'VALUE = "from the private index"', python: PYTHON });
+    if (
+      !requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv and PyPI are needed for Python builds")
+    )
+      return;
+    const index = await startPrivateIndex(t, {
+      dist: "wharf-probe",
+      version: "1.0",
+      source: 'VALUE = "from the private index"',
+      python: PYTHON,
+    });
     const dir = tempDir(t, "wharf-pip-project-");
     writeTree(dir, {
-      "langgraph.json": JSON.stringify({ dependencies: ["./deps"], graphs: { probe: "./graph.py:graph" }, pip_installer: "pip", pip_config_file: "pip.conf" }),
+      "langgraph.json": JSON.stringify({
+        dependencies: ["./deps"],
+        graphs: { probe: "./graph.py:graph" },
+        pip_installer: "pip",
+        pip_config_file: "pip.conf",
+      }),
       "pip.conf": `[global]\nextra-index-url = ${index.url}\n`,
       "deps/requirements.txt": `wharf-probe==1.0\nlanggraph==${USER_LANGGRAPH}\n`,
       "deps/probe_helper.py": 'NAME = "helper on the path"\n',
-      "graph.py": reportGraph("from importlib.metadata import version\nimport probe_helper\nimport wharf_probe", 'f"{wharf_probe.VALUE}; {probe_helper.NAME}; langgraph {version(\'langgraph\')}"'),
+      "graph.py": reportGraph(
+        "from importlib.metadata import version\nimport probe_helper\nimport wharf_probe",
+        "f\"{wharf_probe.VALUE}; {probe_helper.NAME}; langgraph {version('langgraph')}\"",
+      ),
     });
     const made = await createPythonEnv({ project: loadProject(dir), python: PYTHON, envsDir: ENVS, log });
     assert.equal(made.installer, "pip");
-    assert.ok(!fs.existsSync(path.join(path.dirname(path.dirname(made.python)), ".wharf-uv")), "pip_installer pip fetched uv");
+    assert.ok(
+      !fs.existsSync(path.join(path.dirname(path.dirname(made.python)), ".wharf-uv")),
+      "pip_installer pip fetched uv",
+    );
     assert.ok(index.seen.includes("/simple/wharf-probe/"), `the private index was not asked: ${index.seen}`);
-    assert.equal(await serveAndRun(t, dir, "probe"), `from the private index; helper on the path; langgraph ${USER_LANGGRAPH}`);
+    assert.equal(
+      await serveAndRun(t, dir, "probe"),
+      `from the private index; helper on the path; langgraph ${USER_LANGGRAPH}`,
+    );
   });
 
   test("pip_installer uv fetches uv from PyPI when it is not on PATH and installs a git+https dependency served over TLS with a test CA", async (t) => {
-    if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv and PyPI are needed for Python builds")) return;
+    if (
+      !requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv and PyPI are needed for Python builds")
+    )
+      return;
     const ca = await createTestCa();
     const tls = await ca.issue(["127.0.0.1"]);
     const caFile = path.join(tempDir(t, "wharf-ca-"), "ca.pem");
@@ -105,10 +134,23 @@ describe("Python project builds", { concurrency: true }, () => {
     const repos = tempDir(t, "wharf-git-");
     const work = path.join(repos, "work");
     writeTree(work, {
-      "pyproject.toml": '[project]\nname = "wharf-gittool"\nversion = "0.3.0"\n\n[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n[tool.hatch.build.targets.wheel]\npackages = ["wharf_gittool"]\n',
+      "pyproject.toml":
+        '[project]\nname = "wharf-gittool"\nversion = "0.3.0"\n\n[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n[tool.hatch.build.targets.wheel]\npackages = ["wharf_gittool"]\n',
       "wharf_gittool/__init__.py": 'VALUE = "from git over TLS"\n',
     });
-    const git = (...args: string[]) => execFileSync("git", args, { cwd: work, stdio: "pipe", env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@t", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@t" } });
+    const git = (...args: string[]) =>
+      execFileSync("git", args, {
+        cwd: work,
+        stdio: "pipe",
+        env: {
+          ...process.env,
+          GIT_CONFIG_NOSYSTEM: "1",
+          GIT_AUTHOR_NAME: "t",
+          GIT_AUTHOR_EMAIL: "t@t",
+          GIT_COMMITTER_NAME: "t",
+          GIT_COMMITTER_EMAIL: "t@t",
+        },
+      });
     git("init", "-q", "-b", "main");
     git("add", ".");
     git("commit", "-qm", "tool");
@@ -117,7 +159,11 @@ describe("Python project builds", { concurrency: true }, () => {
     const server = await startGitHttpServer(t, repos, { tls });
     const dir = tempDir(t, "wharf-uv-git-project-");
     writeTree(dir, {
-      "langgraph.json": JSON.stringify({ dependencies: [`wharf-gittool @ git+${server.url}/gittool.git@v1`], graphs: { git: "./graph.py:graph" }, pip_installer: "uv" }),
+      "langgraph.json": JSON.stringify({
+        dependencies: [`wharf-gittool @ git+${server.url}/gittool.git@v1`],
+        graphs: { git: "./graph.py:graph" },
+        pip_installer: "uv",
+      }),
       "graph.py": reportGraph("import wharf_gittool", "wharf_gittool.VALUE"),
     });
     const uvOnPath = (() => {
@@ -130,12 +176,19 @@ describe("Python project builds", { concurrency: true }, () => {
     })();
     const made = await createPythonEnv({ project: loadProject(dir), python: PYTHON, envsDir: ENVS, log });
     assert.equal(made.installer, "uv");
-    assert.equal(fs.existsSync(path.join(path.dirname(path.dirname(made.python)), ".wharf-uv", "bin", "uv")), !uvOnPath, "uv was fetched exactly when it is not on PATH");
+    assert.equal(
+      fs.existsSync(path.join(path.dirname(path.dirname(made.python)), ".wharf-uv", "bin", "uv")),
+      !uvOnPath,
+      "uv was fetched exactly when it is not on PATH",
+    );
     assert.equal(await serveAndRun(t, dir, "git"), "from git over TLS");
   });
 
   test("source kind uv installs exactly what uv.lock says (the user's langgraph stays pinned), cached per key on the next start", async (t) => {
-    if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv and PyPI are needed for Python builds")) return;
+    if (
+      !requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv and PyPI are needed for Python builds")
+    )
+      return;
     const dir = tempDir(t, "wharf-uv-project-");
     fs.cpSync(path.join(FIXTURES, "python-uv-project"), dir, { recursive: true });
     // Keyed, not counted: the other tests of this file make their environments in the same cache meanwhile.
@@ -159,10 +212,16 @@ describe("Python project builds", { concurrency: true }, () => {
   test("a python_version the host cannot provide fails naming it, before anything is installed", async (t) => {
     if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python builds")) return;
     const dir = tempDir(t, "wharf-pyver-");
-    writeTree(dir, { "langgraph.json": JSON.stringify({ python_version: "3.99", graphs: { a: "./graph.py:graph" } }), "graph.py": reportGraph("", '"x"') });
+    writeTree(dir, {
+      "langgraph.json": JSON.stringify({ python_version: "3.99", graphs: { a: "./graph.py:graph" } }),
+      "graph.py": reportGraph("", '"x"'),
+    });
     // A cache of its own: the other tests of this file install into theirs meanwhile.
     const envs = tempDir(t, "wharf-pyver-envs-");
-    await assert.rejects(createPythonEnv({ project: loadProject(dir), python: PYTHON, envsDir: envs, log }), /python_version 3\.99; this host's interpreter is 3\.\d+\.\d+/);
+    await assert.rejects(
+      createPythonEnv({ project: loadProject(dir), python: PYTHON, envsDir: envs, log }),
+      /python_version 3\.99; this host's interpreter is 3\.\d+\.\d+/,
+    );
     assert.deepEqual(fs.readdirSync(envs), []);
   });
 });

@@ -46,7 +46,10 @@ test("wharf dev serves the official new-langgraph-project template: Python clien
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const output: string[] = [];
-  const dev = spawn(process.execPath, [WHARF, "dev", dir, "--port", String(port)], { env: { ...process.env, WHARF_HOME: path.join(dir, ".wharf"), WHARF_LOG_LEVEL: "warn" }, stdio: ["ignore", "pipe", "pipe"] });
+  const dev = spawn(process.execPath, [WHARF, "dev", dir, "--port", String(port)], {
+    env: { ...process.env, WHARF_HOME: path.join(dir, ".wharf"), WHARF_LOG_LEVEL: "warn" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   dev.stdout.on("data", (c: Buffer) => output.push(c.toString()));
   dev.stderr.on("data", (c: Buffer) => output.push(c.toString()));
   t.after(async () => {
@@ -54,7 +57,17 @@ test("wharf dev serves the official new-langgraph-project template: Python clien
     dev.kill("SIGTERM");
     await exited;
     // The agent server the dev command started stops on its own SIGTERM; give it a moment.
-    await waitFor("the server to stop", async () => ((await fetch(`${url}/ok`).then(() => true, () => false)) ? null : true), 20_000).catch(() => {});
+    await waitFor(
+      "the server to stop",
+      async () =>
+        (await fetch(`${url}/ok`).then(
+          () => true,
+          () => false,
+        ))
+          ? null
+          : true,
+      20_000,
+    ).catch(() => {});
   });
   await waitFor("wharf dev to serve", async () => ((await fetch(`${url}/ok`)).ok ? true : null)).catch((err) => {
     throw new Error(`${(err as Error).message}\n${output.join("")}`);
@@ -65,17 +78,30 @@ test("wharf dev serves the official new-langgraph-project template: Python clien
 
   // The JS SDK against the same Python project.
   const js = new Client({ apiUrl: url, apiKey: null, callerOptions: { maxRetries: 0 } });
-  assert.deepEqual(await js.runs.wait(null, "agent", { input: { changeme: "hi" }, context: { my_configurable_param: "x" } }), EXPECTED);
+  assert.deepEqual(
+    await js.runs.wait(null, "agent", { input: { changeme: "hi" }, context: { my_configurable_param: "x" } }),
+    EXPECTED,
+  );
   const [assistant] = await js.assistants.search();
   assert.equal(assistant.name, "New Graph");
 
   // Editing the graph restarts the server, which serves the new code.
   const graphFile = path.join(dir, "src/agent/graph.py");
-  fs.writeFileSync(graphFile, fs.readFileSync(graphFile, "utf8").replace('"output from call_model. "', '"edited output. "'));
-  const edited = await waitFor("the reloaded graph", async () => {
-    const v = (await js.runs.wait(null, "agent", { input: { changeme: "hi" }, context: { my_configurable_param: "x" } })) as { changeme: string };
-    return v.changeme.startsWith("edited") ? v : null;
-  }, 120_000);
+  fs.writeFileSync(
+    graphFile,
+    fs.readFileSync(graphFile, "utf8").replace('"output from call_model. "', '"edited output. "'),
+  );
+  const edited = await waitFor(
+    "the reloaded graph",
+    async () => {
+      const v = (await js.runs.wait(null, "agent", {
+        input: { changeme: "hi" },
+        context: { my_configurable_param: "x" },
+      })) as { changeme: string };
+      return v.changeme.startsWith("edited") ? v : null;
+    },
+    120_000,
+  );
   assert.deepEqual(edited, { changeme: "edited output. Configured with x" });
 });
 
@@ -84,7 +110,9 @@ test("the Python client drives interrupts, Command resume, subgraph and token st
   const python = await sdkPython();
   const server = await startTestAgentServer(t, { project: MIXED });
   if (!server) return;
-  const out = await runPythonClient(python, path.join(here, "python-client/hitl_flows.py"), [server.url], { WHARF_TEST_API_KEY: server.apiKey! });
+  const out = await runPythonClient(python, path.join(here, "python-client/hitl_flows.py"), [server.url], {
+    WHARF_TEST_API_KEY: server.apiKey!,
+  });
   assert.match(out, /^ok$/m);
 });
 
@@ -93,7 +121,9 @@ test("the Python client (sync and async) over Python graphs: assistants, threads
   const python = await sdkPython();
   const server = await startTestAgentServer(t, { project: MIXED });
   if (!server) return;
-  const out = await runPythonClient(python, path.join(here, "python-client/client_flows.py"), [server.url], { WHARF_TEST_API_KEY: server.apiKey! });
+  const out = await runPythonClient(python, path.join(here, "python-client/client_flows.py"), [server.url], {
+    WHARF_TEST_API_KEY: server.apiKey!,
+  });
   assert.match(out, /^ok$/m);
 });
 
@@ -103,26 +133,43 @@ test("the JS SDK over Python graphs: streams with subgraphs, state, interrupt an
   if (!server) return;
   const js = server.client();
   const events: Array<{ event: string; data: unknown }> = [];
-  for await (const part of js.runs.stream(null, "nested", { input: { n: 1 }, streamMode: ["values", "updates", "messages-tuple"], streamSubgraphs: true })) events.push(part as { event: string; data: unknown });
+  for await (const part of js.runs.stream(null, "nested", {
+    input: { n: 1 },
+    streamMode: ["values", "updates", "messages-tuple"],
+    streamSubgraphs: true,
+  }))
+    events.push(part as { event: string; data: unknown });
   assert.equal(events[0].event, "metadata");
-  assert.ok(events.some((e) => e.event.startsWith("updates|inner:")), JSON.stringify(events.map((e) => e.event)));
+  assert.ok(
+    events.some((e) => e.event.startsWith("updates|inner:")),
+    JSON.stringify(events.map((e) => e.event)),
+  );
   assert.deepEqual([events.at(-1)?.event, events.at(-1)?.data], ["values", { n: 4 }]);
 
   const tokens: string[] = [];
-  for await (const part of js.runs.stream(null, "chat", { input: { messages: [{ role: "human", content: "hi" }] }, streamMode: "messages-tuple" })) {
+  for await (const part of js.runs.stream(null, "chat", {
+    input: { messages: [{ role: "human", content: "hi" }] },
+    streamMode: "messages-tuple",
+  })) {
     if (part.event === "messages") tokens.push((part.data as unknown as [{ content: string }, unknown])[0].content);
   }
   assert.equal(tokens.join(""), "hello there");
 
   const thread = await js.threads.create();
-  const first = (await js.runs.wait(thread.thread_id, "ask", { input: { question: "ship?" } })) as { __interrupt__: Array<{ value: unknown; id: string }> };
+  const first = (await js.runs.wait(thread.thread_id, "ask", { input: { question: "ship?" } })) as {
+    __interrupt__: Array<{ value: unknown; id: string }>;
+  };
   assert.deepEqual(first.__interrupt__[0].value, { question: "ship?" });
   const state = await js.threads.getState(thread.thread_id);
   assert.deepEqual(state.next, ["ask"]);
   assert.deepEqual((state.tasks[0].interrupts as Array<{ value: unknown }>)[0].value, { question: "ship?" });
   assert.equal((await js.threads.get(thread.thread_id)).status, "interrupted");
   const resumed: unknown[] = [];
-  for await (const part of js.runs.stream(thread.thread_id, "ask", { command: { resume: "yes" }, streamMode: "values" })) if (part.event === "values") resumed.push(part.data);
+  for await (const part of js.runs.stream(thread.thread_id, "ask", {
+    command: { resume: "yes" },
+    streamMode: "values",
+  }))
+    if (part.event === "values") resumed.push(part.data);
   assert.deepEqual(resumed.at(-1), { question: "ship?", answer: "you said yes" });
   const history = await js.threads.getHistory(thread.thread_id);
   assert.deepEqual(history[0].values, { question: "ship?", answer: "you said yes" });

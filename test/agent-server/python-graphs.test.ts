@@ -11,7 +11,8 @@ const MIXED = path.resolve(import.meta.dirname, "fixtures/python-mixed");
 const hi = { messages: [{ role: "human", content: "hi" }] };
 
 async function start(t: TestContext, dialect: (typeof DIALECTS)[number]) {
-  if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python graphs")) return null;
+  if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python graphs"))
+    return null;
   return startTestAgentServer(t, { dialect, project: MIXED });
 }
 
@@ -21,42 +22,87 @@ for (const dialect of DIALECTS) {
       const server = await start(t, dialect);
       if (!server) return;
       const client = server.client();
-      const info = (await (await fetch(`${server.url}/info`)).json()) as { graph_errors: Record<string, { error: string }> };
+      const info = (await (await fetch(`${server.url}/info`)).json()) as {
+        graph_errors: Record<string, { error: string }>;
+      };
       assert.match(info.graph_errors.broken.error, /RuntimeError: this graph is broken on purpose/);
       const assistants = await client.assistants.search({ limit: 20 });
-      assert.deepEqual(assistants.map((a) => a.graph_id).sort(), ["ask", "chat", "crash", "crash_once", "echo", "js_echo", "memory", "nested", "slow"]);
+      assert.deepEqual(assistants.map((a) => a.graph_id).sort(), [
+        "ask",
+        "chat",
+        "crash",
+        "crash_once",
+        "echo",
+        "js_echo",
+        "memory",
+        "nested",
+        "slow",
+      ]);
       // A Python graph's default assistant is named after the compiled graph; a JS one after its id.
       assert.equal(assistants.find((a) => a.graph_id === "nested")!.name, "Nested");
       assert.equal(assistants.find((a) => a.graph_id === "ask")!.description, "asks before answering");
 
       const py = (await client.runs.wait(null, "echo", { input: hi })) as { messages: Array<Record<string, unknown>> };
-      const js = (await client.runs.wait(null, "js_echo", { input: hi })) as { messages: Array<Record<string, unknown>> };
+      const js = (await client.runs.wait(null, "js_echo", { input: hi })) as {
+        messages: Array<Record<string, unknown>>;
+      };
       assert.equal(py.messages[1].content, "echo: hi");
       assert.equal(js.messages[1].content, "echo: hi");
       // Python's model_dump(): no `example` (the JS server adds it), fields in Python's order.
-      assert.deepEqual(Object.keys(py.messages[1]), ["content", "additional_kwargs", "response_metadata", "type", "name", "id", "tool_calls", "invalid_tool_calls", "usage_metadata"]);
+      assert.deepEqual(Object.keys(py.messages[1]), [
+        "content",
+        "additional_kwargs",
+        "response_metadata",
+        "type",
+        "name",
+        "id",
+        "tool_calls",
+        "invalid_tool_calls",
+        "usage_metadata",
+      ]);
       assert.ok("example" in js.messages[1]);
 
-      const chunks = await collect(client.runs.stream(null, "chat", { input: hi, streamMode: ["values", "updates", "messages-tuple", "custom", "debug"] }));
+      const chunks = await collect(
+        client.runs.stream(null, "chat", {
+          input: hi,
+          streamMode: ["values", "updates", "messages-tuple", "custom", "debug"],
+        }),
+      );
       const events = chunks.map((c) => c.event);
       assert.equal(events[0], "metadata");
-      for (const e of ["values", "updates", "messages", "custom", "debug"]) assert.ok(events.includes(e as never), `no ${e} event in ${events}`);
+      for (const e of ["values", "updates", "messages", "custom", "debug"])
+        assert.ok(events.includes(e as never), `no ${e} event in ${events}`);
       assert.deepEqual(chunks.find((c) => c.event === "custom")!.data, { progress: "thinking" });
-      const tokens = chunks.filter((c) => c.event === "messages").map((c) => (c.data as [Record<string, unknown>, Record<string, unknown>]));
+      const tokens = chunks
+        .filter((c) => c.event === "messages")
+        .map((c) => c.data as [Record<string, unknown>, Record<string, unknown>]);
       assert.equal(tokens.map(([m]) => m.content).join(""), "hello there");
       assert.equal(tokens[0][0].type, "AIMessageChunk");
       assert.ok("chunk_position" in tokens[0][0]);
       assert.equal(tokens[0][1].langgraph_node, "call");
-      const last = chunks.filter((c) => c.event === "values").at(-1)!.data as { messages: Array<{ type: string; content: string }> };
-      assert.deepEqual(last.messages.map((m) => [m.type, m.content]), [["human", "hi"], ["ai", "hello there"]]);
+      const last = chunks.filter((c) => c.event === "values").at(-1)!.data as {
+        messages: Array<{ type: string; content: string }>;
+      };
+      assert.deepEqual(
+        last.messages.map((m) => [m.type, m.content]),
+        [
+          ["human", "hi"],
+          ["ai", "hello there"],
+        ],
+      );
 
       // A factory receives the run's config (configurable), per run.
-      const custom = (await client.runs.wait(null, "chat", { input: hi, config: { configurable: { reply: "bye now" } } })) as { messages: Array<{ content: string }> };
+      const custom = (await client.runs.wait(null, "chat", {
+        input: hi,
+        config: { configurable: { reply: "bye now" } },
+      })) as { messages: Array<{ content: string }> };
       assert.equal(custom.messages.at(-1)!.content, "bye now");
 
       // Legacy `messages`: metadata once, then accumulated partials.
       const legacy = await collect(client.runs.stream(null, "chat", { input: hi, streamMode: "messages" }));
-      const partials = legacy.filter((c) => c.event === "messages/partial").map((c) => (c.data as Array<{ content: string }>)[0].content);
+      const partials = legacy
+        .filter((c) => c.event === "messages/partial")
+        .map((c) => (c.data as Array<{ content: string }>)[0].content);
       assert.equal(legacy.filter((c) => c.event === "messages/metadata").length, 1);
       assert.equal(partials.at(-1), "hello there");
 
@@ -67,15 +113,23 @@ for (const dialect of DIALECTS) {
       assert.ok(evs.some((c) => c.event === "values"));
 
       // Subgraphs: namespaced event names, as `mode|ns`.
-      const nested = await collect(client.runs.stream(null, "nested", { input: { n: 1 }, streamMode: ["updates"], streamSubgraphs: true }));
-      assert.ok(nested.some((c) => c.event.startsWith("updates|inner:")), nested.map((c) => c.event).join());
+      const nested = await collect(
+        client.runs.stream(null, "nested", { input: { n: 1 }, streamMode: ["updates"], streamSubgraphs: true }),
+      );
+      assert.ok(
+        nested.some((c) => c.event.startsWith("updates|inner:")),
+        nested.map((c) => c.event).join(),
+      );
       assert.deepEqual(await client.runs.wait(null, "nested", { input: { n: 1 } }), { n: 4 });
 
       // A graph's error is the run's error event, with Python's class name.
       const drawn = await client.assistants.getGraph("nested");
       assert.ok(drawn.nodes.some((n) => n.id === "inner"));
       const schemas = await client.assistants.getSchemas("ask");
-      assert.deepEqual(Object.keys((schemas.input_schema as { properties: object }).properties).sort(), ["answer", "question"]);
+      assert.deepEqual(Object.keys((schemas.input_schema as { properties: object }).properties).sort(), [
+        "answer",
+        "question",
+      ]);
       assert.ok(schemas.state_schema);
       const subs = await client.assistants.getSubgraphs("nested");
       assert.deepEqual(Object.keys(subs), ["inner"]);
@@ -86,7 +140,10 @@ for (const dialect of DIALECTS) {
       if (!server) return;
       const client = server.client();
       const thread = await client.threads.create({ graphId: "ask" });
-      const first = (await client.runs.wait(thread.thread_id, "ask", { input: { question: "proceed?" } })) as Record<string, unknown>;
+      const first = (await client.runs.wait(thread.thread_id, "ask", { input: { question: "proceed?" } })) as Record<
+        string,
+        unknown
+      >;
       const intr = first.__interrupt__ as Array<Record<string, unknown>>;
       assert.deepEqual(intr[0].value, { question: "proceed?" });
       // langgraph's own Interrupt fields (id, response_schema) as Python writes them.
@@ -95,63 +152,109 @@ for (const dialect of DIALECTS) {
       assert.equal(paused.status, "interrupted");
       const state = await client.threads.getState(thread.thread_id);
       assert.deepEqual(state.next, ["ask"]);
-      assert.deepEqual(((state as unknown as { interrupts: Array<{ value: unknown }> }).interrupts).map((i) => i.value), [{ question: "proceed?" }]);
-      assert.deepEqual((state.tasks[0].interrupts as Array<{ value: unknown }>).map((i) => i.value), [{ question: "proceed?" }]);
+      assert.deepEqual(
+        (state as unknown as { interrupts: Array<{ value: unknown }> }).interrupts.map((i) => i.value),
+        [{ question: "proceed?" }],
+      );
+      assert.deepEqual(
+        (state.tasks[0].interrupts as Array<{ value: unknown }>).map((i) => i.value),
+        [{ question: "proceed?" }],
+      );
       assert.equal(state.checkpoint.thread_id, thread.thread_id);
 
-      const resumed = (await client.runs.wait(thread.thread_id, "ask", { command: { resume: "yes" } })) as Record<string, unknown>;
+      const resumed = (await client.runs.wait(thread.thread_id, "ask", { command: { resume: "yes" } })) as Record<
+        string,
+        unknown
+      >;
       assert.equal(resumed.answer, "you said yes");
       assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
-      assert.deepEqual((await client.threads.get(thread.thread_id)).values, { question: "proceed?", answer: "you said yes" });
+      assert.deepEqual((await client.threads.get(thread.thread_id)).values, {
+        question: "proceed?",
+        answer: "you said yes",
+      });
 
       const history = await client.threads.getHistory(thread.thread_id, { limit: 10 });
       assert.ok(history.length >= 3);
       assert.deepEqual(history[0].values, { question: "proceed?", answer: "you said yes" });
       assert.ok(history.every((h) => h.checkpoint.checkpoint_id));
 
-      const updated = await client.threads.updateState(thread.thread_id, { values: { answer: "changed" }, asNode: "ask" });
+      const updated = await client.threads.updateState(thread.thread_id, {
+        values: { answer: "changed" },
+        asNode: "ask",
+      });
       assert.ok((updated as unknown as { checkpoint: { checkpoint_id: string } }).checkpoint.checkpoint_id);
-      assert.equal(((await client.threads.getState(thread.thread_id)).values as Record<string, unknown>).answer, "changed");
+      assert.equal(
+        ((await client.threads.getState(thread.thread_id)).values as Record<string, unknown>).answer,
+        "changed",
+      );
       assert.equal(((await client.threads.get(thread.thread_id)).values as Record<string, unknown>).answer, "changed");
 
       // Streams on a thread: thread-run SSE with ids; background run + join.
       const t2 = await client.threads.create();
-      const streamed = await collect(client.runs.stream(t2.thread_id, "echo", { input: hi, streamMode: ["values", "debug"] }));
-      assert.equal((streamed.filter((c) => c.event === "values").at(-1)!.data as { messages: unknown[] }).messages.length, 2);
+      const streamed = await collect(
+        client.runs.stream(t2.thread_id, "echo", { input: hi, streamMode: ["values", "debug"] }),
+      );
+      assert.equal(
+        (streamed.filter((c) => c.event === "values").at(-1)!.data as { messages: unknown[] }).messages.length,
+        2,
+      );
       // debug checkpoints as the LangGraph server sends them: checkpoint/parent_checkpoint, no internal
       // config keys of langgraph's (the server's own `__after_seconds__` stays, as there).
       const chunks = streamed;
-      const cp = chunks.find((c) => c.event === "debug" && (c.data as { type: string }).type === "checkpoint")!.data as { payload: Record<string, unknown> };
-      assert.deepEqual(Object.keys(cp.payload.checkpoint as object).sort(), ["checkpoint_id", "checkpoint_ns", "thread_id"]);
+      const cp = chunks.find((c) => c.event === "debug" && (c.data as { type: string }).type === "checkpoint")!
+        .data as { payload: Record<string, unknown> };
+      assert.deepEqual(Object.keys(cp.payload.checkpoint as object).sort(), [
+        "checkpoint_id",
+        "checkpoint_ns",
+        "thread_id",
+      ]);
       assert.ok("parent_checkpoint" in cp.payload);
       const configurable = Object.keys((cp.payload.config as { configurable: object }).configurable);
       assert.ok(!configurable.some((k) => k.startsWith("__pregel")), configurable.join());
       assert.ok(configurable.includes("__after_seconds__") && configurable.includes("user_id"), configurable.join());
 
-      const bg = await client.runs.create(t2.thread_id, "echo", { input: { messages: [{ role: "human", content: "again" }] } });
+      const bg = await client.runs.create(t2.thread_id, "echo", {
+        input: { messages: [{ role: "human", content: "again" }] },
+      });
       await client.runs.join(t2.thread_id, bg.run_id);
       const after = (await client.threads.getState(t2.thread_id)).values as { messages: Array<{ content: string }> };
-      assert.deepEqual(after.messages.map((m) => m.content), ["hi", "echo: hi", "again", "echo: again"]);
+      assert.deepEqual(
+        after.messages.map((m) => m.content),
+        ["hi", "echo: hi", "again", "echo: again"],
+      );
 
       // A stateless run calling interrupt() has no checkpointer: it fails, as on the LangGraph server.
       const stateless = await collect(client.runs.stream(null, "ask", { input: {}, streamMode: "values" }));
       // A stateless run calling interrupt() ends with it (no checkpointer to resume from), sent once.
       const stops = stateless.filter((c) => c.event === "values" && "__interrupt__" in (c.data as object));
       assert.equal(stops.length, 1);
-      assert.deepEqual((stops[0].data as { __interrupt__: Array<{ value: unknown }> }).__interrupt__[0].value, { question: "ok?" });
+      assert.deepEqual((stops[0].data as { __interrupt__: Array<{ value: unknown }> }).__interrupt__[0].value, {
+        question: "ok?",
+      });
       // Only messages asked for on a thread: nothing else is sent, the interrupt is in the thread's
       // state (as langgraph dev does: test/agent-server/fixtures/python-wire/recorded.json).
       const t3 = await client.threads.create();
-      const onlyMessages = await collect(client.runs.stream(t3.thread_id, "ask", { input: {}, streamMode: "messages-tuple" }));
-      assert.deepEqual(onlyMessages.filter((c) => c.event !== "metadata").map((c) => c.event), []);
+      const onlyMessages = await collect(
+        client.runs.stream(t3.thread_id, "ask", { input: {}, streamMode: "messages-tuple" }),
+      );
+      assert.deepEqual(
+        onlyMessages.filter((c) => c.event !== "metadata").map((c) => c.event),
+        [],
+      );
       assert.equal((await client.threads.get(t3.thread_id)).status, "interrupted");
 
       // Copy and delete reach the Python checkpoints too.
       const copy = await client.threads.copy(thread.thread_id);
-      assert.equal(((await client.threads.getState(copy.thread_id)).values as Record<string, unknown>).answer, "changed");
+      assert.equal(
+        ((await client.threads.getState(copy.thread_id)).values as Record<string, unknown>).answer,
+        "changed",
+      );
       await client.threads.delete(thread.thread_id);
       await assert.rejects(client.threads.getState(thread.thread_id), /404/);
-      assert.equal(((await client.threads.getState(copy.thread_id)).values as Record<string, unknown>).answer, "changed");
+      assert.equal(
+        ((await client.threads.getState(copy.thread_id)).values as Record<string, unknown>).answer,
+        "changed",
+      );
     });
 
     test("the store: Python nodes (async and sync) read and write the items the API sees", async (t) => {
@@ -159,7 +262,10 @@ for (const dialect of DIALECTS) {
       if (!server) return;
       const client = server.client();
       await client.store.putItem(["memories", "u1"], "http", { text: "from http" });
-      const out = (await client.runs.wait(null, "memory", { input: { key: "k1", text: "hi" } })) as Record<string, unknown>;
+      const out = (await client.runs.wait(null, "memory", { input: { key: "k1", text: "hi" } })) as Record<
+        string,
+        unknown
+      >;
       assert.deepEqual(out.found, ["http", "k1"]);
       assert.deepEqual(out.got, { text: "hi" });
       assert.deepEqual(out.namespaces, [["memories", "u1"]]);
@@ -173,7 +279,12 @@ for (const dialect of DIALECTS) {
       const client = server.client();
       const started = async (threadId: string) => {
         const run = await client.runs.create(threadId, "slow", { input: {} });
-        for (let i = 0; i < 200 && (((await client.threads.getState(threadId)).values as { step?: number }).step ?? 0) < 1; i++) await new Promise((r) => setTimeout(r, 50));
+        for (
+          let i = 0;
+          i < 200 && (((await client.threads.getState(threadId)).values as { step?: number }).step ?? 0) < 1;
+          i++
+        )
+          await new Promise((r) => setTimeout(r, 50));
         return run;
       };
       const kept = await client.threads.create();
@@ -196,22 +307,37 @@ for (const dialect of DIALECTS) {
       const server = await start(t, dialect);
       if (!server) return;
       const client = server.client();
-      const res = await fetch(`${server.url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": server.apiKey! }, body: JSON.stringify({ assistant_id: "crash", input: {} }) });
+      const res = await fetch(`${server.url}/runs/wait`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": server.apiKey! },
+        body: JSON.stringify({ assistant_id: "crash", input: {} }),
+      });
       const body = (await res.json()) as { __error__?: { error: string; message: string } };
       assert.equal(body.__error__?.error, "WorkerCrashed");
       assert.match(body.__error__!.message, /exit code 7/);
       const ok = await fetch(`${server.url}/ok`);
       assert.equal(ok.status, 503);
       // JavaScript graphs of the project keep serving meanwhile.
-      assert.equal(((await client.runs.wait(null, "js_echo", { input: hi })) as { messages: unknown[] }).messages.length, 2);
+      assert.equal(
+        ((await client.runs.wait(null, "js_echo", { input: hi })) as { messages: unknown[] }).messages.length,
+        2,
+      );
       // A request waits for the restarted worker.
-      assert.equal(((await client.runs.wait(null, "echo", { input: hi })) as { messages: unknown[] }).messages.length, 2);
+      assert.equal(
+        ((await client.runs.wait(null, "echo", { input: hi })) as { messages: unknown[] }).messages.length,
+        2,
+      );
       assert.equal((await fetch(`${server.url}/ok`)).status, 200);
 
       // A thread run whose node ends the worker resumes once from its checkpoint (attempt 2).
       const thread = await client.threads.create();
-      const chunks = await collect(client.runs.stream(thread.thread_id, "crash_once", { input: {}, streamMode: "values" }));
-      assert.deepEqual(chunks.filter((c) => c.event === "metadata").map((c) => (c.data as unknown as { attempt: number }).attempt), [1, 2]);
+      const chunks = await collect(
+        client.runs.stream(thread.thread_id, "crash_once", { input: {}, streamMode: "values" }),
+      );
+      assert.deepEqual(
+        chunks.filter((c) => c.event === "metadata").map((c) => (c.data as unknown as { attempt: number }).attempt),
+        [1, 2],
+      );
       assert.deepEqual(chunks.at(-1)!.data, { before: true, done: true });
       assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
     });
@@ -221,9 +347,15 @@ for (const dialect of DIALECTS) {
 test("a Python graph that ends the interpreter at import fails the start with its stderr, and leaves no worker restarting", async (t) => {
   if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python graphs")) return;
   const before = new Set(pythonWorkers());
-  await assert.rejects(startTestAgentServer(t, { project: path.resolve(import.meta.dirname, "fixtures/python-exit-at-import") }), /did not start \(exit code 3\)[\s\S]*leaving at import/);
+  await assert.rejects(
+    startTestAgentServer(t, { project: path.resolve(import.meta.dirname, "fixtures/python-exit-at-import") }),
+    /did not start \(exit code 3\)[\s\S]*leaving at import/,
+  );
   await new Promise((r) => setTimeout(r, 1500));
-  assert.deepEqual(pythonWorkers().filter((p) => !before.has(p)), []);
+  assert.deepEqual(
+    pythonWorkers().filter((p) => !before.has(p)),
+    [],
+  );
 });
 
 /** Pids of this process's Python workers (children running `-m wharf_worker`). */
@@ -234,5 +366,8 @@ function pythonWorkers(): number[] {
   } catch {
     // ps exits 1 when the process has no children: none are workers.
   }
-  return out.split("\n").filter((l) => l.includes("wharf_worker")).map((l) => Number(l.trim().split(/\s+/)[0]));
+  return out
+    .split("\n")
+    .filter((l) => l.includes("wharf_worker"))
+    .map((l) => Number(l.trim().split(/\s+/)[0]));
 }

@@ -11,12 +11,20 @@ process.env.WHARF_PYTHON_ENVS = TEST_PYTHON_ENVS;
 const PROJECT = path.resolve(import.meta.dirname, "fixtures/python-runtime");
 const hi = { messages: [{ role: "human", content: "hi" }] };
 
-async function start(t: TestContext, opts: { dialect?: "sqlite" | "postgres"; project?: string; env?: Record<string, string | undefined> } = {}): Promise<TestAgentServer | null> {
-  if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python graphs")) return null;
+async function start(
+  t: TestContext,
+  opts: { dialect?: "sqlite" | "postgres"; project?: string; env?: Record<string, string | undefined> } = {},
+): Promise<TestAgentServer | null> {
+  if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python graphs"))
+    return null;
   // Settings and the project's env are read at start; each test sets what it needs.
   for (const k of ["WHARF_PYTHON_WORKERS", "PYRT_GREETING", "WHARF_CRON_TICK_MS"]) delete process.env[k];
   Object.assign(process.env, opts.env ?? {});
-  return startTestAgentServer(t, { dialect: opts.dialect ?? "sqlite", project: opts.project ?? PROJECT, webhookGate: loopbackHooks });
+  return startTestAgentServer(t, {
+    dialect: opts.dialect ?? "sqlite",
+    project: opts.project ?? PROJECT,
+    webhookGate: loopbackHooks,
+  });
 }
 
 test("on PostgreSQL: the official PostgreSQL saver in the server's schema (state, history, resume, restart, copy, checkpointer.ttl); Python embeddings; crons and webhooks; a JS graph beside", async (t) => {
@@ -25,15 +33,29 @@ test("on PostgreSQL: the official PostgreSQL saver in the server's schema (state
   const client = server.client();
   assert.equal(server.server.ctx.python!.hello!.versions.checkpointer, "AsyncPostgresSaver");
   let current = server;
-  const rows = async (threadId: string) => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM checkpoints WHERE thread_id = ${threadId}`.execute(current.server.ctx.db)).rows[0].n);
+  const rows = async (threadId: string) =>
+    Number(
+      (
+        await sql<{ n: string }>`SELECT count(*) AS n FROM checkpoints WHERE thread_id = ${threadId}`.execute(
+          current.server.ctx.db,
+        )
+      ).rows[0].n,
+    );
 
   const thread = await client.threads.create();
   const first = (await client.runs.wait(thread.thread_id, "counter", { input: { total: 0 } })) as Record<string, any>;
-  assert.deepEqual(first.__interrupt__.map((i: { value: unknown }) => i.value), [{ total: 1 }]);
+  assert.deepEqual(
+    first.__interrupt__.map((i: { value: unknown }) => i.value),
+    [{ total: 1 }],
+  );
   assert.equal((await client.threads.get(thread.thread_id)).status, "interrupted");
   // The checkpoints are rows of the server's own schema, written by the Python saver.
   assert.ok((await rows(thread.thread_id)) >= 2);
-  const types = (await sql<{ type: string }>`SELECT DISTINCT type FROM checkpoint_blobs WHERE thread_id = ${thread.thread_id}`.execute(server.server.ctx.db)).rows.map((r) => r.type);
+  const types = (
+    await sql<{
+      type: string;
+    }>`SELECT DISTINCT type FROM checkpoint_blobs WHERE thread_id = ${thread.thread_id}`.execute(server.server.ctx.db)
+  ).rows.map((r) => r.type);
   assert.ok(types.includes("msgpack"), `blob types ${types}`);
 
   // A restarted server (a new worker) resumes the thread from PostgreSQL.
@@ -41,7 +63,10 @@ test("on PostgreSQL: the official PostgreSQL saver in the server's schema (state
   current = again;
   const c2 = again.client();
   assert.deepEqual((await c2.threads.getState(thread.thread_id)).next, ["confirm"]);
-  const resumed = (await c2.runs.wait(thread.thread_id, "counter", { command: { resume: "yes" } })) as Record<string, unknown>;
+  const resumed = (await c2.runs.wait(thread.thread_id, "counter", { command: { resume: "yes" } })) as Record<
+    string,
+    unknown
+  >;
   assert.deepEqual(resumed, { total: 1, note: "confirmed yes" });
   const history = await c2.threads.getHistory(thread.thread_id, { limit: 10 });
   assert.ok(history.length >= 4);
@@ -51,7 +76,10 @@ test("on PostgreSQL: the official PostgreSQL saver in the server's schema (state
 
   // A JavaScript graph's thread beside, in the same tables.
   const jsThread = await c2.threads.create();
-  assert.equal(((await c2.runs.wait(jsThread.thread_id, "js_echo", { input: hi })) as { messages: unknown[] }).messages.length, 2);
+  assert.equal(
+    ((await c2.runs.wait(jsThread.thread_id, "js_echo", { input: hi })) as { messages: unknown[] }).messages.length,
+    2,
+  );
   assert.equal(((await c2.threads.getState(jsThread.thread_id)).values as { messages: unknown[] }).messages.length, 2);
 
   // checkpointer.ttl: idle threads past the TTL go, with their Python checkpoints.
@@ -68,16 +96,33 @@ test("on PostgreSQL: the official PostgreSQL saver in the server's schema (state
   const found = await c2.store.searchItems(["notes"], { query: "a cat", limit: 3 });
   assert.equal(found.items[0].key, "cats");
   assert.ok(typeof (found.items[0] as { score?: number }).score === "number");
-  assert.deepEqual(((await c2.runs.wait(null, "recall", { input: { query: "sun and sea" } })) as { keys: string[] }).keys[0], "sea");
+  assert.deepEqual(
+    ((await c2.runs.wait(null, "recall", { input: { query: "sun and sea" } })) as { keys: string[] }).keys[0],
+    "sea",
+  );
 
   // The same through the official Python client (async and sync).
-  const out = await runPythonClient(await sdkPython(), path.join(import.meta.dirname, "python-client/runtime_flows.py"), [again.url], { WHARF_TEST_API_KEY: again.apiKey! });
+  const out = await runPythonClient(
+    await sdkPython(),
+    path.join(import.meta.dirname, "python-client/runtime_flows.py"),
+    [again.url],
+    { WHARF_TEST_API_KEY: again.apiKey! },
+  );
   assert.match(out, /^ok$/m);
 
   // A cron of a Python graph fires through the scheduler; the run's webhook gets Python's values.
   const hook = await webhookSink(t);
-  const cron = await c2.crons.create("quick", { schedule: "0 0 1 1 *", input: { text: "cron" }, webhook: hook.url, onRunCompleted: "keep" });
-  await again.server.ctx.db.updateTable("agent_crons").set({ next_run_date: "2000-01-01T00:00:00.000Z" }).where("cron_id", "=", cron.cron_id).execute();
+  const cron = await c2.crons.create("quick", {
+    schedule: "0 0 1 1 *",
+    input: { text: "cron" },
+    webhook: hook.url,
+    onRunCompleted: "keep",
+  });
+  await again.server.ctx.db
+    .updateTable("agent_crons")
+    .set({ next_run_date: "2000-01-01T00:00:00.000Z" })
+    .where("cron_id", "=", cron.cron_id)
+    .execute();
   assert.equal(await again.server.crons.tick(), 1);
   const fired = await until("the cron's webhook", async () => hook.received[0]);
   assert.equal(fired.status, "success");
@@ -92,10 +137,15 @@ test("several workers: a graph blocking its event loop for 5 s does not delay a 
   const blocked = await client.threads.create();
   const t0 = Date.now();
   const slow = client.runs.wait(blocked.thread_id, "blocking", { input: { seconds: 5 } });
-  await until("the blocking run", async () => (await client.runs.list(blocked.thread_id)).some((r) => r.status === "running"));
+  await until("the blocking run", async () =>
+    (await client.runs.list(blocked.thread_id)).some((r) => r.status === "running"),
+  );
   const other = await client.threads.create();
   const q0 = Date.now();
-  const quick = (await client.runs.wait(other.thread_id, "quick", { input: { text: "now" } })) as Record<string, unknown>;
+  const quick = (await client.runs.wait(other.thread_id, "quick", { input: { text: "now" } })) as Record<
+    string,
+    unknown
+  >;
   const quickMs = Date.now() - q0;
   t.diagnostic(`a quick run beside a run blocking its worker for 5 s: ${quickMs} ms`);
   assert.equal(quick.greeting, "hello from the env map: now");
@@ -112,7 +162,11 @@ test("several workers: a graph blocking its event loop for 5 s does not delay a 
   assert.equal(hello.status, 200);
   assert.deepEqual(await hello.json(), { hello: "ann", greeting: "hello from the env map", q: "1" });
   assert.equal(hello.headers.get("x-app-middleware"), "ran");
-  const echo = await fetch(`${server.url}/custom/echo`, { method: "POST", headers, body: JSON.stringify({ a: [1, 2] }) });
+  const echo = await fetch(`${server.url}/custom/echo`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ a: [1, 2] }),
+  });
   assert.deepEqual(await echo.json(), { got: { a: [1, 2] } });
   const teapot = await fetch(`${server.url}/custom/teapot`, { headers });
   assert.equal(teapot.status, 418);
@@ -125,7 +179,8 @@ test("several workers: a graph blocking its event loop for 5 s does not delay a 
   assert.equal((await fetch(`${server.url}/ok`)).status, 200);
 
   // Both workers share the checkpoints: either one reads the other's threads.
-  for (let i = 0; i < 4; i++) assert.deepEqual((await client.threads.getState(blocked.thread_id)).values, { seconds: 5, slept: slept.slept });
+  for (let i = 0; i < 4; i++)
+    assert.deepEqual((await client.threads.getState(blocked.thread_id)).values, { seconds: 5, slept: slept.slept });
 
   // checkpointer.serde: pickle_fallback lets a plain object into the checkpoints (a TypeError without it).
   const kept = await client.threads.create();
@@ -139,7 +194,10 @@ test("several workers: a graph blocking its event loop for 5 s does not delay a 
   await until("the worker's end", async () => !w1.up);
   assert.equal((await fetch(`${server.url}/ok`)).status, 200);
   assert.ok(w2.up);
-  assert.equal(((await client.runs.wait(null, "quick", { input: { text: "still" } })) as Record<string, unknown>).greeting, "hello from the env map: still");
+  assert.equal(
+    ((await client.runs.wait(null, "quick", { input: { text: "still" } })) as Record<string, unknown>).greeting,
+    "hello from the env map: still",
+  );
   // A new worker imports and warms up before it serves: seconds on a loaded machine.
   await until("the restarted worker", async () => w1.up, 60_000);
   assert.notEqual(w1.pid, pid);
@@ -155,11 +213,27 @@ test("checkpointer.path (the project's saver, an async context manager), checkpo
   await client.runs.wait(thread.thread_id, "counter", { input: { total: 0 } });
   const history = await client.threads.getHistory(thread.thread_id, { limit: 10 });
   assert.ok(history.length >= 2);
-  assert.ok(history.every((h) => h.metadata?.saved_by === "project saver"), JSON.stringify(history.map((h) => h.metadata)));
-  const resumed = (await client.runs.wait(thread.thread_id, "counter", { command: { resume: "ok" } })) as Record<string, unknown>;
+  assert.ok(
+    history.every((h) => h.metadata?.saved_by === "project saver"),
+    JSON.stringify(history.map((h) => h.metadata)),
+  );
+  const resumed = (await client.runs.wait(thread.thread_id, "counter", { command: { resume: "ok" } })) as Record<
+    string,
+    unknown
+  >;
   assert.deepEqual(resumed, { total: 1, note: "confirmed ok" });
-  assert.equal(((await client.runs.wait(null, "quick", { input: { text: "x" } })) as Record<string, unknown>).greeting, "hello from the env file: x");
+  assert.equal(
+    ((await client.runs.wait(null, "quick", { input: { text: "x" } })) as Record<string, unknown>).greeting,
+    "hello from the env file: x",
+  );
   // http.disable_store turns the store routes off; the app still serves.
-  assert.equal((await fetch(`${server.url}/store/items?namespace=a&key=b`, { headers: { "x-api-key": server.apiKey! } })).status, 404);
-  assert.equal((await (await fetch(`${server.url}/custom/hello/bo`, { headers: { "x-api-key": server.apiKey! } })).json()).greeting, "hello from the env file");
+  assert.equal(
+    (await fetch(`${server.url}/store/items?namespace=a&key=b`, { headers: { "x-api-key": server.apiKey! } })).status,
+    404,
+  );
+  assert.equal(
+    (await (await fetch(`${server.url}/custom/hello/bo`, { headers: { "x-api-key": server.apiKey! } })).json())
+      .greeting,
+    "hello from the env file",
+  );
 });

@@ -59,7 +59,10 @@ for (const dialect of ["sqlite", "postgres"] as const) {
     await client.runs.wait(thread.thread_id, "chat", { input: say("keep me") });
     const history = await client.threads.getHistory(thread.thread_id, { limit: 50 });
     assert.ok(history.length >= 4, `history of ${history.length}`);
-    assert.ok(history.every((s) => s.metadata?.case === "extras"), JSON.stringify(history.map((s) => s.metadata)));
+    assert.ok(
+      history.every((s) => s.metadata?.case === "extras"),
+      JSON.stringify(history.map((s) => s.metadata)),
+    );
     const before = await client.threads.getState(thread.thread_id);
 
     // keep_latest: an idle thread keeps its row and its latest state; its older checkpoints go.
@@ -72,10 +75,18 @@ for (const dialect of ["sqlite", "postgres"] as const) {
     assert.equal((await client.threads.getHistory(thread.thread_id, { limit: 50 })).length, 1);
     assert.equal((await client.threads.get(thread.thread_id)).thread_id, thread.thread_id);
     // The pruned thread resumes from its latest checkpoint.
-    const resumed = (await client.runs.wait(thread.thread_id, "chat", { command: { resume: "yes" } })) as { answer?: string };
+    const resumed = (await client.runs.wait(thread.thread_id, "chat", { command: { resume: "yes" } })) as {
+      answer?: string;
+    };
     assert.equal(resumed.answer, "yes");
     if (dialect === "postgres") {
-      const n = Number((await sql<{ n: string }>`SELECT count(*) AS n FROM checkpoints WHERE thread_id = ${thread.thread_id}`.execute(server.server.ctx.db)).rows[0].n);
+      const n = Number(
+        (
+          await sql<{ n: string }>`SELECT count(*) AS n FROM checkpoints WHERE thread_id = ${thread.thread_id}`.execute(
+            server.server.ctx.db,
+          )
+        ).rows[0].n,
+      );
       assert.equal(n, 2, "the kept checkpoint and the resumed run's");
     }
 

@@ -23,7 +23,8 @@ const MODEL = "openai/gpt-4o-mini";
  */
 function uvOnPath(): void {
   const tool = path.join(TEST_PYTHON_ENVS, "uv-tool");
-  if (!fs.existsSync(path.join(tool, "bin", "uv"))) execFileSync(PYTHON, ["-m", "pip", "install", "--quiet", "--target", tool, "uv"], { stdio: "pipe" });
+  if (!fs.existsSync(path.join(tool, "bin", "uv")))
+    execFileSync(PYTHON, ["-m", "pip", "install", "--quiet", "--target", tool, "uv"], { stdio: "pipe" });
   process.env.PATH = `${path.join(tool, "bin")}:${process.env.PATH}`;
 }
 
@@ -46,13 +47,23 @@ function offlineEmbeddings(dir: string): void {
   const cfg = JSON.parse(fs.readFileSync(file, "utf8")) as { store?: { index?: { embed?: string; dims?: number } } };
   const index = cfg.store?.index;
   if (!index?.embed?.startsWith("openai:")) return;
-  fs.writeFileSync(path.join(dir, "offline_embed.py"), `def embed(texts):\n    return [[float(len(t) % 7 + 1)] + [0.0] * ${(index.dims ?? 1) - 1} for t in texts]\n`);
+  fs.writeFileSync(
+    path.join(dir, "offline_embed.py"),
+    `def embed(texts):\n    return [[float(len(t) % 7 + 1)] + [0.0] * ${(index.dims ?? 1) - 1} for t in texts]\n`,
+  );
   index.embed = "./offline_embed.py:embed";
   fs.writeFileSync(file, JSON.stringify(cfg, null, 2));
 }
 
-async function serve(t: TestContext, name: string, reply: (messages: Array<{ role: string; content?: unknown }>) => FakeReply) {
-  if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv and PyPI are needed for Python templates")) return null;
+async function serve(
+  t: TestContext,
+  name: string,
+  reply: (messages: Array<{ role: string; content?: unknown }>) => FakeReply,
+) {
+  if (
+    !requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv and PyPI are needed for Python templates")
+  )
+    return null;
   uvOnPath();
   const model = await startFakeOpenAi(t, reply);
   // The worker gets the server's environment, as `langgraph dev` gives the graph its own.
@@ -62,7 +73,8 @@ async function serve(t: TestContext, name: string, reply: (messages: Array<{ rol
   return { server, client: server.client(), model };
 }
 
-const text = (m: { content?: unknown }) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? ""));
+const text = (m: { content?: unknown }) =>
+  typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? "");
 
 describe("official Python templates with a fake OpenAI-compatible model on loopback", () => {
   test("react-agent answers through its tool-bound model, over wait and messages-tuple streaming", async (t) => {
@@ -71,15 +83,29 @@ describe("official Python templates with a fake OpenAI-compatible model on loopb
     if (!up) return;
     const { client, model } = up;
     const input = { messages: [{ role: "user", content: "What is Wharf?" }] };
-    const out = (await client.runs.wait(null, "agent", { input, context: { model: MODEL } })) as { messages: Array<{ type: string; content: string }> };
-    assert.deepEqual(out.messages.map((m) => m.type), ["human", "ai"], JSON.stringify(out));
+    const out = (await client.runs.wait(null, "agent", { input, context: { model: MODEL } })) as {
+      messages: Array<{ type: string; content: string }>;
+    };
+    assert.deepEqual(
+      out.messages.map((m) => m.type),
+      ["human", "ai"],
+      JSON.stringify(out),
+    );
     assert.equal(out.messages[1].content, answer);
     const req = model.requests.at(-1) as { model: string; tools?: Array<{ function: { name: string } }> };
     assert.equal(req.model, "gpt-4o-mini");
-    assert.deepEqual(req.tools?.map((x) => x.function.name), ["search"], "the template's Tavily tool is bound");
+    assert.deepEqual(
+      req.tools?.map((x) => x.function.name),
+      ["search"],
+      "the template's Tavily tool is bound",
+    );
 
-    const chunks = await collect(client.runs.stream(null, "agent", { input, context: { model: MODEL }, streamMode: ["messages-tuple", "values"] }));
-    const tokens = chunks.filter((c) => c.event === "messages").map((c) => (c.data as [{ content: string }, unknown])[0].content);
+    const chunks = await collect(
+      client.runs.stream(null, "agent", { input, context: { model: MODEL }, streamMode: ["messages-tuple", "values"] }),
+    );
+    const tokens = chunks
+      .filter((c) => c.event === "messages")
+      .map((c) => (c.data as [{ content: string }, unknown])[0].content);
     assert.equal(tokens.join(""), answer);
     assert.ok(tokens.length > 1, "streamed token by token");
   });
@@ -87,21 +113,43 @@ describe("official Python templates with a fake OpenAI-compatible model on loopb
   test("memory-agent stores a memory with its tool into the server's Store, and reads back one put over HTTP", async (t) => {
     const up = await serve(t, "memory-agent", (messages) => {
       if (messages.some((m) => m.role === "tool")) return { content: "Noted." };
-      return { toolCalls: [{ name: "upsert_memory", args: { content: "User likes French", context: "said so in the first message" } }] };
+      return {
+        toolCalls: [
+          { name: "upsert_memory", args: { content: "User likes French", context: "said so in the first message" } },
+        ],
+      };
     });
     if (!up) return;
     const { client, model } = up;
     const thread = await client.threads.create();
     const context = { model: MODEL, user_id: "u1" };
-    const out = (await client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "I like French." }] }, context })) as { messages: Array<{ type: string; content: string }> };
-    assert.deepEqual(out.messages.map((m) => m.type), ["human", "ai", "tool", "ai"], JSON.stringify(out));
+    const out = (await client.runs.wait(thread.thread_id, "agent", {
+      input: { messages: [{ role: "user", content: "I like French." }] },
+      context,
+    })) as { messages: Array<{ type: string; content: string }> };
+    assert.deepEqual(
+      out.messages.map((m) => m.type),
+      ["human", "ai", "tool", "ai"],
+      JSON.stringify(out),
+    );
     assert.equal(out.messages.at(-1)!.content, "Noted.");
     const items = await client.store.searchItems(["memories", "u1"]);
-    assert.deepEqual(items.items.map((i) => i.value), [{ content: "User likes French", context: "said so in the first message" }]);
+    assert.deepEqual(
+      items.items.map((i) => i.value),
+      [{ content: "User likes French", context: "said so in the first message" }],
+    );
 
     await client.store.putItem(["memories", "u1"], "boat", { content: "User owns a boat", context: "put over HTTP" });
-    await client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "What do you know?" }] }, context });
-    const system = (model.requests.at(-1) as { messages: Array<{ role: string; content?: unknown }> }).messages.find((m) => m.role === "system");
-    assert.ok(system && text(system).includes("User owns a boat"), `the graph's store.asearch did not see the item put over HTTP: ${system ? text(system) : "no system message"}`);
+    await client.runs.wait(thread.thread_id, "agent", {
+      input: { messages: [{ role: "user", content: "What do you know?" }] },
+      context,
+    });
+    const system = (model.requests.at(-1) as { messages: Array<{ role: string; content?: unknown }> }).messages.find(
+      (m) => m.role === "system",
+    );
+    assert.ok(
+      system && text(system).includes("User owns a boat"),
+      `the graph's store.asearch did not see the item put over HTTP: ${system ? text(system) : "no system message"}`,
+    );
   });
 });

@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { graphRuntime, isLocalDependency } from "../../src/agent-server/project/project.ts";
 import { encodeFrame, FrameDecoder, FrameError } from "../../src/agent-server/python/frames.ts";
-import { envKey, installPlan, pythonIsRecentEnough, pythonVersionProblem, WORKER_REQUIREMENTS, type LocalKind } from "../../src/agent-server/python/install-plan.ts";
+import {
+  envKey,
+  installPlan,
+  pythonIsRecentEnough,
+  pythonVersionProblem,
+  WORKER_REQUIREMENTS,
+  type LocalKind,
+} from "../../src/agent-server/python/install-plan.ts";
 import { pythonRunConfig } from "../../src/agent-server/python/python-graph.ts";
 import { AuthCache } from "../../src/agent-server/python/auth-cache.ts";
 import { restartDelayMs } from "../../src/agent-server/python/restart-policy.ts";
@@ -45,7 +52,11 @@ test("installPlan: packages editable, requirements folders on the path, names as
     [["/p/plain"], [], ["/p/plain"]],
     [["langchain-openai", "/p/pkg"], ["langchain-openai", "-e", "/p/pkg"], []],
   ];
-  for (const [deps, args, pathDirs] of cases) assert.deepEqual(installPlan(deps, (d) => kinds[d]), { args: [...args, ...WORKER_REQUIREMENTS], pathDirs });
+  for (const [deps, args, pathDirs] of cases)
+    assert.deepEqual(
+      installPlan(deps, (d) => kinds[d]),
+      { args: [...args, ...WORKER_REQUIREMENTS], pathDirs },
+    );
   // The user's langgraph is never pinned.
   assert.ok(WORKER_REQUIREMENTS.every((r) => !/[<>=~]/.test(r)));
 });
@@ -57,28 +68,51 @@ test("envKey changes with the Python version, the dependencies and their metadat
   assert.equal(envKey("3.11", ["/p"], read), base);
   assert.notEqual(envKey("3.12", ["/p"], read), base);
   assert.notEqual(envKey("3.11", ["/p", "x"], read), base);
-  assert.notEqual(envKey("3.11", ["/p"], (p) => (p === "/p/pyproject.toml" ? "deps = b" : null)), base);
+  assert.notEqual(
+    envKey("3.11", ["/p"], (p) => (p === "/p/pyproject.toml" ? "deps = b" : null)),
+    base,
+  );
 });
 
 test("pythonVersionProblem: a python_version newer than the host's interpreter is refused, naming both", () => {
-  const cases: Array<[string | null, string, boolean]> = [[null, "3.11.2", false], ["3.11", "3.11.2", false], ["3.11", "3.12.1", false], ["3.12", "3.11.7", true], ["3.13", "3.12.0", true]];
-  for (const [req, host, bad] of cases) assert.equal(pythonVersionProblem(req, host) !== null, bad, `${req} on ${host}`);
+  const cases: Array<[string | null, string, boolean]> = [
+    [null, "3.11.2", false],
+    ["3.11", "3.11.2", false],
+    ["3.11", "3.12.1", false],
+    ["3.12", "3.11.7", true],
+    ["3.13", "3.12.0", true],
+  ];
+  for (const [req, host, bad] of cases)
+    assert.equal(pythonVersionProblem(req, host) !== null, bad, `${req} on ${host}`);
   assert.match(pythonVersionProblem("3.12", "3.11.7")!, /python_version 3\.12.*3\.11\.7/);
 });
 
 test("pythonIsRecentEnough: 3.11 and newer", () => {
-  const cases: Array<[string, boolean]> = [["3.11.2", true], ["3.12.0", true], ["4.0.0", true], ["3.10.14", false], ["2.7.18", false]];
+  const cases: Array<[string, boolean]> = [
+    ["3.11.2", true],
+    ["3.12.0", true],
+    ["4.0.0", true],
+    ["3.10.14", false],
+    ["2.7.18", false],
+  ];
   for (const [v, want] of cases) assert.equal(pythonIsRecentEnough(v), want, v);
 });
 
 test("frames: round trip whatever the chunking; oversized and malformed headers are errors", () => {
-  const frames = [encodeFrame({ id: 1, op: "a" }, '{"x":1}'), encodeFrame({ id: 2, kind: "event", event: "values" }, Buffer.from("é".repeat(1000))), encodeFrame({ id: 3 })];
+  const frames = [
+    encodeFrame({ id: 1, op: "a" }, '{"x":1}'),
+    encodeFrame({ id: 2, kind: "event", event: "values" }, Buffer.from("é".repeat(1000))),
+    encodeFrame({ id: 3 }),
+  ];
   const all = Buffer.concat(frames);
   for (const size of [1, 3, 7, 64, all.length]) {
     const d = new FrameDecoder();
     const got = [];
     for (let i = 0; i < all.length; i += size) got.push(...d.push(all.subarray(i, i + size)));
-    assert.deepEqual(got.map((f) => f.header.id), [1, 2, 3]);
+    assert.deepEqual(
+      got.map((f) => f.header.id),
+      [1, 2, 3],
+    );
     assert.equal(got[0].body.toString(), '{"x":1}');
     assert.equal(got[1].body.toString(), "é".repeat(1000));
     assert.equal(got[2].body.length, 0);
@@ -93,8 +127,23 @@ test("frames: round trip whatever the chunking; oversized and malformed headers 
 });
 
 test("pythonRunConfig: RunnableConfig keys in Python's spelling, nothing JavaScript-only", () => {
-  assert.deepEqual(pythonRunConfig({ configurable: { a: 1 }, metadata: { m: 1 }, tags: ["t"], recursionLimit: 5, store: {}, runId: "r", signal: null }), { configurable: { user_id: "", __after_seconds__: 0, a: 1 }, metadata: { m: 1 }, tags: ["t"], recursion_limit: 5 });
-  assert.equal((pythonRunConfig({ configurable: { langgraph_auth_user_id: "u1" } }, 3).configurable as Record<string, unknown>).user_id, "u1");
+  assert.deepEqual(
+    pythonRunConfig({
+      configurable: { a: 1 },
+      metadata: { m: 1 },
+      tags: ["t"],
+      recursionLimit: 5,
+      store: {},
+      runId: "r",
+      signal: null,
+    }),
+    { configurable: { user_id: "", __after_seconds__: 0, a: 1 }, metadata: { m: 1 }, tags: ["t"], recursion_limit: 5 },
+  );
+  assert.equal(
+    (pythonRunConfig({ configurable: { langgraph_auth_user_id: "u1" } }, 3).configurable as Record<string, unknown>)
+      .user_id,
+    "u1",
+  );
 });
 
 test("restartDelayMs: doubles from 0.5 s, capped at 30 s", () => {
@@ -103,17 +152,53 @@ test("restartDelayMs: doubles from 0.5 s, capped at 30 s", () => {
 
 test("store bridge: Python store operations become LangGraph JS operations, items come back with ISO dates", () => {
   const cases: Array<[PythonStoreOp, unknown]> = [
-    [{ kind: "get", namespace: ["a"], key: "k" }, { namespace: ["a"], key: "k" }],
-    [{ kind: "put", namespace: ["a"], key: "k", value: { x: 1 }, index: null }, { namespace: ["a"], key: "k", value: { x: 1 } }],
-    [{ kind: "put", namespace: ["a"], key: "k", value: null, index: false }, { namespace: ["a"], key: "k", value: null, index: false }],
-    [{ kind: "search", namespace_prefix: ["a"], filter: null, limit: 10, offset: 0, query: "q" }, { namespacePrefix: ["a"], filter: undefined, limit: 10, offset: 0, query: "q" }],
-    [{ kind: "list", match_conditions: [{ match_type: "prefix", path: ["a"] }], max_depth: null, limit: 100, offset: 0 }, { matchConditions: [{ matchType: "prefix", path: ["a"] }], maxDepth: undefined, limit: 100, offset: 0 }],
+    [
+      { kind: "get", namespace: ["a"], key: "k" },
+      { namespace: ["a"], key: "k" },
+    ],
+    [
+      { kind: "put", namespace: ["a"], key: "k", value: { x: 1 }, index: null },
+      { namespace: ["a"], key: "k", value: { x: 1 } },
+    ],
+    [
+      { kind: "put", namespace: ["a"], key: "k", value: null, index: false },
+      { namespace: ["a"], key: "k", value: null, index: false },
+    ],
+    [
+      { kind: "search", namespace_prefix: ["a"], filter: null, limit: 10, offset: 0, query: "q" },
+      { namespacePrefix: ["a"], filter: undefined, limit: 10, offset: 0, query: "q" },
+    ],
+    [
+      {
+        kind: "list",
+        match_conditions: [{ match_type: "prefix", path: ["a"] }],
+        max_depth: null,
+        limit: 100,
+        offset: 0,
+      },
+      { matchConditions: [{ matchType: "prefix", path: ["a"] }], maxDepth: undefined, limit: 100, offset: 0 },
+    ],
   ];
   for (const [op, want] of cases) assert.deepEqual(toJsOperation(op), want, op.kind);
   const d = new Date("2026-01-02T03:04:05.000Z");
   const item = { namespace: ["a"], key: "k", value: { x: 1 }, createdAt: d, updatedAt: d };
-  assert.deepEqual(toPythonResult(cases[0][0], item), { namespace: ["a"], key: "k", value: { x: 1 }, created_at: d.toISOString(), updated_at: d.toISOString() });
-  assert.deepEqual(toPythonResult(cases[3][0], [{ ...item, score: 0.5 }]), [{ namespace: ["a"], key: "k", value: { x: 1 }, created_at: d.toISOString(), updated_at: d.toISOString(), score: 0.5 }]);
+  assert.deepEqual(toPythonResult(cases[0][0], item), {
+    namespace: ["a"],
+    key: "k",
+    value: { x: 1 },
+    created_at: d.toISOString(),
+    updated_at: d.toISOString(),
+  });
+  assert.deepEqual(toPythonResult(cases[3][0], [{ ...item, score: 0.5 }]), [
+    {
+      namespace: ["a"],
+      key: "k",
+      value: { x: 1 },
+      created_at: d.toISOString(),
+      updated_at: d.toISOString(),
+      score: 0.5,
+    },
+  ]);
   assert.equal(toPythonResult(cases[0][0], null), null);
   assert.equal(toPythonResult(cases[1][0], undefined), null);
 });
@@ -121,7 +206,10 @@ test("store bridge: Python store operations become LangGraph JS operations, item
 test("AuthCache: by the configured headers (hashed), for ttl_seconds, least recently used out first", () => {
   let now = 0;
   const cache = new AuthCache({ cacheKeys: ["authorization", "x-api-key"], ttlSeconds: 10, maxSize: 2 }, () => now);
-  const ctx = (identity: string) => ({ user: { identity, permissions: [], display_name: identity, is_authenticated: true }, scopes: [] });
+  const ctx = (identity: string) => ({
+    user: { identity, permissions: [], display_name: identity, is_authenticated: true },
+    scopes: [],
+  });
   assert.equal(cache.key(new Headers()), null);
   const a = cache.key(new Headers({ authorization: "Bearer a" }))!;
   const b = cache.key(new Headers({ "x-api-key": "b" }))!;

@@ -38,7 +38,10 @@ type Json = unknown;
 function drop(value: Json, pattern: string[]): Json {
   if (!pattern.length || value === null || typeof value !== "object") return value;
   const [head, ...rest] = pattern;
-  if (Array.isArray(value)) return value.map((v, i) => (head === "*" || head === String(i) ? (rest.length ? drop(v, rest) : undefined) : v)).filter((v) => v !== undefined);
+  if (Array.isArray(value))
+    return value
+      .map((v, i) => (head === "*" || head === String(i) ? (rest.length ? drop(v, rest) : undefined) : v))
+      .filter((v) => v !== undefined);
   const out: Record<string, Json> = {};
   for (const [k, v] of Object.entries(value)) {
     if (head === "*" || head === k) {
@@ -48,7 +51,8 @@ function drop(value: Json, pattern: string[]): Json {
   return out;
 }
 
-const without = (flow: string, value: Json) => (DEVIATIONS[flow]?.paths ?? []).reduce((v, p) => drop(v, p.split(".")), value);
+const without = (flow: string, value: Json) =>
+  (DEVIATIONS[flow]?.paths ?? []).reduce((v, p) => drop(v, p.split(".")), value);
 
 test("the official Python client sees the same wire from Wharf as from langgraph dev (recorded fixtures, ids and times normalised)", async (t) => {
   if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects")) return;
@@ -68,6 +72,7 @@ test("the official Python client sees the same wire from Wharf as from langgraph
       return true;
     }
   });
-  for (const flow of differing) await t.test(flow, () => assert.deepEqual(without(flow, actual[flow]), without(flow, expected[flow])));
+  for (const flow of differing)
+    await t.test(flow, () => assert.deepEqual(without(flow, actual[flow]), without(flow, expected[flow])));
   assert.deepEqual(differing, [], `flows that differ from langgraph dev (Wharf's output: ${out})`);
 });

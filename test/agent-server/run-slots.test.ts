@@ -16,7 +16,10 @@ for (const dialect of DIALECTS) {
             method: "POST",
             headers: { "content-type": "application/json" },
             // Each run holds the slot 300 ms: the others are queued meanwhile.
-            body: JSON.stringify({ assistant_id: "slow", input: { messages: [{ role: "human", content: `m${i} sleep 300` }] } }),
+            body: JSON.stringify({
+              assistant_id: "slow",
+              input: { messages: [{ role: "human", content: `m${i} sleep 300` }] },
+            }),
           }).then(async (r) => ({ status: r.status, text: await r.text() })),
         ),
       );
@@ -24,7 +27,10 @@ for (const dialect of DIALECTS) {
         assert.equal(a.status, 200);
         assert.match(a.text, new RegExp(`done: m${i} sleep 300`));
       });
-      assert.ok(performance.now() - t0 < 15_000, `six 300 ms runs through one slot took ${Math.round(performance.now() - t0)} ms`);
+      assert.ok(
+        performance.now() - t0 < 15_000,
+        `six 300 ms runs through one slot took ${Math.round(performance.now() - t0)} ms`,
+      );
     });
   });
 }

@@ -4,7 +4,18 @@ import { DIALECTS } from "../support/dialects.ts";
 import { CHAT_EXAMPLE, collect, startTestAgentServer } from "./support.ts";
 
 const hi = { messages: [{ role: "human", content: "hi" }] };
-const AI_FIELDS = ["additional_kwargs", "content", "example", "id", "invalid_tool_calls", "name", "response_metadata", "tool_calls", "type", "usage_metadata"];
+const AI_FIELDS = [
+  "additional_kwargs",
+  "content",
+  "example",
+  "id",
+  "invalid_tool_calls",
+  "name",
+  "response_metadata",
+  "tool_calls",
+  "type",
+  "usage_metadata",
+];
 const HUMAN_FIELDS = ["additional_kwargs", "content", "example", "id", "name", "response_metadata", "type"];
 
 for (const dialect of DIALECTS) {
@@ -27,7 +38,9 @@ for (const dialect of DIALECTS) {
       assert.equal(printed.length, updates.length);
 
       // runs.wait: the final state, input message first, each message with every field.
-      const result = (await alice.runs.wait(null, "agent", { input: hi })) as { messages: Array<Record<string, unknown>> };
+      const result = (await alice.runs.wait(null, "agent", { input: hi })) as {
+        messages: Array<Record<string, unknown>>;
+      };
       assert.equal(result.messages[0].content, "hi");
       assert.equal(result.messages[0].type, "human");
       assert.deepEqual(Object.keys(result.messages[0]).sort(), HUMAN_FIELDS);
@@ -54,29 +67,44 @@ for (const dialect of DIALECTS) {
       assert.equal(ta.metadata?.owner, "alice");
       assert.equal(ta.status, "idle");
       const tb = await bob.threads.create({ metadata: { topic: "b" } });
-      assert.deepEqual((await alice.threads.search()).map((x) => x.thread_id), [ta.thread_id]);
-      assert.deepEqual((await bob.threads.search()).map((x) => x.thread_id), [tb.thread_id]);
+      assert.deepEqual(
+        (await alice.threads.search()).map((x) => x.thread_id),
+        [ta.thread_id],
+      );
+      assert.deepEqual(
+        (await bob.threads.search()).map((x) => x.thread_id),
+        [tb.thread_id],
+      );
       await assert.rejects(bob.threads.get(ta.thread_id), /HTTP 404/);
       await assert.rejects(bob.runs.wait(ta.thread_id, "agent", { input: hi }), /HTTP 404/);
       // Joining another user's run: the stream's error event (as the LangGraph server), not an HTTP error.
       const tc = await alice.threads.create();
       const aliceRun = await alice.runs.create(tc.thread_id, "agent", { input: hi });
       const joined = await collect(bob.runs.joinStream(tc.thread_id, aliceRun.run_id));
-      assert.deepEqual(joined.map((e) => e.event), ["error"]);
+      assert.deepEqual(
+        joined.map((e) => e.event),
+        ["error"],
+      );
       assert.match(String((joined[0].data as { message: string }).message), /not found/);
       await alice.runs.join(tc.thread_id, aliceRun.run_id);
       await alice.threads.delete(tc.thread_id);
       // GET /threads (the interface's listing for the bearer flow).
       const listed = await fetch(`${server.url}/threads`, { headers: { Authorization: "Bearer demo-token-bob" } });
       assert.equal(listed.status, 200);
-      assert.deepEqual(((await listed.json()) as Array<{ thread_id: string }>).map((x) => x.thread_id), [tb.thread_id]);
+      assert.deepEqual(
+        ((await listed.json()) as Array<{ thread_id: string }>).map((x) => x.thread_id),
+        [tb.thread_id],
+      );
 
       // A bad token: 401 with the handler's message.
-      await assert.rejects(server.client({ Authorization: "Bearer nope" }).threads.search(), (err: Error & { status?: number }) => {
-        assert.equal(err.status, 401);
-        assert.match(err.message, /Invalid token/);
-        return true;
-      });
+      await assert.rejects(
+        server.client({ Authorization: "Bearer nope" }).threads.search(),
+        (err: Error & { status?: number }) => {
+          assert.equal(err.status, 401);
+          assert.match(err.message, /Invalid token/);
+          return true;
+        },
+      );
       const noHeader = await fetch(`${server.url}/assistants/search`, { method: "POST", body: "{}" });
       assert.equal(noHeader.status, 401);
       assert.equal(await noHeader.text(), "Missing bearer token");
@@ -84,7 +112,9 @@ for (const dialect of DIALECTS) {
 
       // A thread run keeps state: two turns, the state has both.
       await alice.runs.wait(ta.thread_id, "agent", { input: hi });
-      const second = (await alice.runs.wait(ta.thread_id, "agent", { input: { messages: [{ role: "human", content: "again" }] } })) as { messages: unknown[] };
+      const second = (await alice.runs.wait(ta.thread_id, "agent", {
+        input: { messages: [{ role: "human", content: "again" }] },
+      })) as { messages: unknown[] };
       assert.equal(second.messages.length, 8);
       const state = await alice.threads.getState(ta.thread_id);
       assert.equal((state.values as { messages: unknown[] }).messages.length, 8);
@@ -93,7 +123,10 @@ for (const dialect of DIALECTS) {
       assert.equal(thread.status, "idle");
       assert.equal(thread.metadata?.graph_id, "agent");
       const runs = await alice.runs.list(ta.thread_id);
-      assert.deepEqual(runs.map((r) => r.status), ["success", "success"]);
+      assert.deepEqual(
+        runs.map((r) => r.status),
+        ["success", "success"],
+      );
     });
   });
 }

@@ -31,14 +31,37 @@ const AUTH_PROJECT = path.join(here, "fixtures/auth");
 const say = (text: string) => ({ messages: [{ role: "human", content: text }] });
 
 test("pure decisions: run counts list every status; bulk cancel statuses; supported LangGraph versions", () => {
-  assert.deepEqual(Object.fromEntries(runCountsByStatus([{ status: "success", n: "3" }, { status: "pending", n: 2n }])), { pending: 2, running: 0, success: 3, error: 0, timeout: 0, interrupted: 0 });
-  for (const [status, want] of [["pending", ["pending"]], ["running", ["running"]], ["all", ["pending", "running"]], [undefined, ["pending", "running"]]] as const) {
+  assert.deepEqual(
+    Object.fromEntries(
+      runCountsByStatus([
+        { status: "success", n: "3" },
+        { status: "pending", n: 2n },
+      ]),
+    ),
+    { pending: 2, running: 0, success: 3, error: 0, timeout: 0, interrupted: 0 },
+  );
+  for (const [status, want] of [
+    ["pending", ["pending"]],
+    ["running", ["running"]],
+    ["all", ["pending", "running"]],
+    [undefined, ["pending", "running"]],
+  ] as const) {
     assert.deepEqual(statusesToCancel(status), want);
   }
-  for (const [version, ok] of [["1.7.3", true], ["1.0.0", true], ["0.2.74", false], ["0.4.9", false], ["2.0.0", false], ["x", false]] as const) {
+  for (const [version, ok] of [
+    ["1.7.3", true],
+    ["1.0.0", true],
+    ["0.2.74", false],
+    ["0.4.9", false],
+    ["2.0.0", false],
+    ["x", false],
+  ] as const) {
     assert.equal(langGraphVersionProblem(version) === null, ok, version);
   }
-  assert.match(langGraphVersionProblem("0.2.74")!, new RegExp(`0\\.2\\.74 is not supported; this server runs ${SUPPORTED_LANGGRAPH.replace(/[.<>=]/g, "\\$&")}`));
+  assert.match(
+    langGraphVersionProblem("0.2.74")!,
+    new RegExp(`0\\.2\\.74 is not supported; this server runs ${SUPPORTED_LANGGRAPH.replace(/[.<>=]/g, "\\$&")}`),
+  );
 });
 
 describe("agent server endpoints", () => {
@@ -55,7 +78,8 @@ describe("agent server endpoints", () => {
     assert.equal(res.status, 200);
     assert.match(res.headers.get("content-type") ?? "", /^text\/plain; version=0\.0\.4/);
     const families = new Map(parsePrometheus(await res.text()).map((f) => [f.name, f]));
-    const value = (name: string, labels: Record<string, string> = {}) => families.get(name)?.metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v))?.value;
+    const value = (name: string, labels: Record<string, string> = {}) =>
+      families.get(name)?.metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v))?.value;
     assert.equal(families.get("wharf_agent_runs")?.type, "GAUGE");
     assert.equal(value("wharf_agent_runs", { status: "pending" }), "1");
     assert.equal(value("wharf_agent_run_queue_depth"), "1");
@@ -66,14 +90,20 @@ describe("agent server endpoints", () => {
     assert.equal(value("wharf_agent_runs_ended_total", { status: "success" }), "1");
     assert.equal(value("wharf_agent_runs_ended_total", { status: "error" }), "1");
     assert.equal(value("wharf_agent_http_requests_total", { method: "POST", route: "/runs/wait", status: "200" }), "2");
-    assert.equal(value("wharf_agent_http_requests_total", { method: "GET", route: "/threads/:thread_id", status: "404" }), "1");
+    assert.equal(
+      value("wharf_agent_http_requests_total", { method: "GET", route: "/threads/:thread_id", status: "404" }),
+      "1",
+    );
   });
 
   test("/metrics is behind the project's custom auth", async (t) => {
     const server = await startTestAgentServer(t, { project: AUTH_PROJECT });
     if (!server) return;
     assert.equal((await fetch(`${server.url}/metrics`)).status, 401);
-    assert.equal((await fetch(`${server.url}/metrics`, { headers: { authorization: "Bearer user-alice" } })).status, 200);
+    assert.equal(
+      (await fetch(`${server.url}/metrics`, { headers: { authorization: "Bearer user-alice" } })).status,
+      200,
+    );
   });
 
   test("POST /runs/cancel cancels by ids or by status, only the caller's; a bad body is a 422", async (t) => {
@@ -81,10 +111,18 @@ describe("agent server endpoints", () => {
     if (!server) return;
     const alice = server.client({ authorization: "Bearer user-alice" });
     const bob = server.client({ authorization: "Bearer user-bob" });
-    const post = (token: string, body: unknown, query = "") => fetch(`${server.url}/runs/cancel${query}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+    const post = (token: string, body: unknown, query = "") =>
+      fetch(`${server.url}/runs/cancel${query}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+        body: JSON.stringify(body),
+      });
     const queued = async (client: typeof alice) => {
       const thread = await client.threads.create();
-      return { thread, run: await client.runs.create(thread.thread_id, "echo", { input: say("later"), afterSeconds: 30 }) };
+      return {
+        thread,
+        run: await client.runs.create(thread.thread_id, "echo", { input: say("later"), afterSeconds: 30 }),
+      };
     };
     const a1 = await queued(alice);
     const a2 = await queued(alice);
@@ -115,9 +153,19 @@ describe("agent server endpoints", () => {
   test("GET /openapi.json describes the API and /docs serves Swagger UI, both without credentials", async (t) => {
     const server = await startTestAgentServer(t, { project: AUTH_PROJECT });
     if (!server) return;
-    const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as { openapi: string; paths: Record<string, Record<string, { requestBody?: unknown }>> };
+    const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as {
+      openapi: string;
+      paths: Record<string, Record<string, { requestBody?: unknown }>>;
+    };
     assert.equal(doc.openapi, "3.1.0");
-    for (const [p, m] of [["/runs/cancel", "post"], ["/threads/{thread_id}/runs/stream", "post"], ["/assistants/{assistant_id}", "delete"], ["/mcp", "post"], ["/a2a/{assistant_id}", "post"]]) assert.ok(doc.paths[p]?.[m], `${m} ${p}`);
+    for (const [p, m] of [
+      ["/runs/cancel", "post"],
+      ["/threads/{thread_id}/runs/stream", "post"],
+      ["/assistants/{assistant_id}", "delete"],
+      ["/mcp", "post"],
+      ["/a2a/{assistant_id}", "post"],
+    ])
+      assert.ok(doc.paths[p]?.[m], `${m} ${p}`);
     assert.ok(doc.paths["/runs/wait"].post.requestBody);
     const page = await fetch(`${server.url}/docs`);
     assert.equal(page.status, 200);
@@ -131,14 +179,28 @@ test("a project on @langchain/langgraph 0.2 is refused at load with one line nam
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   // The layout of the original new-langgraphjs-project template: its own node_modules copy of LangGraph 0.2.
   fs.mkdirSync(path.join(dir, "node_modules/@langchain/langgraph"), { recursive: true });
-  fs.writeFileSync(path.join(dir, "node_modules/@langchain/langgraph/package.json"), JSON.stringify({ name: "@langchain/langgraph", version: "0.2.74", type: "module" }));
+  fs.writeFileSync(
+    path.join(dir, "node_modules/@langchain/langgraph/package.json"),
+    JSON.stringify({ name: "@langchain/langgraph", version: "0.2.74", type: "module" }),
+  );
   fs.mkdirSync(path.join(dir, "src"));
   fs.writeFileSync(path.join(dir, "src/agent.ts"), 'throw new Error("must not be imported");\n');
   fs.writeFileSync(path.join(dir, "langgraph.json"), JSON.stringify({ graphs: { agent: "./src/agent.ts:graph" } }));
   await assert.rejects(
-    startAgentServer({ projectDir: dir, host: "127.0.0.1", port: 0, databaseUrl: null, home: path.join(dir, ".wharf"), open: true, log: createLogger({ level: "silent" }) }),
+    startAgentServer({
+      projectDir: dir,
+      host: "127.0.0.1",
+      port: 0,
+      databaseUrl: null,
+      home: path.join(dir, ".wharf"),
+      open: true,
+      log: createLogger({ level: "silent" }),
+    }),
     (err: Error) => {
-      assert.match(err.message, /^@langchain\/langgraph 0\.2\.74 is not supported; this server runs >=1\.0\.0 <2\.0\.0 \(npm install @langchain\/langgraph@\^1\) \(found .*node_modules\/@langchain\/langgraph\/package\.json\)$/);
+      assert.match(
+        err.message,
+        /^@langchain\/langgraph 0\.2\.74 is not supported; this server runs >=1\.0\.0 <2\.0\.0 \(npm install @langchain\/langgraph@\^1\) \(found .*node_modules\/@langchain\/langgraph\/package\.json\)$/,
+      );
       assert.ok(!err.message.includes("\n"));
       return true;
     },

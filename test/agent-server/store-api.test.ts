@@ -20,7 +20,10 @@ for (const dialect of DIALECTS) {
     await alice.putItem(["docs", "b"], "k3", { title: "three", n: 3 });
     // Written by a graph (no `owner` stamped): the handler's returned search filter is not applied.
     await server.server.ctx.store.put(["alice", "graph-notes"], "g1", { text: "from a graph" });
-    assert.deepEqual((await alice.searchItems(["graph-notes"])).items.map((i) => i.key), ["g1"]);
+    assert.deepEqual(
+      (await alice.searchItems(["graph-notes"])).items.map((i) => i.key),
+      ["g1"],
+    );
     await server.server.ctx.store.delete(["alice", "graph-notes"], "g1");
     await alice.putItem(["notes"], "k4", { title: "four", n: 4 });
     const got = await alice.getItem(["docs", "a"], "k1");
@@ -40,21 +43,49 @@ for (const dialect of DIALECTS) {
 
     // search: namespace prefix (label-wise, not string-wise), filters, limit/offset, query ignored.
     const docs = await alice.searchItems(["docs"]);
-    assert.deepEqual(docs.items.map((i) => i.key), ["k1", "k3", "k2"]);
-    assert.deepEqual((await alice.searchItems(["docs", "a"], { limit: 1, offset: 1 })).items.map((i) => i.key), ["k2"]);
+    assert.deepEqual(
+      docs.items.map((i) => i.key),
+      ["k1", "k3", "k2"],
+    );
+    assert.deepEqual(
+      (await alice.searchItems(["docs", "a"], { limit: 1, offset: 1 })).items.map((i) => i.key),
+      ["k2"],
+    );
     assert.deepEqual((await alice.searchItems(["doc"])).items, []);
-    assert.deepEqual((await alice.searchItems([], { filter: { title: "four" } })).items.map((i) => i.key), ["k4"]);
-    assert.deepEqual((await alice.searchItems([], { filter: { n: { $gte: 2, $lt: 4 } } })).items.map((i) => i.key).sort(), ["k2", "k3"]);
-    assert.deepEqual((await alice.searchItems([], { filter: { tags: ["x", "y"] } })).items.map((i) => i.key), ["k2"]);
-    assert.deepEqual((await alice.searchItems([], { filter: { n: { $in: [1, 4] } }, limit: 1, offset: 1 })).items.map((i) => i.key), ["k4"]);
+    assert.deepEqual(
+      (await alice.searchItems([], { filter: { title: "four" } })).items.map((i) => i.key),
+      ["k4"],
+    );
+    assert.deepEqual(
+      (await alice.searchItems([], { filter: { n: { $gte: 2, $lt: 4 } } })).items.map((i) => i.key).sort(),
+      ["k2", "k3"],
+    );
+    assert.deepEqual(
+      (await alice.searchItems([], { filter: { tags: ["x", "y"] } })).items.map((i) => i.key),
+      ["k2"],
+    );
+    assert.deepEqual(
+      (await alice.searchItems([], { filter: { n: { $in: [1, 4] } }, limit: 1, offset: 1 })).items.map((i) => i.key),
+      ["k4"],
+    );
     assert.equal((await alice.searchItems(["docs"], { query: "anything" })).items.length, 3);
     assert.deepEqual((await bob.searchItems([])).items, []);
 
     // list namespaces: prefix, suffix (with a wildcard), max_depth, limit/offset.
-    assert.deepEqual((await alice.listNamespaces()).namespaces, [["alice", "docs", "a"], ["alice", "docs", "b"], ["alice", "notes"]]);
-    assert.deepEqual((await alice.listNamespaces({ prefix: ["docs"] })).namespaces, [["alice", "docs", "a"], ["alice", "docs", "b"]]);
+    assert.deepEqual((await alice.listNamespaces()).namespaces, [
+      ["alice", "docs", "a"],
+      ["alice", "docs", "b"],
+      ["alice", "notes"],
+    ]);
+    assert.deepEqual((await alice.listNamespaces({ prefix: ["docs"] })).namespaces, [
+      ["alice", "docs", "a"],
+      ["alice", "docs", "b"],
+    ]);
     assert.deepEqual((await alice.listNamespaces({ suffix: ["b"] })).namespaces, [["alice", "docs", "b"]]);
-    assert.deepEqual((await alice.listNamespaces({ prefix: ["*"], maxDepth: 2 })).namespaces, [["alice", "docs"], ["alice", "notes"]]);
+    assert.deepEqual((await alice.listNamespaces({ prefix: ["*"], maxDepth: 2 })).namespaces, [
+      ["alice", "docs"],
+      ["alice", "notes"],
+    ]);
     assert.deepEqual((await alice.listNamespaces({ limit: 1, offset: 2 })).namespaces, [["alice", "notes"]]);
 
     // delete; a handler returning false is a 403; bad namespaces and bodies are 422, never a 500.
@@ -64,7 +95,11 @@ for (const dialect of DIALECTS) {
     await assert.rejects(reader.putItem(["x"], "k", { a: 1 }), /HTTP 403/);
     await assert.rejects(reader.deleteItem(["x"], "k"), /HTTP 403/);
     const raw = (method: string, p: string, body?: unknown) =>
-      fetch(`${server.url}${p}`, { method, headers: { authorization: "Bearer user-alice", "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+      fetch(`${server.url}${p}`, {
+        method,
+        headers: { authorization: "Bearer user-alice", "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
     assert.equal((await raw("PUT", "/store/items", { namespace: ["a", ""], key: "k", value: {} })).status, 422);
     assert.equal((await raw("PUT", "/store/items", { namespace: ["a:b"], key: "k", value: {} })).status, 422);
     assert.equal((await raw("POST", "/store/namespaces", { prefix: ["a.b"] })).status, 422);
@@ -79,7 +114,9 @@ for (const dialect of DIALECTS) {
     const client = server.client({ Authorization: "Bearer user-carol" });
     await client.runs.wait(null, "memory", { input: { messages: [{ role: "human", content: "tea" }] } });
     const thread = await client.threads.create();
-    const out = (await client.runs.wait(thread.thread_id, "memory", { input: { messages: [{ role: "human", content: "cake" }] } })) as { messages: Array<{ content: string }> };
+    const out = (await client.runs.wait(thread.thread_id, "memory", {
+      input: { messages: [{ role: "human", content: "cake" }] },
+    })) as { messages: Array<{ content: string }> };
     assert.equal(out.messages.at(-1)?.content, "cake,tea");
     const carol = client.store;
     assert.deepEqual((await carol.searchItems(["memories"])).items.map((i) => i.value.text).sort(), ["cake", "tea"]);
@@ -95,6 +132,10 @@ test("store API without custom auth: API key required, namespaces as given", asy
   assert.deepEqual((await store.getItem(["prefs", "u1"], "theme"))?.namespace, ["prefs", "u1"]);
   assert.deepEqual((await store.listNamespaces({ prefix: ["prefs"] })).namespaces, [["prefs", "u1"]]);
   assert.equal((await fetch(`${server.url}/store/items?namespace=prefs.u1&key=theme`)).status, 401);
-  const reserved = await fetch(`${server.url}/store/items`, { method: "PUT", headers: { "x-api-key": server.apiKey!, "content-type": "application/json" }, body: JSON.stringify({ namespace: ["langgraph", "x"], key: "k", value: {} }) });
+  const reserved = await fetch(`${server.url}/store/items`, {
+    method: "PUT",
+    headers: { "x-api-key": server.apiKey!, "content-type": "application/json" },
+    body: JSON.stringify({ namespace: ["langgraph", "x"], key: "k", value: {} }),
+  });
   assert.equal(reserved.status, 422);
 });

@@ -29,7 +29,15 @@ export interface TestAgentServer extends RunningAgentServer {
  */
 export async function startTestAgentServer(
   t: TestContext,
-  options: { dialect?: Dialect; project?: string; open?: boolean; leaseMs?: number; log?: Logger; webhookGate?: WebhookGate; runSlots?: number } = {},
+  options: {
+    dialect?: Dialect;
+    project?: string;
+    open?: boolean;
+    leaseMs?: number;
+    log?: Logger;
+    webhookGate?: WebhookGate;
+    runSlots?: number;
+  } = {},
 ): Promise<TestAgentServer | null> {
   const s = await storageSettings(t, options.dialect ?? "sqlite");
   if (!s) return null;
@@ -55,7 +63,13 @@ export async function startTestAgentServer(
     const self: TestAgentServer = {
       ...running,
       apiKey,
-      client: (headers = {}) => new Client({ apiUrl: running.url, apiKey: null, defaultHeaders: { ...(apiKey && !options.open ? { "x-api-key": apiKey } : {}), ...headers }, callerOptions: { maxRetries: 0 } }),
+      client: (headers = {}) =>
+        new Client({
+          apiUrl: running.url,
+          apiKey: null,
+          defaultHeaders: { ...(apiKey && !options.open ? { "x-api-key": apiKey } : {}), ...headers },
+          callerOptions: { maxRetries: 0 },
+        }),
       restart: async (opts = {}) => {
         if (opts.stopFirst !== false) await running.stop();
         return start(opts.leaseMs);
@@ -81,11 +95,23 @@ export async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
 export function memoryLogger(): { log: Logger; lines: () => Array<Record<string, unknown>> } {
   const chunks: string[] = [];
   const log = createLogger({ level: "debug", destination: { write: (s: string) => void chunks.push(s) } });
-  return { log, lines: () => chunks.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) };
+  return {
+    log,
+    lines: () =>
+      chunks
+        .join("")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+  };
 }
 
 /** The egress address policy for webhooks with the tests' loopback receivers allowed, as an operator would. */
-export const loopbackHooks = egressWebhookGate({ WHARF_EGRESS_HOSTS: "", WHARF_EGRESS_ALLOW_INTERNAL: ["127.0.0.1/32"], WHARF_EGRESS_SYSTEM_DNS: false });
+export const loopbackHooks = egressWebhookGate({
+  WHARF_EGRESS_HOSTS: "",
+  WHARF_EGRESS_ALLOW_INTERNAL: ["127.0.0.1/32"],
+  WHARF_EGRESS_SYSTEM_DNS: false,
+});
 
 /** A loopback webhook receiver: the run each call posts when it ends. */
 export async function webhookSink(t: TestContext): Promise<{ url: string; received: Array<Record<string, any>> }> {

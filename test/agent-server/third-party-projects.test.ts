@@ -23,13 +23,18 @@ async function fourWays(client: Client, graphId: string, text: string): Promise<
   out.push(messagesOf(stateless.at(-1)!.data));
   const thread = await client.threads.create({ graphId });
   out.push(messagesOf(await client.runs.wait(thread.thread_id, graphId, { input: hi(text) })));
-  const onThread = await collect(client.runs.stream(thread.thread_id, graphId, { input: hi(text), streamMode: ["values", "updates"] }));
+  const onThread = await collect(
+    client.runs.stream(thread.thread_id, graphId, { input: hi(text), streamMode: ["values", "updates"] }),
+  );
   assert.ok(!onThread.some((c) => c.event === "error"), JSON.stringify(onThread.filter((c) => c.event === "error")));
   out.push(messagesOf(onThread.filter((c) => c.event === "values").at(-1)!.data));
   // The second run on the thread continued the first one's conversation.
   assert.equal(out[3].filter((m) => m.type === "human").length, 2);
   const state = await client.threads.getState(thread.thread_id);
-  assert.deepEqual(messagesOf(state.values).map((m) => m.content), out[3].map((m) => m.content));
+  assert.deepEqual(
+    messagesOf(state.values).map((m) => m.content),
+    out[3].map((m) => m.content),
+  );
   return out;
 }
 
@@ -45,26 +50,44 @@ describe("third-party projects run unchanged", () => {
     assert.ok(failed, "the load failure is logged");
     assert.equal(failed.module, "./src/broken.ts:graph");
     assert.match(String(failed.error), /broken graph: missing OPENAI_API_KEY/);
-    const info = (await (await fetch(`${server.url}/info`)).json()) as { graph_errors?: Record<string, { module: string; error: string }> };
+    const info = (await (await fetch(`${server.url}/info`)).json()) as {
+      graph_errors?: Record<string, { module: string; error: string }>;
+    };
     assert.deepEqual(Object.keys(info.graph_errors ?? {}), ["broken"]);
     assert.match(info.graph_errors!.broken.error, /missing OPENAI_API_KEY/);
     const graphs = (await client.assistants.search({ limit: 100 })).map((a) => a.graph_id).sort();
     assert.deepEqual(graphs, ["agent", "chat", "deep", "factory", "logged", "nested", "zod"]);
 
     // Schemas as LangGraph extracts them: registry metadata kept, context schema, none null.
-    const schemas = (await client.assistants.getSchemas("zod")) as unknown as Record<string, { properties?: Record<string, Record<string, unknown>> } | null>;
+    const schemas = (await client.assistants.getSchemas("zod")) as unknown as Record<
+      string,
+      { properties?: Record<string, Record<string, unknown>> } | null
+    >;
     assert.equal(schemas.state_schema!.properties!.topic.langgraph_type, "prompt");
     assert.ok(schemas.input_schema!.properties!.answer);
     assert.deepEqual(Object.keys(schemas.context_schema!.properties!), ["tone"]);
-    const agentSchemas = (await client.assistants.getSchemas("agent")) as unknown as Record<string, { properties?: Record<string, Record<string, unknown>> } | null>;
+    const agentSchemas = (await client.assistants.getSchemas("agent")) as unknown as Record<
+      string,
+      { properties?: Record<string, Record<string, unknown>> } | null
+    >;
     assert.equal(agentSchemas.input_schema!.properties!.messages.langgraph_type, "messages");
-    assert.equal(((await client.runs.wait(null, "zod", { input: { topic: "tides" }, context: { tone: "dry" } })) as { answer: string }).answer, "about tides");
+    assert.equal(
+      (
+        (await client.runs.wait(null, "zod", { input: { topic: "tides" }, context: { tone: "dry" } })) as {
+          answer: string;
+        }
+      ).answer,
+      "about tides",
+    );
 
     // createAgent with two tools: the model calls both, then answers with their results.
     for (const messages of await fourWays(client, "agent", "go")) {
       const types = messages.map((m) => m.type);
       assert.deepEqual(types.slice(-4), ["ai", "tool", "tool", "ai"], JSON.stringify(types));
-      assert.deepEqual(messages.at(-4)!.tool_calls!.map((c) => c.name), ["add", "shout"]);
+      assert.deepEqual(
+        messages.at(-4)!.tool_calls!.map((c) => c.name),
+        ["add", "shout"],
+      );
       assert.equal(messages.at(-1)!.content, "done: 5, HI");
     }
 
@@ -81,7 +104,10 @@ describe("third-party projects run unchanged", () => {
 
     // Factory graph: built per run from the run's configuration, for runs and for thread state.
     for (const messages of await fourWays(client, "factory", "y")) assert.equal(messages.at(-1)!.content, "factory: y");
-    const configured = await client.runs.wait(null, "factory", { input: hi("z"), config: { configurable: { prefix: "custom" } } });
+    const configured = await client.runs.wait(null, "factory", {
+      input: hi("z"),
+      config: { configurable: { prefix: "custom" } },
+    });
     assert.equal(messagesOf(configured).at(-1)!.content, "custom: z");
     const thread = await client.threads.create({ graphId: "factory" });
     await client.runs.wait(thread.thread_id, "factory", { input: hi("first") });
@@ -90,7 +116,10 @@ describe("third-party projects run unchanged", () => {
     assert.deepEqual(state.values.notes, ["answered", "by hand"]);
     const history = await client.threads.getHistory(thread.thread_id, { limit: 10 });
     assert.ok(history.length >= 3);
-    await client.threads.updateState(thread.thread_id, { values: { messages: [{ role: "human", content: "added" }] }, asNode: "answer" });
+    await client.threads.updateState(thread.thread_id, {
+      values: { messages: [{ role: "human", content: "added" }] },
+      asNode: "answer",
+    });
     assert.equal(messagesOf((await client.threads.getState(thread.thread_id)).values).at(-1)!.content, "added");
   });
 });

@@ -29,15 +29,26 @@ for (const dialect of DIALECTS) {
       assert.equal(b.status, "pending");
       assert.equal((await client.threads.get(th.thread_id)).status, "busy");
       // Reject: a third run on the busy thread is refused.
-      await assert.rejects(client.runs.create(th.thread_id, "slow", { input: say("x"), multitaskStrategy: "reject" }), /HTTP 409: Thread is already running a task/);
-      assert.deepEqual(contents(await client.runs.join(th.thread_id, b.run_id)).slice(-4), ["sleep 300", "done: sleep 300", "sleep 1", "done: sleep 1"]);
+      await assert.rejects(
+        client.runs.create(th.thread_id, "slow", { input: say("x"), multitaskStrategy: "reject" }),
+        /HTTP 409: Thread is already running a task/,
+      );
+      assert.deepEqual(contents(await client.runs.join(th.thread_id, b.run_id)).slice(-4), [
+        "sleep 300",
+        "done: sleep 300",
+        "sleep 1",
+        "done: sleep 1",
+      ]);
       assert.equal((await client.runs.get(th.thread_id, a.run_id)).status, "success");
 
       // Interrupt: the running run is stopped (keeps its checkpoints), the new one runs.
       const t2 = await client.threads.create();
       const long = await client.runs.create(t2.thread_id, "slow", { input: say("sleep 5000") });
       await new Promise((r) => setTimeout(r, 100));
-      const next = await client.runs.create(t2.thread_id, "slow", { input: say("sleep 1"), multitaskStrategy: "interrupt" });
+      const next = await client.runs.create(t2.thread_id, "slow", {
+        input: say("sleep 1"),
+        multitaskStrategy: "interrupt",
+      });
       const after = contents(await client.runs.join(t2.thread_id, next.run_id));
       assert.deepEqual(after.slice(-2), ["sleep 1", "done: sleep 1"]);
       assert.ok(after.includes("sleep 5000"));
@@ -47,7 +58,10 @@ for (const dialect of DIALECTS) {
       const t3 = await client.threads.create();
       const gone = await client.runs.create(t3.thread_id, "slow", { input: say("sleep 5000") });
       await new Promise((r) => setTimeout(r, 100));
-      const fresh = await client.runs.create(t3.thread_id, "slow", { input: say("sleep 1"), multitaskStrategy: "rollback" });
+      const fresh = await client.runs.create(t3.thread_id, "slow", {
+        input: say("sleep 1"),
+        multitaskStrategy: "rollback",
+      });
       assert.deepEqual(contents(await client.runs.join(t3.thread_id, fresh.run_id)), ["sleep 1", "done: sleep 1"]);
       await assert.rejects(client.runs.get(t3.thread_id, gone.run_id), /HTTP 404/);
 
@@ -58,7 +72,10 @@ for (const dialect of DIALECTS) {
       await client.runs.cancel(t4.thread_id, c.run_id, true);
       assert.equal((await client.runs.get(t4.thread_id, c.run_id)).status, "interrupted");
       assert.equal((await client.threads.get(t4.thread_id)).status, "idle");
-      assert.deepEqual((await client.runs.list(t4.thread_id)).map((r) => r.status), ["interrupted"]);
+      assert.deepEqual(
+        (await client.runs.list(t4.thread_id)).map((r) => r.status),
+        ["interrupted"],
+      );
     });
 
     test("interrupts and resume with a command; join stream; stateless background runs", async (t) => {
@@ -94,10 +111,17 @@ for (const dialect of DIALECTS) {
       // joinStream follows a background run from its start.
       const bg = await client.runs.create(th.thread_id, "slow", { input: say("sleep 150"), streamMode: ["updates"] });
       const events = await collect(client.runs.joinStream(th.thread_id, bg.run_id));
-      assert.deepEqual(events.map((e) => e.event), ["metadata", "updates"]);
+      assert.deepEqual(
+        events.map((e) => e.event),
+        ["metadata", "updates"],
+      );
 
       // Stateless background run: created, then streamed by id; its temporary thread goes away.
-      const res = await fetch(`${server.url}/runs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ assistant_id: "slow", input: say("sleep 100"), stream_mode: "values" }) });
+      const res = await fetch(`${server.url}/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ assistant_id: "slow", input: say("sleep 100"), stream_mode: "values" }),
+      });
       const created = (await res.json()) as { run_id: string; thread_id: string; status: string };
       assert.equal(created.status, "pending"); // as the LangGraph server answers a new background run
       const streamed = await (await fetch(`${server.url}/runs/${created.run_id}/stream`)).text();
@@ -106,10 +130,17 @@ for (const dialect of DIALECTS) {
       await assert.rejects(client.threads.get(created.thread_id), /HTTP 404/);
 
       // A factory graph gets the run's config.
-      const f = await client.runs.wait(null, "factory", { input: say("q"), config: { configurable: { prefix: "custom" } } });
+      const f = await client.runs.wait(null, "factory", {
+        input: say("q"),
+        config: { configurable: { prefix: "custom" } },
+      });
       assert.deepEqual(contents(f), ["q", "custom: q"]);
       // on_completion keep: the thread of a stateless run stays and can be read.
-      const keptRes = await fetch(`${server.url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ assistant_id: "echo", input: say("k"), on_completion: "keep" }) });
+      const keptRes = await fetch(`${server.url}/runs/wait`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ assistant_id: "echo", input: say("k"), on_completion: "keep" }),
+      });
       const kept = { thread_id: keptRes.headers.get("content-location")!.split("/")[2] };
       assert.match(keptRes.headers.get("content-location")!, /^\/threads\/[0-9a-f-]{36}\/runs\//);
       await keptRes.text();
@@ -134,7 +165,11 @@ for (const dialect of DIALECTS) {
         await reader.read(); // the metadata event
         ac.abort();
         await new Promise((r) => setTimeout(r, 900));
-        assert.equal((await client.runs.get(th.thread_id, runId)).status, onDisconnect === "cancel" ? "interrupted" : "success", String(onDisconnect));
+        assert.equal(
+          (await client.runs.get(th.thread_id, runId)).status,
+          onDisconnect === "cancel" ? "interrupted" : "success",
+          String(onDisconnect),
+        );
       }
     });
   });

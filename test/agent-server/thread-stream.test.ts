@@ -41,7 +41,10 @@ test("GET /threads/{id}/stream (SDK threads.joinStream): the current run from it
   leave.abort();
   await following;
 
-  assert.deepEqual(events.map((e) => e.event), ["metadata", "updates", "metadata", "updates"]);
+  assert.deepEqual(
+    events.map((e) => e.event),
+    ["metadata", "updates", "metadata", "updates"],
+  );
   assert.equal(events[0].data.run_id, run1.run_id);
   assert.equal(events[2].data.run_id, run2.run_id);
   assert.match(events[1].data.work.messages[0].content, /done: sleep 300/);
@@ -54,7 +57,10 @@ test("GET /threads/{id}/stream (SDK threads.joinStream): the current run from it
   const resumed: string[] = [];
   const stop = new AbortController();
   try {
-    for await (const chunk of client.threads.joinStream(thread.thread_id, { lastEventId: `${run3.run_id}:0`, signal: stop.signal })) {
+    for await (const chunk of client.threads.joinStream(thread.thread_id, {
+      lastEventId: `${run3.run_id}:0`,
+      signal: stop.signal,
+    })) {
       resumed.push(chunk.event);
       if (chunk.event === "updates") stop.abort();
     }
@@ -66,6 +72,9 @@ test("GET /threads/{id}/stream (SDK threads.joinStream): the current run from it
   // Unknown thread → 404; unsupported thread stream modes → 422; credentials required.
   const h = { "x-api-key": server.apiKey! };
   assert.equal((await fetch(`${server.url}/threads/${crypto.randomUUID()}/stream`, { headers: h })).status, 404);
-  assert.equal((await fetch(`${server.url}/threads/${thread.thread_id}/stream?stream_mode=lifecycle`, { headers: h })).status, 422);
+  assert.equal(
+    (await fetch(`${server.url}/threads/${thread.thread_id}/stream?stream_mode=lifecycle`, { headers: h })).status,
+    422,
+  );
   assert.equal((await fetch(`${server.url}/threads/${thread.thread_id}/stream`)).status, 401);
 });

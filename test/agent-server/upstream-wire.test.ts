@@ -46,7 +46,12 @@ test("debug checkpoints name the checkpoint as the thread's history does (checkp
     tasks: [],
   });
   assert.deepEqual(out.checkpoint, { thread_id: "t", checkpoint_ns: "", checkpoint_id: "c2", checkpoint_map: null });
-  assert.deepEqual(out.parent_checkpoint, { thread_id: "t", checkpoint_ns: "", checkpoint_id: "c1", checkpoint_map: null });
+  assert.deepEqual(out.parent_checkpoint, {
+    thread_id: "t",
+    checkpoint_ns: "",
+    checkpoint_id: "c1",
+    checkpoint_map: null,
+  });
   assert.equal(debugCheckpoint({ config: null, parentConfig: undefined }).parent_checkpoint, null);
 });
 
@@ -55,7 +60,13 @@ test("a pending task in the thread state has result null (a finished one its res
     values: {},
     next: ["weather_graph"],
     tasks: [
-      { id: "1", name: "weather_graph", path: ["__pregel_pull", "weather_graph"], interrupts: [], state: { configurable: { thread_id: "t", checkpoint_ns: "weather_graph:1" } } },
+      {
+        id: "1",
+        name: "weather_graph",
+        path: ["__pregel_pull", "weather_graph"],
+        interrupts: [],
+        state: { configurable: { thread_id: "t", checkpoint_ns: "weather_graph:1" } },
+      },
       { id: "2", name: "done", path: [], interrupts: [], result: { x: 1 } },
     ],
     config: { configurable: { thread_id: "t", checkpoint_id: "c" } },
@@ -71,7 +82,13 @@ test("a store handler's filter on namespace or key confines items; other keys (a
   assert.equal(storeItemFilter(undefined), null);
   assert.equal(storeItemFilter({ owner: "alice" }), null);
   const contains = storeItemFilter({ namespace: { $contains: "alice" }, owner: "alice" })!;
-  for (const [ns, want] of [[["alice"], true], [["docs", "alice"], true], [["ALL"], false], [["alicea"], false]] as const) assert.equal(contains({ namespace: [...ns] }), want, ns.join("."));
+  for (const [ns, want] of [
+    [["alice"], true],
+    [["docs", "alice"], true],
+    [["ALL"], false],
+    [["alicea"], false],
+  ] as const)
+    assert.equal(contains({ namespace: [...ns] }), want, ns.join("."));
   const eq = storeItemFilter({ namespace: { $eq: ["a", "b"] }, key: "k" })!;
   assert.equal(eq({ namespace: ["a", "b"], key: "k" }), true);
   assert.equal(eq({ namespace: ["a", "b"], key: "j" }), false);

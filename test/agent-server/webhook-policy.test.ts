@@ -14,7 +14,8 @@ import { startTestAgentServer } from "./support.ts";
 
 /** No DNS: names resolve through the static table only, so no case dials or resolves anything real. */
 const hosts = "metadata.test=169.254.169.254,public.test=93.184.216.34,inside.test=10.1.2.3,loop.test=127.0.0.1";
-const policy = (allow: string[] = []) => outboundPolicy({ WHARF_EGRESS_HOSTS: hosts, WHARF_EGRESS_ALLOW_INTERNAL: allow, WHARF_EGRESS_SYSTEM_DNS: false });
+const policy = (allow: string[] = []) =>
+  outboundPolicy({ WHARF_EGRESS_HOSTS: hosts, WHARF_EGRESS_ALLOW_INTERNAL: allow, WHARF_EGRESS_SYSTEM_DNS: false });
 
 describe("a run's webhook under the egress address policy", () => {
   test("the decision (pure: the policy's resolver is a static table, nothing is dialled)", async () => {
@@ -43,10 +44,18 @@ describe("a run's webhook under the egress address policy", () => {
     for (const [url, allow, expected] of cases) {
       const verdict = await checkOutboundUrl(policy(allow), new URL(url));
       if (typeof expected === "string") assert.deepEqual(verdict, { address: expected }, url);
-      else assert.ok("refused" in verdict && expected.test(verdict.refused), `${url} (allow ${allow.join(",") || "none"}): ${JSON.stringify(verdict)}`);
+      else
+        assert.ok(
+          "refused" in verdict && expected.test(verdict.refused),
+          `${url} (allow ${allow.join(",") || "none"}): ${JSON.stringify(verdict)}`,
+        );
     }
     // The gate tells the operator's way out.
-    const gate = egressWebhookGate({ WHARF_EGRESS_HOSTS: hosts, WHARF_EGRESS_ALLOW_INTERNAL: [], WHARF_EGRESS_SYSTEM_DNS: false });
+    const gate = egressWebhookGate({
+      WHARF_EGRESS_HOSTS: hosts,
+      WHARF_EGRESS_ALLOW_INTERNAL: [],
+      WHARF_EGRESS_SYSTEM_DNS: false,
+    });
     const refused = await gate(new URL("http://metadata.test/"));
     assert.ok("refused" in refused && /WHARF_EGRESS_ALLOW_INTERNAL/.test(refused.refused), JSON.stringify(refused));
   });
@@ -57,8 +66,16 @@ describe("a run's webhook under the egress address policy", () => {
     const server = await startTestAgentServer(t, { open: true });
     if (!server) return;
     const client = server.client();
-    for (const url of [`http://127.0.0.1:${sink.port}/hook`, `http://localhost:${sink.port}/hook`, `http://[::ffff:7f00:1]:${sink.port}/hook`, `http://127.1:${sink.port}/hook`]) {
-      const out = await client.runs.wait(null, "echo", { input: { messages: [{ role: "human", content: "hi" }] }, webhook: url });
+    for (const url of [
+      `http://127.0.0.1:${sink.port}/hook`,
+      `http://localhost:${sink.port}/hook`,
+      `http://[::ffff:7f00:1]:${sink.port}/hook`,
+      `http://127.1:${sink.port}/hook`,
+    ]) {
+      const out = await client.runs.wait(null, "echo", {
+        input: { messages: [{ role: "human", content: "hi" }] },
+        webhook: url,
+      });
       assert.ok(out, "the run itself completes");
     }
     // A webhook is sent after the run ends, in the background: give any a moment to arrive.
@@ -66,9 +83,19 @@ describe("a run's webhook under the egress address policy", () => {
     assert.deepEqual(sink.requests, [], "no webhook request reached the loopback listener");
 
     // The same listener allowed by the operator: the webhook arrives (the test above could see one).
-    const allowed = await startTestAgentServer(t, { open: true, webhookGate: egressWebhookGate({ WHARF_EGRESS_HOSTS: "", WHARF_EGRESS_ALLOW_INTERNAL: ["127.0.0.1/32"], WHARF_EGRESS_SYSTEM_DNS: false }) });
+    const allowed = await startTestAgentServer(t, {
+      open: true,
+      webhookGate: egressWebhookGate({
+        WHARF_EGRESS_HOSTS: "",
+        WHARF_EGRESS_ALLOW_INTERNAL: ["127.0.0.1/32"],
+        WHARF_EGRESS_SYSTEM_DNS: false,
+      }),
+    });
     if (!allowed) return;
-    await allowed.client().runs.wait(null, "echo", { input: { messages: [{ role: "human", content: "hi" }] }, webhook: `http://127.0.0.1:${sink.port}/hook` });
+    await allowed.client().runs.wait(null, "echo", {
+      input: { messages: [{ role: "human", content: "hi" }] },
+      webhook: `http://127.0.0.1:${sink.port}/hook`,
+    });
     for (let i = 0; i < 50 && sink.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
     assert.deepEqual(sink.requests, ["POST /hook"]);
   });

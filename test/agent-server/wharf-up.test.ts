@@ -16,11 +16,21 @@ test("the in-process agent-server feature serves the example agent at once: a st
     .map((l) => JSON.parse(l) as { url: string; graphs: string[] })[0];
   assert.ok(line, "the platform logs the agent server's URL");
   assert.deepEqual(line.graphs, ["agent"]);
-  const client = new Client({ apiUrl: line.url, apiKey: null, defaultHeaders: { Authorization: "Bearer demo-token-alice" }, callerOptions: { maxRetries: 0 } });
-  const result = (await client.runs.wait(null, "agent", { input: { messages: [{ role: "human", content: "hi" }] } })) as { messages: Array<{ type: string; content: string }> };
+  const client = new Client({
+    apiUrl: line.url,
+    apiKey: null,
+    defaultHeaders: { Authorization: "Bearer demo-token-alice" },
+    callerOptions: { maxRetries: 0 },
+  });
+  const result = (await client.runs.wait(null, "agent", {
+    input: { messages: [{ role: "human", content: "hi" }] },
+  })) as { messages: Array<{ type: string; content: string }> };
   assert.equal(result.messages[0].content, "hi");
   assert.match(result.messages.at(-1)!.content, /^You said: hi\. Hello alice/);
   // The example's auth applies: no token, no run.
-  const res = await fetch(`${line.url}/runs/wait`, { method: "POST", body: JSON.stringify({ assistant_id: "agent", input: {} }) });
+  const res = await fetch(`${line.url}/runs/wait`, {
+    method: "POST",
+    body: JSON.stringify({ assistant_id: "agent", input: {} }),
+  });
   assert.equal(res.status, 401);
 });

@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { ConfigError, loadConfig, readSetting, SETTINGS, SettingsError, withSettingsTable } from "../../src/config/index.ts";
+import {
+  ConfigError,
+  loadConfig,
+  readSetting,
+  SETTINGS,
+  SettingsError,
+  withSettingsTable,
+} from "../../src/config/index.ts";
 import { REPO_ROOT, wharfCli } from "../support/process.ts";
 
 describe("one configuration", () => {
@@ -27,12 +34,22 @@ describe("one configuration", () => {
     assert.equal(c.settings.WHARF_SANDBOX_KEEP_RUNNING, false);
     assert.deepEqual(c.settings.WHARF_EGRESS_ALLOW_INTERNAL, []);
     assert.equal(c.settings.WHARF_OAUTH_SWEEP_INTERVAL_SECONDS, 60);
-    const bad: Record<string, string> = { WHARF_PORT: "70000", WHARF_LOG_LEVEL: "loud", DATABASE_URL: "mysql://x", WHARF_SANDBOX_DRIVER: "docker", WHARF_OAUTH_STATE_TTL_SECONDS: "5", WHARF_EGRESS_SYSTEM_DNS: "maybe" };
-    assert.throws(() => loadConfig(bad), (err: Error) => {
-      assert.ok(err instanceof ConfigError);
-      for (const name of Object.keys(bad)) assert.match(err.message, new RegExp(`\\b${name}:`));
-      return true;
-    });
+    const bad: Record<string, string> = {
+      WHARF_PORT: "70000",
+      WHARF_LOG_LEVEL: "loud",
+      DATABASE_URL: "mysql://x",
+      WHARF_SANDBOX_DRIVER: "docker",
+      WHARF_OAUTH_STATE_TTL_SECONDS: "5",
+      WHARF_EGRESS_SYSTEM_DNS: "maybe",
+    };
+    assert.throws(
+      () => loadConfig(bad),
+      (err: Error) => {
+        assert.ok(err instanceof ConfigError);
+        for (const name of Object.keys(bad)) assert.match(err.message, new RegExp(`\\b${name}:`));
+        return true;
+      },
+    );
     assert.equal(loadConfig({ WHARF_PORT: "" }).port, 8123, "an empty variable is unset");
     assert.throws(() => readSetting("WHARF_URL", { WHARF_URL: "not a url" }), SettingsError);
   });
@@ -47,12 +64,24 @@ describe("one configuration", () => {
 
   test("every WHARF_* variable the code names is declared (or is one the platform sets for its children)", () => {
     // Set by the platform for processes it starts, or constants named like settings: not operator settings.
-    const internal = new Set(["WHARF_AGENT_DATABASE_URL", "WHARF_AGENT_DATABASE_SCHEMA", "WHARF_DEPLOYMENT_ID", "WHARF_REVISION_ID", "WHARF_WORKSPACE_ID", "WHARF_FSIZE_LIMIT", "WHARF_BIN", "WHARF_NODE_MODULES", "WHARF_ROOT", "WHARF_WORKER_CONFIG"]);
+    const internal = new Set([
+      "WHARF_AGENT_DATABASE_URL",
+      "WHARF_AGENT_DATABASE_SCHEMA",
+      "WHARF_DEPLOYMENT_ID",
+      "WHARF_REVISION_ID",
+      "WHARF_WORKSPACE_ID",
+      "WHARF_FSIZE_LIMIT",
+      "WHARF_BIN",
+      "WHARF_NODE_MODULES",
+      "WHARF_ROOT",
+      "WHARF_WORKER_CONFIG",
+    ]);
     const src = path.join(REPO_ROOT, "src");
     const named = new Set<string>();
     for (const f of fs.readdirSync(src, { recursive: true }) as string[]) {
       if (!/\.(ts|mjs)$/.test(f)) continue;
-      for (const m of fs.readFileSync(path.join(src, f), "utf8").matchAll(/\bWHARF_[A-Z0-9_]*[A-Z0-9]\b/g)) named.add(m[0]);
+      for (const m of fs.readFileSync(path.join(src, f), "utf8").matchAll(/\bWHARF_[A-Z0-9_]*[A-Z0-9]\b/g))
+        named.add(m[0]);
     }
     const undeclared = [...named].filter((n) => !(n in SETTINGS) && !internal.has(n)).sort();
     assert.deepEqual(undeclared, [], "declare these in src/config/settings.ts");
@@ -72,6 +101,10 @@ describe("one configuration", () => {
           if (/process\.env\b/.test(l) && !/^\s*(\*|\/\/|\/\*)/.test(l)) offenders.push(`${rel}:${i + 1}: ${l.trim()}`);
         });
     }
-    assert.deepEqual(offenders, [], "read settings from ctx.config.settings (declared in src/config/settings.ts), or the environment through src/config/host-variables.ts");
+    assert.deepEqual(
+      offenders,
+      [],
+      "read settings from ctx.config.settings (declared in src/config/settings.ts), or the environment through src/config/host-variables.ts",
+    );
   });
 });

@@ -3,7 +3,13 @@ import { execFileSync, spawn } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { PERL_DIR, PERL_FILES, PERL_PROGRAMS, perlArgs, type PerlProgram } from "../../src/confinement/perl-programs.ts";
+import {
+  PERL_DIR,
+  PERL_FILES,
+  PERL_PROGRAMS,
+  perlArgs,
+  type PerlProgram,
+} from "../../src/confinement/perl-programs.ts";
 import { archSyscalls } from "../../src/confinement/seccomp.ts";
 import { startTime } from "../../src/confinement/proc.ts";
 
@@ -12,7 +18,11 @@ import { startTime } from "../../src/confinement/proc.ts";
 // that is not a sandbox) plus the listener handover's framing, which needs no namespace.
 
 const sys = archSyscalls();
-const sysArg = sys ? Object.entries(sys).map(([k, v]) => `${k}=${v}`).join(",") : "";
+const sysArg = sys
+  ? Object.entries(sys)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(",")
+  : "";
 
 /** Runs perl with `args`, optionally writing `fd4` to its descriptor 4; resolves with its exit and stderr. */
 function perl(args: string[], fd4?: string): Promise<{ code: number | null; stderr: string }> {
@@ -41,8 +51,17 @@ function target(t: { after(fn: () => void): void }): { pid: number; start: numbe
 
 describe("confinement Perl programs", () => {
   test("every file compiles on its own (perl -c)", () => {
-    assert.deepEqual([...PERL_FILES].sort(), ["capture.pl", "connect.pl", "enter.pl", "holder.pl", "join-netns.pl", "listener-handover.pl", "service-stage.pl"]);
-    for (const f of PERL_FILES) execFileSync("/usr/bin/perl", ["-c", path.join(PERL_DIR, f)], { stdio: ["ignore", "ignore", "pipe"] });
+    assert.deepEqual([...PERL_FILES].sort(), [
+      "capture.pl",
+      "connect.pl",
+      "enter.pl",
+      "holder.pl",
+      "join-netns.pl",
+      "listener-handover.pl",
+      "service-stage.pl",
+    ]);
+    for (const f of PERL_FILES)
+      execFileSync("/usr/bin/perl", ["-c", path.join(PERL_DIR, f)], { stdio: ["ignore", "ignore", "pipe"] });
   });
 
   test("every program compiles as it is run: its libraries, then its main file", () => {
@@ -54,21 +73,50 @@ describe("confinement Perl programs", () => {
 
   test("only the service holder stages binds instead of mounting the sandbox overlay", () => {
     const probe = ["-e", "print defined(&WharfStage::stage_binds) ? 'stage' : 'overlay'; exit 0;"];
-    const which = (p: PerlProgram) => execFileSync("/usr/bin/perl", [...perlArgs(p).slice(0, -2), ...probe], { encoding: "utf8" });
+    const which = (p: PerlProgram) =>
+      execFileSync("/usr/bin/perl", [...perlArgs(p).slice(0, -2), ...probe], { encoding: "utf8" });
     assert.equal(which("holder"), "overlay");
     assert.equal(which("service-holder"), "stage");
   });
 
   test("enter refuses a pid whose start time is not the sandbox's (a recycled pid)", async (t) => {
     const { pid, start } = target(t);
-    const r = await perl([...perlArgs("enter"), sysArg, "4", "1000", String(pid), String(start + 1), "", "-", "0", "/", "-", "--", "/bin/true"]);
+    const r = await perl([
+      ...perlArgs("enter"),
+      sysArg,
+      "4",
+      "1000",
+      String(pid),
+      String(start + 1),
+      "",
+      "-",
+      "0",
+      "/",
+      "-",
+      "--",
+      "/bin/true",
+    ]);
     assert.equal(r.code, 125, r.stderr);
     assert.match(r.stderr, /^wharf: sandbox is not running\n$/);
   });
 
   test("enter refuses a target in the host's user namespace (not a sandbox)", async (t) => {
     const { pid, start } = target(t);
-    const r = await perl([...perlArgs("enter"), sysArg, "4", "1000", String(pid), String(start), "", "-", "0", "/", "-", "--", "/bin/true"]);
+    const r = await perl([
+      ...perlArgs("enter"),
+      sysArg,
+      "4",
+      "1000",
+      String(pid),
+      String(start),
+      "",
+      "-",
+      "0",
+      "/",
+      "-",
+      "--",
+      "/bin/true",
+    ]);
     assert.equal(r.code, 125, r.stderr);
     assert.match(r.stderr, /^wharf: target is not a sandbox\n$/);
   });
@@ -87,7 +135,10 @@ my %S = map { split /=/ } split /,/, shift @ARGV;
 my $fdn = $ENV{NODE_CHANNEL_FD} + 0;
 open(my $ch, "+<&=", $fdn) or fail("ipc channel");
 WharfHandover::hand_over(\\%S, $fdn, $ch, [0], "nodns", sub { close($_[0]) });`;
-    const child = spawn("/usr/bin/perl", [...perlArgs("capture").slice(2, 4), "-e", main, sysArg], { stdio: ["ignore", "ignore", "pipe", "ipc"], env: {} });
+    const child = spawn("/usr/bin/perl", [...perlArgs("capture").slice(2, 4), "-e", main, sysArg], {
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+      env: {},
+    });
     t.after(() => child.kill("SIGKILL"));
     const got: Array<{ kind: string; server?: net.Server }> = [];
     const done = new Promise<void>((resolve, reject) => {
@@ -98,7 +149,10 @@ WharfHandover::hand_over(\\%S, $fdn, $ch, [0], "nodns", sub { close($_[0]) });`;
       child.on("close", (code) => reject(new Error(`handover exited with ${code}`)));
     });
     await done;
-    assert.deepEqual(got.map((g) => g.kind), ["tcp", "done"]);
+    assert.deepEqual(
+      got.map((g) => g.kind),
+      ["tcp", "done"],
+    );
     const server = got[0].server!;
     t.after(() => server.close());
     const port = (server.address() as net.AddressInfo).port;

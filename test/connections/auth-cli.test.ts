@@ -13,7 +13,30 @@ describe("wharf auth CLI", () => {
     const mock = await startMockAuthServer(t);
     const env = { WHARF_URL: p.url, WHARF_API_KEY: p.apiKey };
 
-    const add = spawn(process.execPath, [WHARF_BIN, "auth", "providers", "add", "mock", "--client-id", "mock-client", "--auth-url", `${mock.url}/authorize`, "--token-url", `${mock.url}/token`, "--revocation-url", `${mock.url}/revoke`, "--userinfo-url", `${mock.url}/userinfo`, "--client-secret-stdin", "--param", "prompt=consent"], { env: { ...process.env, ...env } });
+    const add = spawn(
+      process.execPath,
+      [
+        WHARF_BIN,
+        "auth",
+        "providers",
+        "add",
+        "mock",
+        "--client-id",
+        "mock-client",
+        "--auth-url",
+        `${mock.url}/authorize`,
+        "--token-url",
+        `${mock.url}/token`,
+        "--revocation-url",
+        `${mock.url}/revoke`,
+        "--userinfo-url",
+        `${mock.url}/userinfo`,
+        "--client-secret-stdin",
+        "--param",
+        "prompt=consent",
+      ],
+      { env: { ...process.env, ...env } },
+    );
     let out = "";
     add.stdout.on("data", (d) => (out += d));
     add.stderr.on("data", (d) => (out += d));
@@ -23,7 +46,10 @@ describe("wharf auth CLI", () => {
     assert.match(out, new RegExp(`${p.url}/v2/auth/callback/mock`));
 
     // Each CLI start costs seconds on a loaded machine: independent commands run side by side.
-    const connect = runWharf(["auth", "connect", "mock", "--agent", AGENT_A, "--scopes", "repo,user", "--timeout", "90"], { env });
+    const connect = runWharf(
+      ["auth", "connect", "mock", "--agent", AGENT_A, "--scopes", "repo,user", "--timeout", "90"],
+      { env },
+    );
     const listing = wharfCli(["auth", "providers", "list"], { env });
     const deadline = Date.now() + 60_000;
     let url: string | undefined;

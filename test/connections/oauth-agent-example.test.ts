@@ -17,11 +17,19 @@ test("examples/oauth-agent: interrupt with the URL, connect, resume, act with th
   await p.api("/v2/auth/providers", { method: "POST", json: mock.providerBody("mock") });
   mock.account = { sub: "octocat-id", login: "octocat" };
   // The environment the agent server would give the graph (langgraph.json env + operator's).
-  Object.assign(process.env, { WHARF_URL: p.url, WHARF_API_KEY: p.apiKey, OAUTH_PROVIDER: "mock", OAUTH_SCOPES: "read:user", PROVIDER_USER_URL: `${mock.url}/userinfo` });
+  Object.assign(process.env, {
+    WHARF_URL: p.url,
+    WHARF_API_KEY: p.apiKey,
+    OAUTH_PROVIDER: "mock",
+    OAUTH_SCOPES: "read:user",
+    PROVIDER_USER_URL: `${mock.url}/userinfo`,
+  });
 
   const graph = builder.compile({ checkpointer: new MemorySaver() });
   const config = { configurable: { thread_id: "t1", assistant_id: AGENT_A } };
-  const first = (await graph.invoke({ messages: [new HumanMessage("who am I?")] }, config)) as { __interrupt__?: Array<{ value: ConnectionInterrupt }> };
+  const first = (await graph.invoke({ messages: [new HumanMessage("who am I?")] }, config)) as {
+    __interrupt__?: Array<{ value: ConnectionInterrupt }>;
+  };
   const url = first.__interrupt__![0].value.url;
   assert.equal((await new Browser().open(url)).status, 200);
   const done = (await graph.invoke(new Command({ resume: true }), config)) as { messages: Array<{ content: unknown }> };
@@ -35,8 +43,17 @@ test("examples/oauth-agent on a real agent server through the SDK: interrupt car
   await p.api("/v2/auth/providers", { method: "POST", json: mock.providerBody("mock") });
   mock.account = { sub: "hubot-id", login: "hubot" };
   // Operator settings win over the project's langgraph.json env (which names the real GitHub).
-  Object.assign(process.env, { WHARF_URL: p.url, WHARF_API_KEY: p.apiKey, OAUTH_PROVIDER: "mock", OAUTH_SCOPES: "read:user", PROVIDER_USER_URL: `${mock.url}/userinfo` });
-  const server = (await startTestAgentServer(t, { project: path.resolve(import.meta.dirname, "../../examples/oauth-agent"), open: true }))!;
+  Object.assign(process.env, {
+    WHARF_URL: p.url,
+    WHARF_API_KEY: p.apiKey,
+    OAUTH_PROVIDER: "mock",
+    OAUTH_SCOPES: "read:user",
+    PROVIDER_USER_URL: `${mock.url}/userinfo`,
+  });
+  const server = (await startTestAgentServer(t, {
+    project: path.resolve(import.meta.dirname, "../../examples/oauth-agent"),
+    open: true,
+  }))!;
   const client = server.client();
   const assistant = await client.assistants.get("agent");
   const thread = await client.threads.create();
@@ -48,12 +65,15 @@ test("examples/oauth-agent on a real agent server through the SDK: interrupt car
   assert.equal(interrupt.type, "wharf.connection_required");
   assert.equal((await new Browser().open(interrupt.url)).status, 200);
 
-  const done = (await client.runs.wait(thread.thread_id, "agent", { command: { resume: true } })) as { messages: Array<{ content: unknown }> };
+  const done = (await client.runs.wait(thread.thread_id, "agent", { command: { resume: true } })) as {
+    messages: Array<{ content: unknown }>;
+  };
   assert.equal(done.messages.at(-1)!.content, "On mock you are hubot.");
   const { data } = await json(p.api(`/v2/auth/agents/${assistant.assistant_id}/connections`));
   assert.equal(data.length, 1, "the connection belongs to the assistant the run used");
   assert.equal(data[0].provider_account_label, "hubot");
   // The token is used by the node and never stored in the thread's state.
   const state = JSON.stringify(await client.threads.getState(thread.thread_id));
-  for (const issued of mock.issued) assert.ok(!state.includes(issued.access_token), "no access token in the thread state");
+  for (const issued of mock.issued)
+    assert.ok(!state.includes(issued.access_token), "no access token in the thread state");
 });

@@ -13,7 +13,9 @@ const READERS = 20;
 
 async function connected(p: TestPlatform, mock: MockAuthServer): Promise<string> {
   assert.equal((await p.api("/v2/auth/providers", { method: "POST", json: mock.providerBody("mock") })).status, 200);
-  const started = await json(p.api("/v2/auth/authenticate", { method: "POST", json: { provider: "mock", scopes: ["a"], agent_id: AGENT_A } }));
+  const started = await json(
+    p.api("/v2/auth/authenticate", { method: "POST", json: { provider: "mock", scopes: ["a"], agent_id: AGENT_A } }),
+  );
   assert.equal((await new Browser().open(started.url)).status, 200);
   const waited = await json(p.api(`/v2/auth/wait/${started.auth_id}?timeout=5`));
   assert.equal(waited.status, "completed");
@@ -21,10 +23,17 @@ async function connected(p: TestPlatform, mock: MockAuthServer): Promise<string>
 }
 
 const setExpiry = (p: TestPlatform, tokenId: string, secondsFromNow: number) =>
-  p.ctx.db.updateTable("oauth_tokens").set({ expires_at: new Date(Date.now() + secondsFromNow * 1000).toISOString() }).where("id", "=", tokenId).execute();
+  p.ctx.db
+    .updateTable("oauth_tokens")
+    .set({ expires_at: new Date(Date.now() + secondsFromNow * 1000).toISOString() })
+    .where("id", "=", tokenId)
+    .execute();
 
 /** `READERS` concurrent authenticate calls spread over the given base URLs. */
-async function readConcurrently(bases: string[], apiKey: string): Promise<Array<{ status: number; body: { status: string; token: string } }>> {
+async function readConcurrently(
+  bases: string[],
+  apiKey: string,
+): Promise<Array<{ status: number; body: { status: string; token: string } }>> {
   return Promise.all(
     Array.from({ length: READERS }, async (_, i) => {
       const res = await fetch(`${bases[i % bases.length]}/v2/auth/authenticate`, {
@@ -72,7 +81,13 @@ describe("single-flight refresh across two platform processes on one PostgreSQL"
     url.searchParams.set("options", `-c search_path=${p.pgSchema}`);
     const port = await freePort();
     const second = runWharf(["up"], {
-      env: { WHARF_HOME: p.home, WHARF_PORT: String(port), DATABASE_URL: url.toString(), WHARF_OAUTH_SWEEP_INTERVAL_SECONDS: "0", WHARF_LOG_LEVEL: "warn" },
+      env: {
+        WHARF_HOME: p.home,
+        WHARF_PORT: String(port),
+        DATABASE_URL: url.toString(),
+        WHARF_OAUTH_SWEEP_INTERVAL_SECONDS: "0",
+        WHARF_LOG_LEVEL: "warn",
+      },
     });
     t.after(async () => {
       if (second.child.exitCode === null) {
@@ -85,18 +100,28 @@ describe("single-flight refresh across two platform processes on one PostgreSQL"
       throw new Error(`${err.message}\n${second.output()}`);
     });
     // The second process sees the same connection.
-    const listed = await json(fetch(`${otherUrl}/v2/auth/agents/${AGENT_A}/connections`, { headers: { "x-api-key": p.apiKey } }));
+    const listed = await json(
+      fetch(`${otherUrl}/v2/auth/agents/${AGENT_A}/connections`, { headers: { "x-api-key": p.apiKey } }),
+    );
     assert.equal(listed.data[0].oauth_token_id, tokenId);
 
     mock.tokenDelayMs = 300;
-    for (const [round, expiresIn] of [["expired", -1], ["expiring in 30 s", 30]] as const) {
+    for (const [round, expiresIn] of [
+      ["expired", -1],
+      ["expiring in 30 s", 30],
+    ] as const) {
       const before = mock.refreshRequests().length;
       await setExpiry(p, tokenId, expiresIn);
       const results = await readConcurrently([p.url, otherUrl], p.apiKey);
       assert.equal(mock.refreshRequests().length - before, 1, `${round}: exactly one refresh request`);
       for (const r of results) assert.equal(r.status, 200, JSON.stringify(r.body));
       for (const r of results) assert.equal(r.body.status, "completed");
-      if (expiresIn < 0) assert.deepEqual([...new Set(results.map((r) => r.body.token))], [mock.issued.at(-1)!.access_token], "every reader got the refreshed token");
+      if (expiresIn < 0)
+        assert.deepEqual(
+          [...new Set(results.map((r) => r.body.token))],
+          [mock.issued.at(-1)!.access_token],
+          "every reader got the refreshed token",
+        );
       // Afterwards both processes hand out the new token without another refresh.
       const after = await readConcurrently([p.url, otherUrl], p.apiKey);
       assert.equal(mock.refreshRequests().length - before, 1);

@@ -34,25 +34,55 @@ for (const dialect of DIALECTS) {
         responses.push({ what, text });
         return text ? JSON.parse(text) : null;
       };
-      await call("create provider", "/v2/auth/providers", { method: "POST", json: mock.providerBody("mock", { client_secret: CLIENT_SECRET }) });
-      await call("bad create", "/v2/auth/providers", { method: "POST", json: { ...mock.providerBody("mock2", { client_secret: CLIENT_SECRET }), oops: 1 } });
-      await call("malformed", "/v2/auth/providers", { method: "POST", body: `{"client_secret":"${CLIENT_SECRET}"`, headers: { "content-type": "application/json" } });
+      await call("create provider", "/v2/auth/providers", {
+        method: "POST",
+        json: mock.providerBody("mock", { client_secret: CLIENT_SECRET }),
+      });
+      await call("bad create", "/v2/auth/providers", {
+        method: "POST",
+        json: { ...mock.providerBody("mock2", { client_secret: CLIENT_SECRET }), oops: 1 },
+      });
+      await call("malformed", "/v2/auth/providers", {
+        method: "POST",
+        body: `{"client_secret":"${CLIENT_SECRET}"`,
+        headers: { "content-type": "application/json" },
+      });
       await call("patch", "/v2/auth/providers/mock", { method: "PATCH", json: { client_secret: ROTATED_SECRET } });
 
-      mock.service.once("beforeResponse", (r: { body: Record<string, unknown> }) => Object.assign(r.body, { access_token: ACCESS, refresh_token: REFRESH, expires_in: 3600 }));
-      const started = await call("authenticate", "/v2/auth/authenticate", { method: "POST", json: { provider: "mock", scopes: ["a"], agent_id: AGENT_A } });
+      mock.service.once("beforeResponse", (r: { body: Record<string, unknown> }) =>
+        Object.assign(r.body, { access_token: ACCESS, refresh_token: REFRESH, expires_in: 3600 }),
+      );
+      const started = await call("authenticate", "/v2/auth/authenticate", {
+        method: "POST",
+        json: { provider: "mock", scopes: ["a"], agent_id: AGENT_A },
+      });
       const page = await new Browser().open(started.url);
       responses.push({ what: "callback page", text: page.body });
       const waited = await json(p.api(`/v2/auth/wait/${started.auth_id}?timeout=5`));
       assert.equal(waited.token, ACCESS, "the access token is handed out where it is asked for");
       const codeRequest = mock.tokenRequests.find((r) => r.grant_type === "authorization_code")!;
-      assert.equal(codeRequest.client_secret, ROTATED_SECRET, "the rotated client secret is what the provider receives");
+      assert.equal(
+        codeRequest.client_secret,
+        ROTATED_SECRET,
+        "the rotated client secret is what the provider receives",
+      );
 
       // Force a refresh, which rotates both tokens.
       const tokenId = waited.metadata.token_id;
-      await p.ctx.db.updateTable("oauth_tokens").set({ expires_at: new Date(Date.now() + 5000).toISOString() }).where("id", "=", tokenId).execute();
-      mock.service.once("beforeResponse", (r: { body: Record<string, unknown> }) => Object.assign(r.body, { access_token: ACCESS2, refresh_token: REFRESH2, expires_in: 3600 }));
-      const refreshed = await json(p.api("/v2/auth/authenticate", { method: "POST", json: { provider: "mock", scopes: ["a"], agent_id: AGENT_A } }));
+      await p.ctx.db
+        .updateTable("oauth_tokens")
+        .set({ expires_at: new Date(Date.now() + 5000).toISOString() })
+        .where("id", "=", tokenId)
+        .execute();
+      mock.service.once("beforeResponse", (r: { body: Record<string, unknown> }) =>
+        Object.assign(r.body, { access_token: ACCESS2, refresh_token: REFRESH2, expires_in: 3600 }),
+      );
+      const refreshed = await json(
+        p.api("/v2/auth/authenticate", {
+          method: "POST",
+          json: { provider: "mock", scopes: ["a"], agent_id: AGENT_A },
+        }),
+      );
       assert.equal(refreshed.token, ACCESS2);
       assert.equal(mock.refreshRequests()[0].refresh_token, REFRESH);
 
@@ -63,7 +93,8 @@ for (const dialect of DIALECTS) {
         ["exists", "/v2/auth/tokens/exists?provider_id=mock"],
         ["connections", `/v2/auth/agents/${AGENT_A}/connections`],
         ["openapi", "/openapi.json"],
-      ]) await call(what, path);
+      ])
+        await call(what, path);
 
       for (const { what, text } of responses) {
         for (const planted of [CLIENT_SECRET, ROTATED_SECRET, REFRESH, REFRESH2, ACCESS, ACCESS2]) {
@@ -72,13 +103,17 @@ for (const dialect of DIALECTS) {
       }
       const logs = p.logs();
       assert.ok(logs.includes("token refreshed"), "the logs were captured");
-      for (const planted of [CLIENT_SECRET, ROTATED_SECRET, REFRESH, REFRESH2, ACCESS, ACCESS2]) assert.ok(!logs.includes(planted), `logs leaked ${planted}`);
+      for (const planted of [CLIENT_SECRET, ROTATED_SECRET, REFRESH, REFRESH2, ACCESS, ACCESS2])
+        assert.ok(!logs.includes(planted), `logs leaked ${planted}`);
 
       // Stored, sealed, and they open.
       const row = (await reloadToken(p.ctx.db, tokenId))!;
       assert.equal(openAccessToken(p.ctx.box, row), ACCESS2);
       assert.equal(openRefreshToken(p.ctx.box, row), REFRESH2);
-      assert.equal(openProviderSecret(p.ctx.box, await getProvider(p.ctx.db, p.bootstrap.workspaceId, "mock")).clientSecret, ROTATED_SECRET);
+      assert.equal(
+        openProviderSecret(p.ctx.box, await getProvider(p.ctx.db, p.bootstrap.workspaceId, "mock")).clientSecret,
+        ROTATED_SECRET,
+      );
 
       // Key rotation re-seals every connection column too, and the values still open.
       addActiveKey(p.home);
@@ -88,8 +123,15 @@ for (const dialect of DIALECTS) {
       const after = (await reloadToken(p.ctx.db, tokenId))!;
       assert.equal(after.access_key_id, box.activeKeyId);
       assert.equal(after.refresh_key_id, box.activeKeyId);
-      assert.equal(openAccessToken(p.ctx.box, after), ACCESS2, "the running server opens values sealed under the new key");
-      assert.equal(openProviderSecret(p.ctx.box, await getProvider(p.ctx.db, p.bootstrap.workspaceId, "mock")).clientSecret, ROTATED_SECRET);
+      assert.equal(
+        openAccessToken(p.ctx.box, after),
+        ACCESS2,
+        "the running server opens values sealed under the new key",
+      );
+      assert.equal(
+        openProviderSecret(p.ctx.box, await getProvider(p.ctx.db, p.bootstrap.workspaceId, "mock")).clientSecret,
+        ROTATED_SECRET,
+      );
 
       const planted = [CLIENT_SECRET, ROTATED_SECRET, ACCESS, REFRESH, ACCESS2, REFRESH2];
       if (dialect === "sqlite") {
@@ -99,7 +141,10 @@ for (const dialect of DIALECTS) {
           for (const v of planted) assert.ok(!content.includes(Buffer.from(v)), `${f} holds ${v} in plain text`);
         }
       } else {
-        const dump = execFileSync("pg_dump", ["--data-only", "--schema", p.pgSchema!, p.databaseUrl!], { encoding: "utf8", maxBuffer: 64 << 20 });
+        const dump = execFileSync("pg_dump", ["--data-only", "--schema", p.pgSchema!, p.databaseUrl!], {
+          encoding: "utf8",
+          maxBuffer: 64 << 20,
+        });
         assert.match(dump, /COPY .*oauth_tokens/);
         for (const v of planted) assert.ok(!dump.includes(v), `PostgreSQL holds ${v} in plain text`);
       }

@@ -26,7 +26,10 @@ function providerBody(as: StrictAuthServer, id: string, extra: Record<string, un
   };
 }
 
-async function setup(t: Parameters<typeof startConnectionsPlatform>[0], dialect: (typeof DIALECTS)[number]): Promise<{ p: TestPlatform; as: StrictAuthServer } | null> {
+async function setup(
+  t: Parameters<typeof startConnectionsPlatform>[0],
+  dialect: (typeof DIALECTS)[number],
+): Promise<{ p: TestPlatform; as: StrictAuthServer } | null> {
   const p = await startConnectionsPlatform(t, dialect);
   if (!p) return null;
   // The redirect URI is fixed per provider id; every provider in these tests is called "strict".
@@ -35,7 +38,12 @@ async function setup(t: Parameters<typeof startConnectionsPlatform>[0], dialect:
 }
 
 async function start(p: TestPlatform, body: Record<string, unknown> = {}) {
-  const started = await json(p.api("/v2/auth/authenticate", { method: "POST", json: { provider: "strict", scopes: ["openid", "email"], agent_id: AGENT_A, ...body } }));
+  const started = await json(
+    p.api("/v2/auth/authenticate", {
+      method: "POST",
+      json: { provider: "strict", scopes: ["openid", "email"], agent_id: AGENT_A, ...body },
+    }),
+  );
   assert.equal(started.status, "pending", JSON.stringify(started));
   return started as { url: string; auth_id: string };
 }
@@ -59,7 +67,10 @@ for (const dialect of DIALECTS) {
       const s = await setup(t, dialect);
       if (!s) return;
       const { p, as } = s;
-      assert.equal((await p.api("/v2/auth/providers", { method: "POST", json: providerBody(as, "strict") })).status, 200);
+      assert.equal(
+        (await p.api("/v2/auth/providers", { method: "POST", json: providerBody(as, "strict") })).status,
+        200,
+      );
       const started = await start(p);
       assert.ok(new URL(started.url).searchParams.get("nonce"), "a nonce for the id_token");
       const page = await new Browser("alice").open(started.url);
@@ -78,8 +89,17 @@ for (const dialect of DIALECTS) {
       const tokenId = waited.metadata.token_id;
       const before = openRefreshToken(p.ctx.box, (await reloadToken(p.ctx.db, tokenId))!);
       for (let i = 0; i < 2; i++) {
-        await p.ctx.db.updateTable("oauth_tokens").set({ expires_at: new Date(Date.now() + 5000).toISOString() }).where("id", "=", tokenId).execute();
-        const r = await json(p.api("/v2/auth/authenticate", { method: "POST", json: { provider: "strict", scopes: ["openid"], agent_id: AGENT_A } }));
+        await p.ctx.db
+          .updateTable("oauth_tokens")
+          .set({ expires_at: new Date(Date.now() + 5000).toISOString() })
+          .where("id", "=", tokenId)
+          .execute();
+        const r = await json(
+          p.api("/v2/auth/authenticate", {
+            method: "POST",
+            json: { provider: "strict", scopes: ["openid"], agent_id: AGENT_A },
+          }),
+        );
         assert.equal(r.status, "completed", JSON.stringify(r));
         assert.notEqual(r.token, waited.token);
       }
@@ -88,9 +108,17 @@ for (const dialect of DIALECTS) {
 
       // Delete revokes at the provider: the refresh token is dead there afterwards.
       assert.equal((await p.api(`/v2/auth/tokens/${tokenId}`, { method: "DELETE" })).status, 204);
-      const config = new client.Configuration({ issuer: as.issuer, token_endpoint: `${as.issuer}/token` }, as.clients.basic.id, undefined, client.ClientSecretBasic(as.clients.basic.secret));
+      const config = new client.Configuration(
+        { issuer: as.issuer, token_endpoint: `${as.issuer}/token` },
+        as.clients.basic.id,
+        undefined,
+        client.ClientSecretBasic(as.clients.basic.secret),
+      );
       client.allowInsecureRequests(config);
-      await assert.rejects(client.refreshTokenGrant(config, after!), (err: Error & { error?: string }) => err.error === "invalid_grant");
+      await assert.rejects(
+        client.refreshTokenGrant(config, after!),
+        (err: Error & { error?: string }) => err.error === "invalid_grant",
+      );
     });
 
     test("client authentication is enforced: no credentials or the wrong secret fail the flow (no 500)", async (t) => {
@@ -100,7 +128,10 @@ for (const dialect of DIALECTS) {
       const { p, as } = s;
       // The confidential client configured as if it were public: no client authentication at all.
       // (oidc-provider accepts client_secret_post and client_secret_basic interchangeably.)
-      await p.api("/v2/auth/providers", { method: "POST", json: providerBody(as, "strict", { token_endpoint_auth_method: "none", client_secret: null }) });
+      await p.api("/v2/auth/providers", {
+        method: "POST",
+        json: providerBody(as, "strict", { token_endpoint_auth_method: "none", client_secret: null }),
+      });
       let started = await start(p);
       let page = await new Browser().open(started.url);
       assert.equal(page.status, 400, page.body);
@@ -109,7 +140,10 @@ for (const dialect of DIALECTS) {
       assert.equal(waited.status, "failed");
       assert.match(waited.error, /invalid_client/);
 
-      await p.api("/v2/auth/providers/strict", { method: "PATCH", json: { token_endpoint_auth_method: "client_secret_basic", client_secret: "wrong-secret" } });
+      await p.api("/v2/auth/providers/strict", {
+        method: "PATCH",
+        json: { token_endpoint_auth_method: "client_secret_basic", client_secret: "wrong-secret" },
+      });
       started = await start(p);
       page = await new Browser().open(started.url);
       assert.equal(page.status, 400);
@@ -131,10 +165,20 @@ for (const dialect of DIALECTS) {
       assert.match(page.body, /invalid_request/);
 
       // A public client with PKCE; the stored verifier is swapped before the callback arrives.
-      await p.api("/v2/auth/providers/strict", { method: "PATCH", json: { uses_pkce: true, token_endpoint_auth_method: "none", client_id: as.clients.public.id } });
+      await p.api("/v2/auth/providers/strict", {
+        method: "PATCH",
+        json: { uses_pkce: true, token_endpoint_auth_method: "none", client_id: as.clients.public.id },
+      });
       started = await start(p);
-      const wrong = p.ctx.box.seal(client.randomPKCECodeVerifier(), pkceVerifierAad(p.bootstrap.workspaceId, started.auth_id));
-      await p.ctx.db.updateTable("oauth_auth_requests").set({ pkce_key_id: wrong.keyId, pkce_cipher: wrong.blob }).where("id", "=", started.auth_id).execute();
+      const wrong = p.ctx.box.seal(
+        client.randomPKCECodeVerifier(),
+        pkceVerifierAad(p.bootstrap.workspaceId, started.auth_id),
+      );
+      await p.ctx.db
+        .updateTable("oauth_auth_requests")
+        .set({ pkce_key_id: wrong.keyId, pkce_cipher: wrong.blob })
+        .where("id", "=", started.auth_id)
+        .execute();
       page = await new Browser().open(started.url);
       assert.equal(page.status, 400);
       assert.match(page.body, /invalid_grant/);

@@ -22,9 +22,18 @@ test("the console's first load is at most 300 KB of compressed JavaScript, with 
   for (const rel of first) gz += zlib.gzipSync(fs.readFileSync(path.join(CONSOLE_DIST, rel)), { level: 9 }).length;
   console.log(`first load: ${first.join(", ")} = ${(gz / 1024).toFixed(1)} KB gzip (limit ${LIMIT / 1024} KB)`);
   assert.ok(gz <= LIMIT, `first load is ${gz} bytes gzip`);
-  const lazy = fs.readdirSync(path.join(CONSOLE_DIST, "assets")).filter((f) => f.endsWith(".js") && !first.includes(`assets/${f}`));
-  assert.ok(lazy.some((f) => f.startsWith("Terminal")) && lazy.some((f) => f.startsWith("Playground")) && lazy.some((f) => f.startsWith("Studio")), "terminal, playground and Studio load on demand");
-  const studio = lazy.filter((f) => f.startsWith("Studio")).reduce((n, f) => n + zlib.gzipSync(fs.readFileSync(path.join(CONSOLE_DIST, "assets", f)), { level: 9 }).length, 0);
+  const lazy = fs
+    .readdirSync(path.join(CONSOLE_DIST, "assets"))
+    .filter((f) => f.endsWith(".js") && !first.includes(`assets/${f}`));
+  assert.ok(
+    lazy.some((f) => f.startsWith("Terminal")) &&
+      lazy.some((f) => f.startsWith("Playground")) &&
+      lazy.some((f) => f.startsWith("Studio")),
+    "terminal, playground and Studio load on demand",
+  );
+  const studio = lazy
+    .filter((f) => f.startsWith("Studio"))
+    .reduce((n, f) => n + zlib.gzipSync(fs.readFileSync(path.join(CONSOLE_DIST, "assets", f)), { level: 9 }).length, 0);
   console.log(`Studio chunk (graph drawing and layout): ${(studio / 1024).toFixed(1)} KB gzip`);
   assert.ok(studio <= 150 * 1024, `the Studio chunk is ${studio} bytes gzip`);
 });
@@ -34,11 +43,21 @@ test("the build is reproducible: two builds give the same files", () => {
   const hashes = (dir: string) =>
     (fs.readdirSync(dir, { recursive: true }) as string[])
       .filter((rel) => fs.statSync(path.join(dir, rel)).isFile())
-      .map((rel) => `${rel} ${crypto.createHash("sha256").update(fs.readFileSync(path.join(dir, rel))).digest("hex")}`)
+      .map(
+        (rel) =>
+          `${rel} ${crypto
+            .createHash("sha256")
+            .update(fs.readFileSync(path.join(dir, rel)))
+            .digest("hex")}`,
+      )
       .sort();
   const outs = [0, 1].map(() => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-console-build-"));
-    const r = spawnSync(process.execPath, [vite, "build", "-c", "console/vite.config.ts", "--outDir", out, "--emptyOutDir"], { cwd: path.join(path.dirname(CONSOLE_DIST), ".."), encoding: "utf8" });
+    const r = spawnSync(
+      process.execPath,
+      [vite, "build", "-c", "console/vite.config.ts", "--outDir", out, "--emptyOutDir"],
+      { cwd: path.join(path.dirname(CONSOLE_DIST), ".."), encoding: "utf8" },
+    );
     assert.equal(r.status, 0, r.stderr);
     return out;
   });

@@ -20,12 +20,15 @@ const ANSWER = "Six times seven is 42, streamed token by token from Python.";
 
 /** Where PyPI's names resolve on this machine (a mirror on a reserved network the operator allows). */
 async function pypiMirror(): Promise<string> {
-  const addrs = await Promise.all(["pypi.org", "files.pythonhosted.org"].map((h) => dns.lookup(h, { all: true }).catch(() => [])));
+  const addrs = await Promise.all(
+    ["pypi.org", "files.pythonhosted.org"].map((h) => dns.lookup(h, { all: true }).catch(() => [])),
+  );
   return [...new Set(addrs.flat().map((a) => `${a.address}/${a.family === 6 ? 128 : 32}`))].join(",");
 }
 
 test("the console's playground chats with a Python deployment: tokens stream in", { timeout: 900_000 }, async (t) => {
-  if (!requireCapability(t, process.platform === "linux" && isRoot(), "confined deployments need root on Linux")) return;
+  if (!requireCapability(t, process.platform === "linux" && isRoot(), "confined deployments need root on Linux"))
+    return;
   if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects")) return;
   const browser = await launchBrowser(t);
   if (!browser) return;
@@ -33,11 +36,26 @@ test("the console's playground chats with a Python deployment: tokens stream in"
   process.env.WHARF_EGRESS_ALLOW_INTERNAL = await pypiMirror();
   const features = allFeatures()
     .filter((f) => ["identity", "secrets", "egress", "console"].includes(f.name))
-    .concat(createDeploymentsFeature({ ...FAST, isolation: true, runnerCommand: defaultRunnerCommand, runnerBinds: [], buildTimeoutMs: 600_000, deployTimeoutMs: 120_000 }));
+    .concat(
+      createDeploymentsFeature({
+        ...FAST,
+        isolation: true,
+        runnerCommand: defaultRunnerCommand,
+        runnerBinds: [],
+        buildTimeoutMs: 600_000,
+        deployTimeoutMs: 120_000,
+      }),
+    );
   const p = (await startTestPlatform(t, { features, logLevel: "info" }))!;
   const res = await p.api("/v2/deployments", {
     method: "POST",
-    json: { name: "python-chat", source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: FIXTURE }, secrets: [] },
+    json: {
+      name: "python-chat",
+      source: "internal_source",
+      source_config: {},
+      source_revision_config: { langgraph_config_path: "langgraph.json", local_path: FIXTURE },
+      secrets: [],
+    },
   });
   assert.equal(res.status, 201, await res.clone().text());
   const d = await res.json();

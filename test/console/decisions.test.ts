@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { cleanProxyConfig, filterAudit, FORM_PATHS, issuesUnder, messagesAt, parseListing, parseSecrets, type AuditEntry } from "../../console/src/decisions.ts";
+import {
+  cleanProxyConfig,
+  filterAudit,
+  FORM_PATHS,
+  issuesUnder,
+  messagesAt,
+  parseListing,
+  parseSecrets,
+  type AuditEntry,
+} from "../../console/src/decisions.ts";
 
 test("422 items land at the input their loc names", () => {
   const items = [
@@ -21,7 +30,11 @@ test("422 items land at the input their loc names", () => {
     ["rules.0.headers", "Item 2, name: Bad name"],
   ];
   for (const [path, want] of table) assert.equal(messagesAt(issues, path), want, path);
-  assert.deepEqual(issues.filter((i) => !FORM_PATHS.test(i.path)).map((i) => i.path), ["callbacks.0.ttl_seconds"], "only what the form cannot show is listed apart");
+  assert.deepEqual(
+    issues.filter((i) => !FORM_PATHS.test(i.path)).map((i) => i.path),
+    ["callbacks.0.ttl_seconds"],
+    "only what the form cannot show is listed apart",
+  );
 });
 
 test("the proxy_config editor sends only what was set, never a write-only marker", () => {
@@ -35,7 +48,11 @@ test("the proxy_config editor sends only what was set, never a write-only marker
       { rules: [{ name: "r", match_hosts: ["a.test"], headers: [{ name: "X", type: "opaque", is_set: true }] }] },
       { rules: [{ name: "r", match_hosts: ["a.test"], headers: [{ name: "X", type: "opaque" }] }] },
     ],
-    ["cloud rule untouched", { rules: [{ name: "aws", type: "cloud_a", cloud_a: { x: 1 } }] }, { rules: [{ name: "aws", type: "cloud_a", cloud_a: { x: 1 } }] }],
+    [
+      "cloud rule untouched",
+      { rules: [{ name: "aws", type: "cloud_a", cloud_a: { x: 1 } }] },
+      { rules: [{ name: "aws", type: "cloud_a", cloud_a: { x: 1 } }] },
+    ],
   ];
   for (const [name, input, want] of table) assert.deepEqual(cleanProxyConfig(input), want, name);
 });
@@ -51,13 +68,31 @@ test("deployment secrets: NAME=value sets, a bare NAME keeps, blank lines ignore
 
 test("file listings: folders first, names with tabs kept", () => {
   const out = parseListing("f\t12\t1700000000.5\tb.txt\nd\t4096\t1700000000\tzdir\nf\t1\t1\ta\tb\n\n");
-  assert.deepEqual(out.map((e) => [e.kind, e.name, e.size]), [["d", "zdir", 4096], ["f", "a\tb", 1], ["f", "b.txt", 12]]);
+  assert.deepEqual(
+    out.map((e) => [e.kind, e.name, e.size]),
+    [
+      ["d", "zdir", 4096],
+      ["f", "a\tb", 1],
+      ["f", "b.txt", 12],
+    ],
+  );
 });
 
 test("egress log filters: host, rule, time window", () => {
   const now = Date.parse("2026-01-01T12:00:00Z");
   const e = (host: string, rule: string | null, minutesAgo: number): AuditEntry => ({
-    id: `${host}${minutesAgo}`, at: "", last_at: new Date(now - minutesAgo * 60_000).toISOString(), count: 1, kind: "inject", decision: "allow", rule, host, port: 443, method: "GET", path: "/", status: 200,
+    id: `${host}${minutesAgo}`,
+    at: "",
+    last_at: new Date(now - minutesAgo * 60_000).toISOString(),
+    count: 1,
+    kind: "inject",
+    decision: "allow",
+    rule,
+    host,
+    port: 443,
+    method: "GET",
+    path: "/",
+    status: 200,
   });
   const rows = [e("api.test", "gh", 1), e("other.test", null, 30), e("api.test", "GitHub-2", 300)];
   const table: Array<[{ host: string; rule: string; minutes: number }, string[]]> = [
@@ -67,14 +102,36 @@ test("egress log filters: host, rule, time window", () => {
     [{ host: "", rule: "", minutes: 60 }, ["api.test1", "other.test30"]],
     [{ host: "api", rule: "gh", minutes: 5 }, ["api.test1"]],
   ];
-  for (const [f, want] of table) assert.deepEqual(filterAudit(rows, f, now).map((r) => r.id), want, JSON.stringify(f));
+  for (const [f, want] of table)
+    assert.deepEqual(
+      filterAudit(rows, f, now).map((r) => r.id),
+      want,
+      JSON.stringify(f),
+    );
 });
 
 test("first-time-user wording: thread titles, times, status case, sources, API messages", async () => {
-  const { deploymentState, humanMessage, humanPath, listItemAdvice, relativeTime, sourceLabel, statusLabel, threadTitle } = await import("../../console/src/decisions.ts");
+  const {
+    deploymentState,
+    humanMessage,
+    humanPath,
+    listItemAdvice,
+    relativeTime,
+    sourceLabel,
+    statusLabel,
+    threadTitle,
+  } = await import("../../console/src/decisions.ts");
   const titles: Array<[unknown, string]> = [
     [{ messages: [{ type: "human", content: "What is six times seven?" }] }, "What is six times seven?"],
-    [{ messages: [{ type: "ai", content: "hi" }, { type: "human", content: [{ type: "text", text: "multi\npart" }] }] }, "multi part"],
+    [
+      {
+        messages: [
+          { type: "ai", content: "hi" },
+          { type: "human", content: [{ type: "text", text: "multi\npart" }] },
+        ],
+      },
+      "multi part",
+    ],
     [{ messages: [{ role: "user", content: "x".repeat(60) }] }, "x".repeat(39) + "…"],
     [{ topic: "whales", notes: [] }, "whales"],
     [{}, "New thread"],
@@ -101,7 +158,8 @@ test("first-time-user wording: thread titles, times, status case, sources, API m
     ["READY", { status: "BUILD_FAILED" }, true, { status: "READY", note: "latest revision: build failed" }],
     ["READY", null, false, { status: "READY", note: null }],
   ];
-  for (const [status, latest, active, want] of states) assert.deepEqual(deploymentState(status, latest, active), want, `${latest?.status} active=${active}`);
+  for (const [status, latest, active, want] of states)
+    assert.deepEqual(deploymentState(status, latest, active), want, `${latest?.status} active=${active}`);
   assert.equal(sourceLabel("internal_source"), "Uploaded project");
   assert.equal(sourceLabel("github", "https://git.test/a.git"), "https://git.test/a.git");
   assert.equal(humanMessage("Value error, invalid CIDR"), "Invalid CIDR");

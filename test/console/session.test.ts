@@ -23,7 +23,12 @@ test("cookie request rules (CSRF, Origin, WebSocket)", () => {
     ["WebSocket same origin", "GET", { upgrade: "websocket", origin: "http://wharf.test:8123" }, true],
     ["WebSocket without Origin", undefined, { upgrade: "websocket" }, false],
     ["WebSocket cross origin", undefined, { upgrade: "websocket", origin: "http://evil.test" }, false],
-    ["behind a proxy", "POST", { "x-wharf-csrf": T, origin: "https://console.example", "x-forwarded-host": "console.example" }, true],
+    [
+      "behind a proxy",
+      "POST",
+      { "x-wharf-csrf": T, origin: "https://console.example", "x-forwarded-host": "console.example" },
+      true,
+    ],
   ];
   for (const [name, method, headers, ok] of table) {
     assert.equal(cookieRequestRefusal({ method, headers: h(headers), sessionValue: V }) === null, ok, name);
@@ -37,63 +42,106 @@ test("the session cookie is read strictly", () => {
 });
 
 for (const dialect of DIALECTS) {
-test(`sign in with a key or a token, CSRF on writes, sign out ends the session (${dialect})`, async (t) => {
-  const p = await startTestPlatform(t, { dialect });
-  if (!p) return;
-  const signIn = (body: unknown, headers: Record<string, string> = {}) =>
-    fetch(`${p.url}/console/api/session`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  test(`sign in with a key or a token, CSRF on writes, sign out ends the session (${dialect})`, async (t) => {
+    const p = await startTestPlatform(t, { dialect });
+    if (!p) return;
+    const signIn = (body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${p.url}/console/api/session`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify(body),
+      });
 
-  assert.equal((await signIn({ api_key: "wharf_bogus" })).status, 401);
-  assert.equal((await signIn({})).status, 422);
-  assert.equal((await signIn({ api_key: p.apiKey }, { origin: "http://evil.test" })).status, 403);
-  const form = await fetch(`${p.url}/console/api/session`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: `api_key=${p.apiKey}` });
-  assert.equal(form.status, 415);
+    assert.equal((await signIn({ api_key: "wharf_bogus" })).status, 401);
+    assert.equal((await signIn({})).status, 422);
+    assert.equal((await signIn({ api_key: p.apiKey }, { origin: "http://evil.test" })).status, 403);
+    const form = await fetch(`${p.url}/console/api/session`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: `api_key=${p.apiKey}`,
+    });
+    assert.equal(form.status, 415);
 
-  const res = await signIn({ api_key: p.apiKey });
-  assert.equal(res.status, 201);
-  // One cookie per path the console calls, none for the rest of the origin (stable URLs, links, services).
-  const setCookies = res.headers.getSetCookie();
-  assert.deepEqual(
-    setCookies.map((c) => c.replace(/=[\w-]{43};/, "=V;").replace(/Max-Age=\d+/, "Max-Age=N")),
-    [...["/v2", "/sandboxes/dp", "/console/api"].map((path) => `wharf_session=V; Path=${path}; HttpOnly; SameSite=Strict; Max-Age=N`), "wharf_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=N"],
-  );
-  assert.match(setCookies[3], /Max-Age=0$/, "the Path=/ cookie of earlier versions is cleared");
-  const setCookie = setCookies[0];
-  const session = (await res.json()) as { csrf_token: string; workspace_id: string };
-  assert.ok(!JSON.stringify(session).includes(setCookie.split(";")[0].split("=")[1]), "the cookie value is not in the body");
-  const cookie = setCookie.split(";")[0];
+    const res = await signIn({ api_key: p.apiKey });
+    assert.equal(res.status, 201);
+    // One cookie per path the console calls, none for the rest of the origin (stable URLs, links, services).
+    const setCookies = res.headers.getSetCookie();
+    assert.deepEqual(
+      setCookies.map((c) => c.replace(/=[\w-]{43};/, "=V;").replace(/Max-Age=\d+/, "Max-Age=N")),
+      [
+        ...["/v2", "/sandboxes/dp", "/console/api"].map(
+          (path) => `wharf_session=V; Path=${path}; HttpOnly; SameSite=Strict; Max-Age=N`,
+        ),
+        "wharf_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=N",
+      ],
+    );
+    assert.match(setCookies[3], /Max-Age=0$/, "the Path=/ cookie of earlier versions is cleared");
+    const setCookie = setCookies[0];
+    const session = (await res.json()) as { csrf_token: string; workspace_id: string };
+    assert.ok(
+      !JSON.stringify(session).includes(setCookie.split(";")[0].split("=")[1]),
+      "the cookie value is not in the body",
+    );
+    const cookie = setCookie.split(";")[0];
 
-  const me = await fetch(`${p.url}/v2/me`, { headers: { cookie } });
-  assert.equal(me.status, 200);
-  assert.equal(((await me.json()) as { scheme: string }).scheme, "session");
-  const put = (headers: Record<string, string>) =>
-    fetch(`${p.url}/v2/secrets`, { method: "PUT", headers: { cookie, "content-type": "application/json", ...headers }, body: JSON.stringify([{ key: "A", value: "b" }]) });
-  assert.equal((await put({})).status, 403, "a write without the CSRF header is refused");
-  assert.equal((await put({ "x-wharf-csrf": session.csrf_token, origin: "http://evil.test" })).status, 403);
-  assert.equal((await put({ "x-wharf-csrf": session.csrf_token })).status, 200);
-  assert.equal((await fetch(`${p.url}/console/api/session`, { headers: { cookie } })).status, 200);
+    const me = await fetch(`${p.url}/v2/me`, { headers: { cookie } });
+    assert.equal(me.status, 200);
+    assert.equal(((await me.json()) as { scheme: string }).scheme, "session");
+    const put = (headers: Record<string, string>) =>
+      fetch(`${p.url}/v2/secrets`, {
+        method: "PUT",
+        headers: { cookie, "content-type": "application/json", ...headers },
+        body: JSON.stringify([{ key: "A", value: "b" }]),
+      });
+    assert.equal((await put({})).status, 403, "a write without the CSRF header is refused");
+    assert.equal((await put({ "x-wharf-csrf": session.csrf_token, origin: "http://evil.test" })).status, 403);
+    assert.equal((await put({ "x-wharf-csrf": session.csrf_token })).status, 200);
+    assert.equal((await fetch(`${p.url}/console/api/session`, { headers: { cookie } })).status, 200);
 
-  // A bearer token works too, and the session ends no later than the token.
-  const tok = (await (await p.api("/v2/tokens", { method: "POST", json: { expires_in_seconds: 120 } })).json()) as { access_token: string };
-  const viaToken = await signIn({ token: tok.access_token });
-  assert.equal(viaToken.status, 201);
-  assert.match(viaToken.headers.getSetCookie()[0], /Max-Age=1[01]\d$/);
+    // A bearer token works too, and the session ends no later than the token.
+    const tok = (await (await p.api("/v2/tokens", { method: "POST", json: { expires_in_seconds: 120 } })).json()) as {
+      access_token: string;
+    };
+    const viaToken = await signIn({ token: tok.access_token });
+    assert.equal(viaToken.status, 201);
+    assert.match(viaToken.headers.getSetCookie()[0], /Max-Age=1[01]\d$/);
 
-  assert.equal((await fetch(`${p.url}/console/api/session`, { method: "DELETE", headers: { cookie } })).status, 403, "sign-out needs the CSRF header");
-  const out = await fetch(`${p.url}/console/api/session`, { method: "DELETE", headers: { cookie, "x-wharf-csrf": session.csrf_token } });
-  assert.equal(out.status, 204);
-  assert.match(out.headers.get("set-cookie")!, /Max-Age=0/);
-  assert.equal((await fetch(`${p.url}/v2/me`, { headers: { cookie } })).status, 401);
-  assert.equal((await fetch(`${p.url}/console/api/session`, { headers: { cookie } })).status, 204, "signed out is an answer (no failed request logged in the browser)");
-  assert.ok(!p.logs().includes(cookie.split("=")[1]) && !p.logs().includes(p.apiKey), "neither the session nor the key is logged");
-});
+    assert.equal(
+      (await fetch(`${p.url}/console/api/session`, { method: "DELETE", headers: { cookie } })).status,
+      403,
+      "sign-out needs the CSRF header",
+    );
+    const out = await fetch(`${p.url}/console/api/session`, {
+      method: "DELETE",
+      headers: { cookie, "x-wharf-csrf": session.csrf_token },
+    });
+    assert.equal(out.status, 204);
+    assert.match(out.headers.get("set-cookie")!, /Max-Age=0/);
+    assert.equal((await fetch(`${p.url}/v2/me`, { headers: { cookie } })).status, 401);
+    assert.equal(
+      (await fetch(`${p.url}/console/api/session`, { headers: { cookie } })).status,
+      204,
+      "signed out is an answer (no failed request logged in the browser)",
+    );
+    assert.ok(
+      !p.logs().includes(cookie.split("=")[1]) && !p.logs().includes(p.apiKey),
+      "neither the session nor the key is logged",
+    );
+  });
 }
 
 test("revoking the key a session was opened with ends the session", async (t) => {
   const p = await startTestPlatform(t);
   if (!p) return;
-  const created = (await (await p.api("/v2/api-keys", { method: "POST", json: { name: "console" } })).json()) as { id: string; key: string };
-  const res = await fetch(`${p.url}/console/api/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ api_key: created.key }) });
+  const created = (await (await p.api("/v2/api-keys", { method: "POST", json: { name: "console" } })).json()) as {
+    id: string;
+    key: string;
+  };
+  const res = await fetch(`${p.url}/console/api/session`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ api_key: created.key }),
+  });
   const cookie = res.headers.get("set-cookie")!.split(";")[0];
   assert.equal((await fetch(`${p.url}/v2/me`, { headers: { cookie } })).status, 200);
   const listed = (await (await p.api("/v2/api-keys")).json()) as Array<{ id: string; last_used_at: string | null }>;

@@ -70,34 +70,74 @@ async function visit(page: Page, url: string): Promise<string> {
  * them may act as that user, and none may replace the user's session cookie.
  */
 test("tenant content in Chromium cannot act as the signed-in console user", { timeout: 480_000 }, async (t) => {
-  if (!requireCapability(t, process.platform === "linux" && isRoot(), "sandboxes need root on Linux (namespaces, overlayfs, cgroups)")) return;
+  if (
+    !requireCapability(
+      t,
+      process.platform === "linux" && isRoot(),
+      "sandboxes need root on Linux (namespaces, overlayfs, cgroups)",
+    )
+  )
+    return;
   const browser = await launchBrowser(t);
   if (!browser) return;
   ensureConsoleBuilt();
   const features = allFeatures()
     .filter((f) => f.name !== "sandboxes" && f.name !== "deployments")
-    .concat(createSandboxesFeature({ WHARF_SANDBOX_BASE_CACHE: BASE_CACHE, WHARF_SANDBOX_TICK_MS: "100" }), createDeploymentsFeature({ ...FAST, ...FAKE_RUNNER, buildTimeoutMs: 300_000, deployTimeoutMs: 120_000 }));
+    .concat(
+      createSandboxesFeature({ WHARF_SANDBOX_BASE_CACHE: BASE_CACHE, WHARF_SANDBOX_TICK_MS: "100" }),
+      createDeploymentsFeature({ ...FAST, ...FAKE_RUNNER, buildTimeoutMs: 300_000, deployTimeoutMs: 120_000 }),
+    );
   const p = (await startTestPlatform(t, { features, logLevel: "info" }))!;
   if (!p) return;
   const port = new URL(p.url).port;
 
   // The attacker: a workspace of their own, a sandbox and a deployment in it.
   const ws = await call(p, p.apiKey, "/v2/workspaces", { name: "attacker" });
-  const attacker = ((await (await p.api("/v2/api-keys", { method: "POST", json: { name: "attacker" }, headers: { "x-tenant-id": ws.id } })).json()) as { key: string }).key;
+  const attacker = (
+    (await (
+      await p.api("/v2/api-keys", { method: "POST", json: { name: "attacker" }, headers: { "x-tenant-id": ws.id } })
+    ).json()) as { key: string }
+  ).key;
   const box = await call(p, attacker, "/v2/sandboxes/boxes", { name: "attacker-box" });
-  const exec = (command: string) => fetch(`${box.dataplane_url}/execute`, { method: "POST", headers: { "x-api-key": attacker, "content-type": "application/json" }, body: JSON.stringify({ command, timeout: 30 }) }).then((r) => r.json());
+  const exec = (command: string) =>
+    fetch(`${box.dataplane_url}/execute`, {
+      method: "POST",
+      headers: { "x-api-key": attacker, "content-type": "application/json" },
+      body: JSON.stringify({ command, timeout: 30 }),
+    }).then((r) => r.json());
   const page = attackPage(p.url);
-  await exec(`cat > /home/user/attack.html <<'EOF'\n${page}\nEOF\ncat > /home/user/svc.py <<'EOF'\n${SERVICE}EOF\ncd /home/user && nohup python3 svc.py >/dev/null 2>&1 & for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/8000) 2>/dev/null && break; sleep 0.1; done`);
-  const download = await call(p, attacker, `/v2/sandboxes/boxes/attacker-box/download-url`, { path: "attack.html", content_type: "text/html", content_disposition: "inline" });
+  await exec(
+    `cat > /home/user/attack.html <<'EOF'\n${page}\nEOF\ncat > /home/user/svc.py <<'EOF'\n${SERVICE}EOF\ncd /home/user && nohup python3 svc.py >/dev/null 2>&1 & for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/8000) 2>/dev/null && break; sleep 0.1; done`,
+  );
+  const download = await call(p, attacker, `/v2/sandboxes/boxes/attacker-box/download-url`, {
+    path: "attack.html",
+    content_type: "text/html",
+    content_disposition: "inline",
+  });
   const service = await call(p, attacker, `/v2/sandboxes/boxes/attacker-box/service-url`, { port: 8000 });
   const project = copyProject(t, "echo");
   fs.writeFileSync(path.join(project, "page.html"), page);
   // Custom auth that lets anyone in: the attacker's page needs no credential of the victim's.
-  fs.writeFileSync(path.join(project, "auth.ts"), "export const auth = { authenticate: () => ({ identity: 'anyone' }) };\n");
-  fs.writeFileSync(path.join(project, "langgraph.json"), JSON.stringify({ graphs: { echo: "./graph.ts:graph" }, auth: { path: "./auth.ts:auth" } }));
-  const dep = await call(p, attacker, "/v2/deployments", { name: "attacker", source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: project }, secrets: [] });
+  fs.writeFileSync(
+    path.join(project, "auth.ts"),
+    "export const auth = { authenticate: () => ({ identity: 'anyone' }) };\n",
+  );
+  fs.writeFileSync(
+    path.join(project, "langgraph.json"),
+    JSON.stringify({ graphs: { echo: "./graph.ts:graph" }, auth: { path: "./auth.ts:auth" } }),
+  );
+  const dep = await call(p, attacker, "/v2/deployments", {
+    name: "attacker",
+    source: "internal_source",
+    source_config: {},
+    source_revision_config: { langgraph_config_path: "langgraph.json", local_path: project },
+    secrets: [],
+  });
   // A build takes seconds on an idle machine and can take minutes on a loaded 2-core CI machine.
-  assert.equal((await pollRevision(p, dep.id, dep.latest_revision_id, 300_000, { "x-api-key": attacker })).status, "DEPLOYED");
+  assert.equal(
+    (await pollRevision(p, dep.id, dep.latest_revision_id, 300_000, { "x-api-key": attacker })).status,
+    "DEPLOYED",
+  );
 
   // The victim, signed in to the console (afresh for each link, in a context of its own: a replaced session would spoil the next).
   const victim = async () => {
@@ -108,7 +148,8 @@ test("tenant content in Chromium cannot act as the signed-in console user", { ti
     await tab.fill("input[name=credential]", p.apiKey);
     await tab.click("button[type=submit]");
     await tab.getByRole("heading", { name: "Deployments" }).waitFor();
-    const session = async () => JSON.stringify((await context.cookies()).filter((c) => c.name === "wharf_session").map((c) => [c.value, c.path]));
+    const session = async () =>
+      JSON.stringify((await context.cookies()).filter((c) => c.name === "wharf_session").map((c) => [c.value, c.path]));
     return { context, session, before: await session() };
   };
 
@@ -136,11 +177,19 @@ test("tenant content in Chromium cannot act as the signed-in console user", { ti
     }),
   );
   console.log(outcomes.join("\n"));
-  assert.deepEqual(outcomes.filter((o) => /: stole|replaced/.test(o)), [], "a tenant's page acted as the victim");
+  assert.deepEqual(
+    outcomes.filter((o) => /: stole|replaced/.test(o)),
+    [],
+    "a tenant's page acted as the victim",
+  );
   // On their own hosts the pages do run (only the console is out of their reach).
   for (const o of outcomes.filter((x) => /browser_url|own host/.test(x))) assert.match(o, /: blocked: TypeError/, o);
   const keys = (await (await p.api("/v2/api-keys")).json()) as Array<{ name: string }>;
-  assert.deepEqual(keys.filter((k) => k.name === "stolen"), [], "no key was created in the victim's workspace");
+  assert.deepEqual(
+    keys.filter((k) => k.name === "stolen"),
+    [],
+    "no key was created in the victim's workspace",
+  );
 
   // /docs, on the console's origin, works under its CSP and refuses to be framed.
   const docs = await (await browser.newContext()).newPage();

@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import { describe, test } from "node:test";
-import { addActiveKey, keyringFromEnv, keyringPath, loadKeyring, reloadKeyring, retainOnlyKeys } from "../../src/crypto/keyring.ts";
+import {
+  addActiveKey,
+  keyringFromEnv,
+  keyringPath,
+  loadKeyring,
+  reloadKeyring,
+  retainOnlyKeys,
+} from "../../src/crypto/keyring.ts";
 import { keysToDrop } from "../../src/secrets/key-rotation.ts";
 import { SecretBox, SecretBoxError } from "../../src/crypto/secret-box.ts";
 import { tempHome } from "../support/dialects.ts";
@@ -16,8 +23,14 @@ describe("SecretBox", () => {
     assert.throws(() => box.open(sealed, "workspace-secret:w2:A"), SecretBoxError);
     const raw = Buffer.from(sealed.blob, "base64");
     raw[raw.length - 1] ^= 1;
-    assert.throws(() => box.open({ keyId: sealed.keyId, blob: raw.toString("base64") }, "workspace-secret:w1:A"), SecretBoxError);
-    assert.throws(() => box.open({ keyId: "kunknown", blob: sealed.blob }, "workspace-secret:w1:A"), /not in the keyring/);
+    assert.throws(
+      () => box.open({ keyId: sealed.keyId, blob: raw.toString("base64") }, "workspace-secret:w1:A"),
+      SecretBoxError,
+    );
+    assert.throws(
+      () => box.open({ keyId: "kunknown", blob: sealed.blob }, "workspace-secret:w1:A"),
+      /not in the keyring/,
+    );
   });
 
   test("a generated key file is 0600; rotation keeps old keys readable", () => {
@@ -59,7 +72,8 @@ describe("SecretBox", () => {
   });
 
   test("WHARF_MASTER_KEY: base64 or hex, several keys, first active; bad lengths are refused", () => {
-    const a = crypto.randomBytes(32), b = crypto.randomBytes(32);
+    const a = crypto.randomBytes(32),
+      b = crypto.randomBytes(32);
     const ring = keyringFromEnv(`${a.toString("base64")},${b.toString("hex")}`);
     assert.equal(ring.keys.size, 2);
     assert.equal(ring.keys.get(ring.activeId)!.equals(a), true);

@@ -8,9 +8,20 @@ describe("wharf deploy (CI/CD from the command line)", () => {
   test("uploads, shows each status, prints the URL; a broken project exits 1 with the log's tail; rollback, rm", async (t) => {
     const p = (await startDeploymentsPlatform(t, { real: true }))!;
     const env = { WHARF_URL: p.url, WHARF_API_KEY: p.apiKey };
-    let r = await wharfCli(["deploy", path.join(REPO_ROOT, "examples/echo-agent"), "--name", "demo", "--secret", "GREETING=hi"], { env });
+    let r = await wharfCli(
+      ["deploy", path.join(REPO_ROOT, "examples/echo-agent"), "--name", "demo", "--secret", "GREETING=hi"],
+      { env },
+    );
     assert.equal(r.code, 0, r.out);
-    for (const s of ["Uploading the source", "Creating the deployment", "BUILDING", "DEPLOYING", "DEPLOYED", "Deployment successful"]) assert.ok(r.out.includes(s), `${s} missing in:\n${r.out}`);
+    for (const s of [
+      "Uploading the source",
+      "Creating the deployment",
+      "BUILDING",
+      "DEPLOYING",
+      "DEPLOYED",
+      "Deployment successful",
+    ])
+      assert.ok(r.out.includes(s), `${s} missing in:\n${r.out}`);
     const url = /URL: (\S+)/.exec(r.out)![1];
     assert.equal((await runWait(url, p.apiKey, "from ci", "echo")).status, 200);
 

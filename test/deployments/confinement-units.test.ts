@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { DEPLOYMENTS_INSIDE, dependencyLinkTarget, insidePath, limitsFor } from "../../src/deployments/confinement/confinement.ts";
+import {
+  DEPLOYMENTS_INSIDE,
+  dependencyLinkTarget,
+  insidePath,
+  limitsFor,
+} from "../../src/deployments/confinement/confinement.ts";
 import { bindRecord, envArgs, serviceBwrapArgs } from "../../src/confinement/service.ts";
 import net from "node:net";
 import { DataPlaneGateway, gatewayAllows } from "../../src/deployments/runtime/data-plane-gateway.ts";
@@ -12,10 +17,22 @@ describe("confinement decisions", () => {
   test("cgroup limits from resource_spec", () => {
     const cases: Array<[Record<string, unknown> | null, { mem: number; cpu: number }]> = [
       [null, { mem: 1024, cpu: 2000 }],
-      [{ memory_mb: 512, cpu: 0.5 }, { mem: 1024, cpu: 1000 }],
-      [{ memory_mb: 512, memory_limit_mb: 600, cpu: 1, cpu_limit: 1.5 }, { mem: 600, cpu: 1500 }],
-      [{ memory_limit_mb: 10, cpu_limit: 0.01 }, { mem: 256, cpu: 100 }],
-      [{ memory_mb: "lots", cpu: -1 }, { mem: 1024, cpu: 2000 }],
+      [
+        { memory_mb: 512, cpu: 0.5 },
+        { mem: 1024, cpu: 1000 },
+      ],
+      [
+        { memory_mb: 512, memory_limit_mb: 600, cpu: 1, cpu_limit: 1.5 },
+        { mem: 600, cpu: 1500 },
+      ],
+      [
+        { memory_limit_mb: 10, cpu_limit: 0.01 },
+        { mem: 256, cpu: 100 },
+      ],
+      [
+        { memory_mb: "lots", cpu: -1 },
+        { mem: 1024, cpu: 2000 },
+      ],
     ];
     for (const [spec, want] of cases) {
       const l = limitsFor(spec);
@@ -31,7 +48,10 @@ describe("confinement decisions", () => {
       ["/srv/wharf-home/deployments-other/x", "/srv/wharf-home/deployments-other/x"],
       ["/srv/wharf-home/master.key", "/srv/wharf-home/master.key"],
       ["/usr/bin/node", "/usr/bin/node"],
-      ["/srv/wharf/src/deployments/runtime/revision-server.ts", "/opt/wharf/src/deployments/runtime/revision-server.ts"],
+      [
+        "/srv/wharf/src/deployments/runtime/revision-server.ts",
+        "/opt/wharf/src/deployments/runtime/revision-server.ts",
+      ],
       ["file:///srv/wharf/node_modules/tsx/dist/loader.mjs", "file:///opt/wharf/node_modules/tsx/dist/loader.mjs"],
       ["/srv/wharf-other/x", "/srv/wharf-other/x"],
     ];
@@ -63,7 +83,10 @@ describe("confinement decisions", () => {
   });
 
   test("a closed gateway stops listening: a stopped revision leaves no listener behind", async () => {
-    const gateway = new DataPlaneGateway({ deploymentId: "d", revisionId: "r", workspaceId: "w", userId: "u", key: "k" }, { baseUrl: () => "http://127.0.0.1:9", box: null as never });
+    const gateway = new DataPlaneGateway(
+      { deploymentId: "d", revisionId: "r", workspaceId: "w", userId: "u", key: "k" },
+      { baseUrl: () => "http://127.0.0.1:9", box: null as never },
+    );
     const listener = net.createServer();
     await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
     gateway.attach(listener);
@@ -95,18 +118,42 @@ describe("confinement decisions", () => {
       ["/etc", "refused"],
     ];
     for (const [target, want] of cases) {
-      const got = dependencyLinkTarget({ projectDir, artifactDir: "/h/deployments/builds/r1", layout, workspaceId: "w1", target });
+      const got = dependencyLinkTarget({
+        projectDir,
+        artifactDir: "/h/deployments/builds/r1",
+        layout,
+        workspaceId: "w1",
+        target,
+      });
       if (want === "refused") assert.ok("problem" in got && /node_modules link/.test(got.problem), target);
       else assert.deepEqual(got, { deps: want }, target);
     }
   });
 
   test("bind sources below a platform folder are named relative to it, for the holder to resolve without links", () => {
-    assert.deepEqual(bindRecord(3, { src: "/h/deployments/deps/w/k", dest: "/deployment/deps/w/k", beneath: "/h/deployments/deps" }), ["3", "r", "/h/deployments/deps", "w/k", "/deployment/deps/w/k"]);
+    assert.deepEqual(
+      bindRecord(3, { src: "/h/deployments/deps/w/k", dest: "/deployment/deps/w/k", beneath: "/h/deployments/deps" }),
+      ["3", "r", "/h/deployments/deps", "w/k", "/deployment/deps/w/k"],
+    );
     assert.deepEqual(bindRecord(0, { src: "/srv/wharf/src" }), ["0", "r", "/srv/wharf/src", "", "/srv/wharf/src"]);
-    assert.deepEqual(bindRecord(5, { src: "/srv/wharf/package.json", dest: "/opt/wharf/package.json", copy: true }), ["5", "c", "/srv/wharf/package.json", "", "/opt/wharf/package.json"]);
-    assert.deepEqual(bindRecord(4, { src: "/h/deployments/state/d", dest: "/state", rw: true, beneath: "/h/deployments/state" }), ["4", "b", "/h/deployments/state", "d", "/state"]);
-    assert.deepEqual(bindRecord(1, { src: "/tmp/x", dest: "/tmp/y", rw: true, overlay: "overlay-0" }), ["1", "o", "/tmp/x", "", "/tmp/y"]);
+    assert.deepEqual(bindRecord(5, { src: "/srv/wharf/package.json", dest: "/opt/wharf/package.json", copy: true }), [
+      "5",
+      "c",
+      "/srv/wharf/package.json",
+      "",
+      "/opt/wharf/package.json",
+    ]);
+    assert.deepEqual(
+      bindRecord(4, { src: "/h/deployments/state/d", dest: "/state", rw: true, beneath: "/h/deployments/state" }),
+      ["4", "b", "/h/deployments/state", "d", "/state"],
+    );
+    assert.deepEqual(bindRecord(1, { src: "/tmp/x", dest: "/tmp/y", rw: true, overlay: "overlay-0" }), [
+      "1",
+      "o",
+      "/tmp/x",
+      "",
+      "/tmp/y",
+    ]);
     assert.throws(() => bindRecord(2, { src: "/h/other", beneath: "/h/deployments" }), /not below its folder/);
     assert.throws(() => bindRecord(2, { src: "/h/deployments", beneath: "/h/deployments" }), /not below its folder/);
   });
@@ -115,7 +162,11 @@ describe("confinement decisions", () => {
     const env = { SECRET: "v4lue with spaces", EMPTY: "" };
     const args = serviceBwrapArgs({ binds: [], env, cwd: "/", argv: ["/bin/true"] }, "/nonexistent");
     assert.ok(!args.some((a) => a.includes("v4lue")), args.join(" "));
-    assert.deepEqual(args.slice(args.indexOf("--clearenv"), args.indexOf("--clearenv") + 3), ["--clearenv", "--args", "7"]);
+    assert.deepEqual(args.slice(args.indexOf("--clearenv"), args.indexOf("--clearenv") + 3), [
+      "--clearenv",
+      "--args",
+      "7",
+    ]);
     assert.equal(envArgs(env).toString(), "--setenv\0SECRET\0v4lue with spaces\0--setenv\0EMPTY\0\0");
     assert.throws(() => envArgs({ "A=B": "x" }), /cannot be passed/);
     assert.throws(() => envArgs({ A: "x\0y" }), /cannot be passed/);

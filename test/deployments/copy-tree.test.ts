@@ -21,16 +21,31 @@ function tree(t: TestContext, files: Record<string, string | { link: string } | 
   return { from, to: path.join(root, "to") };
 }
 
-const opts = (over: Partial<CopyOptions> = {}): CopyOptions => ({ skipNames: new Set(["node_modules"]), skipDir: null, maxBytes: 1 << 20, maxFiles: 100, signal: new AbortController().signal, log: () => {}, ...over });
+const opts = (over: Partial<CopyOptions> = {}): CopyOptions => ({
+  skipNames: new Set(["node_modules"]),
+  skipDir: null,
+  maxBytes: 1 << 20,
+  maxFiles: 100,
+  signal: new AbortController().signal,
+  log: () => {},
+  ...over,
+});
 
 test("copyTree: what is copied, skipped or refused", async (t) => {
-  const cases: Array<[string, Record<string, string | { link: string } | "fifo">, Partial<CopyOptions>, RegExp | null]> = [
+  const cases: Array<
+    [string, Record<string, string | { link: string } | "fifo">, Partial<CopyOptions>, RegExp | null]
+  > = [
     ["plain files and folders", { "a.txt": "a", "sub/b.txt": "b", "node_modules/x.js": "x" }, {}, null],
     ["too many files", { a: "1", b: "2", c: "3" }, { maxFiles: 2 }, /more than 2 files/],
     ["too many bytes", { a: "x".repeat(20) }, { maxBytes: 10 }, /larger than the limit/],
     ["absolute link out", { out: { link: "/etc" } }, {}, /leaves the source folder/],
     ["relative link out", { "sub/out": { link: "../../x" } }, {}, /leaves the source folder/],
-    ["link through a link to the folder itself", { here: { link: "." }, "sub/f": "f", out: { link: "here/../etc" } }, {}, /leaves the source folder/],
+    [
+      "link through a link to the folder itself",
+      { here: { link: "." }, "sub/f": "f", out: { link: "here/../etc" } },
+      {},
+      /leaves the source folder/,
+    ],
     ["FIFO skipped", { pipe: "fifo", a: "a" }, {}, null],
     ["climbing link that stays inside", { "a.txt": "a", "sub/up": { link: "../a.txt" } }, {}, null],
     ["dangling link, not climbing", { later: { link: "not-yet-there" } }, {}, null],
@@ -45,7 +60,13 @@ test("copyTree: what is copied, skipped or refused", async (t) => {
 });
 
 test("copyTree: links stay links (absolute ones inside the folder become relative); FIFOs are never opened", async (t) => {
-  const { from, to } = tree(t, { "sub/f.txt": "f", "abs-link": { link: "$FROM/sub/f.txt" }, "rel-link": { link: "sub/f.txt" }, pipe: "fifo", "node_modules/m": "m" });
+  const { from, to } = tree(t, {
+    "sub/f.txt": "f",
+    "abs-link": { link: "$FROM/sub/f.txt" },
+    "rel-link": { link: "sub/f.txt" },
+    pipe: "fifo",
+    "node_modules/m": "m",
+  });
   const lines: string[] = [];
   const { files } = await copyTree(from, to, opts({ log: (l) => lines.push(l) }));
   assert.equal(files, 1);

@@ -15,21 +15,44 @@ describe("a deployed deep agent uses sandboxes with the deployment's own credent
     if (!requireCapability(t, isRoot(), "sandboxes and confined deployments need root")) return;
     const features = allFeatures()
       .filter((f) => ["identity", "secrets", "egress"].includes(f.name))
-      .concat(createSandboxesFeature({ WHARF_SANDBOX_BASE_CACHE: BASE_CACHE, WHARF_SANDBOX_TICK_MS: "200" }), createDeploymentsFeature({ ...FAST, isolation: true }));
+      .concat(
+        createSandboxesFeature({ WHARF_SANDBOX_BASE_CACHE: BASE_CACHE, WHARF_SANDBOX_TICK_MS: "200" }),
+        createDeploymentsFeature({ ...FAST, isolation: true }),
+      );
     const p = (await startTestPlatform(t, { features, logLevel: "info" }))!;
     const res = await p.api("/v2/deployments", {
       method: "POST",
-      json: { name: "deep", source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: path.join(FIXTURES, "projects", "deep-sandbox") }, secrets: [] },
+      json: {
+        name: "deep",
+        source: "internal_source",
+        source_config: {},
+        source_revision_config: {
+          langgraph_config_path: "langgraph.json",
+          local_path: path.join(FIXTURES, "projects", "deep-sandbox"),
+        },
+        secrets: [],
+      },
     });
     assert.equal(res.status, 201, await res.clone().text());
     const d = await res.json();
     const rev = await pollRevision(p, d.id, d.latest_revision_id, 90_000);
-    assert.equal(rev.status, "DEPLOYED", `${rev.status_message}\n${await logsOf(p, d.id, rev.id, "build")}\n${await logsOf(p, d.id, rev.id, "deploy")}`);
-    const boxes = async () => ((await (await p.api("/v2/sandboxes/boxes?limit=100")).json()) as { sandboxes: Array<{ id: string; labels: Record<string, string> }> }).sandboxes;
+    assert.equal(
+      rev.status,
+      "DEPLOYED",
+      `${rev.status_message}\n${await logsOf(p, d.id, rev.id, "build")}\n${await logsOf(p, d.id, rev.id, "deploy")}`,
+    );
+    const boxes = async () =>
+      (
+        (await (await p.api("/v2/sandboxes/boxes?limit=100")).json()) as {
+          sandboxes: Array<{ id: string; labels: Record<string, string> }>;
+        }
+      ).sandboxes;
     assert.deepEqual(await boxes(), [], "deploying created nothing");
 
     const client = new Client({ apiUrl: d.source_config.custom_url, apiKey: p.apiKey });
-    const out = (await client.runs.wait(null, "deep", { input: { messages: [{ role: "human", content: "run it" }] } })) as { messages: Array<{ type: string; content: unknown }> };
+    const out = (await client.runs.wait(null, "deep", {
+      input: { messages: [{ role: "human", content: "run it" }] },
+    })) as { messages: Array<{ type: string; content: unknown }> };
     const text = JSON.stringify(out.messages);
     assert.match(text, /from-the-sandbox/, text);
     assert.match(text, /1000/, "the command ran as the sandbox's user");

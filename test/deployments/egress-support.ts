@@ -20,7 +20,10 @@ export const EGRESS_FIXTURES = path.join(FIXTURES, "egress");
  * A platform with the egress proxy and confined deployments (the fixture agent server), plus any
  * other feature named (the sandboxes, to compare validation).
  */
-export async function startEgressPlatform(t: TestContext, opts: { also?: Feature[]; options?: DeploymentsOptions; dialect?: Dialect; env?: Record<string, string> } = {}): Promise<TestPlatform | null> {
+export async function startEgressPlatform(
+  t: TestContext,
+  opts: { also?: Feature[]; options?: DeploymentsOptions; dialect?: Dialect; env?: Record<string, string> } = {},
+): Promise<TestPlatform | null> {
   const names = new Set(["identity", "secrets", "egress"]);
   const features = [...allFeatures().filter((f) => names.has(f.name)), ...(opts.also ?? [])];
   features.push(createDeploymentsFeature({ ...FAST, ...FAKE_RUNNER, isolation: true, ...opts.options }));
@@ -39,10 +42,18 @@ export interface LocalRegistry {
  * fixture package) of one package, with its tarball URL under `publicUrl` (the name a build uses,
  * which the egress proxy maps to this server by operator setting).
  */
-export async function startLocalRegistry(t: TestContext, opts: { packageDir: string; publicUrl: string; address: string }): Promise<LocalRegistry> {
+export async function startLocalRegistry(
+  t: TestContext,
+  opts: { packageDir: string; publicUrl: string; address: string },
+): Promise<LocalRegistry> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-registry-"));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const packed = JSON.parse(execFileSync("npm", ["pack", opts.packageDir, "--pack-destination", dir, "--json"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] })) as Array<{ name: string; version: string; filename: string }>;
+  const packed = JSON.parse(
+    execFileSync("npm", ["pack", opts.packageDir, "--pack-destination", dir, "--json"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }),
+  ) as Array<{ name: string; version: string; filename: string }>;
   const { name, version, filename } = packed[0];
   const tarball = fs.readFileSync(path.join(dir, filename));
   const tarballPath = `/${name}/-/${path.basename(filename)}`;
@@ -77,7 +88,9 @@ export async function startLocalRegistry(t: TestContext, opts: { packageDir: str
       res.end('{"error":"not found"}');
     }
   });
-  const port = await new Promise<number>((resolve, reject) => server.once("error", reject).listen(0, opts.address, () => resolve((server.address() as net.AddressInfo).port)));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.once("error", reject).listen(0, opts.address, () => resolve((server.address() as net.AddressInfo).port)),
+  );
   t.after(() => new Promise((r) => (server.closeAllConnections(), server.close(r))));
   return { address: opts.address, port, seen };
 }

@@ -18,8 +18,15 @@ const closedWithin = (s: net.Socket, ms: number) =>
 
 describe("a deployment's data-plane gateway", () => {
   test("holds at most its connection cap for the deployed code, and drops heads not sent within the header timeout", async (t) => {
-    const timeouts = serverTimeouts({ WHARF_HEADERS_TIMEOUT_MS: 600, WHARF_REQUEST_TIMEOUT_MS: 0, WHARF_KEEP_ALIVE_TIMEOUT_MS: 1000 });
-    const gateway = new DataPlaneGateway({ deploymentId: "d", revisionId: "r", workspaceId: "w", userId: "u", key: "k" }, { baseUrl: () => "http://127.0.0.1:9", box: null as never, limits: { maxConnections: 5, timeouts } });
+    const timeouts = serverTimeouts({
+      WHARF_HEADERS_TIMEOUT_MS: 600,
+      WHARF_REQUEST_TIMEOUT_MS: 0,
+      WHARF_KEEP_ALIVE_TIMEOUT_MS: 1000,
+    });
+    const gateway = new DataPlaneGateway(
+      { deploymentId: "d", revisionId: "r", workspaceId: "w", userId: "u", key: "k" },
+      { baseUrl: () => "http://127.0.0.1:9", box: null as never, limits: { maxConnections: 5, timeouts } },
+    );
     const listener = net.createServer();
     await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
     gateway.attach(listener);

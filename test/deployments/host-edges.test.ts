@@ -10,7 +10,15 @@ import { DIALECTS } from "../support/dialects.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import type { TestPlatform } from "../support/platform.ts";
 import { startEgressPlatform } from "./egress-support.ts";
-import { copyProject, lastMessage, logsOf, pollRevision, runWait, startDeploymentsPlatform, type RevisionBody } from "./support.ts";
+import {
+  copyProject,
+  lastMessage,
+  logsOf,
+  pollRevision,
+  runWait,
+  startDeploymentsPlatform,
+  type RevisionBody,
+} from "./support.ts";
 
 /**
  * What deployed code can do to the platform's machine through the edges of its confinement: the
@@ -18,10 +26,21 @@ import { copyProject, lastMessage, logsOf, pollRevision, runWait, startDeploymen
  * its processes, and what its own /proc shows. Every test performs the attack.
  */
 
-async function create(p: TestPlatform, name: string, dir: string, extra: { source_config?: Record<string, unknown>; secrets?: Array<{ name: string; value: string }> } = {}) {
+async function create(
+  p: TestPlatform,
+  name: string,
+  dir: string,
+  extra: { source_config?: Record<string, unknown>; secrets?: Array<{ name: string; value: string }> } = {},
+) {
   const res = await p.api("/v2/deployments", {
     method: "POST",
-    json: { name, source: "internal_source", source_config: extra.source_config ?? {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: dir }, secrets: extra.secrets ?? [] },
+    json: {
+      name,
+      source: "internal_source",
+      source_config: extra.source_config ?? {},
+      source_revision_config: { langgraph_config_path: "langgraph.json", local_path: dir },
+      secrets: extra.secrets ?? [],
+    },
   });
   assert.equal(res.status, 201, await res.clone().text());
   const d = await res.json();
@@ -56,7 +75,10 @@ function environOf(name: string, value: string): Record<string, string> | null {
     } catch {
       continue;
     }
-    if (vars.includes(`${name}=${value}`)) return Object.fromEntries(vars.filter(Boolean).map((v) => [v.slice(0, v.indexOf("=")), v.slice(v.indexOf("=") + 1)]));
+    if (vars.includes(`${name}=${value}`))
+      return Object.fromEntries(
+        vars.filter(Boolean).map((v) => [v.slice(0, v.indexOf("=")), v.slice(v.indexOf("=") + 1)]),
+      );
   }
   return null;
 }
@@ -78,12 +100,16 @@ describe("deployed code at the confinement's edges", () => {
     const rev = await pollRevision(p, d.id, d.revisionId);
     if (rev.status === "DEPLOYED") {
       const run = await runWait(d.url, p.apiKey, "go", "probe");
-      assert.fail(`the deployment was served with the planted link; it sees: ${JSON.stringify(JSON.parse(lastMessage(run.body)).escapes).slice(0, 600)}`);
+      assert.fail(
+        `the deployment was served with the planted link; it sees: ${JSON.stringify(JSON.parse(lastMessage(run.body)).escapes).slice(0, 600)}`,
+      );
     }
     assert.equal(rev.status, "BUILD_FAILED", await explain(p, d.id, rev));
     assert.match(rev.status_message ?? "", /node_modules.*link/i, await explain(p, d.id, rev));
     // An install that leaves node_modules itself as a link to a host folder: root never walks it.
-    const d2 = await create(p, "escape-2", copyProject(t, "escape"), { source_config: { install_command: "ln -s /etc node_modules" } });
+    const d2 = await create(p, "escape-2", copyProject(t, "escape"), {
+      source_config: { install_command: "ln -s /etc node_modules" },
+    });
     const rev2 = await pollRevision(p, d2.id, d2.revisionId);
     assert.equal(rev2.status, "BUILD_FAILED", await explain(p, d2.id, rev2));
     assert.match(rev2.status_message ?? "", /node_modules as a symbolic link/, await explain(p, d2.id, rev2));
@@ -108,8 +134,14 @@ describe("deployed code at the confinement's edges", () => {
       env: {},
       cwd: "/",
     });
-    await assert.rejects(launcher.launch(spec(path.join(root, "real", "escape", "etc"), ["/usr/bin/true"])), /\/x is or passes through a symbolic link \(refused\)/);
-    await assert.rejects(launcher.launch(spec(path.join(root, "real", "escape"), ["/usr/bin/true"])), /\/x is or passes through a symbolic link \(refused\)/);
+    await assert.rejects(
+      launcher.launch(spec(path.join(root, "real", "escape", "etc"), ["/usr/bin/true"])),
+      /\/x is or passes through a symbolic link \(refused\)/,
+    );
+    await assert.rejects(
+      launcher.launch(spec(path.join(root, "real", "escape"), ["/usr/bin/true"])),
+      /\/x is or passes through a symbolic link \(refused\)/,
+    );
     // The same folder without the link on the way is bound (the link inside it stays a link).
     const ok = await launcher.launch(spec(path.join(root, "real"), ["/usr/bin/test", "-L", "/x/escape"]));
     assert.equal(await ok.exited, 0);
@@ -125,7 +157,9 @@ describe("deployed code at the confinement's edges", () => {
       ["a link to /dev/zero", "ln -s /dev/zero .npmrc"],
       ["a link to a host file", "ln -s /etc/hostname .npmrc"],
     ]) {
-      const d = await create(p, `npmrc-${crypto.randomBytes(3).toString("hex")}`, copyProject(t, "escape"), { source_config: { install_command: command } });
+      const d = await create(p, `npmrc-${crypto.randomBytes(3).toString("hex")}`, copyProject(t, "escape"), {
+        source_config: { install_command: command },
+      });
       let rev: RevisionBody | null = null;
       const polling = pollRevision(p, d.id, d.revisionId).then((r) => (rev = r));
       let slowest = 0;
@@ -150,21 +184,32 @@ describe("deployed code at the confinement's edges", () => {
       const p = await startDeploymentsPlatform(t, { dialect });
       if (!p) return;
       const secret = `s3cret-${crypto.randomBytes(12).toString("hex")}`;
-      const d = await create(p, "secretive", copyProject(t, "echo"), { secrets: [{ name: "MY_SECRET", value: secret }] });
+      const d = await create(p, "secretive", copyProject(t, "echo"), {
+        secrets: [{ name: "MY_SECRET", value: secret }],
+      });
       const rev = await pollRevision(p, d.id, d.revisionId);
       assert.equal(rev.status, "DEPLOYED", await explain(p, d.id, rev));
       // The server's own environment holds its keys (read as root, as only root and its own uid can).
       const env = environOf("WHARF_DEPLOYMENT_ID", d.id);
       assert.ok(env, "the deployment's server process was not found");
       assert.equal(env.MY_SECRET, secret);
-      const values: Record<string, string> = { secret, agentKey: env.WHARF_MASTER_KEY, gatewayKey: env.LANGSMITH_API_KEY };
+      const values: Record<string, string> = {
+        secret,
+        agentKey: env.WHARF_MASTER_KEY,
+        gatewayKey: env.LANGSMITH_API_KEY,
+      };
       if (dialect === "postgres") {
         assert.ok(env.WHARF_AGENT_DATABASE_URL, "no database URL in the server's environment");
         values.dbPassword = decodeURIComponent(new URL(env.WHARF_AGENT_DATABASE_URL).password);
       }
-      for (const [name, value] of Object.entries(values)) assert.ok(value && value.length >= 8, `${name} is missing from the environment`);
+      for (const [name, value] of Object.entries(values))
+        assert.ok(value && value.length >= 8, `${name} is missing from the environment`);
       for (const [pid, cmdline] of allCommandLines()) {
-        for (const [name, value] of Object.entries(values)) assert.ok(!cmdline.includes(value), `the ${name} is on the command line of pid ${pid}: ${cmdline.slice(0, 200)}`);
+        for (const [name, value] of Object.entries(values))
+          assert.ok(
+            !cmdline.includes(value),
+            `the ${name} is on the command line of pid ${pid}: ${cmdline.slice(0, 200)}`,
+          );
       }
     });
 
@@ -184,7 +229,11 @@ describe("deployed code at the confinement's edges", () => {
         source_revision_config: { langgraph_config_path: "langgraph.json", local_path: copyProject(t, "mount-report") },
         secrets: [],
         // Rules give the served revision an egress folder (its CA bundle, its resolver) to show.
-        proxy_config: { rules: [{ name: "api", match_hosts: ["api.test"], headers: [{ name: "X-Probe", type: "plaintext", value: "1" }] }] },
+        proxy_config: {
+          rules: [
+            { name: "api", match_hosts: ["api.test"], headers: [{ name: "X-Probe", type: "plaintext", value: "1" }] },
+          ],
+        },
       },
     });
     assert.equal(res.status, 201, await res.clone().text());
@@ -203,7 +252,14 @@ describe("deployed code at the confinement's edges", () => {
         ["$WHARF_HOME", p.home],
         ["the checkout", checkout],
       ])
-        assert.ok(!mountinfo.includes(hostPath), `the ${phase} step's mount table shows ${what} (${hostPath}):\n${mountinfo.split("\n").filter((l) => l.includes(hostPath)).join("\n").slice(0, 1500)}`);
+        assert.ok(
+          !mountinfo.includes(hostPath),
+          `the ${phase} step's mount table shows ${what} (${hostPath}):\n${mountinfo
+            .split("\n")
+            .filter((l) => l.includes(hostPath))
+            .join("\n")
+            .slice(0, 1500)}`,
+        );
     }
   });
 
@@ -218,8 +274,12 @@ describe("deployed code at the confinement's edges", () => {
     assert.equal(run.status, 200, JSON.stringify(run.body));
     const report = JSON.parse(lastMessage(run.body)) as { procs: string[]; mountinfo: string };
     // bubblewrap's init and the server: nothing of the host, the platform or other deployments.
-    assert.ok(report.procs.length <= 4, `it sees ${report.procs.length} processes: ${report.procs.join(" | ").slice(0, 600)}`);
-    for (const c of report.procs) assert.ok(!c.includes(process.argv[1] ?? "\0") && !/wharf up|--test/.test(c), `it sees a host process: ${c}`);
+    assert.ok(
+      report.procs.length <= 4,
+      `it sees ${report.procs.length} processes: ${report.procs.join(" | ").slice(0, 600)}`,
+    );
+    for (const c of report.procs)
+      assert.ok(!c.includes(process.argv[1] ?? "\0") && !/wharf up|--test/.test(c), `it sees a host process: ${c}`);
     // A bind mount's root field is the source's path in its filesystem: the platform's folders
     // (its home, where Wharf is installed) must not show there or in any mount's options.
     const checkout = path.resolve(fileURLToPath(new URL("../..", import.meta.url)));
@@ -227,6 +287,13 @@ describe("deployed code at the confinement's edges", () => {
       ["$WHARF_HOME", p.home],
       ["the checkout", checkout],
     ])
-      assert.ok(!report.mountinfo.includes(hostPath), `its mount table shows ${what} (${hostPath}):\n${report.mountinfo.split("\n").filter((l) => l.includes(hostPath)).join("\n").slice(0, 1500)}`);
+      assert.ok(
+        !report.mountinfo.includes(hostPath),
+        `its mount table shows ${what} (${hostPath}):\n${report.mountinfo
+          .split("\n")
+          .filter((l) => l.includes(hostPath))
+          .join("\n")
+          .slice(0, 1500)}`,
+      );
   });
 });

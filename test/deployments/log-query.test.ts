@@ -23,9 +23,26 @@ test("nextOffset: the last line's id, null only on an empty page (the CLIs keep 
 });
 
 test("the CLIs' log body: filters read, unknown fields ignored, bad times are 422", () => {
-  const body = projectLogsBody.parse({ limit: 5, order: "desc", level: "ERROR", query: "boom", start_time: "2026-03-08T00:00:00Z", extra: 1 });
-  assert.deepEqual(filterOf(body), { level: "ERROR", query: "boom", since: "2026-03-08T00:00:00.000Z", until: undefined });
-  assert.deepEqual(filterOf(projectLogsBody.parse({ query: "" })), { level: undefined, query: undefined, since: undefined, until: undefined });
+  const body = projectLogsBody.parse({
+    limit: 5,
+    order: "desc",
+    level: "ERROR",
+    query: "boom",
+    start_time: "2026-03-08T00:00:00Z",
+    extra: 1,
+  });
+  assert.deepEqual(filterOf(body), {
+    level: "ERROR",
+    query: "boom",
+    since: "2026-03-08T00:00:00.000Z",
+    until: undefined,
+  });
+  assert.deepEqual(filterOf(projectLogsBody.parse({ query: "" })), {
+    level: undefined,
+    query: undefined,
+    since: undefined,
+    until: undefined,
+  });
   assert.equal(projectLogsBody.safeParse({ start_time: "yesterday" }).success, false);
 });
 
@@ -48,12 +65,41 @@ for (const dialect of ["sqlite", "postgres"] as const) {
   test(`POST /v1/projects/{id}/deploy_logs: query matches literally, any case, on ${dialect}`, async (t) => {
     const p = await startDeploymentsPlatform(t, { dialect });
     if (!p) return;
-    const res = await p.api("/v2/deployments", { method: "POST", json: { name: `q-${dialect}`, source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: copyProject(t, "echo") }, secrets: [] } });
+    const res = await p.api("/v2/deployments", {
+      method: "POST",
+      json: {
+        name: `q-${dialect}`,
+        source: "internal_source",
+        source_config: {},
+        source_revision_config: { langgraph_config_path: "langgraph.json", local_path: copyProject(t, "echo") },
+        secrets: [],
+      },
+    });
     assert.equal(res.status, 201);
     const d = await res.json();
-    const lines = ["Loading graphs", "disk 100% full", "disk 100 full", "name a_b here", "name axb here", "path C:\\x", "path C:x"];
+    const lines = [
+      "Loading graphs",
+      "disk 100% full",
+      "disk 100 full",
+      "name a_b here",
+      "name axb here",
+      "path C:\\x",
+      "path C:x",
+    ];
     const at = new Date().toISOString();
-    await p.ctx.db.insertInto("deployment_revision_logs").values(lines.map((message) => ({ id: newId(), revision_id: d.latest_revision_id, kind: "deploy", level: "info", message, timestamp: at }))).execute();
+    await p.ctx.db
+      .insertInto("deployment_revision_logs")
+      .values(
+        lines.map((message) => ({
+          id: newId(),
+          revision_id: d.latest_revision_id,
+          kind: "deploy",
+          level: "info",
+          message,
+          timestamp: at,
+        })),
+      )
+      .execute();
     const rows: Array<[query: string, want: string[]]> = [
       ["LOADING GRAPHS", ["Loading graphs"]],
       ["100%", ["disk 100% full"]],
@@ -64,7 +110,9 @@ for (const dialect of ["sqlite", "postgres"] as const) {
     for (const [query, want] of rows) {
       const page = await p.api(`/v1/projects/${d.id}/deploy_logs`, { method: "POST", json: { query, limit: 100 } });
       assert.equal(page.status, 200, query);
-      const got = ((await page.json()) as { logs: Array<{ message: string }> }).logs.map((l) => l.message).filter((m) => lines.includes(m));
+      const got = ((await page.json()) as { logs: Array<{ message: string }> }).logs
+        .map((l) => l.message)
+        .filter((m) => lines.includes(m));
       assert.deepEqual(got, want, `${dialect}: ${query}`);
     }
   });

@@ -16,11 +16,25 @@ export interface CliRun {
   out: string;
 }
 
-function exec(cmd: string, args: string[], opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<CliRun> {
+function exec(
+  cmd: string,
+  args: string[],
+  opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<CliRun> {
   return new Promise((resolve) => {
-    execFile(cmd, args, { cwd: opts.cwd, env: opts.env ?? (process.env as Record<string, string>), timeout: opts.timeoutMs ?? 300_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, out: `${stdout}${stderr}` });
-    });
+    execFile(
+      cmd,
+      args,
+      {
+        cwd: opts.cwd,
+        env: opts.env ?? (process.env as Record<string, string>),
+        timeout: opts.timeoutMs ?? 300_000,
+        maxBuffer: 16 << 20,
+      },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, out: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
@@ -35,8 +49,15 @@ async function once(marker: string, install: () => Promise<CliRun>): Promise<voi
 export async function jsCli(): Promise<string> {
   const dir = path.join(CACHE, `npm-${JS_CLI_VERSION}`);
   fs.mkdirSync(dir, { recursive: true });
-  if (!fs.existsSync(path.join(dir, "package.json"))) fs.writeFileSync(path.join(dir, "package.json"), '{"private":true}\n');
-  await once(path.join(dir, ".installed"), () => exec("npm", ["install", "--no-audit", "--no-fund", "--ignore-scripts", `@langchain/langgraph-cli@${JS_CLI_VERSION}`], { cwd: dir }));
+  if (!fs.existsSync(path.join(dir, "package.json")))
+    fs.writeFileSync(path.join(dir, "package.json"), '{"private":true}\n');
+  await once(path.join(dir, ".installed"), () =>
+    exec(
+      "npm",
+      ["install", "--no-audit", "--no-fund", "--ignore-scripts", `@langchain/langgraph-cli@${JS_CLI_VERSION}`],
+      { cwd: dir },
+    ),
+  );
   return path.join(dir, "node_modules", ".bin", "langgraphjs");
 }
 
@@ -56,7 +77,11 @@ export async function pyCli(): Promise<string> {
  * Runs a CLI the way a user would, pointed at the test platform. Anything that would leave the
  * machine goes to a dead loopback proxy instead (analytics are off too).
  */
-export function runCli(bin: string, args: string[], opts: { cwd: string; apiKey: string; home: string }): Promise<CliRun> {
+export function runCli(
+  bin: string,
+  args: string[],
+  opts: { cwd: string; apiKey: string; home: string },
+): Promise<CliRun> {
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: opts.home,

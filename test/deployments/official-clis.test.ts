@@ -10,14 +10,16 @@ import { copyProject, startDeploymentsPlatform } from "./support.ts";
 import { jsCli, pyCli, runCli, type CliRun } from "./official-clis-support.ts";
 
 /** Every build-log line printed by `deploy --verbose` (the CLIs prefix them differently). */
-const buildLines = (out: string) => out.split("\n").filter((l) => /extracting uploaded tarball|graphs in langgraph\.json|loading graphs/.test(l));
+const buildLines = (out: string) =>
+  out.split("\n").filter((l) => /extracting uploaded tarball|graphs in langgraph\.json|loading graphs/.test(l));
 
 async function scenarios(t: TestContext, label: string, bin: string): Promise<void> {
   const p: TestPlatform = (await startDeploymentsPlatform(t))!;
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-cli-home-"));
   t.after(() => fs.rmSync(home, { recursive: true, force: true }));
   const name = `cli-${label}`;
-  const cli = (dir: string, ...args: string[]): Promise<CliRun> => runCli(bin, [...args, "--host-url", p.url], { cwd: dir, apiKey: p.apiKey, home });
+  const cli = (dir: string, ...args: string[]): Promise<CliRun> =>
+    runCli(bin, [...args, "--host-url", p.url], { cwd: dir, apiKey: p.apiKey, home });
   const dir = copyProject(t, "echo");
 
   // deploy (remote build of an uploaded tarball), build log streamed once while the CLI polls it

@@ -41,7 +41,12 @@ test("project files are read on the host only when they are small regular files 
   ];
   for (const [rel, want, max] of cases) {
     const started = performance.now();
-    if (want instanceof RegExp) assert.throws(() => readProjectFile(root, rel, max), (err: Error) => err instanceof ProjectFileError && want.test(err.message), rel);
+    if (want instanceof RegExp)
+      assert.throws(
+        () => readProjectFile(root, rel, max),
+        (err: Error) => err instanceof ProjectFileError && want.test(err.message),
+        rel,
+      );
     else assert.equal(readProjectFile(root, rel, max), want, rel);
     assert.ok(performance.now() - started < 500, `${rel} took too long`);
   }

@@ -4,15 +4,21 @@ import { test } from "node:test";
 import { copyProject, lastMessage, pollRevision, startDeploymentsPlatform } from "./support.ts";
 
 /** A raw HTTP/1.1 exchange, so the test controls framing (chunked bodies) and can hang up midway. */
-function raw(url: string, init: { method: string; path: string; headers: Record<string, string>; chunks?: string[]; abortAfterMs?: number }): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string } | "aborted"> {
+function raw(
+  url: string,
+  init: { method: string; path: string; headers: Record<string, string>; chunks?: string[]; abortAfterMs?: number },
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string } | "aborted"> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, method: init.method, path: init.path, headers: init.headers }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (d) => (body += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
+    const req = http.request(
+      { host: u.hostname, port: u.port, method: init.method, path: init.path, headers: init.headers },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (d) => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
     req.on("error", (err) => (init.abortAfterMs ? resolve("aborted") : reject(err)));
     if (init.abortAfterMs) setTimeout(() => req.destroy(), init.abortAfterMs);
     for (const c of init.chunks ?? []) req.write(c);
@@ -24,7 +30,13 @@ test("the stable URL: chunked request bodies, the body limit, request ids, a cli
   const p = (await startDeploymentsPlatform(t, { env: { WHARF_BODY_LIMIT_BYTES: "4096" } }))!;
   const res = await p.api("/v2/deployments", {
     method: "POST",
-    json: { name: "proxy", source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: copyProject(t, "echo") }, secrets: [] },
+    json: {
+      name: "proxy",
+      source: "internal_source",
+      source_config: {},
+      source_revision_config: { langgraph_config_path: "langgraph.json", local_path: copyProject(t, "echo") },
+      secrets: [],
+    },
   });
   const d = await res.json();
   assert.equal((await pollRevision(p, d.id, d.latest_revision_id)).status, "DEPLOYED");
@@ -33,7 +45,12 @@ test("the stable URL: chunked request bodies, the body limit, request ids, a cli
   const run = JSON.stringify({ assistant_id: "echo", input: { messages: [{ role: "human", content: "chunked" }] } });
 
   // A chunked body (no Content-Length) arrives whole.
-  const chunked = await raw(p.url, { method: "POST", path: `${prefix}/runs/wait`, headers: { ...auth, "transfer-encoding": "chunked" }, chunks: [run.slice(0, 10), run.slice(10)] });
+  const chunked = await raw(p.url, {
+    method: "POST",
+    path: `${prefix}/runs/wait`,
+    headers: { ...auth, "transfer-encoding": "chunked" },
+    chunks: [run.slice(0, 10), run.slice(10)],
+  });
   assert.ok(chunked !== "aborted");
   assert.equal(chunked.status, 200, chunked.body);
   assert.equal(lastMessage(JSON.parse(chunked.body)), "echo: chunked");
@@ -41,17 +58,33 @@ test("the stable URL: chunked request bodies, the body limit, request ids, a cli
   assert.match(String(chunked.headers["x-request-id"]), /.+/);
 
   // The platform's body limit holds, announced or counted.
-  const big = JSON.stringify({ assistant_id: "echo", input: { messages: [{ role: "human", content: "x".repeat(5000) }] } });
-  const announced = await raw(p.url, { method: "POST", path: `${prefix}/runs/wait`, headers: { ...auth, "content-length": String(Buffer.byteLength(big)) }, chunks: [big] });
+  const big = JSON.stringify({
+    assistant_id: "echo",
+    input: { messages: [{ role: "human", content: "x".repeat(5000) }] },
+  });
+  const announced = await raw(p.url, {
+    method: "POST",
+    path: `${prefix}/runs/wait`,
+    headers: { ...auth, "content-length": String(Buffer.byteLength(big)) },
+    chunks: [big],
+  });
   assert.ok(announced !== "aborted");
   assert.equal(announced.status, 413);
   assert.match(JSON.parse(announced.body).detail, /Request body too large/);
-  const counted = await raw(p.url, { method: "POST", path: `${prefix}/runs/wait`, headers: { ...auth, "transfer-encoding": "chunked" }, chunks: [big.slice(0, 3000), big.slice(3000)] });
+  const counted = await raw(p.url, {
+    method: "POST",
+    path: `${prefix}/runs/wait`,
+    headers: { ...auth, "transfer-encoding": "chunked" },
+    chunks: [big.slice(0, 3000), big.slice(3000)],
+  });
   assert.ok(counted !== "aborted");
   assert.equal(counted.status, 413);
 
   // A client that hangs up while the agent server works does not disturb the next call.
-  assert.equal(await raw(p.url, { method: "GET", path: `${prefix}/slow?ms=1500`, headers: auth, abortAfterMs: 200 }), "aborted");
+  assert.equal(
+    await raw(p.url, { method: "GET", path: `${prefix}/slow?ms=1500`, headers: auth, abortAfterMs: 200 }),
+    "aborted",
+  );
   const after = await raw(p.url, { method: "GET", path: `${prefix}/slow?ms=10`, headers: auth });
   assert.ok(after !== "aborted");
   assert.equal(after.status, 200);

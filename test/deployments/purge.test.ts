@@ -21,8 +21,15 @@ describe("purging a deleted deployment", () => {
     t.after(() => fs.rmSync(home, { recursive: true, force: true }));
     const layout = new DeploymentsLayout(home);
     const ctx = { db: null, log: { warn() {}, info() {}, error() {} } } as unknown as PlatformContext;
-    const runtime = new RevisionRuntime(ctx, layout, new Launcher({ isolation: false, scratchRoot: layout.scratch, baseCacheDir: home }), fakeRunner);
-    const track = (runtime as unknown as { track<T>(id: string, work: () => Promise<T>): Promise<T> }).track.bind(runtime);
+    const runtime = new RevisionRuntime(
+      ctx,
+      layout,
+      new Launcher({ isolation: false, scratchRoot: layout.scratch, baseCacheDir: home }),
+      fakeRunner,
+    );
+    const track = (runtime as unknown as { track<T>(id: string, work: () => Promise<T>): Promise<T> }).track.bind(
+      runtime,
+    );
     const state = layout.stateDir("d1");
     // A start in flight that (re)creates the state folder after the deletion began.
     let release!: () => void;
@@ -36,7 +43,10 @@ describe("purging a deleted deployment", () => {
     await purged;
     await start;
     assert.ok(!fs.existsSync(state), "the folder the racing start made is gone when purge returns");
-    await assert.rejects(track("d1", async () => fs.mkdirSync(state, { recursive: true })), /being deleted/);
+    await assert.rejects(
+      track("d1", async () => fs.mkdirSync(state, { recursive: true })),
+      /being deleted/,
+    );
     assert.ok(!fs.existsSync(state));
     // Other deployments are unaffected.
     assert.equal(await track("d2", async () => "ok"), "ok");

@@ -18,24 +18,44 @@ import { logsOf, pollRevision } from "./support.ts";
 
 /** Where PyPI's names resolve on this machine (a mirror on a reserved network the operator allows). */
 async function pypiMirror(): Promise<string[]> {
-  const addrs = await Promise.all(["pypi.org", "files.pythonhosted.org"].map((h) => dns.lookup(h, { all: true }).catch(() => [])));
+  const addrs = await Promise.all(
+    ["pypi.org", "files.pythonhosted.org"].map((h) => dns.lookup(h, { all: true }).catch(() => [])),
+  );
   return [...new Set(addrs.flat().map((a) => `${a.address}/${a.family === 6 ? 128 : 32}`))];
 }
 
 describe("Python builds and the egress proxy", () => {
   test("the indexes of pip_config_file are reachable from the build only, as the npm registry is", async (t) => {
-    if (!requireCapability(t, process.platform === "linux" && isRoot(), "confined deployments need root on Linux")) return;
-    if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects")) return;
-    const index = await startPrivateIndex(t, { dist: "wharf-probe", version: "1.0", source: 'VALUE = "from the private index"', address: "127.0.0.3" });
+    if (!requireCapability(t, process.platform === "linux" && isRoot(), "confined deployments need root on Linux"))
+      return;
+    if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects"))
+      return;
+    const index = await startPrivateIndex(t, {
+      dist: "wharf-probe",
+      version: "1.0",
+      source: 'VALUE = "from the private index"',
+      address: "127.0.0.3",
+    });
     // Operator settings: the index's name resolves to the loopback server, whose address is allowed.
     process.env.WHARF_EGRESS_HOSTS = `pypi.corp.test:80=${index.address}:${index.port}`;
     process.env.WHARF_EGRESS_ALLOW_INTERNAL = [...(await pypiMirror()), `${index.address}/32`].join(",");
-    const p = await startEgressPlatform(t, { options: { runnerCommand: defaultRunnerCommand, runnerBinds: [], buildTimeoutMs: 600_000, deployTimeoutMs: 120_000 } });
+    const p = await startEgressPlatform(t, {
+      options: {
+        runnerCommand: defaultRunnerCommand,
+        runnerBinds: [],
+        buildTimeoutMs: 600_000,
+        deployTimeoutMs: 120_000,
+      },
+    });
     if (!p) return;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-pipconf-"));
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
     const files: Record<string, string> = {
-      "langgraph.json": JSON.stringify({ dependencies: ["./deps"], graphs: { probe: "./graph.py:graph" }, pip_config_file: "pip.conf" }),
+      "langgraph.json": JSON.stringify({
+        dependencies: ["./deps"],
+        graphs: { probe: "./graph.py:graph" },
+        pip_config_file: "pip.conf",
+      }),
       // Plain HTTP: pip wants the host named trusted, as any user of such an index writes.
       "pip.conf": "[global]\nextra-index-url = http://pypi.corp.test/simple\ntrusted-host = pypi.corp.test\n",
       "deps/requirements.txt": "wharf-probe==1.0\n",
@@ -78,9 +98,16 @@ describe("Python builds and the egress proxy", () => {
     const build = await logsOf(p, d.id, rev.id, "build");
     assert.equal(rev.status, "DEPLOYED", `${rev.status_message}\n${build}`);
     assert.match(build, /Python package sources reachable for this build besides PyPI: pypi\.corp\.test/);
-    assert.ok(index.seen.includes("/simple/wharf-probe/"), `the build asked the private index: ${index.seen.join(", ")}`);
+    assert.ok(
+      index.seen.includes("/simple/wharf-probe/"),
+      `the build asked the private index: ${index.seen.join(", ")}`,
+    );
     const before = index.seen.length;
-    const js = new Client({ apiUrl: d.source_config.custom_url as string, apiKey: p.apiKey, callerOptions: { maxRetries: 0 } });
+    const js = new Client({
+      apiUrl: d.source_config.custom_url as string,
+      apiKey: p.apiKey,
+      callerOptions: { maxRetries: 0 },
+    });
     const out = (await js.runs.wait(null, "probe", { input: {} })) as { out: string };
     assert.equal(out.out, "from the private index; index from the graph: refused 403");
     assert.equal(index.seen.length, before, "the graph reached the index");

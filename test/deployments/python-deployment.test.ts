@@ -24,7 +24,9 @@ const SLOW = { buildTimeoutMs: 600_000, deployTimeoutMs: 120_000 };
  * internal address (a PyPI mirror on a private or reserved network), as `docs/egress.md` says.
  */
 async function pypiMirror(): Promise<string> {
-  const addrs = await Promise.all(["pypi.org", "files.pythonhosted.org"].map((h) => dns.lookup(h, { all: true }).catch(() => [])));
+  const addrs = await Promise.all(
+    ["pypi.org", "files.pythonhosted.org"].map((h) => dns.lookup(h, { all: true }).catch(() => [])),
+  );
   return [...new Set(addrs.flat().map((a) => `${a.address}/${a.family === 6 ? 128 : 32}`))].join(",");
 }
 
@@ -62,15 +64,24 @@ class SharedPlatform {
     // With the egress proxy: the build reaches PyPI through it, as any deployment's build would.
     // The egress proxy reads its settings from the environment once per process.
     process.env.WHARF_EGRESS_ALLOW_INTERNAL = await pypiMirror();
-    const p = (await startEgressPlatform(this.scope, { options: { runnerCommand: defaultRunnerCommand, runnerBinds: [], ...SLOW } }))!;
+    const p = (await startEgressPlatform(this.scope, {
+      options: { runnerCommand: defaultRunnerCommand, runnerBinds: [], ...SLOW },
+    }))!;
     // The official Python client's environment (the template's test drives it) is made meanwhile.
     sdkPython().catch(() => {});
     const template = deployOn(p, TEMPLATE);
     const broken = deployOn(p, BROKEN);
     // The hostile project needs only the worker's packages, as the broken one: deployed once that
     // build made the workspace's environment for them (before its graph check fails), it reuses it.
-    const hostile = broken.then(() => deployOn(p, HOSTILE), () => deployOn(p, HOSTILE));
-    const deployments = new Map<string, Promise<Deployed>>([[TEMPLATE, template], [BROKEN, broken], [HOSTILE, hostile]]);
+    const hostile = broken.then(
+      () => deployOn(p, HOSTILE),
+      () => deployOn(p, HOSTILE),
+    );
+    const deployments = new Map<string, Promise<Deployed>>([
+      [TEMPLATE, template],
+      [BROKEN, broken],
+      [HOSTILE, hostile],
+    ]);
     // Awaited by their own tests later: a failure meanwhile is that test's, not an unhandled rejection.
     for (const up of deployments.values()) up.catch(() => {});
     return { p, deployments };
@@ -84,19 +95,33 @@ class SharedPlatform {
 async function deployOn(p: TestPlatform, localPath: string): Promise<Deployed> {
   const res = await p.api("/v2/deployments", {
     method: "POST",
-    json: { name: path.basename(localPath), source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: localPath }, secrets: [] },
+    json: {
+      name: path.basename(localPath),
+      source: "internal_source",
+      source_config: {},
+      source_revision_config: { langgraph_config_path: "langgraph.json", local_path: localPath },
+      secrets: [],
+    },
   });
   assert.equal(res.status, 201, await res.clone().text());
   const d = await res.json();
   const rev = await pollRevision(p, d.id, d.latest_revision_id, 600_000);
-  return { d, rev, url: d.source_config.custom_url as string, build: await logsOf(p, d.id, rev.id, "build"), deployLog: await logsOf(p, d.id, rev.id, "deploy") };
+  return {
+    d,
+    rev,
+    url: d.source_config.custom_url as string,
+    build: await logsOf(p, d.id, rev.id, "build"),
+    deployLog: await logsOf(p, d.id, rev.id, "deploy"),
+  };
 }
 
 const shared = new SharedPlatform();
 
 async function deploy(t: TestContext, localPath: string, expect = "DEPLOYED") {
-  if (!requireCapability(t, process.platform === "linux" && isRoot(), "confined deployments need root on Linux")) return null;
-  if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects")) return null;
+  if (!requireCapability(t, process.platform === "linux" && isRoot(), "confined deployments need root on Linux"))
+    return null;
+  if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects"))
+    return null;
   const up = await shared.deployment(localPath);
   assert.equal(up.rev.status, expect, `${up.rev.status_message}\n${up.build}\n${up.deployLog}`);
   return up;
@@ -110,45 +135,79 @@ describe("deployments of Python projects", () => {
     if (!up) return;
     assert.match(up.build, /creating the Python environment/);
     const python = await sdkPython();
-    const out = await runPythonClient(python, path.join(here, "python-client/deployment_flows.py"), [up.url, up.p.apiKey]);
+    const out = await runPythonClient(python, path.join(here, "python-client/deployment_flows.py"), [
+      up.url,
+      up.p.apiKey,
+    ]);
     assert.match(out, /^ok sync=\d+ async=\d+/m);
     const js = new Client({ apiUrl: up.url, apiKey: up.p.apiKey, callerOptions: { maxRetries: 0 } });
-    assert.deepEqual(await js.runs.wait(null, "agent", { input: { changeme: "hi" }, context: { my_configurable_param: "x" } }), EXPECTED);
+    assert.deepEqual(
+      await js.runs.wait(null, "agent", { input: { changeme: "hi" }, context: { my_configurable_param: "x" } }),
+      EXPECTED,
+    );
 
     // A new revision (a PATCH) builds and serves again.
-    const res = await up.p.api(`/v2/deployments/${up.d.id}`, { method: "PATCH", json: { secrets: [{ name: "SOME_FLAG", value: "1" }] } });
+    const res = await up.p.api(`/v2/deployments/${up.d.id}`, {
+      method: "PATCH",
+      json: { secrets: [{ name: "SOME_FLAG", value: "1" }] },
+    });
     assert.equal(res.status, 200, await res.clone().text());
     const again = await res.json();
     const rev = await pollRevision(up.p, up.d.id, again.latest_revision_id, 600_000);
     assert.equal(rev.status, "DEPLOYED", rev.status_message ?? "");
-    assert.deepEqual(await js.runs.wait(null, "agent", { input: { changeme: "hi" }, context: { my_configurable_param: "x" } }), EXPECTED);
+    assert.deepEqual(
+      await js.runs.wait(null, "agent", { input: { changeme: "hi" }, context: { my_configurable_param: "x" } }),
+      EXPECTED,
+    );
   });
 
   test("a hostile Python graph reads nothing of the platform's, and one ending the interpreter in a node leaves the platform and the other graphs serving", async (t) => {
     const up = await deploy(t, HOSTILE);
     if (!up) return;
-    assert.match(up.build, /Python environment [0-9a-f]{16} is cached: reusing it/, "the workspace's environment for the same dependencies was made again");
+    assert.match(
+      up.build,
+      /Python environment [0-9a-f]{16} is cached: reusing it/,
+      "the workspace's environment for the same dependencies was made again",
+    );
     const { p, url } = up;
     const js = new Client({ apiUrl: url, apiKey: p.apiKey, callerOptions: { maxRetries: 0 } });
-    const platformFiles = [path.join(p.home, "wharf.db"), path.join(p.home, "master.key"), "/etc/shadow", `/proc/${process.pid}/environ`, `/proc/${process.pid}/cmdline`];
-    const snooped = JSON.parse(((await js.runs.wait(null, "snoop", { input: { paths: platformFiles } })) as { out: string }).out) as { files: Record<string, string>; env: string[]; pids: string[] };
+    const platformFiles = [
+      path.join(p.home, "wharf.db"),
+      path.join(p.home, "master.key"),
+      "/etc/shadow",
+      `/proc/${process.pid}/environ`,
+      `/proc/${process.pid}/cmdline`,
+    ];
+    const snooped = JSON.parse(
+      ((await js.runs.wait(null, "snoop", { input: { paths: platformFiles } })) as { out: string }).out,
+    ) as { files: Record<string, string>; env: string[]; pids: string[] };
     for (const f of platformFiles.slice(0, 3)) assert.match(snooped.files[f], /^refused/, `${f} was readable`);
     // Its pid namespace holds only the deployment's processes: the platform's pid is not its own.
-    for (const f of platformFiles.slice(3)) assert.ok(snooped.files[f].startsWith("refused") || !snooped.files[f].includes(p.home), `${f}: ${snooped.files[f]}`);
-    for (const name of ["WHARF_HOME", "DATABASE_URL", "WHARF_SECRETS_KEY", "WHARF_PYTHON_ENVS_HOST"]) assert.ok(!snooped.env.includes(name), `${name} is in the graph's environment`);
+    for (const f of platformFiles.slice(3))
+      assert.ok(
+        snooped.files[f].startsWith("refused") || !snooped.files[f].includes(p.home),
+        `${f}: ${snooped.files[f]}`,
+      );
+    for (const name of ["WHARF_HOME", "DATABASE_URL", "WHARF_SECRETS_KEY", "WHARF_PYTHON_ENVS_HOST"])
+      assert.ok(!snooped.env.includes(name), `${name} is in the graph's environment`);
     assert.ok(snooped.pids.length < 20, `the graph sees ${snooped.pids.length} processes`);
 
     // os._exit in a node: that run fails, the worker comes back, the platform never stopped.
-    await assert.rejects(js.runs.wait(null, "crash", { input: {} }).then((v) => {
-      if ((v as { __error__?: unknown }).__error__) throw new Error("run failed");
-      return v;
-    }));
+    await assert.rejects(
+      js.runs.wait(null, "crash", { input: {} }).then((v) => {
+        if ((v as { __error__?: unknown }).__error__) throw new Error("run failed");
+        return v;
+      }),
+    );
     assert.equal((await p.api("/v2/deployments")).status, 200);
     const deadline = Date.now() + 60_000;
     for (;;) {
       const v = await js.runs.wait(null, "echo", { input: {} }).catch((e: Error) => e);
       if (!(v instanceof Error) && (v as { out?: string }).out === "echo") break;
-      assert.ok(Date.now() < deadline, `echo did not serve again: ${String(v instanceof Error ? v.message : JSON.stringify(v))}`);
+      assert.ok(
+        Date.now() < deadline,
+        `echo did not serve again: ${String(v instanceof Error ? v.message : JSON.stringify(v))}`,
+      );
       await new Promise((r) => setTimeout(r, 500));
     }
   });

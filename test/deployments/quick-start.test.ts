@@ -32,13 +32,20 @@ for (const dialect of DIALECTS) {
       assert.equal(read.latest_revision_id, created.latest_revision_id);
 
       const first = await pollRevision(p, created.id, read.latest_revision_id);
-      assert.equal(first.status, "DEPLOYED", `${first.status_message}\n${await logsOf(p, created.id, first.id, "build")}\n${await logsOf(p, created.id, first.id, "deploy")}`);
+      assert.equal(
+        first.status,
+        "DEPLOYED",
+        `${first.status_message}\n${await logsOf(p, created.id, first.id, "build")}\n${await logsOf(p, created.id, first.id, "deploy")}`,
+      );
       const url = read.source_config.custom_url as string;
       let run = await runWait(url, p.apiKey, "hello");
       assert.equal(run.status, 200);
       assert.equal(lastMessage(run.body), "v1: hello");
 
-      res = await p.api(`/v2/deployments/${created.id}`, { method: "PATCH", json: { secrets: [{ name: "REPLY_PREFIX", value: "v2" }] } });
+      res = await p.api(`/v2/deployments/${created.id}`, {
+        method: "PATCH",
+        json: { secrets: [{ name: "REPLY_PREFIX", value: "v2" }] },
+      });
       assert.equal(res.status, 200);
       const patched = await res.json();
       assert.notEqual(patched.latest_revision_id, created.latest_revision_id);
@@ -50,7 +57,10 @@ for (const dialect of DIALECTS) {
 
       res = await p.api(`/v2/deployments/${created.id}/revisions`);
       const revisions = await res.json();
-      assert.deepEqual(revisions.resources.map((r: { id: string }) => r.id), [patched.latest_revision_id, created.latest_revision_id]);
+      assert.deepEqual(
+        revisions.resources.map((r: { id: string }) => r.id),
+        [patched.latest_revision_id, created.latest_revision_id],
+      );
       res = await p.api(`/v2/deployments/${created.id}`);
       assert.equal((await res.json()).active_revision_id, patched.latest_revision_id);
 

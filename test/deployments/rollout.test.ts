@@ -6,15 +6,30 @@ import { Client } from "@langchain/langgraph-sdk";
 import type { TestPlatform } from "../support/platform.ts";
 import { copyProject, lastMessage, logsOf, pollRevision, runWait, startDeploymentsPlatform } from "./support.ts";
 
-async function createDeployed(p: TestPlatform, name: string, dir: string, secrets: Array<{ name: string; value: string }> = []) {
+async function createDeployed(
+  p: TestPlatform,
+  name: string,
+  dir: string,
+  secrets: Array<{ name: string; value: string }> = [],
+) {
   const res = await p.api("/v2/deployments", {
     method: "POST",
-    json: { name, source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: dir }, secrets },
+    json: {
+      name,
+      source: "internal_source",
+      source_config: {},
+      source_revision_config: { langgraph_config_path: "langgraph.json", local_path: dir },
+      secrets,
+    },
   });
   assert.equal(res.status, 201, await res.clone().text());
   const d = await res.json();
   const rev = await pollRevision(p, d.id, d.latest_revision_id);
-  assert.equal(rev.status, "DEPLOYED", `${rev.status_message}\n${await logsOf(p, d.id, rev.id, "build")}\n${await logsOf(p, d.id, rev.id, "deploy")}`);
+  assert.equal(
+    rev.status,
+    "DEPLOYED",
+    `${rev.status_message}\n${await logsOf(p, d.id, rev.id, "build")}\n${await logsOf(p, d.id, rev.id, "deploy")}`,
+  );
   return { id: d.id as string, url: d.source_config.custom_url as string, revisionId: rev.id };
 }
 
@@ -46,7 +61,9 @@ describe("deployment rollouts", () => {
       while (!stop) {
         try {
           const startedAt = Date.now();
-          const out = (await client.runs.wait(null, "echo", { input: { messages: [{ role: "human", content: "ping" }] } })) as Record<string, unknown>;
+          const out = (await client.runs.wait(null, "echo", {
+            input: { messages: [{ role: "human", content: "ping" }] },
+          })) as Record<string, unknown>;
           const text = lastMessage(out);
           seen.set(text, (seen.get(text) ?? 0) + 1);
           if (text.startsWith("new:")) firstNewAt = Math.min(firstNewAt, startedAt);
@@ -58,7 +75,9 @@ describe("deployment rollouts", () => {
     };
     const slow = async () => {
       while (!stop) {
-        const res = await fetch(`${d.url}/slow?ms=700`, { headers: { "x-api-key": p.apiKey } }).catch((e) => e as Error);
+        const res = await fetch(`${d.url}/slow?ms=700`, { headers: { "x-api-key": p.apiKey } }).catch(
+          (e) => e as Error,
+        );
         if (res instanceof Error || res.status !== 200) {
           failures.push(`slow request: ${res instanceof Error ? res.message : res.status}`);
           continue;
@@ -78,9 +97,19 @@ describe("deployment rollouts", () => {
     assert.deepEqual(failures, []);
     assert.ok((seen.get("old: ping") ?? 0) > 0 && (seen.get("new: ping") ?? 0) > 0, JSON.stringify([...seen]));
     const slowOnOld = slowDone.filter((r) => r.revision === d.revisionId && r.at > firstNewAt).length;
-    assert.ok(slowOnOld > 0, `requests in flight at the switch finished on the old revision: ${JSON.stringify({ firstNewAt, slowDone })}`);
+    assert.ok(
+      slowOnOld > 0,
+      `requests in flight at the switch finished on the old revision: ${JSON.stringify({ firstNewAt, slowDone })}`,
+    );
     // A secrets-only change deploys the same build again: no BUILDING step.
-    assert.deepEqual(await steps(p, d.id, next), ["CREATING", "QUEUED", "AWAITING_BUILD", "AWAITING_DEPLOY", "DEPLOYING", "DEPLOYED"]);
+    assert.deepEqual(await steps(p, d.id, next), [
+      "CREATING",
+      "QUEUED",
+      "AWAITING_BUILD",
+      "AWAITING_DEPLOY",
+      "DEPLOYING",
+      "DEPLOYED",
+    ]);
     // The old revision's server is stopped once drained.
     const deadline = Date.now() + 10_000;
     let logs = "";
@@ -98,7 +127,11 @@ describe("deployment rollouts", () => {
     const res = await fetch(`${d.url}/runs/stream?delay=800`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-api-key": p.apiKey },
-      body: JSON.stringify({ assistant_id: "echo", input: { messages: [{ role: "human", content: "s" }] }, stream_mode: ["values"] }),
+      body: JSON.stringify({
+        assistant_id: "echo",
+        input: { messages: [{ role: "human", content: "s" }] },
+        stream_mode: ["values"],
+      }),
     });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get("content-type"), "text/event-stream");
@@ -115,7 +148,10 @@ describe("deployment rollouts", () => {
     }
     const total = performance.now() - started;
     assert.match(rest, /event: values/);
-    assert.ok(firstAt < 600 && total - firstAt > 500, `first chunk after ${Math.round(firstAt)} ms, end after ${Math.round(total)} ms`);
+    assert.ok(
+      firstAt < 600 && total - firstAt > 500,
+      `first chunk after ${Math.round(firstAt)} ms, end after ${Math.round(total)} ms`,
+    );
   });
 
   test("a broken project ends BUILD_FAILED with a useful log while the old revision keeps serving; a graph failing on arbitrary input deploys; a failing opt-in smoke run ends DEPLOY_FAILED", async (t) => {
@@ -134,14 +170,26 @@ describe("deployment rollouts", () => {
 
     // A graph that fails on arbitrary input still deploys: readiness runs nothing.
     const good = copyProject(t, "echo");
-    next = await patch(p, d.id, { source_revision_config: { local_path: good }, secrets: [{ name: "REPLY_PREFIX", value: "picky" }, { name: "FAIL_ON", value: "health" }] });
+    next = await patch(p, d.id, {
+      source_revision_config: { local_path: good },
+      secrets: [
+        { name: "REPLY_PREFIX", value: "picky" },
+        { name: "FAIL_ON", value: "health" },
+      ],
+    });
     rev = await pollRevision(p, d.id, next);
     assert.equal(rev.status, "DEPLOYED", rev.status_message ?? "");
     assert.doesNotMatch(await logsOf(p, d.id, next, "deploy"), /smoke run/);
     assert.equal(lastMessage((await runWait(d.url, p.apiKey, "fine")).body), "picky: fine");
 
     // With an opt-in smoke input that the graph refuses, the revision fails and the old one serves.
-    next = await patch(p, d.id, { source_config: { smoke_input: { messages: [{ role: "human", content: "health" }] } }, secrets: [{ name: "REPLY_PREFIX", value: "smoked" }, { name: "FAIL_ON", value: "health" }] });
+    next = await patch(p, d.id, {
+      source_config: { smoke_input: { messages: [{ role: "human", content: "health" }] } },
+      secrets: [
+        { name: "REPLY_PREFIX", value: "smoked" },
+        { name: "FAIL_ON", value: "health" },
+      ],
+    });
     rev = await pollRevision(p, d.id, next);
     assert.equal(rev.status, "DEPLOY_FAILED");
     assert.match(rev.status_message!, /smoke run of graph echo failed: .*refuses to answer "health"/);
@@ -154,7 +202,10 @@ describe("deployment rollouts", () => {
     const p = (await startDeploymentsPlatform(t))!;
     const a = copyProject(t, "echo");
     const b = copyProject(t, "echo");
-    fs.writeFileSync(path.join(b, "graph.ts"), fs.readFileSync(path.join(b, "graph.ts"), "utf8").replace('?? "echo"', '?? "b"'));
+    fs.writeFileSync(
+      path.join(b, "graph.ts"),
+      fs.readFileSync(path.join(b, "graph.ts"), "utf8").replace('?? "echo"', '?? "b"'),
+    );
     const d = await createDeployed(p, "rollback", a);
     const second = await patch(p, d.id, { source_revision_config: { local_path: b } });
     assert.equal((await pollRevision(p, d.id, second)).status, "DEPLOYED");
@@ -175,7 +226,10 @@ describe("deployment rollouts", () => {
     const p = (await startDeploymentsPlatform(t))!;
     const d = await createDeployed(p, "supersede", copyProject(t, "echo"));
     const slowDir = copyProject(t, "echo");
-    const building = await patch(p, d.id, { source_revision_config: { local_path: slowDir }, secrets: [{ name: "SLOW_IMPORT_MS", value: "4000" }] });
+    const building = await patch(p, d.id, {
+      source_revision_config: { local_path: slowDir },
+      secrets: [{ name: "SLOW_IMPORT_MS", value: "4000" }],
+    });
     const queued = await patch(p, d.id, { secrets: [{ name: "REPLY_PREFIX", value: "q1" }] });
     const newest = await patch(p, d.id, { secrets: [{ name: "REPLY_PREFIX", value: "q2" }] });
     assert.equal((await pollRevision(p, d.id, queued)).status, "SKIPPED");
@@ -186,6 +240,9 @@ describe("deployment rollouts", () => {
     assert.equal(last.status, "DEPLOYED", last.status_message ?? "");
     assert.equal(lastMessage((await runWait(d.url, p.apiKey, "z")).body), "q2: z");
     res = await p.api(`/v2/deployments/${d.id}/revisions?status=SKIPPED,INTERRUPTED`);
-    assert.deepEqual((await res.json()).resources.map((r: { status: string }) => r.status).sort(), ["INTERRUPTED", "SKIPPED"]);
+    assert.deepEqual((await res.json()).resources.map((r: { status: string }) => r.status).sort(), [
+      "INTERRUPTED",
+      "SKIPPED",
+    ]);
   });
 });

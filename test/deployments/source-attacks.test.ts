@@ -19,8 +19,22 @@ function tempDir(t: TestContext, name: string): string {
   return dir;
 }
 
-function post(p: TestPlatform, name: string, source: string, sourceConfig: Record<string, unknown>, revisionConfig: Record<string, unknown>) {
-  return p.api("/v2/deployments", { method: "POST", json: { name, source, source_config: sourceConfig, source_revision_config: { langgraph_config_path: "langgraph.json", ...revisionConfig } } });
+function post(
+  p: TestPlatform,
+  name: string,
+  source: string,
+  sourceConfig: Record<string, unknown>,
+  revisionConfig: Record<string, unknown>,
+) {
+  return p.api("/v2/deployments", {
+    method: "POST",
+    json: {
+      name,
+      source,
+      source_config: sourceConfig,
+      source_revision_config: { langgraph_config_path: "langgraph.json", ...revisionConfig },
+    },
+  });
 }
 
 /** The 422's message at `loc` (asserting there is one). */
@@ -43,12 +57,29 @@ describe("deployment sources under attack", () => {
     fs.symlinkSync("/etc", path.join(root, "etc-link"));
 
     const off = (await startDeploymentsPlatform(t, { env: { WHARF_DEPLOY_LOCAL_ROOTS: "" } }))!;
-    for (const dir of ["/etc", project]) assert.match(await refusal(await post(off, "x", "internal_source", {}, { local_path: dir }), LOCAL), /WHARF_DEPLOY_LOCAL_ROOTS/);
+    for (const dir of ["/etc", project])
+      assert.match(
+        await refusal(await post(off, "x", "internal_source", {}, { local_path: dir }), LOCAL),
+        /WHARF_DEPLOY_LOCAL_ROOTS/,
+      );
 
     const p = (await startDeploymentsPlatform(t, { env: { WHARF_DEPLOY_LOCAL_ROOTS: root } }))!;
-    const attempts = ["/etc", "/nonexistent-wharf-dir", `/proc/self/root${project}`, `/proc/self/root${p.home}`, `${root}/../../etc`, path.join(root, "etc-link"), path.join(root, "etc-link/ssl"), path.join(root, "absent"), p.home, "/dev", "relative/dir"];
+    const attempts = [
+      "/etc",
+      "/nonexistent-wharf-dir",
+      `/proc/self/root${project}`,
+      `/proc/self/root${p.home}`,
+      `${root}/../../etc`,
+      path.join(root, "etc-link"),
+      path.join(root, "etc-link/ssl"),
+      path.join(root, "absent"),
+      p.home,
+      "/dev",
+      "relative/dir",
+    ];
     const texts = new Set<string>();
-    for (const dir of attempts) texts.add(await refusal(await post(p, "x", "internal_source", {}, { local_path: dir }), LOCAL));
+    for (const dir of attempts)
+      texts.add(await refusal(await post(p, "x", "internal_source", {}, { local_path: dir }), LOCAL));
     assert.equal(texts.size, 1, `one text whatever exists: ${[...texts].join(" | ")}`);
     assert.equal((await p.api("/v2/deployments")).status, 200);
   });
@@ -70,7 +101,10 @@ describe("deployment sources under attack", () => {
     fs.rmSync(path.join(project, "escape"));
     execFileSync("mkfifo", [path.join(project, "pipe")]);
     fs.symlinkSync("langgraph.json", path.join(project, "config-link"));
-    res = await p.api(`/v2/deployments/${d.id}`, { method: "PATCH", json: { source_revision_config: { local_path: project } } });
+    res = await p.api(`/v2/deployments/${d.id}`, {
+      method: "PATCH",
+      json: { source_revision_config: { local_path: project } },
+    });
     assert.equal(res.status, 200, await res.clone().text());
     const rev = await pollRevision(p, d.id, (await res.json()).latest_revision_id);
     const log = await logsOf(p, d.id, rev.id, "build");
@@ -83,7 +117,15 @@ describe("deployment sources under attack", () => {
 
   test("repo_url: local paths, file:// and other transports are refused; clones to loopback are refused by the egress policy unless the operator allows it, with one text for open and closed ports", async (t) => {
     const p = (await startDeploymentsPlatform(t))!;
-    for (const url of ["/srv/some/repo.git", "file:///srv/some/repo.git", "ext::sh -c touch% /tmp/pwned", "ssh://git@127.0.0.1/x.git", "git://127.0.0.1/x.git", "-u/tmp", "https://"]) {
+    for (const url of [
+      "/srv/some/repo.git",
+      "file:///srv/some/repo.git",
+      "ext::sh -c touch% /tmp/pwned",
+      "ssh://git@127.0.0.1/x.git",
+      "git://127.0.0.1/x.git",
+      "-u/tmp",
+      "https://",
+    ]) {
       assert.match(await refusal(await post(p, "g", "github", { repo_url: url }, {}), REPO), /https:\/\//, url);
     }
 
@@ -106,7 +148,9 @@ describe("deployment sources under attack", () => {
       assert.equal(rev.status, "BUILD_FAILED");
       const log = await logsOf(p, d.id, rev.id, "build");
       assert.match(rev.status_message ?? "", /egress policy.*WHARF_EGRESS_ALLOW_INTERNAL/, log);
-      messages.push((rev.status_message ?? "").replace(String(served.port), "PORT").replace(String(closedPort), "PORT"));
+      messages.push(
+        (rev.status_message ?? "").replace(String(served.port), "PORT").replace(String(closedPort), "PORT"),
+      );
     }
     assert.equal(messages[0], messages[1], "open and closed ports read the same");
 

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { isWithin, LOCAL_PATH_OFF, LOCAL_PATH_OUTSIDE, localPathProblem } from "../../src/deployments/build/local-roots.ts";
+import {
+  isWithin,
+  LOCAL_PATH_OFF,
+  LOCAL_PATH_OUTSIDE,
+  localPathProblem,
+} from "../../src/deployments/build/local-roots.ts";
 import { REPO_URL_RULE, repoUrlProblem } from "../../src/deployments/build/repo-url.ts";
 
 test("isWithin: the folder itself and what is below it, never a sibling with the same prefix", () => {
@@ -28,11 +33,24 @@ test("localPathProblem: off without roots; written and resolved path under a roo
     ["/proc alias", { written: "/proc/self/root/srv/projects/a", real: "/srv/projects/a" }, LOCAL_PATH_OUTSIDE],
     ["link out", { written: "/srv/projects/etc-link", real: "/etc" }, LOCAL_PATH_OUTSIDE],
     ["absent", { written: "/srv/projects/absent", real: null }, LOCAL_PATH_OUTSIDE],
-    ["home under a root", { written: "/srv/projects/h", real: "/srv/projects/h", realHome: "/srv/projects/h" }, LOCAL_PATH_OUTSIDE],
-    ["root is /", { written: "/proc/1/root", real: "/proc/1/root", roots: ["/"], realRoots: ["/"] }, LOCAL_PATH_OUTSIDE],
-    ["root is /, devices", { written: "/dev/zero", real: "/dev/zero", roots: ["/"], realRoots: ["/"] }, LOCAL_PATH_OUTSIDE],
+    [
+      "home under a root",
+      { written: "/srv/projects/h", real: "/srv/projects/h", realHome: "/srv/projects/h" },
+      LOCAL_PATH_OUTSIDE,
+    ],
+    [
+      "root is /",
+      { written: "/proc/1/root", real: "/proc/1/root", roots: ["/"], realRoots: ["/"] },
+      LOCAL_PATH_OUTSIDE,
+    ],
+    [
+      "root is /, devices",
+      { written: "/dev/zero", real: "/dev/zero", roots: ["/"], realRoots: ["/"] },
+      LOCAL_PATH_OUTSIDE,
+    ],
   ];
-  for (const [name, c, want] of cases) assert.equal(localPathProblem({ ...base, written: "", real: null, ...c }), want, name);
+  for (const [name, c, want] of cases)
+    assert.equal(localPathProblem({ ...base, written: "", real: null, ...c }), want, name);
 });
 
 test("repoUrlProblem: https and http URLs only", () => {

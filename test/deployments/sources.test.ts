@@ -19,14 +19,36 @@ function tempDir(t: TestContext, name: string): string {
 }
 
 function git(cwd: string, ...args: string[]): string {
-  const env = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@example.test", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@example.test" };
-  return execFileSync("git", ["-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", ...args], { cwd, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+  const env = {
+    ...process.env,
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_AUTHOR_NAME: "t",
+    GIT_AUTHOR_EMAIL: "t@example.test",
+    GIT_COMMITTER_NAME: "t",
+    GIT_COMMITTER_EMAIL: "t@example.test",
+  };
+  return execFileSync("git", ["-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", ...args], {
+    cwd,
+    env,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  }).trim();
 }
 
-async function create(p: TestPlatform, name: string, sourceConfig: Record<string, unknown>, revisionConfig: Record<string, unknown>) {
+async function create(
+  p: TestPlatform,
+  name: string,
+  sourceConfig: Record<string, unknown>,
+  revisionConfig: Record<string, unknown>,
+) {
   const res = await p.api("/v2/deployments", {
     method: "POST",
-    json: { name, source: "internal_source", source_config: sourceConfig, source_revision_config: { langgraph_config_path: "langgraph.json", ...revisionConfig } },
+    json: {
+      name,
+      source: "internal_source",
+      source_config: sourceConfig,
+      source_revision_config: { langgraph_config_path: "langgraph.json", ...revisionConfig },
+    },
   });
   assert.equal(res.status, 201, await res.clone().text());
   const d = await res.json();
@@ -34,14 +56,21 @@ async function create(p: TestPlatform, name: string, sourceConfig: Record<string
 }
 
 async function patchRevision(p: TestPlatform, id: string, revisionConfig: Record<string, unknown>): Promise<string> {
-  const res = await p.api(`/v2/deployments/${id}`, { method: "PATCH", json: { source_revision_config: revisionConfig } });
+  const res = await p.api(`/v2/deployments/${id}`, {
+    method: "PATCH",
+    json: { source_revision_config: revisionConfig },
+  });
   assert.equal(res.status, 200, await res.clone().text());
   return (await res.json()).latest_revision_id as string;
 }
 
 async function expectDeployed(p: TestPlatform, id: string, revisionId: string) {
   const rev = await pollRevision(p, id, revisionId);
-  assert.equal(rev.status, "DEPLOYED", `${rev.status_message}\n${await logsOf(p, id, rev.id, "build")}\n${await logsOf(p, id, rev.id, "deploy")}`);
+  assert.equal(
+    rev.status,
+    "DEPLOYED",
+    `${rev.status_message}\n${await logsOf(p, id, rev.id, "build")}\n${await logsOf(p, id, rev.id, "deploy")}`,
+  );
   return rev;
 }
 
@@ -87,7 +116,10 @@ describe("deployment sources", () => {
     const failed = await pollRevision(p, d.id, missing);
     assert.equal(failed.status, "BUILD_FAILED", failed.status_message ?? "");
     const log = await logsOf(p, d.id, missing, "build");
-    assert.ok(log.split("\n").some((l) => l.includes("no-such-ref")), log);
+    assert.ok(
+      log.split("\n").some((l) => l.includes("no-such-ref")),
+      log,
+    );
     // The tagged revision keeps serving.
     const res = await p.api(`/v2/deployments/${d.id}`);
     assert.equal((await res.json()).active_revision_id, byTag);
@@ -101,12 +133,30 @@ describe("deployment sources", () => {
     // Inside the project: a build sees nothing of the platform's machine beyond itself.
     const tiny = path.join(project, "vendor", "tiny-prefix");
     fs.mkdirSync(tiny, { recursive: true });
-    fs.writeFileSync(path.join(tiny, "package.json"), JSON.stringify({ name: "tiny-prefix", version: "1.0.0", type: "module", main: "index.js" }));
+    fs.writeFileSync(
+      path.join(tiny, "package.json"),
+      JSON.stringify({ name: "tiny-prefix", version: "1.0.0", type: "module", main: "index.js" }),
+    );
     fs.writeFileSync(path.join(tiny, "index.js"), 'export const prefix = "tiny";\n');
     // The graph answers through the dependency, so a broken link fails the build's graph load.
     const graphFile = path.join(project, "src/echo.ts");
-    fs.writeFileSync(graphFile, `import { prefix } from "tiny-prefix";\n${fs.readFileSync(graphFile, "utf8").replace("`echo: ", "`${prefix}: ")}`);
-    fs.writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "project", private: true, type: "module", dependencies: { "tiny-prefix": "file:./vendor/tiny-prefix" } }, null, 2));
+    fs.writeFileSync(
+      graphFile,
+      `import { prefix } from "tiny-prefix";\n${fs.readFileSync(graphFile, "utf8").replace("`echo: ", "`${prefix}: ")}`,
+    );
+    fs.writeFileSync(
+      path.join(project, "package.json"),
+      JSON.stringify(
+        {
+          name: "project",
+          private: true,
+          type: "module",
+          dependencies: { "tiny-prefix": "file:./vendor/tiny-prefix" },
+        },
+        null,
+        2,
+      ),
+    );
 
     const p = (await startDeploymentsPlatform(t))!;
     const d = await create(p, "with-deps", {}, { local_path: project });
@@ -135,7 +185,9 @@ describe("deployment sources", () => {
 });
 
 test("tarball uploads stream to disk: past WHARF_BODY_LIMIT_BYTES is fine, past WHARF_UPLOAD_LIMIT_BYTES is 413", async (t) => {
-  const p = await startDeploymentsPlatform(t, { env: { WHARF_BODY_LIMIT_BYTES: "1024", WHARF_UPLOAD_LIMIT_BYTES: "65536" } });
+  const p = await startDeploymentsPlatform(t, {
+    env: { WHARF_BODY_LIMIT_BYTES: "1024", WHARF_UPLOAD_LIMIT_BYTES: "65536" },
+  });
   if (!p) return;
   const put = async (bytes: number) => {
     const { upload_url } = await (await p.api("/v2/deployments/upload-url", { method: "POST" })).json();
@@ -151,4 +203,3 @@ test("tarball uploads stream to disk: past WHARF_BODY_LIMIT_BYTES is fine, past 
   res = await p.api("/v2/secrets", { method: "PUT", json: { key: "BIG", value: "x".repeat(4096) } });
   assert.equal(res.status, 413);
 });
-

@@ -8,7 +8,15 @@ import * as tar from "tar";
 import { ensureStateImage } from "../../src/deployments/runtime/state-disk.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
 import type { TestPlatform } from "../support/platform.ts";
-import { copyProject, lastMessage, logsOf, pollRevision, runWait, startDeploymentsPlatform, stateFile } from "./support.ts";
+import {
+  copyProject,
+  lastMessage,
+  logsOf,
+  pollRevision,
+  runWait,
+  startDeploymentsPlatform,
+  stateFile,
+} from "./support.ts";
 
 const MiB = 1024 * 1024;
 
@@ -19,11 +27,24 @@ async function deploy(p: TestPlatform, name: string, dir: string) {
   const { upload_url, object_path } = await (await p.api("/v2/deployments/upload-url", { method: "POST" })).json();
   assert.equal((await fetch(upload_url, { method: "PUT", body: fs.readFileSync(file) })).status, 200);
   fs.rmSync(file);
-  const res = await p.api("/v2/deployments", { method: "POST", json: { name, source: "internal_source", source_config: {}, source_revision_config: { source_tarball_path: object_path, langgraph_config_path: "langgraph.json" }, secrets: [] } });
+  const res = await p.api("/v2/deployments", {
+    method: "POST",
+    json: {
+      name,
+      source: "internal_source",
+      source_config: {},
+      source_revision_config: { source_tarball_path: object_path, langgraph_config_path: "langgraph.json" },
+      secrets: [],
+    },
+  });
   assert.equal(res.status, 201, await res.clone().text());
   const d = await res.json();
   const rev = await pollRevision(p, d.id, d.latest_revision_id, 90_000);
-  assert.equal(rev.status, "DEPLOYED", `${rev.status_message}\n${await logsOf(p, d.id, rev.id, "build")}\n${await logsOf(p, d.id, rev.id, "deploy")}`);
+  assert.equal(
+    rev.status,
+    "DEPLOYED",
+    `${rev.status_message}\n${await logsOf(p, d.id, rev.id, "build")}\n${await logsOf(p, d.id, rev.id, "deploy")}`,
+  );
   return { id: d.id as string, url: d.source_config.custom_url as string };
 }
 
@@ -42,7 +63,10 @@ test("a deployment's /state has a hard size: filling it is ENOSPC inside, the ho
   assert.match(lastMessage(fill.body), /^ENOSPC after \d+ MiB$/);
   assert.ok(Number(/after (\d+)/.exec(lastMessage(fill.body))![1]) < 32);
   const after = fs.statfsSync(p.home);
-  assert.ok(before - Number(after.bavail) * Number(after.bsize) < 64 * MiB, "the host's free space did not go into the fill");
+  assert.ok(
+    before - Number(after.bavail) * Number(after.bsize) < 64 * MiB,
+    "the host's free space did not go into the fill",
+  );
   // Nothing of it on the host: the folder holds the image only; the image is sparse and small.
   const dir = path.join(p.home, "deployments", "state", d.id);
   assert.deepEqual(fs.readdirSync(dir), ["disk.img"]);
@@ -52,7 +76,10 @@ test("a deployment's /state has a hard size: filling it is ENOSPC inside, the ho
   assert.equal(lastMessage((await runWait(d.url, p.apiKey, "read", "filler")).body), "still here");
   assert.equal(fs.readFileSync(await stateFile(p, d.id, "keep"), "utf8"), "still here");
   // A new revision (its server starts while the old one still serves) mounts the same disk.
-  const res = await p.api(`/v2/deployments/${d.id}`, { method: "PATCH", json: { secrets: [{ name: "X", value: "y" }] } });
+  const res = await p.api(`/v2/deployments/${d.id}`, {
+    method: "PATCH",
+    json: { secrets: [{ name: "X", value: "y" }] },
+  });
   const next = (await res.json()).latest_revision_id;
   assert.equal((await pollRevision(p, d.id, next, 90_000)).status, "DEPLOYED");
   assert.equal(lastMessage((await runWait(d.url, p.apiKey, "read", "filler")).body), "still here");
@@ -73,7 +100,8 @@ test("a state folder of before (its SQLite database) is copied into the disk at 
   assert.deepEqual(fs.readdirSync(dir), ["disk.img"], "the host folder keeps the image only");
   assert.deepEqual(fs.readdirSync(root), ["dep"], "no image left aside");
   // Read without mounting it (debugfs, from e2fsprogs like mkfs.ext4).
-  const debugfs = (cmd: string) => execFileSync("debugfs", ["-R", cmd, image], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  const debugfs = (cmd: string) =>
+    execFileSync("debugfs", ["-R", cmd, image], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
   assert.equal(debugfs("cat /wharf.db"), "threads");
   assert.equal(debugfs("cat /sub/x"), "y");
   assert.match(debugfs("stat /"), /User:\s+300123\s+Group:\s+300123/);

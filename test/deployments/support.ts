@@ -18,7 +18,17 @@ export const FAKE_SERVER = path.join(FIXTURES, "fake-agent-server.ts");
 /** Starts the fixture server instead of the real agent server. */
 export const fakeRunner: RunnerCommand = (a) => ({
   command: process.execPath,
-  args: ["--import", TSX_LOADER, FAKE_SERVER, "--project", a.projectDir, "--socket", a.socket, "--server-id", a.serverId],
+  args: [
+    "--import",
+    TSX_LOADER,
+    FAKE_SERVER,
+    "--project",
+    a.projectDir,
+    "--socket",
+    a.socket,
+    "--server-id",
+    a.serverId,
+  ],
 });
 
 /** Options that run the fixture server (shown read-only to its confinement). */
@@ -38,10 +48,18 @@ export function processesWithArg(marker: string): number[] {
   return pids;
 }
 
-export const FAST: DeploymentsOptions = { pollIntervalMs: 200, buildTimeoutMs: 60_000, deployTimeoutMs: 30_000, drainTimeoutMs: 10_000 };
+export const FAST: DeploymentsOptions = {
+  pollIntervalMs: 200,
+  buildTimeoutMs: 60_000,
+  deployTimeoutMs: 30_000,
+  drainTimeoutMs: 10_000,
+};
 
 /** A whole platform whose deployments run the fixture server (or the real one with `real: true`). */
-export async function startDeploymentsPlatform(t: TestContext, opts: { dialect?: Dialect; options?: DeploymentsOptions; real?: boolean; env?: Record<string, string> } = {}): Promise<TestPlatform | null> {
+export async function startDeploymentsPlatform(
+  t: TestContext,
+  opts: { dialect?: Dialect; options?: DeploymentsOptions; real?: boolean; env?: Record<string, string> } = {},
+): Promise<TestPlatform | null> {
   const options = { ...FAST, ...(opts.real ? {} : FAKE_RUNNER), ...opts.options };
   // Only what deployments need: other features' start-up work would slow every test down.
   const features = allFeatures().filter((f) => f.name === "identity" || f.name === "secrets");
@@ -67,9 +85,15 @@ export interface RevisionBody {
 const TERMINAL = new Set(["DEPLOYED", "CREATE_FAILED", "BUILD_FAILED", "DEPLOY_FAILED", "SKIPPED", "INTERRUPTED"]);
 
 /** The quick-start poll: GET the revision until it reaches a terminal status. */
-export async function pollRevision(p: TestPlatform, deploymentId: string, revisionId: string, timeoutMs = 60_000, headers: Record<string, string> = {}): Promise<RevisionBody> {
+export async function pollRevision(
+  p: TestPlatform,
+  deploymentId: string,
+  revisionId: string,
+  timeoutMs = 60_000,
+  headers: Record<string, string> = {},
+): Promise<RevisionBody> {
   const deadline = Date.now() + timeoutMs;
-  for (let resets = 0; ; ) {
+  for (let resets = 0; ;) {
     let res: Response;
     try {
       res = await p.api(`/v2/deployments/${deploymentId}/revisions/${revisionId}`, { headers });
@@ -88,14 +112,24 @@ export async function pollRevision(p: TestPlatform, deploymentId: string, revisi
   }
 }
 
-export async function logsOf(p: TestPlatform, deploymentId: string, revisionId: string, kind: "build" | "deploy"): Promise<string> {
+export async function logsOf(
+  p: TestPlatform,
+  deploymentId: string,
+  revisionId: string,
+  kind: "build" | "deploy",
+): Promise<string> {
   const res = await p.api(`/v2/deployments/${deploymentId}/revisions/${revisionId}/${kind}_logs?limit=1000`);
   const body = (await res.json()) as { logs: Array<{ message: string }> };
   return body.logs.map((l) => l.message).join("\n");
 }
 
 /** A stateless run through the deployment's stable URL. */
-export async function runWait(url: string, apiKey: string, text: string, graph = "echo"): Promise<{ status: number; body: Record<string, unknown> }> {
+export async function runWait(
+  url: string,
+  apiKey: string,
+  text: string,
+  graph = "echo",
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(`${url}/runs/wait`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-api-key": apiKey },
@@ -117,7 +151,15 @@ export function lastMessage(body: Record<string, unknown>): string {
 export async function stateFile(p: TestPlatform, deploymentId: string, name: string): Promise<string> {
   const dir = path.join(p.home, "deployments", "state", deploymentId);
   if (!fs.existsSync(path.join(dir, "disk.img"))) return path.join(dir, name);
-  const d = await p.ctx.db.selectFrom("deployments").select("active_revision_id").where("id", "=", deploymentId).executeTakeFirstOrThrow();
-  const rev = await p.ctx.db.selectFrom("deployment_revisions").select("pid").where("id", "=", d.active_revision_id!).executeTakeFirstOrThrow();
+  const d = await p.ctx.db
+    .selectFrom("deployments")
+    .select("active_revision_id")
+    .where("id", "=", deploymentId)
+    .executeTakeFirstOrThrow();
+  const rev = await p.ctx.db
+    .selectFrom("deployment_revisions")
+    .select("pid")
+    .where("id", "=", d.active_revision_id!)
+    .executeTakeFirstOrThrow();
   return `/proc/${rev.pid}/root/run/wharf-service-disk/${name}`;
 }

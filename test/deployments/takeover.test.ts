@@ -12,7 +12,10 @@ import { isRoot, requireCapability } from "../support/requirements.ts";
 import { copyProject, FIXTURES, lastMessage, processesWithArg, runWait } from "./support.ts";
 
 function startChild(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ["--import", TSX_LOADER, path.join(FIXTURES, "platform-child.ts")], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", TSX_LOADER, path.join(FIXTURES, "platform-child.ts")], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   return new Promise((resolve, reject) => {
     child.stdout!.on("data", (d: Buffer) => {
@@ -30,7 +33,13 @@ test("PostgreSQL, two platform processes: kill -9 of the one serving leaves no o
   const s = await storageSettings(t, "postgres");
   if (!s) return;
   const homeB = tempHome();
-  const common = { DATABASE_URL: s.databaseUrl!, TEST_PG_SCHEMA: s.pgSchema!, TEST_LEASE_MS: "5000", WHARF_MASTER_KEY: crypto.randomBytes(32).toString("base64"), WHARF_DEPLOY_LOCAL_ROOTS: TEST_LOCAL_ROOTS };
+  const common = {
+    DATABASE_URL: s.databaseUrl!,
+    TEST_PG_SCHEMA: s.pgSchema!,
+    TEST_LEASE_MS: "5000",
+    WHARF_MASTER_KEY: crypto.randomBytes(32).toString("base64"),
+    WHARF_DEPLOY_LOCAL_ROOTS: TEST_LOCAL_ROOTS,
+  };
   const a = await startChild({ ...common, WHARF_HOME: s.home, WHARF_PORT: String(await freePort()) });
   const b = await startChild({ ...common, WHARF_HOME: homeB, WHARF_PORT: String(await freePort()) });
   t.after(async () => {
@@ -42,7 +51,13 @@ test("PostgreSQL, two platform processes: kill -9 of the one serving leaves no o
   const res = await fetch(`${a.url}/v2/deployments`, {
     method: "POST",
     headers: { "x-api-key": apiKey, "content-type": "application/json" },
-    body: JSON.stringify({ name: "ha", source: "internal_source", source_config: {}, source_revision_config: { langgraph_config_path: "langgraph.json", local_path: copyProject(t, "echo") }, secrets: [{ name: "REPLY_PREFIX", value: "ha" }] }),
+    body: JSON.stringify({
+      name: "ha",
+      source: "internal_source",
+      source_config: {},
+      source_revision_config: { langgraph_config_path: "langgraph.json", local_path: copyProject(t, "echo") },
+      secrets: [{ name: "REPLY_PREFIX", value: "ha" }],
+    }),
   });
   assert.equal(res.status, 201);
   const d = (await res.json()) as { id: string; latest_revision_id: string };
@@ -56,7 +71,9 @@ test("PostgreSQL, two platform processes: kill -9 of the one serving leaves no o
   }
   assert.equal(run.status, 200, JSON.stringify(run.body));
   assert.equal(lastMessage((await runWait(urlB, apiKey, "via b")).body), "ha: via b");
-  const ownerRow = await fetch(`${a.url}/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`, { headers: { "x-api-key": apiKey } });
+  const ownerRow = await fetch(`${a.url}/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`, {
+    headers: { "x-api-key": apiKey },
+  });
   assert.equal(ownerRow.status, 200);
 
   // Kill the process that serves it (its agent server runs under it): find it by the server's parent chain.
@@ -76,14 +93,21 @@ test("PostgreSQL, two platform processes: kill -9 of the one serving leaves no o
   }
   const takeoverMs = Date.now() - killedAt;
   if (back.status !== 200) {
-    const logs = await (await fetch(`${survivor.url}/v2/deployments/${d.id}/revisions/${d.latest_revision_id}/deploy_logs?limit=200`, { headers: { "x-api-key": apiKey } })).json();
-    assert.fail(`no answer after kill -9 (${back.status} ${JSON.stringify(back.body)}):\n${(logs.logs as Array<{ message: string }>).map((l) => l.message).join("\n")}`);
+    const logs = await (
+      await fetch(`${survivor.url}/v2/deployments/${d.id}/revisions/${d.latest_revision_id}/deploy_logs?limit=200`, {
+        headers: { "x-api-key": apiKey },
+      })
+    ).json();
+    assert.fail(
+      `no answer after kill -9 (${back.status} ${JSON.stringify(back.body)}):\n${(logs.logs as Array<{ message: string }>).map((l) => l.message).join("\n")}`,
+    );
   }
   assert.equal(lastMessage(back.body), "ha: after");
   console.log(`takeover after kill -9: ${takeoverMs} ms`);
   assert.ok(takeoverMs <= 10_000, `takeover took ${takeoverMs} ms`);
   // No orphan: every agent server of the deployment now runs under the survivor.
-  for (const pid of processesWithArg(d.id)) assert.ok(ancestors(pid).includes(survivor.child.pid!), `pid ${pid} is not the survivor's`);
+  for (const pid of processesWithArg(d.id))
+    assert.ok(ancestors(pid).includes(survivor.child.pid!), `pid ${pid} is not the survivor's`);
 });
 
 function ancestors(pid: number): number[] {

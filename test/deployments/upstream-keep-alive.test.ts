@@ -53,7 +53,11 @@ test("a POST that meets a kept-alive connection its agent server closed is sent 
   const message = (want: string) => new Promise<void>((resolve) => child.on("message", (m) => m === want && resolve()));
   await message("up");
   const post = async () => {
-    const res = await sendUpstream(`unix:${socket}`, "/threads", { method: "POST", headers: { "content-type": "application/json" }, body: Buffer.from("{}") });
+    const res = await sendUpstream(`unix:${socket}`, "/threads", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: Buffer.from("{}"),
+    });
     let text = "";
     for await (const chunk of res) text += String(chunk);
     return { status: res.statusCode, text };
@@ -83,7 +87,11 @@ test("an idle pooled connection is closed by the proxy's side, not by the agent 
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   t.after(() => server.close());
-  const res = await sendUpstream(`http://127.0.0.1:${(server.address() as { port: number }).port}`, "/ok", { method: "GET", headers: {}, body: null });
+  const res = await sendUpstream(`http://127.0.0.1:${(server.address() as { port: number }).port}`, "/ok", {
+    method: "GET",
+    headers: {},
+    body: null,
+  });
   res.resume();
   // Generous under load; the server itself would keep it for AGENT_SERVER_KEEP_ALIVE_MS.
   await until("the idle connection to close", async () => closed, 30_000);

@@ -76,7 +76,10 @@ describe("the platform as a process", () => {
     let r = await wharfCli(["up"], { cwd: tempHome(), env: { WHARF_PORT: "99999" } });
     assert.equal(r.code, 2);
     assert.match(r.out, /WHARF_PORT/);
-    r = await wharfCli(["up"], { cwd: tempHome(), env: { WHARF_PORT: String(await freePort()), DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" } });
+    r = await wharfCli(["up"], {
+      cwd: tempHome(),
+      env: { WHARF_PORT: String(await freePort()), DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" },
+    });
     assert.equal(r.code, 1);
     assert.match(r.out, /cannot reach PostgreSQL at postgres:\/\/nobody@127\.0\.0\.1:1/);
   });
@@ -104,7 +107,11 @@ describe("the platform as a process", () => {
       const writers = Array.from({ length: 4 }, async (_, w) => {
         for (let i = 0; i < 25; i++) {
           const k = `W${w}_${i}`;
-          const res = await fetch(`http://127.0.0.1:${port}/v2/secrets`, { method: "PUT", headers: { "X-Api-Key": key }, body: JSON.stringify([{ key: k, value: "v" }]) }).catch(() => null);
+          const res = await fetch(`http://127.0.0.1:${port}/v2/secrets`, {
+            method: "PUT",
+            headers: { "X-Api-Key": key },
+            body: JSON.stringify([{ key: k, value: "v" }]),
+          }).catch(() => null);
           if (res?.status === 200) acknowledged.push(k);
           if (w === 0 && i === 12) first.child.kill("SIGKILL");
         }
@@ -116,7 +123,9 @@ describe("the platform as a process", () => {
       const second = runWharf(["up"], { env });
       t.after(() => second.child.kill("SIGKILL"));
       await waitForOk(`http://127.0.0.1:${port}/ok`);
-      const listed = (await (await fetch(`http://127.0.0.1:${port}/v2/secrets`, { headers: { "X-Api-Key": key } })).json()) as Array<{ key: string }>;
+      const listed = (await (
+        await fetch(`http://127.0.0.1:${port}/v2/secrets`, { headers: { "X-Api-Key": key } })
+      ).json()) as Array<{ key: string }>;
       const present = new Set(listed.map((x) => x.key));
       const lost = acknowledged.filter((k) => !present.has(k));
       assert.deepEqual(lost, []);

@@ -11,7 +11,10 @@ import { isRoot, requireCapability } from "../support/requirements.ts";
 import { startVerifyingS3 } from "./cloud/support/s3-verifying-server.ts";
 import { hostsSetting, startTlsFront, startUpstreams, useUpstreamsForEgress } from "./support/upstreams.ts";
 
-const AWS_REAL = { accessKeyId: "AKIA" + crypto.randomBytes(8).toString("hex").toUpperCase(), secretAccessKey: crypto.randomBytes(30).toString("base64") };
+const AWS_REAL = {
+  accessKeyId: "AKIA" + crypto.randomBytes(8).toString("hex").toUpperCase(),
+  secretAccessKey: crypto.randomBytes(30).toString("base64"),
+};
 const CB_TOKEN = "cbt_" + crypto.randomBytes(16).toString("hex");
 const BUCKET = "wharf-e2e-bucket";
 const S3_HOSTS = ["s3.us-west-2.amazonaws.com", `${BUCKET}.s3.us-west-2.amazonaws.com`];
@@ -20,12 +23,28 @@ const CALLBACK_ADDRESS = "127.0.0.3";
 function googleServiceAccount(): { json: string; keyLines: string[] } {
   const { privateKey } = crypto.generateKeyPairSync("rsa", { modulusLength: 2048 });
   const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
-  const json = JSON.stringify({ type: "service_account", project_id: "wharf-e2e", private_key_id: "k1", private_key: pem, client_email: "agent@wharf-e2e.iam.gserviceaccount.com", token_uri: "https://oauth2.googleapis.com/token" });
+  const json = JSON.stringify({
+    type: "service_account",
+    project_id: "wharf-e2e",
+    private_key_id: "k1",
+    private_key: pem,
+    client_email: "agent@wharf-e2e.iam.gserviceaccount.com",
+    token_uri: "https://oauth2.googleapis.com/token",
+  });
   // Distinctive lines of the key: any of them in the sandbox would be a leak.
-  return { json, keyLines: pem.split("\n").filter((l) => l.length === 64).slice(2, 5) };
+  return {
+    json,
+    keyLines: pem
+      .split("\n")
+      .filter((l) => l.length === 64)
+      .slice(2, 5),
+  };
 }
 
-const listen = (server: net.Server, address: string) => new Promise<number>((resolve, reject) => server.once("error", reject).listen(0, address, () => resolve((server.address() as net.AddressInfo).port)));
+const listen = (server: net.Server, address: string) =>
+  new Promise<number>((resolve, reject) =>
+    server.once("error", reject).listen(0, address, () => resolve((server.address() as net.AddressInfo).port)),
+  );
 
 /**
  * The cloud engines through the real proxy, from inside a real sandbox: a credential callback on
@@ -38,15 +57,25 @@ test("cloud engines from inside a real sandbox: callback, cloud_a with the AWS S
   const up = await startUpstreams(t, ["api.test", "other.test", "fail.test", ...S3_HOSTS]);
 
   // The credential callback (loopback, reached by the proxy, allowed by operator setting).
-  const calls: Array<{ auth: string | undefined; contentType: string | undefined; body: { host: string; port: number } }> = [];
+  const calls: Array<{
+    auth: string | undefined;
+    contentType: string | undefined;
+    body: { host: string; port: number };
+  }> = [];
   const callback = http.createServer((req, res) => {
     let text = "";
     req.on("data", (d: Buffer) => (text += d.toString()));
     req.on("end", () => {
       const body = JSON.parse(text) as { host: string; port: number };
-      calls.push({ auth: req.headers["x-cb-auth"] as string | undefined, contentType: req.headers["content-type"], body });
+      calls.push({
+        auth: req.headers["x-cb-auth"] as string | undefined,
+        contentType: req.headers["content-type"],
+        body,
+      });
       if (body.host === "fail.test") return void res.writeHead(500).end("boom");
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ headers: { "X-From-Callback": `cb-${body.host}-${body.port}` } }));
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ headers: { "X-From-Callback": `cb-${body.host}-${body.port}` } }));
     });
   });
   const callbackPort = await listen(callback, CALLBACK_ADDRESS);
@@ -65,13 +94,45 @@ test("cloud engines from inside a real sandbox: callback, cloud_a with the AWS S
   const google = googleServiceAccount();
   const proxy_config = {
     rules: [
-      { name: "static", match_hosts: ["other.test"], headers: [{ name: "X-Static", type: "plaintext", value: "static-wins" }] },
-      { name: "aws", type: "cloud_a", cloud_a: { access_key_id: { type: "opaque", value: AWS_REAL.accessKeyId }, secret_access_key: { type: "opaque", value: AWS_REAL.secretAccessKey } } },
-      { name: "gcp", type: "cloud_b", cloud_b: { service_account_json: { type: "opaque", value: google.json }, scopes: ["https://www.googleapis.com/auth/devstorage.read_write"] } },
+      {
+        name: "static",
+        match_hosts: ["other.test"],
+        headers: [{ name: "X-Static", type: "plaintext", value: "static-wins" }],
+      },
+      {
+        name: "aws",
+        type: "cloud_a",
+        cloud_a: {
+          access_key_id: { type: "opaque", value: AWS_REAL.accessKeyId },
+          secret_access_key: { type: "opaque", value: AWS_REAL.secretAccessKey },
+        },
+      },
+      {
+        name: "gcp",
+        type: "cloud_b",
+        cloud_b: {
+          service_account_json: { type: "opaque", value: google.json },
+          scopes: ["https://www.googleapis.com/auth/devstorage.read_write"],
+        },
+      },
     ],
-    callbacks: [{ match_hosts: ["api.test", "other.test", "fail.test"], url: `http://${CALLBACK_ADDRESS}:${callbackPort}/resolve`, ttl_seconds: 60, request_headers: [{ name: "X-Cb-Auth", type: "opaque", value: CB_TOKEN }] }],
+    callbacks: [
+      {
+        match_hosts: ["api.test", "other.test", "fail.test"],
+        url: `http://${CALLBACK_ADDRESS}:${callbackPort}/resolve`,
+        ttl_seconds: 60,
+        request_headers: [{ name: "X-Cb-Auth", type: "opaque", value: CB_TOKEN }],
+      },
+    ],
   };
-  const bundle = build({ entryPoints: [path.join(import.meta.dirname, "fixtures/s3-in-sandbox.mjs")], bundle: true, platform: "node", format: "cjs", write: false, logLevel: "silent" });
+  const bundle = build({
+    entryPoints: [path.join(import.meta.dirname, "fixtures/s3-in-sandbox.mjs")],
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    write: false,
+    logLevel: "silent",
+  });
   const sbx = await p.create({ name: "cloud-e2e", proxy_config, wait_for_ready: true });
   const sh = async (cmd: string, timeout = 30) => {
     const r = await p.exec(sbx, cmd, { timeout });
@@ -80,13 +141,22 @@ test("cloud engines from inside a real sandbox: callback, cloud_a with the AWS S
   };
 
   // (1) Callback: injected upstream, requested once per host:port (cached), with its configured header.
-  let r = await sh("curl -sS --max-time 10 https://api.test/one && echo && curl -sS --max-time 10 https://api.test/two");
-  const [first, second] = r.stdout.trim().split("\n").map((l) => JSON.parse(l));
+  let r = await sh(
+    "curl -sS --max-time 10 https://api.test/one && echo && curl -sS --max-time 10 https://api.test/two",
+  );
+  const [first, second] = r.stdout
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
   assert.equal(first.headers["x-from-callback"], "cb-api.test-443", r.stderr);
   assert.equal(second.headers["x-from-callback"], "cb-api.test-443");
   const apiCalls = calls.filter((c) => c.body.host === "api.test");
   assert.equal(apiCalls.length, 1, "the second request is a cache hit");
-  assert.deepEqual(apiCalls[0], { auth: CB_TOKEN, contentType: "application/json", body: { host: "api.test", port: 443 } });
+  assert.deepEqual(apiCalls[0], {
+    auth: CB_TOKEN,
+    contentType: "application/json",
+    body: { host: "api.test", port: 443 },
+  });
   // A static rule matching the host wins: no callback for other.test.
   r = await sh("curl -sS --max-time 10 https://other.test/static");
   const echo = JSON.parse(r.stdout);
@@ -102,7 +172,11 @@ test("cloud engines from inside a real sandbox: callback, cloud_a with the AWS S
   const code = (await bundle).outputFiles[0].contents;
   const form = new FormData();
   form.append("file", new Blob([Buffer.from(code)]), "s3.cjs");
-  const upRes = await fetch(`${sbx.dataplane_url}/upload?path=/tmp/s3.cjs`, { method: "POST", headers: { "x-api-key": p.apiKey }, body: form });
+  const upRes = await fetch(`${sbx.dataplane_url}/upload?path=/tmp/s3.cjs`, {
+    method: "POST",
+    headers: { "x-api-key": p.apiKey },
+    body: form,
+  });
   assert.equal(upRes.status, 200, await upRes.clone().text());
   r = await sh(`node /tmp/s3.cjs ${BUCKET} 'dir/hello world+1 ü.txt'`, 30);
   assert.equal(r.exit_code, 0, r.stderr);
@@ -110,11 +184,18 @@ test("cloud engines from inside a real sandbox: callback, cloud_a with the AWS S
   assert.equal(result.ok, true);
   assert.equal(result.accessKeyId, AWS_PLACEHOLDER_ACCESS_KEY_ID);
   assert.ok(s3.requests.length >= 5 && s3.requests.every((q) => q.status === 200), JSON.stringify(s3.requests));
-  assert.ok(s3.requests.some((q) => q.method === "PUT" && q.payloadMode === "STREAMING-UNSIGNED-PAYLOAD-TRAILER" && q.verifiedChecksum), JSON.stringify(s3.requests));
+  assert.ok(
+    s3.requests.some(
+      (q) => q.method === "PUT" && q.payloadMode === "STREAMING-UNSIGNED-PAYLOAD-TRAILER" && q.verifiedChecksum,
+    ),
+    JSON.stringify(s3.requests),
+  );
 
   // (3) Neither the real AWS key nor the Google key is anywhere in the sandbox; the placeholders are.
   const needles = [AWS_REAL.accessKeyId, AWS_REAL.secretAccessKey, ...google.keyLines, CB_TOKEN];
-  r = await sh(`env; grep -rIlF ${needles.map((n) => `-e '${n}'`).join(" ")} /etc /root /home /tmp /usr/local /workspace 2>/dev/null; true`);
+  r = await sh(
+    `env; grep -rIlF ${needles.map((n) => `-e '${n}'`).join(" ")} /etc /root /home /tmp /usr/local /workspace 2>/dev/null; true`,
+  );
   for (const n of needles) assert.ok(!r.stdout.includes(n), "no real credential in the sandbox's environment or files");
   assert.match(r.stdout, new RegExp(`AWS_ACCESS_KEY_ID=${AWS_PLACEHOLDER_ACCESS_KEY_ID}`));
   assert.match(r.stdout, /GOOGLE_APPLICATION_CREDENTIALS=/);
@@ -127,8 +208,18 @@ test("cloud engines from inside a real sandbox: callback, cloud_a with the AWS S
   const patched = {
     rules: [proxy_config.rules[0]],
     callbacks: [
-      { match_hosts: ["api.test"], url: `http://${CALLBACK_ADDRESS}:${callbackPort}/resolve`, ttl_seconds: 60, request_headers: [{ name: "X-Cb-Auth", type: "opaque", value: `${CB_TOKEN}-2` }] },
-      { match_hosts: ["fail.test"], url: `http://127.0.0.5:${callbackPort}/resolve`, ttl_seconds: 60, request_headers: [] },
+      {
+        match_hosts: ["api.test"],
+        url: `http://${CALLBACK_ADDRESS}:${callbackPort}/resolve`,
+        ttl_seconds: 60,
+        request_headers: [{ name: "X-Cb-Auth", type: "opaque", value: `${CB_TOKEN}-2` }],
+      },
+      {
+        match_hosts: ["fail.test"],
+        url: `http://127.0.0.5:${callbackPort}/resolve`,
+        ttl_seconds: 60,
+        request_headers: [],
+      },
     ],
   };
   let res = await p.api("/v2/sandboxes/boxes/cloud-e2e", { method: "PATCH", json: { proxy_config: patched } });
@@ -150,5 +241,6 @@ test("cloud engines from inside a real sandbox: callback, cloud_a with the AWS S
   assert.match(log, /"kind":"sign","decision":"signed","rule":"aws"/);
   assert.match(log, /"kind":"callback","decision":"failed"/);
   assert.match(log, /egress blocked: 127\.0\.0\.5/);
-  for (const n of needles) assert.ok(!log.includes(n) && !p.logs().includes(n), "no credential in the egress log or the platform's logs");
+  for (const n of needles)
+    assert.ok(!log.includes(n) && !p.logs().includes(n), "no credential in the egress log or the platform's logs");
 });

@@ -31,13 +31,22 @@ async function compiled(config: unknown): Promise<CompiledConfig> {
 /** One plain-HTTP request through a sandbox's explicit proxy listener (a new connection each time). */
 function viaProxy(port: number, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: "127.0.0.1", port, path: "http://api.test/fault", headers: { host: "api.test", ...headers }, agent: false }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (d: string) => (body += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-      res.on("error", reject);
-    });
+    const req = http.request(
+      {
+        host: "127.0.0.1",
+        port,
+        path: "http://api.test/fault",
+        headers: { host: "api.test", ...headers },
+        agent: false,
+      },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on("error", reject);
+      },
+    );
     req.setTimeout(5_000, () => req.destroy(new Error("timeout")));
     req.on("error", reject);
     req.end();
@@ -51,11 +60,26 @@ test("the restart policy: at once for isolated crashes, backing off in a crash l
 test("a crash in the data plane: the control plane answers throughout, egress is back within 1 s for every sandbox", async (t) => {
   const up = await startUpstreams(t, ["api.test"]);
   const audit = new MemoryAudit();
-  const env = { ...process.env, WHARF_EGRESS_HOSTS: hostsSetting(up, ["api.test"]), WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0", WHARF_EGRESS_FAULT_HOOK: "1" };
+  const env = {
+    ...process.env,
+    WHARF_EGRESS_HOSTS: hostsSetting(up, ["api.test"]),
+    WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`,
+    WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile,
+    WHARF_EGRESS_SYSTEM_DNS: "0",
+    WHARF_EGRESS_FAULT_HOOK: "1",
+  };
   const plane = new SupervisedDataPlane(audit, null, env);
   t.after(() => plane.close());
   const ca = await createCa("Wharf fault test CA");
-  const config = { rules: [{ name: "api", match_hosts: ["api.test"], headers: [{ name: "Authorization", type: "opaque", value: `Bearer ${SECRET}` }] }] };
+  const config = {
+    rules: [
+      {
+        name: "api",
+        match_hosts: ["api.test"],
+        headers: [{ name: "Authorization", type: "opaque", value: `Bearer ${SECRET}` }],
+      },
+    ],
+  };
   const ports: Record<string, number> = {};
   for (const id of ["sb1", "sb2"]) {
     plane.upsertSandbox({ id, workspaceId: "ws1", ca, compiled: await compiled(config) });
@@ -80,7 +104,14 @@ test("a crash in the data plane: the control plane answers throughout, egress is
   let polling = true;
   const poller = (async () => {
     while (polling) {
-      const ok = await new Promise<boolean>((resolve) => http.get({ host: "127.0.0.1", port: controlPort, agent: false, timeout: 2_000 }, (res) => (res.resume(), res.on("end", () => resolve(res.statusCode === 200)))).on("error", () => resolve(false)));
+      const ok = await new Promise<boolean>((resolve) =>
+        http
+          .get(
+            { host: "127.0.0.1", port: controlPort, agent: false, timeout: 2_000 },
+            (res) => (res.resume(), res.on("end", () => resolve(res.statusCode === 200))),
+          )
+          .on("error", () => resolve(false)),
+      );
       pings++;
       if (!ok) pingFailures++;
       await new Promise((r) => setTimeout(r, 20));
@@ -100,7 +131,11 @@ test("a crash in the data plane: the control plane answers throughout, egress is
     for (;;) {
       const r = await viaProxy(ports[id]).catch(() => null);
       if (r?.status === 200) {
-        assert.equal(JSON.parse(r.body).headers.authorization, `Bearer ${SECRET}`, "rules and sealed values came back with the new process");
+        assert.equal(
+          JSON.parse(r.body).headers.authorization,
+          `Bearer ${SECRET}`,
+          "rules and sealed values came back with the new process",
+        );
         backAt[id] = Date.now() - crashedAt;
         break;
       }
@@ -112,7 +147,10 @@ test("a crash in the data plane: the control plane answers throughout, egress is
   await poller;
   assert.notEqual(plane.pid, servingPid, "a new process serves");
   assert.equal(plane.takeovers, 1);
-  assert.ok(backAt.sb2 < 1000 && backAt.sb1 < 1000, `egress back within 1 s (sb2 ${backAt.sb2} ms, sb1 ${backAt.sb1} ms)`);
+  assert.ok(
+    backAt.sb2 < 1000 && backAt.sb1 < 1000,
+    `egress back within 1 s (sb2 ${backAt.sb2} ms, sb1 ${backAt.sb1} ms)`,
+  );
   assert.ok(pings > 0 && pingFailures === 0, `the control plane answered every time (${pings} pings)`);
   // Audit events travel back from the child.
   await new Promise((r) => setTimeout(r, 100));
@@ -131,11 +169,25 @@ function refused(port: number): Promise<boolean> {
 
 test("the serving child accepts on the listeners itself; connections made while no child serves wait and are served by the next; a closed listener refuses", async (t) => {
   const up = await startUpstreams(t, ["api.test"]);
-  const env = { ...process.env, WHARF_EGRESS_HOSTS: hostsSetting(up, ["api.test"]), WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" };
+  const env = {
+    ...process.env,
+    WHARF_EGRESS_HOSTS: hostsSetting(up, ["api.test"]),
+    WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`,
+    WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile,
+    WHARF_EGRESS_SYSTEM_DNS: "0",
+  };
   const plane = new SupervisedDataPlane(new MemoryAudit(), null, env);
   t.after(() => plane.close());
   const ca = await createCa("Wharf listener test CA");
-  const config = { rules: [{ name: "api", match_hosts: ["api.test"], headers: [{ name: "Authorization", type: "opaque", value: `Bearer ${SECRET}` }] }] };
+  const config = {
+    rules: [
+      {
+        name: "api",
+        match_hosts: ["api.test"],
+        headers: [{ name: "Authorization", type: "opaque", value: `Bearer ${SECRET}` }],
+      },
+    ],
+  };
   const servers: Record<string, net.Server> = {};
   const ports: Record<string, number> = {};
   for (const id of ["sb1", "sb2"]) {
@@ -160,20 +212,30 @@ test("the serving child accepts on the listeners itself; connections made while 
   // No child serves for a moment: connections wait in the kernel's queue and the next child takes them.
   const pid = plane.pid!;
   process.kill(pid, "SIGKILL");
-  const during = await Promise.all(Array.from({ length: 20 }, (_, i) => viaProxy(ports[i % 2 ? "sb1" : "sb2"]).catch((err: Error) => ({ status: 0, body: err.message }))));
-  assert.deepEqual(during.map((r) => r.status), Array(20).fill(200), "every connection made across the crash was served");
+  const during = await Promise.all(
+    Array.from({ length: 20 }, (_, i) =>
+      viaProxy(ports[i % 2 ? "sb1" : "sb2"]).catch((err: Error) => ({ status: 0, body: err.message })),
+    ),
+  );
+  assert.deepEqual(
+    during.map((r) => r.status),
+    Array(20).fill(200),
+    "every connection made across the crash was served",
+  );
   assert.notEqual(plane.pid, pid);
 
   // A listener the caller stops serving refuses connections once closed (no child keeps it open).
   plane.closeListener("sb1", ports.sb1);
   servers.sb1.close();
   let gone = false;
-  for (let i = 0; i < 50 && !gone; i++) gone = (await refused(ports.sb1)) || (await new Promise((r) => setTimeout(r, 20)), false);
+  for (let i = 0; i < 50 && !gone; i++)
+    gone = (await refused(ports.sb1)) || (await new Promise((r) => setTimeout(r, 20)), false);
   assert.ok(gone, "the closed listener refuses connections");
   // So does a removed sandbox's.
   plane.removeSandbox("sb2");
   servers.sb2.close();
   gone = false;
-  for (let i = 0; i < 50 && !gone; i++) gone = (await refused(ports.sb2)) || (await new Promise((r) => setTimeout(r, 20)), false);
+  for (let i = 0; i < 50 && !gone; i++)
+    gone = (await refused(ports.sb2)) || (await new Promise((r) => setTimeout(r, 20)), false);
   assert.ok(gone, "a removed sandbox's listener refuses connections");
 });

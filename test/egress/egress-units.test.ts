@@ -55,14 +55,21 @@ describe("canonical host", () => {
   }
   test("authority parsing: ports, brackets, tricks", () => {
     assert.deepEqual(parseAuthority("api.test:443", null), { host: name("api.test"), port: 443 });
-    assert.deepEqual(parseAuthority("[2001:db8::1]:8443", null), { host: { kind: "ipv6", host: "2001:db8::1" }, port: 8443 });
+    assert.deepEqual(parseAuthority("[2001:db8::1]:8443", null), {
+      host: { kind: "ipv6", host: "2001:db8::1" },
+      port: 8443,
+    });
     assert.equal(parseAuthority("api.test", null), null, "CONNECT needs a port");
     assert.equal(parseAuthority("api.test:0", null), null);
     assert.equal(parseAuthority("api.test:0443", null), null);
     assert.equal(parseAuthority("api.test:65536", null), null);
     assert.equal(parseAuthority("evil.com:443.allowed.com", null), null);
     assert.equal(parseAuthority("api.test:443:80", null), null);
-    assert.deepEqual(parseAuthority("2001:db8::1:443", 80), { host: { kind: "ipv6", host: "2001:db8::1:443" }, port: 80 }, "an unbracketed IPv6 literal has no port");
+    assert.deepEqual(
+      parseAuthority("2001:db8::1:443", 80),
+      { host: { kind: "ipv6", host: "2001:db8::1:443" }, port: 80 },
+      "an unbracketed IPv6 literal has no port",
+    );
   });
 });
 
@@ -108,13 +115,39 @@ describe("paths", () => {
 
 describe("address classification", () => {
   const CASES: Array<[string, boolean]> = [
-    ["8.8.8.8", true], ["2606:4700::1111", true],
-    ["127.0.0.1", false], ["127.9.9.9", false], ["0.0.0.0", false], ["0.1.2.3", false], ["10.1.2.3", false], ["172.16.0.1", false], ["192.168.1.1", false],
-    ["100.64.0.1", false], ["169.254.169.254", false], ["224.0.0.1", false], ["255.255.255.255", false], ["198.18.0.5", false], ["192.0.2.1", false],
-    ["::1", false], ["::", false], ["fe80::1", false], ["fc00::1", false], ["fd00:ec2::254", false], ["ff02::2", false],
-    ["::ffff:127.0.0.1", false], ["::ffff:8.8.8.8", false], ["::7f00:1", false], ["64:ff9b::a9fe:a9fe", false], ["64:ff9b:1::1", false], ["2002:a00:1::1", false], ["2001::1", false], ["2001:db8::1", false],
+    ["8.8.8.8", true],
+    ["2606:4700::1111", true],
+    ["127.0.0.1", false],
+    ["127.9.9.9", false],
+    ["0.0.0.0", false],
+    ["0.1.2.3", false],
+    ["10.1.2.3", false],
+    ["172.16.0.1", false],
+    ["192.168.1.1", false],
+    ["100.64.0.1", false],
+    ["169.254.169.254", false],
+    ["224.0.0.1", false],
+    ["255.255.255.255", false],
+    ["198.18.0.5", false],
+    ["192.0.2.1", false],
+    ["::1", false],
+    ["::", false],
+    ["fe80::1", false],
+    ["fc00::1", false],
+    ["fd00:ec2::254", false],
+    ["ff02::2", false],
+    ["::ffff:127.0.0.1", false],
+    ["::ffff:8.8.8.8", false],
+    ["::7f00:1", false],
+    ["64:ff9b::a9fe:a9fe", false],
+    ["64:ff9b:1::1", false],
+    ["2002:a00:1::1", false],
+    ["2001::1", false],
+    ["2001:db8::1", false],
   ];
-  for (const [addr, isPublic] of CASES) test(`${addr} is ${isPublic ? "public" : "internal"}`, () => assert.equal(classifyAddress(addr) === "public", isPublic, classifyAddress(addr)));
+  for (const [addr, isPublic] of CASES)
+    test(`${addr} is ${isPublic ? "public" : "internal"}`, () =>
+      assert.equal(classifyAddress(addr) === "public", isPublic, classifyAddress(addr)));
   test("operator ranges", () => {
     const s = new CidrSet(["10.0.0.0/8", "127.0.0.2"]);
     assert.ok(s.has("10.9.9.9") && s.has("127.0.0.2") && !s.has("127.0.0.1"));
@@ -138,7 +171,9 @@ describe("access decisions (policy)", () => {
     for (const port of [22, 5432, 6379, 853, 8443]) assert.equal(p.connectionVerdict(name("a.com"), port).kind, "deny");
   });
   test("allow_list: the six forms", async () => {
-    const allow = { allow_list: ["api.com", "db.com:5432", "*.svc.com", "~^r[0-9]+\\.re\\.com$", "8.8.4.0/24", "[2606:4700::1]:8443"] };
+    const allow = {
+      allow_list: ["api.com", "db.com:5432", "*.svc.com", "~^r[0-9]+\\.re\\.com$", "8.8.4.0/24", "[2606:4700::1]:8443"],
+    };
     assert.ok((await decide(allow, "api.com", 443)).ok);
     assert.ok((await decide(allow, "api.com", 80)).ok);
     assert.ok(!(await decide(allow, "api.com", 8080)).ok);
@@ -152,7 +187,10 @@ describe("access decisions (policy)", () => {
     assert.ok(!(await decide(allow, "xr12.re.com", 443, "1.1.1.1")).ok, "regex anchored at the start");
     assert.ok((await decide(allow, "8.8.4.4", 443)).ok, "CIDR allows HTTP(S)");
     assert.ok(!(await decide(allow, "8.8.4.4", 5432)).ok, "CIDR cannot open raw TCP");
-    assert.ok(!(await decide(allow, "anything.com", 443, "8.8.4.9")).ok, "a CIDR allows addresses, never a name (which is then not even resolved)");
+    assert.ok(
+      !(await decide(allow, "anything.com", 443, "8.8.4.9")).ok,
+      "a CIDR allows addresses, never a name (which is then not even resolved)",
+    );
     assert.deepEqual(await decide(allow, "[2606:4700::1]", 8443, "2606:4700::1"), { ok: true, raw: true, why: null });
     assert.ok(!(await decide(allow, "[2606:4700::1]", 443, "2606:4700::1")).ok);
   });
@@ -200,9 +238,20 @@ describe("access decisions (policy)", () => {
 describe("ClientHello parsing", () => {
   async function realHello(servername?: string): Promise<Buffer> {
     return new Promise((resolve) => {
-      const srv = net.createServer((s) => s.once("data", (d) => { resolve(d); s.destroy(); srv.close(); }));
+      const srv = net.createServer((s) =>
+        s.once("data", (d) => {
+          resolve(d);
+          s.destroy();
+          srv.close();
+        }),
+      );
       srv.listen(0, "127.0.0.1", () => {
-        const c = tls.connect({ host: "127.0.0.1", port: (srv.address() as net.AddressInfo).port, servername, rejectUnauthorized: false });
+        const c = tls.connect({
+          host: "127.0.0.1",
+          port: (srv.address() as net.AddressInfo).port,
+          servername,
+          rejectUnauthorized: false,
+        });
         c.on("error", () => {});
       });
     });
@@ -215,7 +264,10 @@ describe("ClientHello parsing", () => {
     const hs = hello.subarray(5);
     const cut = 30;
     const rec = (b: Buffer) => Buffer.concat([Buffer.from([0x16, 0x03, 0x01, b.length >> 8, b.length & 255]), b]);
-    assert.deepEqual(parseClientHello(Buffer.concat([rec(hs.subarray(0, cut)), rec(hs.subarray(cut))]), 65536), { status: "ok", serverName: "api.test" });
+    assert.deepEqual(parseClientHello(Buffer.concat([rec(hs.subarray(0, cut)), rec(hs.subarray(cut))]), 65536), {
+      status: "ok",
+      serverName: "api.test",
+    });
     const noSni = await realHello(undefined);
     assert.deepEqual(parseClientHello(noSni, 65536), { status: "ok", serverName: null });
   });
@@ -242,7 +294,8 @@ describe("leaf certificates", () => {
     const m = new LeafMinter(await createCa("unit CA"), 50);
     await Promise.all(Array.from({ length: 40 }, () => m.contextFor({ kind: "name", host: "same.example.com" })));
     assert.equal(m.minted, 1, "single-flight");
-    for (let i = 0; i < 300; i++) await m.contextFor({ kind: "name", host: `n${crypto.randomUUID().slice(0, 8)}.example.com` });
+    for (let i = 0; i < 300; i++)
+      await m.contextFor({ kind: "name", host: `n${crypto.randomUUID().slice(0, 8)}.example.com` });
     assert.ok(m.size <= 50, `cache bounded: ${m.size}`);
     const ipPem = await m.certificatePem({ kind: "ipv6", host: "2001:db8::1" });
     const cert = new (await import("node:crypto")).X509Certificate(ipPem);
@@ -252,17 +305,49 @@ describe("leaf certificates", () => {
 
 describe("response headers relayed to the sandbox", () => {
   const CASES: Array<[string, string[], string[]]> = [
-    ["hop-by-hop dropped", ["Content-Type", "a/b", "Connection", "keep-alive", "Keep-Alive", "timeout=5", "Transfer-Encoding", "chunked"], ["Content-Type", "a/b"]],
+    [
+      "hop-by-hop dropped",
+      ["Content-Type", "a/b", "Connection", "keep-alive", "Keep-Alive", "timeout=5", "Transfer-Encoding", "chunked"],
+      ["Content-Type", "a/b"],
+    ],
     ["headers named by Connection dropped", ["Connection", "close, X-Hop", "X-Hop", "1", "X-End", "2"], ["X-End", "2"]],
     ["Connection in any case", ["CONNECTION", "Keep-Alive", "x-a", "1"], ["x-a", "1"]],
-    ["repeats and order kept", ["Set-Cookie", "a=1", "X", "y", "Set-Cookie", "b=2"], ["Set-Cookie", "a=1", "X", "y", "Set-Cookie", "b=2"]],
+    [
+      "repeats and order kept",
+      ["Set-Cookie", "a=1", "X", "y", "Set-Cookie", "b=2"],
+      ["Set-Cookie", "a=1", "X", "y", "Set-Cookie", "b=2"],
+    ],
   ];
   for (const [what, raw, want] of CASES) test(what, () => assert.deepEqual(responseHeaders(raw), want));
 });
 
 test("audit key: events differing in any recorded field are different rows", () => {
-  const base = { sandboxId: "s", workspaceId: "w", kind: "inject", decision: "injected", rule: "r", host: "h", port: 443, method: "GET", path: "/p" } as const;
-  const keys = new Set([base, { ...base, rule: undefined }, { ...base, port: 80 }, { ...base, path: "/q" }, { ...base, method: "POST" }, { ...base, reason: "x" }, { ...base, sandboxId: "t" }].map((e) => auditKey(e as never)));
+  const base = {
+    sandboxId: "s",
+    workspaceId: "w",
+    kind: "inject",
+    decision: "injected",
+    rule: "r",
+    host: "h",
+    port: 443,
+    method: "GET",
+    path: "/p",
+  } as const;
+  const keys = new Set(
+    [
+      base,
+      { ...base, rule: undefined },
+      { ...base, port: 80 },
+      { ...base, path: "/q" },
+      { ...base, method: "POST" },
+      { ...base, reason: "x" },
+      { ...base, sandboxId: "t" },
+    ].map((e) => auditKey(e as never)),
+  );
   assert.equal(keys.size, 7);
-  assert.equal(auditKey({ ...base } as never), auditKey({ ...base, workspaceId: "other" } as never), "the workspace follows from the sandbox");
+  assert.equal(
+    auditKey({ ...base } as never),
+    auditKey({ ...base, workspaceId: "other" } as never),
+    "the workspace follows from the sandbox",
+  );
 });

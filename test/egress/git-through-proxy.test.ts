@@ -32,19 +32,42 @@ const hasGit = (() => {
 })();
 
 /** A smart-HTTP git server: `git http-backend` as CGI behind Node's HTTPS server, Basic auth required. */
-async function startGitServer(t: TestContext, root: string, ca: ConstructorParameters<typeof LeafMinter>[0]): Promise<{ port: number; plainPort: number; requests: Array<{ method: string; url: string; authorized: boolean; chunked: boolean }> }> {
+async function startGitServer(
+  t: TestContext,
+  root: string,
+  ca: ConstructorParameters<typeof LeafMinter>[0],
+): Promise<{
+  port: number;
+  plainPort: number;
+  requests: Array<{ method: string; url: string; authorized: boolean; chunked: boolean }>;
+}> {
   const context = await new LeafMinter(ca).contextFor({ kind: "name", host: "git.test" });
   const requests: Array<{ method: string; url: string; authorized: boolean; chunked: boolean }> = [];
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const authorized = req.headers.authorization === AUTH;
-    requests.push({ method: req.method!, url: req.url!, authorized, chunked: req.headers["transfer-encoding"] === "chunked" });
+    requests.push({
+      method: req.method!,
+      url: req.url!,
+      authorized,
+      chunked: req.headers["transfer-encoding"] === "chunked",
+    });
     if (!authorized) {
       res.writeHead(401, { "www-authenticate": 'Basic realm="git"', "content-length": 0 });
       return void res.end();
     }
     const u = new URL(req.url!, "https://git.test");
     const cgi = spawn("git", ["http-backend"], {
-      env: { PATH: process.env.PATH, GIT_PROJECT_ROOT: root, GIT_HTTP_EXPORT_ALL: "1", REMOTE_USER: "agent", PATH_INFO: u.pathname, QUERY_STRING: u.search.slice(1), REQUEST_METHOD: req.method, CONTENT_TYPE: req.headers["content-type"] ?? "", ...(req.headers["content-encoding"] ? { HTTP_CONTENT_ENCODING: req.headers["content-encoding"] } : {}) },
+      env: {
+        PATH: process.env.PATH,
+        GIT_PROJECT_ROOT: root,
+        GIT_HTTP_EXPORT_ALL: "1",
+        REMOTE_USER: "agent",
+        PATH_INFO: u.pathname,
+        QUERY_STRING: u.search.slice(1),
+        REQUEST_METHOD: req.method,
+        CONTENT_TYPE: req.headers["content-type"] ?? "",
+        ...(req.headers["content-encoding"] ? { HTTP_CONTENT_ENCODING: req.headers["content-encoding"] } : {}),
+      },
     });
     req.pipe(cgi.stdin);
     let head: Buffer | null = Buffer.alloc(0);
@@ -70,8 +93,15 @@ async function startGitServer(t: TestContext, root: string, ca: ConstructorParam
     cgi.on("close", () => res.end());
     cgi.on("error", () => res.destroy());
   };
-  const servers = [https.createServer({ SNICallback: (_name, cb) => cb(null, context) }, handler), http.createServer(handler)];
-  const [port, plainPort] = await Promise.all(servers.map((s) => new Promise<number>((r) => s.listen(0, "127.0.0.2", () => r((s.address() as net.AddressInfo).port)))));
+  const servers = [
+    https.createServer({ SNICallback: (_name, cb) => cb(null, context) }, handler),
+    http.createServer(handler),
+  ];
+  const [port, plainPort] = await Promise.all(
+    servers.map(
+      (s) => new Promise<number>((r) => s.listen(0, "127.0.0.2", () => r((s.address() as net.AddressInfo).port))),
+    ),
+  );
   t.after(() => Promise.all(servers.map((s) => new Promise((r) => (s.closeAllConnections(), s.close(r))))));
   return { port, plainPort, requests };
 }
@@ -87,12 +117,37 @@ test("git clone and a large push through the proxy, over HTTPS and plain HTTP, c
   await run("git", ["-C", path.join(root, "repo.git"), "config", "http.receivepack", "true"]);
   const git = await startGitServer(t, root, up.ca);
 
-  const p = await startProxy(t, up, { rules: [{ name: "git", match_hosts: ["git.test"], headers: [{ name: "Authorization", type: "opaque", value: AUTH }] }] }, { env: { WHARF_EGRESS_HOSTS: `git.test:443=${up.address}:${git.port},git.test:80=${up.address}:${git.plainPort}` } });
-  const env = { ...process.env, GIT_TERMINAL_PROMPT: "0", GIT_CONFIG_NOSYSTEM: "1", HOME: dir, GIT_AUTHOR_NAME: "a", GIT_AUTHOR_EMAIL: "a@x", GIT_COMMITTER_NAME: "a", GIT_COMMITTER_EMAIL: "a@x" };
+  const p = await startProxy(
+    t,
+    up,
+    {
+      rules: [
+        { name: "git", match_hosts: ["git.test"], headers: [{ name: "Authorization", type: "opaque", value: AUTH }] },
+      ],
+    },
+    {
+      env: { WHARF_EGRESS_HOSTS: `git.test:443=${up.address}:${git.port},git.test:80=${up.address}:${git.plainPort}` },
+    },
+  );
+  const env = {
+    ...process.env,
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_CONFIG_NOSYSTEM: "1",
+    HOME: dir,
+    GIT_AUTHOR_NAME: "a",
+    GIT_AUTHOR_EMAIL: "a@x",
+    GIT_COMMITTER_NAME: "a",
+    GIT_COMMITTER_EMAIL: "a@x",
+  };
   // HTTP/1.1: Debian 12's libcurl (7.88) stalls a streamed HTTP/2 upload now and then even straight
   // to Node's own http2 server, no proxy between (a push hung about 1 run in 8); the proxy's
   // HTTP/2 path is covered with grpc-js, curl --http2 and h2load elsewhere.
-  const g = (args: string[], cwd = dir) => run("git", ["-c", "http.version=HTTP/1.1", ...args], { cwd, env: { ...env, GIT_SSL_CAINFO: p.caFile }, maxBuffer: 16 << 20 });
+  const g = (args: string[], cwd = dir) =>
+    run("git", ["-c", "http.version=HTTP/1.1", ...args], {
+      cwd,
+      env: { ...env, GIT_SSL_CAINFO: p.caFile },
+      maxBuffer: 16 << 20,
+    });
 
   // Explicit proxy: CONNECT git.test:443, intercepted; git has no credentials of its own.
   const work = path.join(dir, "work");
@@ -110,8 +165,14 @@ test("git clone and a large push through the proxy, over HTTPS and plain HTTP, c
   assert.equal(fs.statSync(path.join(copy, "big.bin")).size, 3 << 20);
 
   assert.ok(git.requests.length >= 4, "both clones and the push reached the server");
-  assert.ok(git.requests.every((r) => r.authorized), "every request carried the injected credential");
-  assert.ok(git.requests.some((r) => r.method === "POST" && r.url.endsWith("git-receive-pack") && r.chunked), "the push's pack went as a chunked upload");
+  assert.ok(
+    git.requests.every((r) => r.authorized),
+    "every request carried the injected credential",
+  );
+  assert.ok(
+    git.requests.some((r) => r.method === "POST" && r.url.endsWith("git-receive-pack") && r.chunked),
+    "the push's pack went as a chunked upload",
+  );
   assert.ok(p.audit.events.some((e) => e.kind === "inject" && e.rule === "git" && e.method === "POST"));
   assert.ok(!JSON.stringify(p.audit.events).includes(TOKEN), "the audit log never holds the credential");
 });

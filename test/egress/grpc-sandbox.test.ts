@@ -32,9 +32,20 @@ test("gRPC from inside a sandbox: unary + server streaming with the credential i
   const up = await startUpstreams(t, ["api.test"]);
   const grpcUp = await startGrpcUpstream(t, up, ["grpc.test", "denied-grpc.test"]);
   // Operator settings: both test names resolve to the loopback gRPC server; only the policy tells them apart.
-  const hosts = [`grpc.test:443=${up.address}:${grpcUp.port}`, `denied-grpc.test:443=${up.address}:${grpcUp.port}`].join(",");
+  const hosts = [
+    `grpc.test:443=${up.address}:${grpcUp.port}`,
+    `denied-grpc.test:443=${up.address}:${grpcUp.port}`,
+  ].join(",");
   useUpstreamsForEgress(up, { hosts });
-  const bundle = build({ entryPoints: [path.join(import.meta.dirname, "fixtures/grpc-in-sandbox.ts")], bundle: true, platform: "node", format: "cjs", write: false, logLevel: "silent", external: ["@grpc/proto-loader"] });
+  const bundle = build({
+    entryPoints: [path.join(import.meta.dirname, "fixtures/grpc-in-sandbox.ts")],
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    write: false,
+    logLevel: "silent",
+    external: ["@grpc/proto-loader"],
+  });
   const p = await startSandboxPlatform(t);
   if (!p) return;
   const res = await p.api("/v2/secrets", { method: "PUT", json: [{ key: "GRPC_TOKEN", value: SECRET }] });
@@ -61,12 +72,18 @@ test("gRPC from inside a sandbox: unary + server streaming with the credential i
   };
   const form = new FormData();
   form.append("file", new Blob([Buffer.from((await bundle).outputFiles[0].contents)]), "grpc.cjs");
-  const upload = await fetch(`${sbx.dataplane_url}/upload?path=/tmp/grpc.cjs`, { method: "POST", headers: { "x-api-key": p.apiKey }, body: form });
+  const upload = await fetch(`${sbx.dataplane_url}/upload?path=/tmp/grpc.cjs`, {
+    method: "POST",
+    headers: { "x-api-key": p.apiKey },
+    body: form,
+  });
   assert.equal(upload.status, 200, await upload.clone().text());
 
   // The data plane's process starts with the first sandbox: on a loaded machine that can take
   // longer than one client's timeout, so wait for it once (any answer from the proxy will do).
-  const warm = await p.exec(sbx, "curl -s --max-time 55 -o /dev/null -w '%{http_code}' http://warmup.test/", { timeout: 60 });
+  const warm = await p.exec(sbx, "curl -s --max-time 55 -o /dev/null -w '%{http_code}' http://warmup.test/", {
+    timeout: 60,
+  });
   assert.match(String(warm.body?.stdout), /^[1-5]\d\d$/, `the egress proxy answers: ${JSON.stringify(warm.body)}`);
   const outputs: string[] = [];
   const grpcRun = async (args: string, env = "") => {
@@ -80,13 +97,25 @@ test("gRPC from inside a sandbox: unary + server streaming with the credential i
     assert.equal(out.unary.value.text, "hello from the sandbox");
     assert.equal(out.unary.value.authority, "grpc.test", `${what}: :authority reaches the server as the verified host`);
     assert.ok(out.stream.ok, `${what}: ${JSON.stringify(out.stream)}`);
-    assert.deepEqual(out.stream.value, [0, 1, 2, 3, 4], `${what}: the server stream arrives whole, ended by its grpc-status trailer`);
+    assert.deepEqual(
+      out.stream.value,
+      [0, 1, 2, 3, 4],
+      `${what}: the server stream arrives whole, ended by its grpc-status trailer`,
+    );
     assert.deepEqual(out.sent, ["Bearer placeholder-inside-the-sandbox"], "the client only ever had its placeholder");
     const calls = grpcUp.calls.slice(from);
-    assert.deepEqual(calls.map((c) => c.method), ["Echo", "Count"], what);
+    assert.deepEqual(
+      calls.map((c) => c.method),
+      ["Echo", "Count"],
+      what,
+    );
     for (const c of calls) {
       assert.equal(c.authority, "grpc.test");
-      assert.deepEqual(c.metadata.authorization, [`Bearer ${SECRET}`], `${what}: the rule's value replaced the client's, once`);
+      assert.deepEqual(
+        c.metadata.authorization,
+        [`Bearer ${SECRET}`],
+        `${what}: the rule's value replaced the client's, once`,
+      );
       assert.deepEqual(c.metadata["x-api-key"], [OPAQUE], what);
     }
   };
@@ -99,7 +128,11 @@ test("gRPC from inside a sandbox: unary + server streaming with the credential i
   expectInjected("transparent capture", await grpcRun("grpc.test capture"), from);
   // (3) NODE_EXTRA_CA_CERTS alone is enough too; with neither, the client cannot trust the proxy.
   from = grpcUp.calls.length;
-  expectInjected("NODE_EXTRA_CA_CERTS only", await grpcRun("grpc.test:443", "env -u GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"), from);
+  expectInjected(
+    "NODE_EXTRA_CA_CERTS only",
+    await grpcRun("grpc.test:443", "env -u GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"),
+    from,
+  );
   from = grpcUp.calls.length;
   const untrusted = await grpcRun("grpc.test:443", "env -u GRPC_DEFAULT_SSL_ROOTS_FILE_PATH -u NODE_EXTRA_CA_CERTS");
   assert.equal(untrusted.unary.status, "UNAVAILABLE", JSON.stringify(untrusted.unary));
@@ -114,17 +147,30 @@ test("gRPC from inside a sandbox: unary + server streaming with the credential i
       assert.match(o.details ?? "", /403/);
     }
   }
-  assert.ok(!grpcUp.calls.some((c) => c.authority.startsWith("denied-grpc.test")), "a denied host is never dialled, its rule never applied");
+  assert.ok(
+    !grpcUp.calls.some((c) => c.authority.startsWith("denied-grpc.test")),
+    "a denied host is never dialled, its rule never applied",
+  );
 
   // No credential in the sandbox (environment, files) nor in anything the client printed.
-  const scan = await sh(`env; grep -rIlF -e '${SECRET}' -e '${OPAQUE}' /etc /root /home /tmp /usr/local /workspace 2>/dev/null; true`);
-  for (const text of [scan.stdout, ...outputs]) assert.ok(!text.includes(SECRET) && !text.includes(OPAQUE), "no credential inside the sandbox");
+  const scan = await sh(
+    `env; grep -rIlF -e '${SECRET}' -e '${OPAQUE}' /etc /root /home /tmp /usr/local /workspace 2>/dev/null; true`,
+  );
+  for (const text of [scan.stdout, ...outputs])
+    assert.ok(!text.includes(SECRET) && !text.includes(OPAQUE), "no credential inside the sandbox");
   assert.match(scan.stdout, /GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=\/etc\/ssl\/certs\/ca-certificates\.crt/);
 
   const log = await (await p.api("/v2/sandboxes/boxes/grpc-e2e/egress-log?limit=200")).json();
   const entries = log.entries as Array<{ kind: string; rule?: string; host: string; path?: string; reason?: string }>;
-  assert.ok(entries.some((e) => e.kind === "inject" && e.rule === "grpc" && e.host === "grpc.test" && e.path === "/wharf.Test/Echo"), JSON.stringify(entries.slice(0, 5)));
-  assert.ok(entries.some((e) => e.kind === "block" && e.host === "denied-grpc.test" && /deny_list/.test(e.reason ?? "")));
+  assert.ok(
+    entries.some(
+      (e) => e.kind === "inject" && e.rule === "grpc" && e.host === "grpc.test" && e.path === "/wharf.Test/Echo",
+    ),
+    JSON.stringify(entries.slice(0, 5)),
+  );
+  assert.ok(
+    entries.some((e) => e.kind === "block" && e.host === "denied-grpc.test" && /deny_list/.test(e.reason ?? "")),
+  );
   assert.ok(!entries.some((e) => e.kind === "inject" && e.host === "denied-grpc.test"));
   assert.ok(!JSON.stringify(log).includes(SECRET) && !JSON.stringify(log).includes(OPAQUE));
   assert.ok(!p.logs().includes(SECRET) && !p.logs().includes(OPAQUE), "no credential in the platform's logs");

@@ -11,16 +11,34 @@ import { HTTPParser, watchParsers } from "./support/parsers.ts";
 import { startProxy, type TestProxy } from "./support/proxy.ts";
 import { hostsSetting, startUpstreams, type Echo } from "./support/upstreams.ts";
 
-const RULES = { rules: [{ name: "api", match_hosts: ["api.test"], headers: [{ name: "Authorization", type: "plaintext", value: "Bearer injected" }] }], access_control: { deny_list: ["other.test"] } };
+const RULES = {
+  rules: [
+    {
+      name: "api",
+      match_hosts: ["api.test"],
+      headers: [{ name: "Authorization", type: "plaintext", value: "Bearer injected" }],
+    },
+  ],
+  access_control: { deny_list: ["other.test"] },
+};
 
-async function setUp(t: TestContext, env: Record<string, string> = {}): Promise<{ p: TestProxy; port: number; seen: Echo[] }> {
+async function setUp(
+  t: TestContext,
+  env: Record<string, string> = {},
+): Promise<{ p: TestProxy; port: number; seen: Echo[] }> {
   const up = await startUpstreams(t, ["api.test", "other.test"]);
-  const p = await startProxy(t, up, RULES, { env: { WHARF_EGRESS_HOSTS: hostsSetting(up, ["api.test", "other.test"]), ...env } });
+  const p = await startProxy(t, up, RULES, {
+    env: { WHARF_EGRESS_HOSTS: hostsSetting(up, ["api.test", "other.test"]), ...env },
+  });
   return { p, port: Number(new URL(p.proxyUrl).port), seen: up.seen };
 }
 
 /** Writes `chunks` (then half-closes if `end`) and collects everything until the proxy closes or `ms` pass. */
-function raw(port: number, chunks: Array<string | Buffer>, opts: { end?: boolean; ms?: number; gapMs?: number } = {}): Promise<{ text: string; closedBy: "proxy" | "timeout"; ms: number }> {
+function raw(
+  port: number,
+  chunks: Array<string | Buffer>,
+  opts: { end?: boolean; ms?: number; gapMs?: number } = {},
+): Promise<{ text: string; closedBy: "proxy" | "timeout"; ms: number }> {
   return new Promise((resolve) => {
     const t0 = Date.now();
     const bufs: Buffer[] = [];
@@ -48,14 +66,18 @@ const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.[01] (\d{3}) /g)]
 
 test("pipelined requests, bodies among them, are answered in order on one connection", async (t) => {
   const { port, seen } = await setUp(t);
-  const r = await raw(port, [
-    "GET http://api.test/one HTTP/1.1\r\nHost: api.test\r\n\r\n" +
-      "POST http://api.test/two HTTP/1.1\r\nHost: api.test\r\nContent-Length: 5\r\n\r\nhello" +
-      "POST http://api.test/three HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Trailer: t\r\n\r\n",
-    // The last head comes in two reads: its first pairs reach the front before the rest.
-    `GET http://api.test/four HTTP/1.1\r\nHost: api.test\r\n${"X-Pad: p\r\n".repeat(40)}`,
-    "Connection: close\r\n\r\n",
-  ], { gapMs: 100 });
+  const r = await raw(
+    port,
+    [
+      "GET http://api.test/one HTTP/1.1\r\nHost: api.test\r\n\r\n" +
+        "POST http://api.test/two HTTP/1.1\r\nHost: api.test\r\nContent-Length: 5\r\n\r\nhello" +
+        "POST http://api.test/three HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Trailer: t\r\n\r\n",
+      // The last head comes in two reads: its first pairs reach the front before the rest.
+      `GET http://api.test/four HTTP/1.1\r\nHost: api.test\r\n${"X-Pad: p\r\n".repeat(40)}`,
+      "Connection: close\r\n\r\n",
+    ],
+    { gapMs: 100 },
+  );
   assert.equal(r.closedBy, "proxy");
   assert.deepEqual(statuses(r.text), [200, 200, 200, 200]);
   const order = [...r.text.matchAll(/"url":"(\/\w+)"/g)].map((m) => m[1]);
@@ -64,7 +86,11 @@ test("pipelined requests, bodies among them, are answered in order on one connec
   assert.equal(seen.find((e) => e.url === "/three")!.bodyBytes, 3);
   assert.ok(seen.every((e) => e.headers.authorization === "Bearer injected"));
   assert.ok(!seen.some((e) => "x-trailer" in e.headers), "a request's trailers never become headers of the next one");
-  assert.equal(seen.find((e) => e.url === "/four")!.rawHeaders.filter((h) => h === "X-Pad").length, 40, "a head read in parts arrives whole");
+  assert.equal(
+    seen.find((e) => e.url === "/four")!.rawHeaders.filter((h) => h === "X-Pad").length,
+    40,
+    "a head read in parts arrives whole",
+  );
 });
 
 test("Expect: 100-continue is answered before the body is sent; another expectation gets 417", async (t) => {
@@ -72,7 +98,13 @@ test("Expect: 100-continue is answered before the body is sent; another expectat
   const body = "x".repeat(1000);
   const res = await new Promise<{ status: number; continued: boolean; text: string }>((resolve, reject) => {
     let continued = false;
-    const req = http.request({ host: "127.0.0.1", port, method: "PUT", path: "http://api.test/upload", headers: { host: "api.test", expect: "100-continue", "content-length": body.length } });
+    const req = http.request({
+      host: "127.0.0.1",
+      port,
+      method: "PUT",
+      path: "http://api.test/upload",
+      headers: { host: "api.test", expect: "100-continue", "content-length": body.length },
+    });
     req.on("continue", () => {
       continued = true;
       req.end(body);
@@ -88,7 +120,9 @@ test("Expect: 100-continue is answered before the body is sent; another expectat
   assert.ok(res.continued, "100 Continue came first");
   assert.equal(seen.find((e) => e.url === "/upload")!.bodyBytes, 1000);
   assert.ok(!seen.find((e) => e.url === "/upload")!.headers.expect, "Expect is the proxy's to answer, not forwarded");
-  const other = await raw(port, ["POST http://api.test/x HTTP/1.1\r\nHost: api.test\r\nExpect: something-else\r\nContent-Length: 1\r\n\r\nx"]);
+  const other = await raw(port, [
+    "POST http://api.test/x HTTP/1.1\r\nHost: api.test\r\nExpect: something-else\r\nContent-Length: 1\r\n\r\nx",
+  ]);
   assert.deepEqual(statuses(other.text), [417]);
   assert.equal(other.closedBy, "proxy");
 });
@@ -96,13 +130,19 @@ test("Expect: 100-continue is answered before the body is sent; another expectat
 test("HTTP/1.0: a body of unknown length is delimited by the close; keep-alive is honoured when asked", async (t) => {
   const { port } = await setUp(t);
   const big = await raw(port, ["GET http://api.test/big HTTP/1.0\r\nHost: api.test\r\n\r\n"], { ms: 5_000 });
-  const [head, body] = [big.text.slice(0, big.text.indexOf("\r\n\r\n")), big.text.slice(big.text.indexOf("\r\n\r\n") + 4)];
+  const [head, body] = [
+    big.text.slice(0, big.text.indexOf("\r\n\r\n")),
+    big.text.slice(big.text.indexOf("\r\n\r\n") + 4),
+  ];
   assert.match(head, /^HTTP\/1\.1 200/);
   assert.doesNotMatch(head, /transfer-encoding/i, "no chunked framing to an HTTP/1.0 client");
   assert.match(head, /connection: close/i);
   assert.equal(body.length, 1 << 20);
   assert.equal(big.closedBy, "proxy");
-  const kept = await raw(port, ["GET http://api.test/a HTTP/1.0\r\nHost: api.test\r\nConnection: keep-alive\r\n\r\n", "GET http://api.test/b HTTP/1.0\r\nHost: api.test\r\n\r\n"]);
+  const kept = await raw(port, [
+    "GET http://api.test/a HTTP/1.0\r\nHost: api.test\r\nConnection: keep-alive\r\n\r\n",
+    "GET http://api.test/b HTTP/1.0\r\nHost: api.test\r\n\r\n",
+  ]);
   assert.deepEqual(statuses(kept.text), [200, 200]);
   assert.match(kept.text, /connection: keep-alive/i);
   assert.equal(kept.closedBy, "proxy", "the second request, without keep-alive, ends the connection");
@@ -110,23 +150,34 @@ test("HTTP/1.0: a body of unknown length is delimited by the close; keep-alive i
 
 test("a client that half-closes after its request still gets the whole answer; HEAD has no body; the upstream connection its slow read paused serves the next request", async (t) => {
   const { port } = await setUp(t);
-  const half = await raw(port, ["GET http://api.test/big HTTP/1.1\r\nHost: api.test\r\n\r\n"], { end: true, ms: 5_000 });
+  const half = await raw(port, ["GET http://api.test/big HTTP/1.1\r\nHost: api.test\r\n\r\n"], {
+    end: true,
+    ms: 5_000,
+  });
   assert.equal(half.closedBy, "proxy");
   assert.deepEqual(statuses(half.text), [200]);
   assert.match(half.text, /transfer-encoding: chunked/i);
   assert.ok(half.text.endsWith("0\r\n\r\n"), "the chunked body ends properly");
-  const head = await raw(port, ["HEAD http://api.test/big HTTP/1.1\r\nHost: api.test\r\n\r\nGET http://api.test/after HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"]);
+  const head = await raw(port, [
+    "HEAD http://api.test/big HTTP/1.1\r\nHost: api.test\r\n\r\nGET http://api.test/after HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n",
+  ]);
   assert.deepEqual(statuses(head.text), [200, 200]);
   assert.match(head.text, /"url":"\/after"/);
 });
 
 test("an oversized head gets 431, garbage 400; both close only that connection", async (t) => {
   const { p, port } = await setUp(t);
-  const huge = await raw(port, [`GET http://api.test/ HTTP/1.1\r\nHost: api.test\r\nX-Big: ${"a".repeat(40 * 1024)}\r\n\r\n`]);
+  const huge = await raw(port, [
+    `GET http://api.test/ HTTP/1.1\r\nHost: api.test\r\nX-Big: ${"a".repeat(40 * 1024)}\r\n\r\n`,
+  ]);
   assert.deepEqual(statuses(huge.text), [431]);
   const junk = await raw(port, ["\x00\x01NOT HTTP AT ALL\r\n\r\n"]);
   assert.deepEqual(statuses(junk.text), [400]);
-  assert.ok(p.audit.events.some((e) => e.kind === "block" && /malformed HTTP from the sandbox \(HPE_HEADER_OVERFLOW\)/.test(e.reason ?? "")));
+  assert.ok(
+    p.audit.events.some(
+      (e) => e.kind === "block" && /malformed HTTP from the sandbox \(HPE_HEADER_OVERFLOW\)/.test(e.reason ?? ""),
+    ),
+  );
   const ok = await raw(port, ["GET http://api.test/fine HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"]);
   assert.deepEqual(statuses(ok.text), [200]);
 });
@@ -149,7 +200,13 @@ test("a streamed 32 MiB upload reaches the upstream whole, with backpressure", a
   const { p, port, seen } = await setUp(t);
   const size = 32 << 20;
   const status = await new Promise<number>((resolve, reject) => {
-    const req = http.request({ host: "127.0.0.1", port, method: "POST", path: "http://api.test/upload-big", headers: { host: "api.test" } });
+    const req = http.request({
+      host: "127.0.0.1",
+      port,
+      method: "POST",
+      path: "http://api.test/upload-big",
+      headers: { host: "api.test" },
+    });
     req.on("response", (r) => (r.resume(), r.on("end", () => resolve(r.statusCode!))));
     req.on("error", reject);
     const chunk = Buffer.alloc(256 * 1024, 1);
@@ -182,9 +239,20 @@ test("a request answered here (blocked) with a body leaves the connection usable
 
 test("an engine's own answer keeps its status and body; a header of it that cannot go on the wire is left out", async (t) => {
   const up = await startUpstreams(t, ["api.test"]);
-  const local = { name: "local", authorize: async () => ({ action: "pass" as const }), answerLocally: () => ({ action: "respond" as const, status: 418, headers: { "x-good": "yes", "x-bad": "a\r\nInjected: 1", "bad name": "x" }, body: "teapot" }) };
+  const local = {
+    name: "local",
+    authorize: async () => ({ action: "pass" as const }),
+    answerLocally: () => ({
+      action: "respond" as const,
+      status: 418,
+      headers: { "x-good": "yes", "x-bad": "a\r\nInjected: 1", "bad name": "x" },
+      body: "teapot",
+    }),
+  };
   const p = await startProxy(t, up, { rules: [] }, { authorizers: [local] });
-  const r = await raw(Number(new URL(p.proxyUrl).port), ["GET http://api.test/x HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"]);
+  const r = await raw(Number(new URL(p.proxyUrl).port), [
+    "GET http://api.test/x HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n",
+  ]);
   assert.deepEqual(statuses(r.text), [418]);
   assert.match(r.text, /x-good: yes/i);
   assert.doesNotMatch(r.text, /Injected|bad name/);
@@ -195,9 +263,15 @@ test("every request parser is deleted with its connection or when a CONNECT hand
   // The front's parsers: request parsers with a head limit (Node's own servers pass none).
   const parsers = watchParsers(t, (type, maxHeaderSize) => type === HTTPParser.REQUEST && maxHeaderSize > 0);
   const { port } = await setUp(t);
-  const closing = Array.from({ length: 30 }, () => raw(port, ["GET http://api.test/p HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"]));
-  const reset = Array.from({ length: 10 }, () => raw(port, ["GET http://api.test/p HTTP/1.1\r\nHost: api.test\r\n\r\n"], { ms: 300 }));
-  const tunnels = Array.from({ length: 10 }, () => raw(port, ["CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n"], { ms: 300 }));
+  const closing = Array.from({ length: 30 }, () =>
+    raw(port, ["GET http://api.test/p HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"]),
+  );
+  const reset = Array.from({ length: 10 }, () =>
+    raw(port, ["GET http://api.test/p HTTP/1.1\r\nHost: api.test\r\n\r\n"], { ms: 300 }),
+  );
+  const tunnels = Array.from({ length: 10 }, () =>
+    raw(port, ["CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n"], { ms: 300 }),
+  );
   const results = await Promise.all([...closing, ...reset, ...tunnels]);
   assert.ok(results.slice(0, 40).every((r) => statuses(r.text)[0] === 200));
   assert.ok(results.slice(40).every((r) => r.text.startsWith("HTTP/1.1 200 Connection Established")));

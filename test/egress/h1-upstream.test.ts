@@ -9,23 +9,63 @@ import { test } from "node:test";
 import { AuditBatch } from "../../src/egress/audit/audit-batch.ts";
 import type { AuditEvent } from "../../src/egress/audit/audit-log.ts";
 import { HTTPParser, watchParsers } from "./support/parsers.ts";
-import { H1Pool, requestHead, type H1Request, type ResponseSink, type UpstreamError } from "../../src/egress/proxy/http1/h1-upstream.ts";
+import {
+  H1Pool,
+  requestHead,
+  type H1Request,
+  type ResponseSink,
+  type UpstreamError,
+} from "../../src/egress/proxy/http1/h1-upstream.ts";
 
-const req = (over: Partial<H1Request>): H1Request => ({ method: "GET", target: "/", headers: ["Host", "a.test"], body: null, ...over });
+const req = (over: Partial<H1Request>): H1Request => ({
+  method: "GET",
+  target: "/",
+  headers: ["Host", "a.test"],
+  body: null,
+  ...over,
+});
 const body = () => Readable.from([Buffer.from("x")]);
 
 test("request heads: framing and refusals", () => {
   const rows: Array<[string, H1Request, string | RegExp]> = [
     ["GET without body: no framing header", req({}), "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"],
-    ["POST without body: explicit zero", req({ method: "POST" }), "POST / HTTP/1.1\r\nHost: a.test\r\ncontent-length: 0\r\n\r\n"],
-    ["streamed body without length: chunked", req({ method: "PUT", body: body() }), "PUT / HTTP/1.1\r\nHost: a.test\r\ntransfer-encoding: chunked\r\n\r\n"],
-    ["body with its length: kept", req({ method: "PUT", headers: ["Host", "a.test", "Content-Length", "1"], body: body() }), "PUT / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n\r\n"],
-    ["query and repeats kept in order", req({ target: "/p?a=1&a=2", headers: ["Host", "a.test", "X-A", "1", "x-a", "2"] }), "GET /p?a=1&a=2 HTTP/1.1\r\nHost: a.test\r\nX-A: 1\r\nx-a: 2\r\n\r\n"],
+    [
+      "POST without body: explicit zero",
+      req({ method: "POST" }),
+      "POST / HTTP/1.1\r\nHost: a.test\r\ncontent-length: 0\r\n\r\n",
+    ],
+    [
+      "streamed body without length: chunked",
+      req({ method: "PUT", body: body() }),
+      "PUT / HTTP/1.1\r\nHost: a.test\r\ntransfer-encoding: chunked\r\n\r\n",
+    ],
+    [
+      "body with its length: kept",
+      req({ method: "PUT", headers: ["Host", "a.test", "Content-Length", "1"], body: body() }),
+      "PUT / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n\r\n",
+    ],
+    [
+      "query and repeats kept in order",
+      req({ target: "/p?a=1&a=2", headers: ["Host", "a.test", "X-A", "1", "x-a", "2"] }),
+      "GET /p?a=1&a=2 HTTP/1.1\r\nHost: a.test\r\nX-A: 1\r\nx-a: 2\r\n\r\n",
+    ],
     ["CR LF in a value", req({ headers: ["Host", "a.test", "X", "a\r\nEvil: 1"] }), /invalid header/],
     ["space in a name", req({ headers: ["Host", "a.test", "X Y", "1"] }), /invalid header/],
-    ["two content-lengths", req({ headers: ["Host", "a.test", "content-length", "1", "Content-Length", "1"], body: body() }), /content-length/],
-    ["non-numeric content-length", req({ headers: ["Host", "a.test", "content-length", "1x"], body: body() }), /content-length/],
-    ["a caller's transfer-encoding", req({ headers: ["Host", "a.test", "Transfer-Encoding", "chunked"], body: body() }), /transfer-encoding/],
+    [
+      "two content-lengths",
+      req({ headers: ["Host", "a.test", "content-length", "1", "Content-Length", "1"], body: body() }),
+      /content-length/,
+    ],
+    [
+      "non-numeric content-length",
+      req({ headers: ["Host", "a.test", "content-length", "1x"], body: body() }),
+      /content-length/,
+    ],
+    [
+      "a caller's transfer-encoding",
+      req({ headers: ["Host", "a.test", "Transfer-Encoding", "chunked"], body: body() }),
+      /transfer-encoding/,
+    ],
     ["space in the target", req({ target: "/a b" }), /target/],
     ["bad method", req({ method: "GE T" }), /method/],
   ];
@@ -36,7 +76,18 @@ test("request heads: framing and refusals", () => {
 });
 
 test("audit batches fold identical events and keep distinct ones", () => {
-  const ev = (over: Partial<AuditEvent>): AuditEvent => ({ workspaceId: "w", sandboxId: "s", kind: "inject", decision: "injected", rule: "r", host: "a.test", port: 443, method: "GET", path: "/", ...over });
+  const ev = (over: Partial<AuditEvent>): AuditEvent => ({
+    workspaceId: "w",
+    sandboxId: "s",
+    kind: "inject",
+    decision: "injected",
+    rule: "r",
+    host: "a.test",
+    port: 443,
+    method: "GET",
+    path: "/",
+    ...over,
+  });
   const b = new AuditBatch();
   assert.equal(b.add(ev({})), true, "the first event of a batch says so");
   assert.equal(b.add(ev({})), false);
@@ -115,13 +166,31 @@ test("the pool reuses a keep-alive connection, frames bodies, and drops connecti
   await new Promise((r) => setImmediate(r));
   assert.equal((await run({ target: "/b" })).body, "GET /b - ");
   assert.equal(sockets.size, 1, "one connection for two sequential requests");
-  assert.equal((await run({ method: "POST", target: "/c", body: Readable.from(["he", "llo"]) })).body, "POST /c chunked hello");
-  assert.equal((await run({ method: "PUT", target: "/d", headers: ["Host", "a", "content-length", "2"], body: Readable.from(["ok"]) })).body, "PUT /d 2 ok");
+  assert.equal(
+    (await run({ method: "POST", target: "/c", body: Readable.from(["he", "llo"]) })).body,
+    "POST /c chunked hello",
+  );
+  assert.equal(
+    (
+      await run({
+        method: "PUT",
+        target: "/d",
+        headers: ["Host", "a", "content-length", "2"],
+        body: Readable.from(["ok"]),
+      })
+    ).body,
+    "PUT /d 2 ok",
+  );
   const tr = await run({ target: "/trailers" });
   assert.deepEqual([tr.body, tr.trailers], ["t", ["x-t", "v"]]);
   const head = await run({ method: "HEAD", target: "/h" });
   assert.equal([head.status, head.body].join(" "), "200 ");
-  const short = await run({ method: "PUT", target: "/e", headers: ["Host", "a", "content-length", "5"], body: Readable.from(["ok"]) });
+  const short = await run({
+    method: "PUT",
+    target: "/e",
+    headers: ["Host", "a", "content-length", "5"],
+    body: Readable.from(["ok"]),
+  });
   assert.match(String(short.err?.message), /shorter/);
   await run({ target: "/close" });
   await new Promise((r) => setTimeout(r, 50));

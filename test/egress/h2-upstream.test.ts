@@ -8,7 +8,11 @@ import { H2Origin } from "../../src/egress/proxy/h2-upstream.ts";
 import type { ResponseSink, UpstreamError } from "../../src/egress/proxy/http1/h1-upstream.ts";
 
 /** One request through the origin, answered into a sink that keeps everything. */
-function fetchVia(origin: H2Origin, path: string, extra: string[] = []): Promise<{ status: number; headers: string[]; body: string; error: string | null }> {
+function fetchVia(
+  origin: H2Origin,
+  path: string,
+  extra: string[] = [],
+): Promise<{ status: number; headers: string[]; body: string; error: string | null }> {
   return new Promise((resolve) => {
     const got = { status: 0, headers: [] as string[], body: "", error: null as string | null };
     const sink: ResponseSink = {
@@ -17,7 +21,10 @@ function fetchVia(origin: H2Origin, path: string, extra: string[] = []): Promise
       onComplete: () => resolve(got),
       onError: (err: UpstreamError) => resolve({ ...got, error: `${err.code}: ${err.message}` }),
     };
-    origin.request({ method: "GET", target: path, headers: ["Host", "h2.test", "user-agent", "test", ...extra], body: null }, sink);
+    origin.request(
+      { method: "GET", target: path, headers: ["Host", "h2.test", "user-agent", "test", ...extra], body: null },
+      sink,
+    );
   });
 }
 
@@ -40,14 +47,19 @@ test("the HTTP/2 upstream client: every answer whole when its body comes in the 
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   t.after(() => server.close());
-  const origin = new H2Origin({ address: "127.0.0.1", port: (server.address() as net.AddressInfo).port, tls: { secureContext: tls.createSecureContext({ ca: ca.certPem }), servername: "h2.test" } });
+  const origin = new H2Origin({
+    address: "127.0.0.1",
+    port: (server.address() as net.AddressInfo).port,
+    tls: { secureContext: tls.createSecureContext({ ca: ca.certPem }), servername: "h2.test" },
+  });
   t.after(() => origin.destroy());
   const broken: string[] = [];
   await Promise.all(
     Array.from({ length: 16 }, async (_, c) => {
       for (let i = 0; i < 200; i++) {
         const r = await fetchVia(origin, `/load/${c}/${i}`);
-        if (r.error || r.status !== 200 || r.body !== JSON.stringify({ path: `/load/${c}/${i}` })) broken.push(`${c}/${i}: ${r.status} ${r.error ?? JSON.stringify(r.body)}`);
+        if (r.error || r.status !== 200 || r.body !== JSON.stringify({ path: `/load/${c}/${i}` }))
+          broken.push(`${c}/${i}: ${r.status} ${r.error ?? JSON.stringify(r.body)}`);
       }
     }),
   );
@@ -59,14 +71,21 @@ test("the HTTP/2 upstream client: a header name that is no token fails that requ
   const server = http2.createSecureServer({ cert, key });
   server.on("stream", (stream, headers) => {
     // The first answer waits, so it is in flight on the session when the bad request comes.
-    setTimeout(() => {
-      stream.respond({ ":status": 200 });
-      stream.end(String(headers[":path"]));
-    }, headers[":path"] === "/slow" ? 200 : 0);
+    setTimeout(
+      () => {
+        stream.respond({ ":status": 200 });
+        stream.end(String(headers[":path"]));
+      },
+      headers[":path"] === "/slow" ? 200 : 0,
+    );
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   t.after(() => server.close());
-  const origin = new H2Origin({ address: "127.0.0.1", port: (server.address() as net.AddressInfo).port, tls: { secureContext: tls.createSecureContext({ ca: ca.certPem }), servername: "h2.test" } });
+  const origin = new H2Origin({
+    address: "127.0.0.1",
+    port: (server.address() as net.AddressInfo).port,
+    tls: { secureContext: tls.createSecureContext({ ca: ca.certPem }), servername: "h2.test" },
+  });
   t.after(() => origin.destroy());
   assert.equal((await fetchVia(origin, "/warm")).body, "/warm");
   const slow = fetchVia(origin, "/slow");
@@ -87,7 +106,13 @@ test("the HTTP/2 upstream client: an origin that only speaks HTTP/1.1 is served 
   const origin = new H2Origin({ address: "127.0.0.1", port, tls: { secureContext, servername: "h2.test" } });
   t.after(() => origin.destroy());
   const answers = await Promise.all([fetchVia(origin, "/a"), fetchVia(origin, "/b")]);
-  assert.deepEqual(answers.map((a) => [a.status, a.body]), [[200, "h1 /a"], [200, "h1 /b"]]);
+  assert.deepEqual(
+    answers.map((a) => [a.status, a.body]),
+    [
+      [200, "h1 /a"],
+      [200, "h1 /b"],
+    ],
+  );
   assert.equal((await fetchVia(origin, "/c")).body, "h1 /c");
   const wrong = new H2Origin({ address: "127.0.0.1", port, tls: { secureContext, servername: "other.test" } });
   t.after(() => wrong.destroy());

@@ -33,38 +33,80 @@ test("malformed HTTP/2 from inside a sandbox closes that connection only; the sa
   useUpstreamsForEgress(up, { hosts });
   const p = await startSandboxPlatform(t);
   if (!p) return;
-  const proxy_config = { rules: [{ name: "h2", match_hosts: ["h2.test", "other.test"], headers: [{ name: "Authorization", type: "plaintext", value: `Bearer ${SECRET}` }] }] };
+  const proxy_config = {
+    rules: [
+      {
+        name: "h2",
+        match_hosts: ["h2.test", "other.test"],
+        headers: [{ name: "Authorization", type: "plaintext", value: `Bearer ${SECRET}` }],
+      },
+    ],
+  };
   const sbx = await p.create({ name: "h2-malformed", proxy_config, wait_for_ready: true });
   const form = new FormData();
-  form.append("file", new Blob([fs.readFileSync(path.join(import.meta.dirname, "fixtures/h2-malformed-in-sandbox.mjs"))]), "h2m.mjs");
-  const upload = await fetch(`${sbx.dataplane_url}/upload?path=/tmp/h2m.mjs`, { method: "POST", headers: { "x-api-key": p.apiKey }, body: form });
+  form.append(
+    "file",
+    new Blob([fs.readFileSync(path.join(import.meta.dirname, "fixtures/h2-malformed-in-sandbox.mjs"))]),
+    "h2m.mjs",
+  );
+  const upload = await fetch(`${sbx.dataplane_url}/upload?path=/tmp/h2m.mjs`, {
+    method: "POST",
+    headers: { "x-api-key": p.apiKey },
+    body: form,
+  });
   assert.equal(upload.status, 200, await upload.clone().text());
 
   const r = await p.exec(sbx, "node /tmp/h2m.mjs h2.test other.test", { timeout: 55 });
   assert.equal(r.status, 200, JSON.stringify(r.body));
   assert.equal(r.body.exit_code, 0, r.body.stderr);
-  const out = JSON.parse(r.body.stdout) as { attacks: Record<string, any>; healthy: Array<{ what: string; same: Probe; other: Probe }> };
-  const timings = out.healthy.map((h) => `${h.what}=${h.same.status}/${h.same.ms}ms,${h.other.status}/${h.other.ms}ms`).join(" ");
+  const out = JSON.parse(r.body.stdout) as {
+    attacks: Record<string, any>;
+    healthy: Array<{ what: string; same: Probe; other: Probe }>;
+  };
+  const timings = out.healthy
+    .map((h) => `${h.what}=${h.same.status}/${h.same.ms}ms,${h.other.status}/${h.other.ms}ms`)
+    .join(" ");
   console.log(`inside the sandbox: ${JSON.stringify(out.attacks)}; healthy (same host, other host): ${timings}`);
 
   assert.equal(out.attacks.preface.closed, true, "a bad preface closes that connection");
   assert.notEqual(out.attacks.oversized.status, 200, "an oversized header list is refused");
-  assert.equal(out.attacks.rapidReset.destroyed, true, `a rapid-reset flood closes that connection: ${JSON.stringify(out.attacks.rapidReset)}`);
+  assert.equal(
+    out.attacks.rapidReset.destroyed,
+    true,
+    `a rapid-reset flood closes that connection: ${JSON.stringify(out.attacks.rapidReset)}`,
+  );
   // How many pairs the flood got written depends on the kernel's buffers and the machine's load (all
   // 20,000 fit); what matters is what the proxy did with them: cut the connection, relay almost none.
   const floodUpstream = h2.seen.filter((s) => s.headers[":path"] === "/").length;
-  assert.ok(floodUpstream < 1_000, `the reset streams were not relayed: ${floodUpstream} of ${out.attacks.rapidReset.pairs} reached the upstream`);
+  assert.ok(
+    floodUpstream < 1_000,
+    `the reset streams were not relayed: ${floodUpstream} of ${out.attacks.rapidReset.pairs} reached the upstream`,
+  );
   assert.equal(out.attacks.continuation.closed, true, "a CONTINUATION flood closes that connection");
   assert.ok(out.attacks.continuation.frames < 20_000, "…before it ran its course");
-  assert.deepEqual(out.healthy.map((h) => h.what), ["start", "preface", "oversized", "mid-rapid-reset", "rapid-reset", "continuation"]);
+  assert.deepEqual(
+    out.healthy.map((h) => h.what),
+    ["start", "preface", "oversized", "mid-rapid-reset", "rapid-reset", "continuation"],
+  );
   for (const h of out.healthy) {
-    assert.equal(h.other.status, 200, `the sandbox's session to another host after ${h.what}: ${JSON.stringify(h.other)}`);
-    assert.equal(h.same.status, 200, `the sandbox's healthy session to the same host after ${h.what}: ${JSON.stringify(h.same)}`);
+    assert.equal(
+      h.other.status,
+      200,
+      `the sandbox's session to another host after ${h.what}: ${JSON.stringify(h.other)}`,
+    );
+    assert.equal(
+      h.same.status,
+      200,
+      `the sandbox's healthy session to the same host after ${h.what}: ${JSON.stringify(h.same)}`,
+    );
   }
 
   const healthySeen = h2.seen.filter((s) => String(s.headers[":path"]).startsWith("/healthy/"));
   assert.equal(healthySeen.length, 2 * out.healthy.length);
-  assert.ok(healthySeen.every((s) => s.headers.authorization === `Bearer ${SECRET}`), "every healthy request got the credential");
+  assert.ok(
+    healthySeen.every((s) => s.headers.authorization === `Bearer ${SECRET}`),
+    "every healthy request got the credential",
+  );
   assert.ok(!h2.seen.some((s) => s.headers[":path"] === "/big"), "the oversized request never went upstream");
   assert.ok(!/data plane (exited|crashed)|taking over/i.test(p.logs()), "the data plane never restarted");
 });

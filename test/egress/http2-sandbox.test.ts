@@ -32,19 +32,32 @@ test("curl --http2 from inside a sandbox: h2 negotiated, rule applied, :authorit
   if (!requireCapability(t, process.platform === "linux" && isRoot(), "sandboxes need root on Linux")) return;
   const up = await startUpstreams(t, ["api.test"]);
   const h2 = await startH2Upstream(t, up, ["h2.test", "other.test", "denied.test"]);
-  const hosts = [hostsSetting(up, ["api.test"]), ...["h2.test", "other.test", "denied.test"].map((n) => `${n}:443=${up.address}:${h2.port}`)].join(",");
+  const hosts = [
+    hostsSetting(up, ["api.test"]),
+    ...["h2.test", "other.test", "denied.test"].map((n) => `${n}:443=${up.address}:${h2.port}`),
+  ].join(",");
   useUpstreamsForEgress(up, { hosts });
   const p = await startSandboxPlatform(t);
   if (!p) return;
   assert.equal((await p.api("/v2/secrets", { method: "PUT", json: [{ key: "H2_TOKEN", value: SECRET }] })).status, 200);
   const proxy_config = {
     // The rule names the denied host too: access control must win over injection.
-    rules: [{ name: "h2", match_hosts: ["h2.test", "api.test", "denied.test"], headers: [{ name: "Authorization", type: "workspace_secret", value: "Bearer {H2_TOKEN}" }] }],
+    rules: [
+      {
+        name: "h2",
+        match_hosts: ["h2.test", "api.test", "denied.test"],
+        headers: [{ name: "Authorization", type: "workspace_secret", value: "Bearer {H2_TOKEN}" }],
+      },
+    ],
     access_control: { deny_list: ["denied.test"] },
   };
   const sbx = await p.create({ name: "h2-e2e", proxy_config, wait_for_ready: true });
   const curlIn = async (args: string) => {
-    const r = await p.exec(sbx, `curl -sS --max-time 10 --http2 -w '\\n%{http_code} %{http_version}' ${args}; echo " exit=$?"`, { timeout: 30 });
+    const r = await p.exec(
+      sbx,
+      `curl -sS --max-time 10 --http2 -w '\\n%{http_code} %{http_version}' ${args}; echo " exit=$?"`,
+      { timeout: 30 },
+    );
     assert.equal(r.status, 200, JSON.stringify(r.body));
     const out = r.body as { stdout: string; stderr: string };
     const m = /\n(\d{3}) (\S+) exit=(\d+)\n?$/.exec(out.stdout);
@@ -54,19 +67,81 @@ test("curl --http2 from inside a sandbox: h2 negotiated, rule applied, :authorit
 
   // The data plane's process starts with the first sandbox: on a loaded machine that can take
   // longer than one client's timeout, so wait for it once (any answer from the proxy will do).
-  const warm = await p.exec(sbx, "curl -s --max-time 55 -o /dev/null -w '%{http_code}' http://warmup.test/", { timeout: 60 });
+  const warm = await p.exec(sbx, "curl -s --max-time 55 -o /dev/null -w '%{http_code}' http://warmup.test/", {
+    timeout: 60,
+  });
   assert.match(String(warm.body?.stdout), /^[1-5]\d\d$/, `the egress proxy answers: ${JSON.stringify(warm.body)}`);
   const cases: Case[] = [
-    { name: "explicit proxy (CONNECT)", args: "https://h2.test/v1/explicit", status: "200", version: "2", upstream: "injected" },
-    { name: "transparent capture", args: "--noproxy '*' https://h2.test/v1/captured", status: "200", version: "2", upstream: "injected" },
-    { name: "a body streams up over h2", args: "--noproxy '*' --data-binary 'hello h2' https://h2.test/v1/post", status: "200", version: "2", upstream: "injected", body: /"body":"hello h2"/ },
+    {
+      name: "explicit proxy (CONNECT)",
+      args: "https://h2.test/v1/explicit",
+      status: "200",
+      version: "2",
+      upstream: "injected",
+    },
+    {
+      name: "transparent capture",
+      args: "--noproxy '*' https://h2.test/v1/captured",
+      status: "200",
+      version: "2",
+      upstream: "injected",
+    },
+    {
+      name: "a body streams up over h2",
+      args: "--noproxy '*' --data-binary 'hello h2' https://h2.test/v1/post",
+      status: "200",
+      version: "2",
+      upstream: "injected",
+      body: /"body":"hello h2"/,
+    },
     { name: "a host without a rule", args: "https://other.test/plain", status: "200", version: "2", upstream: "plain" },
-    { name: ":authority naming another host (explicit)", args: "-H 'Host: h2.test' https://other.test/fronted", status: "421", version: "2", upstream: "none", body: /does not match the destination/ },
-    { name: ":authority naming another host (captured)", args: "--noproxy '*' -H 'Host: h2.test' https://other.test/fronted", status: "421", version: "2", upstream: "none", body: /does not match the destination/ },
-    { name: ":authority with another port", args: "--noproxy '*' -H 'Host: h2.test:8443' https://h2.test/port", status: "421", version: "2", upstream: "none" },
-    { name: "SNI naming another host than the destination", args: "--noproxy '*' --connect-to h2.test:443:other.test:443 https://h2.test/sni", status: "000", version: "0", upstream: "none", exit: 35 },
-    { name: "a deny-listed host a rule names", args: "https://denied.test/x", status: "403", version: "2", upstream: "none", body: /deny_list entry denied\.test/ },
-    { name: "a deny-listed host (captured)", args: "--noproxy '*' https://denied.test/x", status: "403", version: "2", upstream: "none", body: /deny_list/ },
+    {
+      name: ":authority naming another host (explicit)",
+      args: "-H 'Host: h2.test' https://other.test/fronted",
+      status: "421",
+      version: "2",
+      upstream: "none",
+      body: /does not match the destination/,
+    },
+    {
+      name: ":authority naming another host (captured)",
+      args: "--noproxy '*' -H 'Host: h2.test' https://other.test/fronted",
+      status: "421",
+      version: "2",
+      upstream: "none",
+      body: /does not match the destination/,
+    },
+    {
+      name: ":authority with another port",
+      args: "--noproxy '*' -H 'Host: h2.test:8443' https://h2.test/port",
+      status: "421",
+      version: "2",
+      upstream: "none",
+    },
+    {
+      name: "SNI naming another host than the destination",
+      args: "--noproxy '*' --connect-to h2.test:443:other.test:443 https://h2.test/sni",
+      status: "000",
+      version: "0",
+      upstream: "none",
+      exit: 35,
+    },
+    {
+      name: "a deny-listed host a rule names",
+      args: "https://denied.test/x",
+      status: "403",
+      version: "2",
+      upstream: "none",
+      body: /deny_list entry denied\.test/,
+    },
+    {
+      name: "a deny-listed host (captured)",
+      args: "--noproxy '*' https://denied.test/x",
+      status: "403",
+      version: "2",
+      upstream: "none",
+      body: /deny_list/,
+    },
   ];
   for (const c of cases) {
     const before = h2.seen.length;
@@ -98,12 +173,21 @@ test("curl --http2 from inside a sandbox: h2 negotiated, rule applied, :authorit
   assert.equal(upgrade.status, "400", `h2c upgrade: ${JSON.stringify(upgrade)}`);
   assert.equal(up.seen.length, before, "nothing reached the upstream");
 
-  console.log(`prior knowledge: ${prior.status} exit=${prior.exit} ${prior.stderr.trim()}; h2c upgrade: ${upgrade.status} ${upgrade.body.trim()}`);
+  console.log(
+    `prior knowledge: ${prior.status} exit=${prior.exit} ${prior.stderr.trim()}; h2c upgrade: ${upgrade.status} ${upgrade.body.trim()}`,
+  );
   const log = await (await p.api("/v2/sandboxes/boxes/h2-e2e/egress-log?limit=200")).json();
   const entries = log.entries as Array<{ kind: string; rule?: string; host: string; reason?: string }>;
   assert.ok(entries.some((e) => e.kind === "inject" && e.rule === "h2" && e.host === "h2.test"));
-  assert.ok(entries.some((e) => e.kind === "block" && /TLS server name "h2.test" does not match/.test(e.reason ?? "")), JSON.stringify(entries));
-  assert.ok(entries.some((e) => e.kind === "block" && e.host === "other.test" && /Host "h2.test" does not match/.test(e.reason ?? "")));
+  assert.ok(
+    entries.some((e) => e.kind === "block" && /TLS server name "h2.test" does not match/.test(e.reason ?? "")),
+    JSON.stringify(entries),
+  );
+  assert.ok(
+    entries.some(
+      (e) => e.kind === "block" && e.host === "other.test" && /Host "h2.test" does not match/.test(e.reason ?? ""),
+    ),
+  );
   assert.ok(!entries.some((e) => e.kind === "inject" && e.host !== "h2.test"));
   assert.ok(!JSON.stringify(log).includes(SECRET));
 });

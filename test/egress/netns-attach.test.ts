@@ -39,8 +39,17 @@ describe("attachEgress on a real network namespace", () => {
 
   const config = {
     rules: [
-      { name: "gh", match_hosts: ["api.test"], match_paths: ["/v1/*"], headers: [{ name: "Authorization", type: "workspace_secret", value: "token {GH_TOKEN}" }] },
-      { name: "other", match_hosts: ["other.test"], headers: [{ name: "X-Key", type: "opaque", value: "opaque-" + SECRET }] },
+      {
+        name: "gh",
+        match_hosts: ["api.test"],
+        match_paths: ["/v1/*"],
+        headers: [{ name: "Authorization", type: "workspace_secret", value: "token {GH_TOKEN}" }],
+      },
+      {
+        name: "other",
+        match_hosts: ["other.test"],
+        headers: [{ name: "X-Key", type: "opaque", value: "opaque-" + SECRET }],
+      },
     ],
     access_control: { allow_list: ["api.test", "other.test", "ws.test", "tcp.test:5432", "raw.test:8443"] },
   };
@@ -53,15 +62,28 @@ describe("attachEgress on a real network namespace", () => {
     const boot = await bootstrap(s.store.db, s.home);
     const box = new SecretBox(keyringFromEnv(crypto.randomBytes(32).toString("base64")));
     await upsertSecrets(s.store.db, box, boot.workspaceId, [{ key: "GH_TOKEN", value: SECRET }]);
-    secrets = { upsert: (key, value) => upsertSecrets(s.store.db, box, boot.workspaceId, [{ key, value }]), remove: (key) => deleteSecret(s.store.db, boot.workspaceId, key) };
-    const settings = loadEgressSettings({ WHARF_EGRESS_HOSTS: hostsSetting(up), WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile, WHARF_EGRESS_SYSTEM_DNS: "0" });
+    secrets = {
+      upsert: (key, value) => upsertSecrets(s.store.db, box, boot.workspaceId, [{ key, value }]),
+      remove: (key) => deleteSecret(s.store.db, boot.workspaceId, key),
+    };
+    const settings = loadEgressSettings({
+      WHARF_EGRESS_HOSTS: hostsSetting(up),
+      WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`,
+      WHARF_EGRESS_UPSTREAM_CA_FILE: up.caFile,
+      WHARF_EGRESS_SYSTEM_DNS: "0",
+    });
     rt = new EgressRuntime({ db: s.store.db, box, log: null, source: {}, settings });
     setEgressRuntime(rt);
     cleanups.push(() => rt.close());
     prepare = (cfg) => prepareProxyConfig({ db: s.store.db, box }, boot.workspaceId, proxyConfigSchema.parse(cfg));
     ns = await createNetns(suite as TestContext);
     const t0 = performance.now();
-    att = await attachEgress({ sandboxId: "sbx-1", workspaceId: boot.workspaceId, netnsPid: ns.pid, proxyConfig: await prepare(config) });
+    att = await attachEgress({
+      sandboxId: "sbx-1",
+      workspaceId: boot.workspaceId,
+      netnsPid: ns.pid,
+      proxyConfig: await prepare(config),
+    });
     console.log(`attachEgress took ${(performance.now() - t0).toFixed(0)} ms`);
     cleanups.push(() => att.detach());
     dir = fs.mkdtempSync(path.join(up.dir, "sbx-files-"));
@@ -81,7 +103,20 @@ describe("attachEgress on a real network namespace", () => {
 
   test("env and files: proxy variables, every CA variable, the CA in the bundle, the DNS stub", (t) => {
     if (!requireCapability(t, available, "needs root and network namespaces (ip netns, nsenter)")) return;
-    for (const k of ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "AWS_CA_BUNDLE", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"]) assert.ok(att.env[k], k);
+    for (const k of [
+      "HTTP_PROXY",
+      "HTTPS_PROXY",
+      "http_proxy",
+      "https_proxy",
+      "NO_PROXY",
+      "SSL_CERT_FILE",
+      "NODE_EXTRA_CA_CERTS",
+      "REQUESTS_CA_BUNDLE",
+      "CURL_CA_BUNDLE",
+      "AWS_CA_BUNDLE",
+      "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+    ])
+      assert.ok(att.env[k], k);
     assert.equal(att.env.HTTPS_PROXY, "http://127.0.0.1:3128");
     assert.equal(att.env.NODE_EXTRA_CA_CERTS, SANDBOX_CA_FILE);
     assert.ok(att.files[SANDBOX_CA_BUNDLE].endsWith(att.files[SANDBOX_CA_FILE]));
@@ -106,11 +141,13 @@ describe("attachEgress on a real network namespace", () => {
 
   test("python3 urllib and Node fetch trust the CA from the environment alone", async (t) => {
     if (!requireCapability(t, available, "needs root and network namespaces")) return;
-    const py = "import urllib.request,json;print(json.loads(urllib.request.urlopen('https://api.test/v1/py',timeout=10).read())['headers'].get('authorization'))";
+    const py =
+      "import urllib.request,json;print(json.loads(urllib.request.urlopen('https://api.test/v1/py',timeout=10).read())['headers'].get('authorization'))";
     let r = await ns.exec(["python3", "-c", py], env);
     assert.equal(r.stdout.trim(), `token ${SECRET}`, r.stderr);
     // Node 20's fetch ignores HTTP(S)_PROXY: this goes through transparent capture and the DNS stub.
-    const js = "fetch('https://api.test/v1/node').then(r=>r.json()).then(j=>console.log(j.headers.authorization)).catch(e=>{console.error(e.cause??e);process.exit(1)})";
+    const js =
+      "fetch('https://api.test/v1/node').then(r=>r.json()).then(j=>console.log(j.headers.authorization)).catch(e=>{console.error(e.cause??e);process.exit(1)})";
     r = await ns.exec([process.execPath, "-e", js], env);
     assert.equal(r.stdout.trim(), `token ${SECRET}`, r.stderr);
   });
@@ -143,33 +180,71 @@ print(json.dumps(out))`;
     assert.equal(out.tls, "tls-echo:hi");
     for (const port of ["22", "6379", "853", "5433"]) assert.equal(out[port], "ConnectionRefusedError", `port ${port}`);
     assert.notEqual(out.udp443, "answered");
-    assert.ok(["closed", "ConnectionResetError", "BrokenPipeError"].includes(out.loopback443), `the sandbox's own loopback is never forwarded: ${out.loopback443}`);
+    assert.ok(
+      ["closed", "ConnectionResetError", "BrokenPipeError"].includes(out.loopback443),
+      `the sandbox's own loopback is never forwarded: ${out.loopback443}`,
+    );
   });
 
   test("names not allow-listed and internal addresses are blocked; DNS answers only fake addresses", async (t) => {
     if (!requireCapability(t, available, "needs root and network namespaces")) return;
-    let r = await ns.exec(["curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "https://blocked.test/"], env);
+    let r = await ns.exec(
+      ["curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "https://blocked.test/"],
+      env,
+    );
     assert.equal(r.stdout, "403");
-    r = await ns.exec(["curl", "-sS", "--max-time", "10", "--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}", "http://169.254.169.254/latest/meta-data/"], env);
+    r = await ns.exec(
+      [
+        "curl",
+        "-sS",
+        "--max-time",
+        "10",
+        "--noproxy",
+        "*",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "http://169.254.169.254/latest/meta-data/",
+      ],
+      env,
+    );
     assert.equal(r.stdout, "403");
-    r = await ns.exec(["python3", "-c", "import socket;print(socket.gethostbyname('anything.example.com'));print(socket.getaddrinfo('api.test',443,socket.AF_INET6) if False else '')"], env);
+    r = await ns.exec(
+      [
+        "python3",
+        "-c",
+        "import socket;print(socket.gethostbyname('anything.example.com'));print(socket.getaddrinfo('api.test',443,socket.AF_INET6) if False else '')",
+      ],
+      env,
+    );
     assert.match(r.stdout, /^198\.1[89]\./);
   });
 
   test("live update: new rules at once, a new raw port opened, nothing restarted", async (t) => {
     if (!requireCapability(t, available, "needs root and network namespaces")) return;
     const next = {
-      rules: [{ name: "gh2", match_hosts: ["api.test"], headers: [{ name: "Authorization", type: "plaintext", value: "token rotated" }] }],
+      rules: [
+        {
+          name: "gh2",
+          match_hosts: ["api.test"],
+          headers: [{ name: "Authorization", type: "plaintext", value: "token rotated" }],
+        },
+      ],
       access_control: { allow_list: ["api.test", "tcp.test:5432", "tcp.test:6000"] },
     };
     await att.update(await prepare(next));
     const r = await ns.exec(["curl", "-sS", "--max-time", "10", "https://api.test/v2/any"], env);
     assert.equal(JSON.parse(r.stdout).headers.authorization, "token rotated");
     // tcp.test:6000 now has a listener in the namespace (the proxy then finds no upstream mapping: refused upstream).
-    const py = "import socket\ntry:\n  s=socket.create_connection(('tcp.test',6000),timeout=3);print('accepted')\nexcept Exception as e: print(type(e).__name__)";
+    const py =
+      "import socket\ntry:\n  s=socket.create_connection(('tcp.test',6000),timeout=3);print('accepted')\nexcept Exception as e: print(type(e).__name__)";
     const p = await ns.exec(["python3", "-c", py], env);
     assert.equal(p.stdout.trim(), "accepted");
-    const blocked = await ns.exec(["curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "https://other.test/"], env);
+    const blocked = await ns.exec(
+      ["curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "https://other.test/"],
+      env,
+    );
     assert.equal(blocked.stdout, "403", "other.test was removed from the allow_list");
     await att.update(await prepare(config));
   });
@@ -177,10 +252,19 @@ print(json.dumps(out))`;
   test("a workspace secret written or deleted reaches the running sandbox within 1 s; deleted fails closed (502, audited)", async (t) => {
     if (!requireCapability(t, available, "needs root and network namespaces")) return;
     const auth = async () => {
-      const r = await ns.exec(["curl", "-sS", "--max-time", "10", "-w", "\n%{http_code}", "https://api.test/v1/rotate"], env);
+      const r = await ns.exec(
+        ["curl", "-sS", "--max-time", "10", "-w", "\n%{http_code}", "https://api.test/v1/rotate"],
+        env,
+      );
       const i = r.stdout.lastIndexOf("\n");
       const body = r.stdout.slice(0, i);
-      return { status: Number(r.stdout.slice(i + 1)), body, authorization: body.startsWith("{") ? (JSON.parse(body).headers.authorization as string | undefined) : undefined };
+      return {
+        status: Number(r.stdout.slice(i + 1)),
+        body,
+        authorization: body.startsWith("{")
+          ? (JSON.parse(body).headers.authorization as string | undefined)
+          : undefined,
+      };
     };
     /** Polls until `ok`; how long the change took to reach the proxy. */
     const within = async (ok: (r: Awaited<ReturnType<typeof auth>>) => boolean) => {
@@ -200,7 +284,12 @@ print(json.dumps(out))`;
     assert.match(r.body, /credential for rule gh is unavailable/);
     assert.ok(rotated < 1000 && removed < 1000, `rotated in ${rotated} ms, deleted in ${removed} ms`);
     await rt.audit.flush();
-    const rows = await rt.deps.db.selectFrom("egress_audit_log").selectAll().where("sandbox_id", "=", "sbx-1").where("kind", "=", "credential").execute();
+    const rows = await rt.deps.db
+      .selectFrom("egress_audit_log")
+      .selectAll()
+      .where("sandbox_id", "=", "sbx-1")
+      .where("kind", "=", "credential")
+      .execute();
     assert.ok(rows.some((row) => row.rule === "gh" && row.decision === "failed"));
     await secrets.upsert("GH_TOKEN", SECRET);
     await within((x) => x.authorization === `token ${SECRET}`);
@@ -209,7 +298,11 @@ print(json.dumps(out))`;
   test("audit rows reach the database, without values", async (t) => {
     if (!requireCapability(t, available, "needs root and network namespaces")) return;
     await rt.audit.flush();
-    const rows = await rt.deps.db.selectFrom("egress_audit_log").selectAll().where("sandbox_id", "=", "sbx-1").execute();
+    const rows = await rt.deps.db
+      .selectFrom("egress_audit_log")
+      .selectAll()
+      .where("sandbox_id", "=", "sbx-1")
+      .execute();
     assert.ok(rows.some((r) => r.kind === "inject" && r.rule === "gh"));
     assert.ok(rows.some((r) => r.kind === "block"));
     assert.ok(rows.some((r) => r.kind === "tunnel" && r.port === 5432));

@@ -24,10 +24,17 @@ test("outbound fetches: internal addresses only where the operator allows their 
 });
 
 test("outbound fetches: a name is checked on every address it resolves to and the checked one is dialled", async () => {
-  const policy = (addresses: string[], allow: string[] = []) => ({ resolve: async () => addresses.map((address) => ({ address, port: 443 })), allowInternal: new CidrSet(allow) });
+  const policy = (addresses: string[], allow: string[] = []) => ({
+    resolve: async () => addresses.map((address) => ({ address, port: 443 })),
+    allowInternal: new CidrSet(allow),
+  });
   const name = { kind: "name" as const, host: "registry.test" };
-  assert.deepEqual(await checkOutbound(policy(["127.0.0.1"]), name, 443), { refused: "registry.test resolves to an internal address (loopback)" });
-  assert.deepEqual(await checkOutbound(policy(["127.0.0.1", "93.184.216.34"]), name, 443), { address: "93.184.216.34" });
+  assert.deepEqual(await checkOutbound(policy(["127.0.0.1"]), name, 443), {
+    refused: "registry.test resolves to an internal address (loopback)",
+  });
+  assert.deepEqual(await checkOutbound(policy(["127.0.0.1", "93.184.216.34"]), name, 443), {
+    address: "93.184.216.34",
+  });
   assert.deepEqual(await checkOutbound(policy(["127.0.0.1"], ["127.0.0.1/32"]), name, 443), { address: "127.0.0.1" });
   const failing = { resolve: async () => Promise.reject(new Error("nx")), allowInternal: new CidrSet([]) };
   assert.deepEqual(await checkOutbound(failing, name, 443), { refused: "registry.test cannot be resolved" });

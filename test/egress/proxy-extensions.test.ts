@@ -22,7 +22,10 @@ describe("request authorizers (extension point for cloud signing, tokens, callba
         const headers = r.headers.filter(([n]) => n.toLowerCase() !== "authorization");
         headers.push(["Authorization", `Signed ${r.method} ${r.target}`]);
         if (r.body) {
-          headers.splice(headers.findIndex(([n]) => n.toLowerCase() === "content-length"), 1);
+          headers.splice(
+            headers.findIndex(([n]) => n.toLowerCase() === "content-length"),
+            1,
+          );
           return { action: "forward", headers, body: Readable.from([Buffer.from("replaced-body")]) };
         }
         return { action: "forward", headers, body: null };
@@ -31,12 +34,22 @@ describe("request authorizers (extension point for cloud signing, tokens, callba
     const responder: RequestAuthorizer = {
       name: "fake-responder",
       async authorize(r) {
-        if (r.target.startsWith("/refuse")) return { action: "respond", status: 403, headers: { "x-reason": "test" }, body: "refused by engine" };
+        if (r.target.startsWith("/refuse"))
+          return { action: "respond", status: 403, headers: { "x-reason": "test" }, body: "refused by engine" };
         if (r.target.startsWith("/boom")) throw new Error("engine exploded");
         return { action: "pass" };
       },
     };
-    const p = await startProxy(t, up, { rules: [{ name: "static", match_hosts: ["api.test"], headers: [{ name: "X-Static", type: "plaintext", value: "s" }] }] }, { authorizers: [signer, responder] });
+    const p = await startProxy(
+      t,
+      up,
+      {
+        rules: [
+          { name: "static", match_hosts: ["api.test"], headers: [{ name: "X-Static", type: "plaintext", value: "s" }] },
+        ],
+      },
+      { authorizers: [signer, responder] },
+    );
     let r = parseCurl(await curl(p, "https://other.test/x?q=1", ["-H", "Authorization: placeholder"]));
     assert.equal(r.json.headers.authorization, "Signed GET /x?q=1");
     r = parseCurl(await curl(p, "https://other.test/upload", ["--data-binary", "original"]));
@@ -47,7 +60,11 @@ describe("request authorizers (extension point for cloud signing, tokens, callba
     assert.equal(r.body, "refused by engine");
     r = parseCurl(await curl(p, "https://api.test/boom"));
     assert.equal(r.status, 502);
-    assert.ok(p.audit.events.some((e) => e.kind === "credential" && e.rule === "fake-responder" && /exploded/.test(e.reason ?? "")));
+    assert.ok(
+      p.audit.events.some(
+        (e) => e.kind === "credential" && e.rule === "fake-responder" && /exploded/.test(e.reason ?? ""),
+      ),
+    );
     r = parseCurl(await curl(p, "https://api.test/ok"));
     assert.equal(r.json.headers["x-static"], "s");
     assert.equal(seen.find((s) => s.target === "/ok")?.staticRule, "static");

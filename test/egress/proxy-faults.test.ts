@@ -15,7 +15,12 @@ test("an unexpected error in one request's handling answers 502 with a request i
       return null;
     },
   };
-  const p = await startProxy(t, up, { rules: [] }, { env: { WHARF_EGRESS_HOSTS: hostsSetting(up, ["api.test"]) }, authorizers: [authorizer] });
+  const p = await startProxy(
+    t,
+    up,
+    { rules: [] },
+    { env: { WHARF_EGRESS_HOSTS: hostsSetting(up, ["api.test"]) }, authorizers: [authorizer] },
+  );
   const r = parseCurl(await curl(p, "http://api.test/x", ["-D", "-"]));
   assert.equal(r.status, 502);
   assert.match(r.body, /egress: internal error \(request id [0-9a-f-]{36}\)/);

@@ -15,7 +15,10 @@ const SECRET = "h2-malformed-secret";
 
 function tlsH2(p: TestProxy, port: number): Promise<tls.TLSSocket> {
   return new Promise((resolve, reject) => {
-    const s = tls.connect({ host: "127.0.0.1", port, servername: "api.test", ALPNProtocols: ["h2"], ca: p.sandboxCaPem }, () => resolve(s));
+    const s = tls.connect(
+      { host: "127.0.0.1", port, servername: "api.test", ALPNProtocols: ["h2"], ca: p.sandboxCaPem },
+      () => resolve(s),
+    );
     s.once("error", reject);
   });
 }
@@ -28,7 +31,11 @@ async function session(p: TestProxy, port: number): Promise<http2.ClientHttp2Ses
   return s;
 }
 
-function get(s: http2.ClientHttp2Session, path: string, headers: http2.OutgoingHttpHeaders = {}): Promise<{ status: number; body: string }> {
+function get(
+  s: http2.ClientHttp2Session,
+  path: string,
+  headers: http2.OutgoingHttpHeaders = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = s.request({ ":path": path, ...headers });
     let status = 0;
@@ -85,7 +92,15 @@ const LITERAL = Buffer.from([0x00, 0x03, ...Buffer.from("x-a"), 0x01, ...Buffer.
 
 test("HTTP/2: malformed input closes only that connection; curl --http2 gets the rule applied", async (t) => {
   const up = await startUpstreams(t, ["api.test"]);
-  const config = { rules: [{ name: "api", match_hosts: ["api.test"], headers: [{ name: "Authorization", type: "plaintext", value: `Bearer ${SECRET}` }] }] };
+  const config = {
+    rules: [
+      {
+        name: "api",
+        match_hosts: ["api.test"],
+        headers: [{ name: "Authorization", type: "plaintext", value: `Bearer ${SECRET}` }],
+      },
+    ],
+  };
   const p = await startProxy(t, up, config, { env: { WHARF_EGRESS_HOSTS: hostsSetting(up, ["api.test"]) } });
   const port = await p.transparent("api.test", 443);
   const healthy = await session(p, port);
@@ -106,7 +121,17 @@ test("HTTP/2: malformed input closes only that connection; curl --http2 gets the
   assert.equal(lines.at(-1), "2", "curl negotiated HTTP/2");
   assert.equal(JSON.parse(lines.slice(0, -2).join("\n")).headers.authorization, `Bearer ${SECRET}`);
   // A body that waits for `100 Continue` gets it at once (curl would wait out its 5 s timeout).
-  const posted = await curl(p, "https://api.test/curl-h2-expect", ["--http2", "-H", "Expect: 100-continue", "--expect100-timeout", "5", "--data-binary", "x".repeat(4096), "-w", "\n%{http_code}\n%{time_total}"]);
+  const posted = await curl(p, "https://api.test/curl-h2-expect", [
+    "--http2",
+    "-H",
+    "Expect: 100-continue",
+    "--expect100-timeout",
+    "5",
+    "--data-binary",
+    "x".repeat(4096),
+    "-w",
+    "\n%{http_code}\n%{time_total}",
+  ]);
   const postedLines = posted.stdout.split("\n");
   assert.equal(postedLines.at(-2), "200", posted.stderr);
   assert.ok(Number(postedLines.at(-1)) < 3, `answered in ${postedLines.at(-1)} s`);
@@ -136,20 +161,32 @@ test("HTTP/2: malformed input closes only that connection; curl --http2 gets the
   let pairs = 0;
   for (; pairs < 20_000 && !flood.destroyed && !goaway.seen(); pairs++) {
     const id = 2 * pairs + 1;
-    if (!flood.write(Buffer.concat([frame(1, 0x5, id, GET_API), frame(3, 0, id, Buffer.from([0, 0, 0, 8]))]))) await new Promise((r) => (flood.destroyed ? r(null) : flood.once("drain", r).once("close", r)));
+    if (!flood.write(Buffer.concat([frame(1, 0x5, id, GET_API), frame(3, 0, id, Buffer.from([0, 0, 0, 8]))])))
+      await new Promise((r) => (flood.destroyed ? r(null) : flood.once("drain", r).once("close", r)));
     if (pairs === 50) await check("50 reset streams on another connection");
   }
   assert.ok(goaway.seen() || flood.destroyed, `the proxy cut the flood (${pairs} pairs sent)`);
   // Work stops with the GOAWAY: streams sent after it never reach upstream.
   await new Promise((r) => setTimeout(r, 300));
   const upAtGoaway = up.seen.length;
-  for (let i = 0; i < 200 && !flood.destroyed; i++) flood.write(Buffer.concat([frame(1, 0x5, 2 * (pairs + i) + 1, GET_API), frame(3, 0, 2 * (pairs + i) + 1, Buffer.from([0, 0, 0, 8]))]));
+  for (let i = 0; i < 200 && !flood.destroyed; i++)
+    flood.write(
+      Buffer.concat([
+        frame(1, 0x5, 2 * (pairs + i) + 1, GET_API),
+        frame(3, 0, 2 * (pairs + i) + 1, Buffer.from([0, 0, 0, 8])),
+      ]),
+    );
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(up.seen.length, upAtGoaway, "nothing after the GOAWAY reaches upstream");
   // A stream reset right after its HEADERS is aborted before it goes upstream (all of them went before).
-  assert.ok(upAtGoaway - upBefore < 100, `reset streams are not sent upstream: ${upAtGoaway - upBefore} requests for ${pairs} pairs`);
+  assert.ok(
+    upAtGoaway - upBefore < 100,
+    `reset streams are not sent upstream: ${upAtGoaway - upBefore} requests for ${pairs} pairs`,
+  );
   const gone = await Promise.race([floodClosed, new Promise<string>((r) => setTimeout(() => r("still open"), 5_000))]);
-  console.log(`rapid reset: cut after ${pairs} pairs, ${upAtGoaway - upBefore} requests upstream, the flooding connection: ${typeof gone === "number" ? `closed after ${gone} ms` : gone}`);
+  console.log(
+    `rapid reset: cut after ${pairs} pairs, ${upAtGoaway - upBefore} requests upstream, the flooding connection: ${typeof gone === "number" ? `closed after ${gone} ms` : gone}`,
+  );
   assert.equal(typeof gone, "number", "the proxy closes the flooding connection (not only a GOAWAY)");
   flood.destroy();
   // No dead requests left queued in the sandbox's upstream pool ahead of the healthy one (11.9 s before).

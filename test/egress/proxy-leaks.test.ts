@@ -35,7 +35,10 @@ function exchange(open: () => net.Socket, request: string): Promise<string> {
 /** One HTTP/2 request on a session of its own, closed after the answer; the answer's status line as HTTP/1.1 would write it. */
 function h2Exchange(port: number, ca: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const session = http2.connect("https://api.test", { createConnection: () => tls.connect({ port, host: "127.0.0.1", servername: "api.test", ca, ALPNProtocols: ["h2"] }) });
+    const session = http2.connect("https://api.test", {
+      createConnection: () =>
+        tls.connect({ port, host: "127.0.0.1", servername: "api.test", ca, ALPNProtocols: ["h2"] }),
+    });
     session.on("error", reject);
     const req = session.request({ ":path": "/h2" });
     req.on("response", (h) => {
@@ -50,11 +53,15 @@ function h2Exchange(port: number, ca: string): Promise<string> {
 /** CONNECT through the explicit proxy, then TLS (intercepted) and one request over the tunnel. */
 function connectExchange(port: number, ca: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const raw = net.connect(port, "127.0.0.1", () => raw.write("CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n"));
+    const raw = net.connect(port, "127.0.0.1", () =>
+      raw.write("CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n"),
+    );
     raw.on("error", reject);
     raw.once("data", (head: Buffer) => {
       if (!head.toString("latin1").startsWith("HTTP/1.1 200")) return reject(new Error(head.toString("latin1")));
-      const s = tls.connect({ socket: raw, servername: "api.test", ca }, () => s.write("GET /c HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"));
+      const s = tls.connect({ socket: raw, servername: "api.test", ca }, () =>
+        s.write("GET /c HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"),
+      );
       let text = "";
       s.setEncoding("latin1");
       s.on("data", (d: string) => (text += d));
@@ -74,19 +81,60 @@ async function settledHeap(): Promise<number> {
 
 test("served connections leave nothing behind on the heap, 1,000 of each kind", async (t) => {
   const up = await startUpstreams(t, ["api.test", "other.test"]);
-  const p = await startProxy(t, up, { rules: [{ name: "api", match_hosts: ["api.test"], headers: [{ name: "Authorization", type: "plaintext", value: "Bearer injected" }] }], access_control: { deny_list: ["other.test"] } }, { env: { WHARF_EGRESS_HOSTS: hostsSetting(up, ["api.test", "other.test"]) } });
+  const p = await startProxy(
+    t,
+    up,
+    {
+      rules: [
+        {
+          name: "api",
+          match_hosts: ["api.test"],
+          headers: [{ name: "Authorization", type: "plaintext", value: "Bearer injected" }],
+        },
+      ],
+      access_control: { deny_list: ["other.test"] },
+    },
+    { env: { WHARF_EGRESS_HOSTS: hostsSetting(up, ["api.test", "other.test"]) } },
+  );
   // The test's audit sink keeps every event; the platform's writes them out.
   p.audit.record = () => {};
   const explicitPort = Number(new URL(p.proxyUrl).port);
   const tlsPort = await p.transparent("api.test", 443);
   const kinds: Array<[string, () => Promise<string>]> = [
-    ["plain", () => exchange(() => net.connect(explicitPort, "127.0.0.1"), "GET http://api.test/p HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n")],
-    ["intercepted TLS", () => exchange(() => tls.connect({ port: tlsPort, host: "127.0.0.1", servername: "api.test", ca: p.sandboxCaPem }), "GET /t HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n")],
+    [
+      "plain",
+      () =>
+        exchange(
+          () => net.connect(explicitPort, "127.0.0.1"),
+          "GET http://api.test/p HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n",
+        ),
+    ],
+    [
+      "intercepted TLS",
+      () =>
+        exchange(
+          () => tls.connect({ port: tlsPort, host: "127.0.0.1", servername: "api.test", ca: p.sandboxCaPem }),
+          "GET /t HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n",
+        ),
+    ],
     ["HTTP/2", () => h2Exchange(tlsPort, p.sandboxCaPem)],
     ["CONNECT + TLS", () => connectExchange(explicitPort, p.sandboxCaPem)],
-    ["blocked", () => exchange(() => net.connect(explicitPort, "127.0.0.1"), "GET http://other.test/b HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n")],
+    [
+      "blocked",
+      () =>
+        exchange(
+          () => net.connect(explicitPort, "127.0.0.1"),
+          "GET http://other.test/b HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n",
+        ),
+    ],
   ];
-  const expected: Record<string, number> = { plain: 200, "intercepted TLS": 200, "HTTP/2": 200, "CONNECT + TLS": 200, blocked: 403 };
+  const expected: Record<string, number> = {
+    plain: 200,
+    "intercepted TLS": 200,
+    "HTTP/2": 200,
+    "CONNECT + TLS": 200,
+    blocked: 403,
+  };
   const serve = async (name: string, run: () => Promise<string>, count: number) => {
     for (let done = 0; done < count; done += 8) {
       const answers = await Promise.all(Array.from({ length: 8 }, run));
@@ -101,7 +149,7 @@ test("served connections leave nothing behind on the heap, 1,000 of each kind", 
   for (const [name, run] of kinds) {
     const before = await settledHeap();
     await serve(name, run, 1000);
-    const grewKiB = (await settledHeap() - before) / 1024;
+    const grewKiB = ((await settledHeap()) - before) / 1024;
     // A connection left behind costs 2.5-3 KiB of heap: 1,000 of them are well past this.
     if (grewKiB > 1024) grown.push(`${name}: ${grewKiB.toFixed(0)} KiB`);
   }

@@ -23,7 +23,9 @@ after(() => {
 function connectTunnel(p: TestProxy, authority: string): Promise<{ socket: net.Socket; status: number; head: string }> {
   return new Promise((resolve, reject) => {
     const u = new URL(p.proxyUrl);
-    const s = net.connect(Number(u.port), u.hostname, () => s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`));
+    const s = net.connect(Number(u.port), u.hostname, () =>
+      s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`),
+    );
     clientSockets.add(s);
     let buf = "";
     const onData = (d: Buffer) => {
@@ -62,8 +64,20 @@ describe("egress proxy on loopback: header injection through real clients", () =
   let p: TestProxy;
   const config = {
     rules: [
-      { name: "v1-only", match_hosts: ["api.test"], match_paths: ["/v1/*"], headers: [{ name: "Authorization", type: "workspace_secret", value: "Bearer {OPENAI_KEY}" }] },
-      { name: "api-all", match_hosts: ["api.test"], headers: [plain("Authorization", "Bearer fallback"), { name: "X-Opaque", type: "opaque", value: "opaque-" + SECRET }] },
+      {
+        name: "v1-only",
+        match_hosts: ["api.test"],
+        match_paths: ["/v1/*"],
+        headers: [{ name: "Authorization", type: "workspace_secret", value: "Bearer {OPENAI_KEY}" }],
+      },
+      {
+        name: "api-all",
+        match_hosts: ["api.test"],
+        headers: [
+          plain("Authorization", "Bearer fallback"),
+          { name: "X-Opaque", type: "opaque", value: "opaque-" + SECRET },
+        ],
+      },
       { name: "shadowed", match_hosts: ["api.test"], headers: [plain("Authorization", "Bearer never")] },
       { name: "ws", match_hosts: ["ws.test"], headers: [plain("X-WS-Token", "ws-injected")] },
     ],
@@ -80,12 +94,23 @@ describe("egress proxy on loopback: header injection through real clients", () =
   });
 
   test("curl: HTTPS (CONNECT + interception) and plain HTTP (absolute-form) get the injected header, replacing the client's", async () => {
-    let r = parseCurl(await curl(p, "https://api.test/v1/models?limit=1", ["-H", "Authorization: Bearer client-own", "-H", "authorization: Bearer dup"]));
+    let r = parseCurl(
+      await curl(p, "https://api.test/v1/models?limit=1", [
+        "-H",
+        "Authorization: Bearer client-own",
+        "-H",
+        "authorization: Bearer dup",
+      ]),
+    );
     assert.equal(r.status, 200);
     assert.equal(r.json.headers.authorization, `Bearer ${SECRET}`);
     assert.equal(r.json.url, "/v1/models?limit=1");
     assert.equal(r.json.headers.host, "api.test");
-    assert.equal(r.json.rawHeaders.filter((h: string) => h.toLowerCase() === "authorization").length, 1, "client copies removed");
+    assert.equal(
+      r.json.rawHeaders.filter((h: string) => h.toLowerCase() === "authorization").length,
+      1,
+      "client copies removed",
+    );
     r = parseCurl(await curl(p, "http://api.test/v1/chat"));
     assert.equal(r.json.server, "http");
     assert.equal(r.json.headers.authorization, `Bearer ${SECRET}`);
@@ -106,8 +131,13 @@ describe("egress proxy on loopback: header injection through real clients", () =
   });
 
   test("python3 urllib through HTTPS_PROXY, trusting the CA through SSL_CERT_FILE only", async () => {
-    const script = "import urllib.request,json;r=urllib.request.urlopen('https://api.test/v1/py',timeout=10);print(json.loads(r.read())['headers'].get('authorization'))";
-    const r = await run("python3", ["-c", script], { HTTPS_PROXY: p.proxyUrl, https_proxy: p.proxyUrl, SSL_CERT_FILE: p.caFile });
+    const script =
+      "import urllib.request,json;r=urllib.request.urlopen('https://api.test/v1/py',timeout=10);print(json.loads(r.read())['headers'].get('authorization'))";
+    const r = await run("python3", ["-c", script], {
+      HTTPS_PROXY: p.proxyUrl,
+      https_proxy: p.proxyUrl,
+      SSL_CERT_FILE: p.caFile,
+    });
     assert.equal(r.stderr, "");
     assert.equal(r.stdout.trim(), `Bearer ${SECRET}`);
   });
@@ -124,7 +154,10 @@ describe("egress proxy on loopback: header injection through real clients", () =
 
   test("WebSocket upgrade over intercepted TLS carries the injected header", async () => {
     const port = await p.transparent("ws.test", 443);
-    const ws = new WebSocket("wss://ws.test/socket", { createConnection: () => tls.connect({ host: "127.0.0.1", port, servername: "ws.test", ca: p.sandboxCaPem }) as unknown as net.Socket });
+    const ws = new WebSocket("wss://ws.test/socket", {
+      createConnection: () =>
+        tls.connect({ host: "127.0.0.1", port, servername: "ws.test", ca: p.sandboxCaPem }) as unknown as net.Socket,
+    });
     const first = await new Promise<string>((resolve, reject) => {
       ws.once("message", (m) => resolve(m.toString()));
       ws.once("error", reject);
@@ -143,15 +176,30 @@ describe("egress proxy on loopback: header injection through real clients", () =
     const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
     const get = () =>
       new Promise<{ auth: string; reused: boolean }>((resolve, reject) => {
-        const req = https.get({ host: "127.0.0.1", port, servername: "api.test", headers: { host: "api.test" }, path: "/live", ca: p.sandboxCaPem, agent }, (res) => {
-          let b = "";
-          res.on("data", (d) => (b += d));
-          res.on("end", () => resolve({ auth: JSON.parse(b).headers.authorization, reused: req.reusedSocket }));
-        });
+        const req = https.get(
+          {
+            host: "127.0.0.1",
+            port,
+            servername: "api.test",
+            headers: { host: "api.test" },
+            path: "/live",
+            ca: p.sandboxCaPem,
+            agent,
+          },
+          (res) => {
+            let b = "";
+            res.on("data", (d) => (b += d));
+            res.on("end", () => resolve({ auth: JSON.parse(b).headers.authorization, reused: req.reusedSocket }));
+          },
+        );
         req.on("error", reject);
       });
     assert.equal((await get()).auth, "Bearer fallback");
-    await p.setConfig({ rules: [{ name: "rotated", match_hosts: ["api.test"], headers: [plain("Authorization", "Bearer rotated-token")] }] });
+    await p.setConfig({
+      rules: [
+        { name: "rotated", match_hosts: ["api.test"], headers: [plain("Authorization", "Bearer rotated-token")] },
+      ],
+    });
     const second = await get();
     assert.equal(second.auth, "Bearer rotated-token");
     assert.ok(second.reused, "same client connection");
@@ -162,13 +210,19 @@ describe("egress proxy on loopback: header injection through real clients", () =
   test("audit: injections recorded with rule, host and path, never a value", async () => {
     const text = JSON.stringify(p.audit.events);
     assert.ok(!text.includes(SECRET) && !text.includes("fallback") && !text.includes("ws-injected"));
-    assert.ok(p.audit.events.some((e) => e.kind === "inject" && e.rule === "v1-only" && e.host === "api.test" && e.path === "/v1/models"));
+    assert.ok(
+      p.audit.events.some(
+        (e) => e.kind === "inject" && e.rule === "v1-only" && e.host === "api.test" && e.path === "/v1/models",
+      ),
+    );
     assert.ok(!p.audit.events.some((e) => e.path?.includes("limit=1")), "queries are not recorded");
   });
 });
 
 describe("egress proxy on loopback: verification of the real destination", () => {
-  const config = { rules: [{ name: "api", match_hosts: ["api.test"], headers: [plain("Authorization", "Bearer " + SECRET)] }] };
+  const config = {
+    rules: [{ name: "api", match_hosts: ["api.test"], headers: [plain("Authorization", "Bearer " + SECRET)] }],
+  };
 
   test("Host inside an intercepted tunnel must equal the destination (no domain fronting)", async (t) => {
     const up = await startUpstreams(t);
@@ -183,11 +237,16 @@ describe("egress proxy on loopback: verification of the real destination", () =>
     // Absolute-form inside the tunnel naming another host: same.
     const t2 = await connectTunnel(p, "other.test:443");
     const s2 = tls.connect({ socket: t2.socket, servername: "other.test", ca: p.sandboxCaPem });
-    assert.match(await exchange(s2, "GET https://api.test/ HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n"), /^HTTP\/1\.1 421/);
+    assert.match(
+      await exchange(s2, "GET https://api.test/ HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n"),
+      /^HTTP\/1\.1 421/,
+    );
     // Plain HTTP through the proxy with a mismatching Host.
     const t3 = await new Promise<string>((resolve) => {
       const u = new URL(p.proxyUrl);
-      const c = net.connect(Number(u.port), u.hostname, () => c.write("GET http://other.test/ HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"));
+      const c = net.connect(Number(u.port), u.hostname, () =>
+        c.write("GET http://other.test/ HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"),
+      );
       let b = "";
       c.on("data", (d) => (b += d));
       c.on("close", () => resolve(b));
@@ -249,12 +308,24 @@ describe("egress proxy on loopback: verification of the real destination", () =>
     const p = await startProxy(t, up, config);
     const before = up.seen.length;
     const { socket } = await connectTunnel(p, "api.test:80");
-    const out = await exchange(socket, "POST /a HTTP/1.1\r\nHost: api.test\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: api.test\r\n\r\n");
+    const out = await exchange(
+      socket,
+      "POST /a HTTP/1.1\r\nHost: api.test\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: api.test\r\n\r\n",
+    );
     assert.match(out, /^HTTP\/1\.1 400/);
     const t2 = await connectTunnel(p, "api.test:80");
-    assert.match(await exchange(t2.socket, "GET /b HTTP/1.1\r\nHost: api.test\r\nX-A: 1\r\n  folded\r\n\r\n"), /^HTTP\/1\.1 400/);
+    assert.match(
+      await exchange(t2.socket, "GET /b HTTP/1.1\r\nHost: api.test\r\nX-A: 1\r\n  folded\r\n\r\n"),
+      /^HTTP\/1\.1 400/,
+    );
     const t3 = await connectTunnel(p, "api.test:80");
-    assert.match(await exchange(t3.socket, "POST /c HTTP/1.1\r\nHost: api.test\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"), /^HTTP\/1\.1 400/);
+    assert.match(
+      await exchange(
+        t3.socket,
+        "POST /c HTTP/1.1\r\nHost: api.test\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+      ),
+      /^HTTP\/1\.1 400/,
+    );
     assert.equal(up.seen.filter((e) => e.url === "/smuggled" || e.url === "/a").length, 0);
     assert.equal(up.seen.length, before);
   });
@@ -263,7 +334,10 @@ describe("egress proxy on loopback: verification of the real destination", () =>
     const up = await startUpstreams(t);
     const p = await startProxy(t, up, config);
     const { socket } = await connectTunnel(p, "api.test:80");
-    const out = await exchange(socket, "GET /chunked HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET /after HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n");
+    const out = await exchange(
+      socket,
+      "GET /chunked HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET /after HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n",
+    );
     assert.equal((out.match(/HTTP\/1\.1 200/g) ?? []).length, 2);
     const chunked = up.seen.find((e) => e.url === "/chunked")!;
     assert.equal(chunked.bodyBytes, 5);
@@ -284,13 +358,20 @@ describe("egress proxy on loopback: access control and raw TCP", () => {
 
   test("allow_list host:PORT opens raw TCP passed through untouched: the client sees the upstream's own certificate", async (t) => {
     const up = await startUpstreams(t);
-    const p = await startProxy(t, up, { access_control: { allow_list: ["raw.test:8443", "tcp.test:5432", "api.test"] }, rules: [{ name: "r", match_hosts: ["raw.test"], headers: [plain("X-Never", "x")] }] });
+    const p = await startProxy(t, up, {
+      access_control: { allow_list: ["raw.test:8443", "tcp.test:5432", "api.test"] },
+      rules: [{ name: "r", match_hosts: ["raw.test"], headers: [plain("X-Never", "x")] }],
+    });
     const { socket, status } = await connectTunnel(p, "raw.test:8443");
     assert.equal(status, 200);
     const s = tls.connect({ socket, servername: "raw.test", ca: up.ca.certPem });
     await new Promise((r) => s.once("secureConnect", r));
     const peer = s.getPeerX509Certificate()!;
-    assert.equal(peer.issuer.includes("Wharf test upstream CA"), true, "the sandbox sees the upstream's certificate, not an intercepted one");
+    assert.equal(
+      peer.issuer.includes("Wharf test upstream CA"),
+      true,
+      "the sandbox sees the upstream's certificate, not an intercepted one",
+    );
     assert.equal(s.authorized, true);
     const out = await exchange(s, "hello");
     assert.equal(out, "tls-echo:hello");
@@ -321,8 +402,13 @@ describe("egress proxy on loopback: access control and raw TCP", () => {
 
   test("no_proxy hosts bypass interception entirely (no injection, upstream certificate)", async (t) => {
     const up = await startUpstreams(t);
-    const p = await startProxy(t, up, { no_proxy: ["api.test"], rules: [{ name: "api", match_hosts: ["api.test"], headers: [plain("Authorization", "Bearer " + SECRET)] }] });
-    const r = await run("curl", ["-sS", "-x", p.proxyUrl, "--cacert", up.caFile, "https://api.test/np"], { NO_PROXY: "" });
+    const p = await startProxy(t, up, {
+      no_proxy: ["api.test"],
+      rules: [{ name: "api", match_hosts: ["api.test"], headers: [plain("Authorization", "Bearer " + SECRET)] }],
+    });
+    const r = await run("curl", ["-sS", "-x", p.proxyUrl, "--cacert", up.caFile, "https://api.test/np"], {
+      NO_PROXY: "",
+    });
     assert.equal(r.stderr, "");
     assert.ok(!r.stdout.includes(SECRET));
     assert.equal(JSON.parse(r.stdout).headers.authorization, undefined);
@@ -331,7 +417,20 @@ describe("egress proxy on loopback: access control and raw TCP", () => {
   test("IP-literal spellings of internal addresses are refused; nothing is dialled", async (t) => {
     const up = await startUpstreams(t);
     const p = await startProxy(t, up, {});
-    for (const target of ["127.1:80", "0x7f.0.0.1:80", "2130706433:80", "0177.0.0.1:80", "[::ffff:127.0.0.1]:80", "[::ffff:7f00:1]:80", "[::1]:80", "169.254.169.254:80", "[::ffff:a9fe:a9fe]:80", "[64:ff9b::a9fe:a9fe]:80", "0.0.0.0:80", "127.0.0.1.:80"]) {
+    for (const target of [
+      "127.1:80",
+      "0x7f.0.0.1:80",
+      "2130706433:80",
+      "0177.0.0.1:80",
+      "[::ffff:127.0.0.1]:80",
+      "[::ffff:7f00:1]:80",
+      "[::1]:80",
+      "169.254.169.254:80",
+      "[::ffff:a9fe:a9fe]:80",
+      "[64:ff9b::a9fe:a9fe]:80",
+      "0.0.0.0:80",
+      "127.0.0.1.:80",
+    ]) {
       const { socket, status } = await connectTunnel(p, target);
       assert.equal(status, 200, target);
       const host = target.slice(0, target.lastIndexOf(":"));
@@ -343,7 +442,12 @@ describe("egress proxy on loopback: access control and raw TCP", () => {
 
   test("a name resolving to a private address, and a mixed answer, never dial the internal address", async (t) => {
     const up = await startUpstreams(t);
-    const p = await startProxy(t, up, {}, { env: { WHARF_EGRESS_HOSTS: `evil.test=127.0.0.3,api.test:80=${up.address}:${up.httpPort}` } });
+    const p = await startProxy(
+      t,
+      up,
+      {},
+      { env: { WHARF_EGRESS_HOSTS: `evil.test=127.0.0.3,api.test:80=${up.address}:${up.httpPort}` } },
+    );
     const r = parseCurl(await curl(p, "http://evil.test/"));
     assert.equal(r.status, 403);
     assert.match(r.body, /evil.test resolves to 127.0.0.3: internal address \(loopback\)/);
@@ -361,14 +465,22 @@ describe("egress proxy on loopback: access control and raw TCP", () => {
     const proxy = new EgressProxy({
       settings: loadEgressSettings({ WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_SYSTEM_DNS: "0" }),
       audit: new MemoryAudit(),
-      resolve: async (_h, _port) => (answers[Math.min(calls++, 1)] ?? []).map((address) => ({ address, port: up.httpPort })),
+      resolve: async (_h, _port) =>
+        (answers[Math.min(calls++, 1)] ?? []).map((address) => ({ address, port: up.httpPort })),
     });
     t.after(() => proxy.close());
-    proxy.addSandbox({ id: "s", workspaceId: "w", policy: await policyFrom({}), minter: new LeafMinter(await createCa("x")) });
+    proxy.addSandbox({
+      id: "s",
+      workspaceId: "w",
+      policy: await policyFrom({}),
+      minter: new LeafMinter(await createCa("x")),
+    });
     const l = await proxy.listenExplicit("s");
     const url = `http://127.0.0.1:${(l.address() as net.AddressInfo).port}`;
     for (let i = 0; i < 3; i++) {
-      const r = parseCurl(await run("curl", ["-sS", "-x", url, "-w", "\n%{http_code}", "http://rebind.test/"], { NO_PROXY: "" }));
+      const r = parseCurl(
+        await run("curl", ["-sS", "-x", url, "-w", "\n%{http_code}", "http://rebind.test/"], { NO_PROXY: "" }),
+      );
       assert.equal(r.status, 200, "the checked answer is reused; the rebound answer is never dialled");
     }
     assert.equal(calls, 1);
@@ -376,12 +488,33 @@ describe("egress proxy on loopback: access control and raw TCP", () => {
     const mixed = new EgressProxy({
       settings: loadEgressSettings({ WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`, WHARF_EGRESS_SYSTEM_DNS: "0" }),
       audit: new MemoryAudit(),
-      resolve: async () => [{ address: "127.0.0.3", port: up.httpPort }, { address: up.address, port: up.httpPort }],
+      resolve: async () => [
+        { address: "127.0.0.3", port: up.httpPort },
+        { address: up.address, port: up.httpPort },
+      ],
     });
     t.after(() => mixed.close());
-    mixed.addSandbox({ id: "s", workspaceId: "w", policy: await policyFrom({}), minter: new LeafMinter(await createCa("x")) });
+    mixed.addSandbox({
+      id: "s",
+      workspaceId: "w",
+      policy: await policyFrom({}),
+      minter: new LeafMinter(await createCa("x")),
+    });
     const l2 = await mixed.listenExplicit("s");
-    const r2 = parseCurl(await run("curl", ["-sS", "-x", `http://127.0.0.1:${(l2.address() as net.AddressInfo).port}`, "-w", "\n%{http_code}", "http://mixed.test/"], { NO_PROXY: "" }));
+    const r2 = parseCurl(
+      await run(
+        "curl",
+        [
+          "-sS",
+          "-x",
+          `http://127.0.0.1:${(l2.address() as net.AddressInfo).port}`,
+          "-w",
+          "\n%{http_code}",
+          "http://mixed.test/",
+        ],
+        { NO_PROXY: "" },
+      ),
+    );
     assert.equal(r2.status, 200);
   });
 
@@ -389,7 +522,11 @@ describe("egress proxy on loopback: access control and raw TCP", () => {
     const up = await startUpstreams(t);
     const p = await startProxy(t, up, {}, { env: { WHARF_EGRESS_ALLOW_INTERNAL: "127.0.0.0/8" } });
     const port = Number(new URL(p.proxyUrl).port);
-    const r = parseCurl(await run("curl", ["-sS", "-x", p.proxyUrl, "-w", "\n%{http_code}", `http://127.0.0.1:${port}/`], { NO_PROXY: "" }));
+    const r = parseCurl(
+      await run("curl", ["-sS", "-x", p.proxyUrl, "-w", "\n%{http_code}", `http://127.0.0.1:${port}/`], {
+        NO_PROXY: "",
+      }),
+    );
     assert.equal(r.status, 403);
     void http;
     void fs;

@@ -2,7 +2,13 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { EventEmitter } from "node:events";
 import type http from "node:http";
-import { admission, clientKey, guardConnections, serverTimeouts, type Admission } from "../../src/http/connection-guard.ts";
+import {
+  admission,
+  clientKey,
+  guardConnections,
+  serverTimeouts,
+  type Admission,
+} from "../../src/http/connection-guard.ts";
 import type { Logger } from "../../src/log/logger.ts";
 
 describe("clientKey", () => {
@@ -51,13 +57,19 @@ describe("guardConnections", () => {
   test("past the per-client cap a connection is closed; other clients and loopback are not counted against it", async () => {
     const { accept } = guarded({ total: 100, perClient: 3 });
     const first = Array.from({ length: 5 }, () => accept("198.51.100.7"));
-    assert.deepEqual(first.map((s) => s.destroyed), [false, false, false, true, true]);
+    assert.deepEqual(
+      first.map((s) => s.destroyed),
+      [false, false, false, true, true],
+    );
     assert.equal(accept("198.51.100.8").destroyed, false, "another address has its own share");
     assert.equal(accept("2001:db8:1:2::1").destroyed, false);
     assert.equal(accept("2001:db8:1:2::2").destroyed, false);
     assert.equal(accept("2001:db8:1:2::3").destroyed, false);
     assert.equal(accept("2001:db8:1:2::4").destroyed, true, "a /64 is one client");
-    assert.ok(Array.from({ length: 10 }, () => accept("127.0.0.1")).every((s) => !s.destroyed), "loopback is not capped per client");
+    assert.ok(
+      Array.from({ length: 10 }, () => accept("127.0.0.1")).every((s) => !s.destroyed),
+      "loopback is not capped per client",
+    );
     first[0].destroy();
     await new Promise((r) => setImmediate(r));
     assert.equal(accept("198.51.100.7").destroyed, false, "a closed connection frees its place");
@@ -68,7 +80,11 @@ describe("guardConnections", () => {
     const [a, b, c] = [accept("198.51.100.1"), accept("198.51.100.2"), accept("198.51.100.3")];
     server.emit("request", { socket: a });
     const d = accept("198.51.100.4");
-    assert.deepEqual([a, b, c, d].map((s) => s.destroyed), [false, true, false, false], "b, the oldest still waiting for its head, made room");
+    assert.deepEqual(
+      [a, b, c, d].map((s) => s.destroyed),
+      [false, true, false, false],
+      "b, the oldest still waiting for its head, made room",
+    );
     await new Promise((r) => setImmediate(r));
     server.emit("request", { socket: c });
     server.emit("request", { socket: d });
@@ -87,19 +103,45 @@ describe("admission", () => {
     ["no caps", { total: 0, perClient: 0 }, 100_000, 100_000, 0, "admit"],
     ["no total cap", { total: 0, perClient: 3 }, 100_000, 2, 0, "admit"],
   ];
-  for (const [name, c, open, fromClient, evictable, want] of cases) test(name, () => assert.equal(admission(c, open, fromClient, evictable), want));
+  for (const [name, c, open, fromClient, evictable, want] of cases)
+    test(name, () => assert.equal(admission(c, open, fromClient, evictable), want));
 });
 
 describe("serverTimeouts", () => {
   test("the header timeout never exceeds the request timeout; Node checks several times per header timeout", () => {
-    assert.deepEqual(serverTimeouts({ WHARF_HEADERS_TIMEOUT_MS: 10_000, WHARF_REQUEST_TIMEOUT_MS: 300_000, WHARF_KEEP_ALIVE_TIMEOUT_MS: 5000 }), {
-      headersTimeout: 10_000,
-      requestTimeout: 300_000,
-      keepAliveTimeout: 5000,
-      connectionsCheckingInterval: 1000,
-    });
-    assert.equal(serverTimeouts({ WHARF_HEADERS_TIMEOUT_MS: 10_000, WHARF_REQUEST_TIMEOUT_MS: 2000, WHARF_KEEP_ALIVE_TIMEOUT_MS: 5000 }).headersTimeout, 2000);
-    assert.equal(serverTimeouts({ WHARF_HEADERS_TIMEOUT_MS: 10_000, WHARF_REQUEST_TIMEOUT_MS: 0, WHARF_KEEP_ALIVE_TIMEOUT_MS: 5000 }).headersTimeout, 10_000);
-    assert.equal(serverTimeouts({ WHARF_HEADERS_TIMEOUT_MS: 1000, WHARF_REQUEST_TIMEOUT_MS: 0, WHARF_KEEP_ALIVE_TIMEOUT_MS: 5000 }).connectionsCheckingInterval, 250);
+    assert.deepEqual(
+      serverTimeouts({
+        WHARF_HEADERS_TIMEOUT_MS: 10_000,
+        WHARF_REQUEST_TIMEOUT_MS: 300_000,
+        WHARF_KEEP_ALIVE_TIMEOUT_MS: 5000,
+      }),
+      {
+        headersTimeout: 10_000,
+        requestTimeout: 300_000,
+        keepAliveTimeout: 5000,
+        connectionsCheckingInterval: 1000,
+      },
+    );
+    assert.equal(
+      serverTimeouts({
+        WHARF_HEADERS_TIMEOUT_MS: 10_000,
+        WHARF_REQUEST_TIMEOUT_MS: 2000,
+        WHARF_KEEP_ALIVE_TIMEOUT_MS: 5000,
+      }).headersTimeout,
+      2000,
+    );
+    assert.equal(
+      serverTimeouts({
+        WHARF_HEADERS_TIMEOUT_MS: 10_000,
+        WHARF_REQUEST_TIMEOUT_MS: 0,
+        WHARF_KEEP_ALIVE_TIMEOUT_MS: 5000,
+      }).headersTimeout,
+      10_000,
+    );
+    assert.equal(
+      serverTimeouts({ WHARF_HEADERS_TIMEOUT_MS: 1000, WHARF_REQUEST_TIMEOUT_MS: 0, WHARF_KEEP_ALIVE_TIMEOUT_MS: 5000 })
+        .connectionsCheckingInterval,
+      250,
+    );
   });
 });

@@ -26,7 +26,14 @@ describe("HTTP conventions", () => {
 
   test("credentials: none, bad key, tenant alone are 401 with a JSON detail", async (t) => {
     const p = (await startTestPlatform(t))!;
-    for (const headers of [{}, { "x-api-key": "wharf_nope" }, { "x-api-key": "" }, { "x-tenant-id": p.bootstrap.workspaceId }, { authorization: "Bearer not.a.jwt" }, { authorization: "Basic Zm9vOmJhcg==" }] as Array<Record<string, string>>) {
+    for (const headers of [
+      {},
+      { "x-api-key": "wharf_nope" },
+      { "x-api-key": "" },
+      { "x-tenant-id": p.bootstrap.workspaceId },
+      { authorization: "Bearer not.a.jwt" },
+      { authorization: "Basic Zm9vOmJhcg==" },
+    ] as Array<Record<string, string>>) {
       const res = await fetch(p.url + "/v2/secrets", { headers });
       assert.equal(res.status, 401, JSON.stringify(headers));
       assert.equal(typeof (await res.json()).detail, "string");
@@ -35,7 +42,11 @@ describe("HTTP conventions", () => {
 
   test("validation errors are FastAPI-shaped with loc starting at body, query or path", async (t) => {
     const p = (await startTestPlatform(t))!;
-    let res = await p.api("/v2/secrets", { method: "PUT", body: "{not json", headers: { "content-type": "application/json" } });
+    let res = await p.api("/v2/secrets", {
+      method: "PUT",
+      body: "{not json",
+      headers: { "content-type": "application/json" },
+    });
     assert.equal(res.status, 422);
     let body = await res.json();
     assert.equal(body.detail[0].type, "json_invalid");
@@ -46,21 +57,35 @@ describe("HTTP conventions", () => {
     body = await res.json();
     assert.deepEqual(body.detail[0].loc, ["body"]);
 
-    res = await p.api("/v2/secrets", { method: "PUT", json: [{ key: "A", value: 3 }, { key: "A", value: "y", extra: 1 }] });
+    res = await p.api("/v2/secrets", {
+      method: "PUT",
+      json: [
+        { key: "A", value: 3 },
+        { key: "A", value: "y", extra: 1 },
+      ],
+    });
     body = await res.json();
     assert.equal(res.status, 422);
     for (const item of body.detail) {
       assert.deepEqual(Object.keys(item).sort(), ["loc", "msg", "type"]);
       assert.equal(item.loc[0], "body");
     }
-    assert.ok(body.detail.some((d: { loc: unknown[] }) => JSON.stringify(d.loc) === JSON.stringify(["body", 0, "value"])));
+    assert.ok(
+      body.detail.some((d: { loc: unknown[] }) => JSON.stringify(d.loc) === JSON.stringify(["body", 0, "value"])),
+    );
     assert.ok(body.detail.some((d: { type: string }) => d.type === "extra_forbidden"));
 
     res = await p.api("/v2/api-keys/not-a-uuid", { method: "DELETE" });
     assert.equal(res.status, 422);
     assert.deepEqual((await res.json()).detail[0].loc, ["path", "key_id"]);
 
-    res = await p.api("/v2/secrets", { method: "PUT", json: [{ key: "A", value: "1" }, { key: "A", value: "2" }] });
+    res = await p.api("/v2/secrets", {
+      method: "PUT",
+      json: [
+        { key: "A", value: "1" },
+        { key: "A", value: "2" },
+      ],
+    });
     assert.equal(res.status, 422);
     assert.equal((await res.json()).detail[0].type, "value_error");
   });
@@ -98,10 +123,16 @@ describe("validation error types", () => {
   test("a present value of the wrong type is *_type, an absent one is missing", async (t) => {
     const p = (await startTestPlatform(t))!;
     let res = await p.api("/v2/secrets", { method: "PUT", json: { a: 1 } });
-    assert.deepEqual((await res.json()).detail, [{ loc: ["body"], msg: "Input should be a valid list", type: "list_type" }]);
+    assert.deepEqual((await res.json()).detail, [
+      { loc: ["body"], msg: "Input should be a valid list", type: "list_type" },
+    ]);
     res = await p.api("/v2/secrets", { method: "PUT", json: [{ key: "K" }] });
-    assert.deepEqual((await res.json()).detail, [{ loc: ["body", 0, "value"], msg: "Field required", type: "missing" }]);
+    assert.deepEqual((await res.json()).detail, [
+      { loc: ["body", 0, "value"], msg: "Field required", type: "missing" },
+    ]);
     res = await p.api("/v2/secrets", { method: "PUT", json: [{ key: "K", value: null }] });
-    assert.deepEqual((await res.json()).detail, [{ loc: ["body", 0, "value"], msg: "Input should be a valid string", type: "string_type" }]);
+    assert.deepEqual((await res.json()).detail, [
+      { loc: ["body", 0, "value"], msg: "Input should be a valid string", type: "string_type" },
+    ]);
   });
 });

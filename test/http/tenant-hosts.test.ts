@@ -47,20 +47,36 @@ test("tenant hosts: requests are served by the path-style routes, nothing else o
     ["nobody.localhost", "/console/", "/__wharf/no-such-tenant"],
     ["127.0.0.1:8123", "/console/", "/console/"],
   ];
-  for (const [host, target, want] of table) assert.equal(routedTarget(host, target, "localhost"), want, `${host} ${target}`);
-  assert.equal(tenantOrigin({ kind: "service", sandboxId: ID, port: 80 }, "localhost", "http://127.0.0.1:8123"), `http://svc-80-${ID}.localhost:8123`);
-  assert.equal(tenantOrigin({ kind: "deployment", deploymentId: ID }, "t.example", "https://wharf.example"), `https://dep-${ID}.t.example`);
+  for (const [host, target, want] of table)
+    assert.equal(routedTarget(host, target, "localhost"), want, `${host} ${target}`);
+  assert.equal(
+    tenantOrigin({ kind: "service", sandboxId: ID, port: 80 }, "localhost", "http://127.0.0.1:8123"),
+    `http://svc-80-${ID}.localhost:8123`,
+  );
+  assert.equal(
+    tenantOrigin({ kind: "deployment", deploymentId: ID }, "t.example", "https://wharf.example"),
+    `https://dep-${ID}.t.example`,
+  );
   assert.equal(tenantHostsForApiClients("localhost"), false);
   assert.equal(tenantHostsForApiClients("t.example"), true);
 });
 
 test("tenant hosts: the platform's cookies neither come from nor go to tenant code", () => {
   assert.deepEqual(PLATFORM_COOKIES, [SESSION_COOKIE, "wharf_sandbox_service"]);
-  const set = ["wharf_session=x; Path=/", "__Host-wharf_session=x; Path=/; Secure", "WHARF_SANDBOX_SERVICE=y", "app=1; Path=/"];
+  const set = [
+    "wharf_session=x; Path=/",
+    "__Host-wharf_session=x; Path=/; Secure",
+    "WHARF_SANDBOX_SERVICE=y",
+    "app=1; Path=/",
+  ];
   assert.deepEqual(allowedSetCookies(set, false), ["app=1; Path=/"]);
   assert.deepEqual(allowedSetCookies(set, true), [], "nothing on the console's origin");
-  const head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nSet-Cookie: wharf_session=x\r\nset-cookie: app=1\r\n\r\n";
-  assert.equal(withAllowedSetCookies(head, false), "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nset-cookie: app=1\r\n\r\n");
+  const head =
+    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nSet-Cookie: wharf_session=x\r\nset-cookie: app=1\r\n\r\n";
+  assert.equal(
+    withAllowedSetCookies(head, false),
+    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nset-cookie: app=1\r\n\r\n",
+  );
   assert.equal(withAllowedSetCookies(head, true), "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n");
   const V = "a".repeat(43);
   assert.equal(withoutPlatformCookies(`a=1; wharf_session=${V}; wharf_sandbox_service=t; b=2`), "a=1; b=2");
@@ -70,7 +86,8 @@ test("tenant hosts: the platform's cookies neither come from nor go to tenant co
 
 test("the console's session cookie covers exactly the paths the console calls with it", () => {
   assert.deepEqual(SESSION_COOKIE_PATHS, ["/v2", DATAPLANE_PREFIX, "/console/api"]);
-  for (const tenant of Object.values(TENANT_PATHS)) assert.ok(!SESSION_COOKIE_PATHS.some((p) => tenant.startsWith(p)), tenant);
+  for (const tenant of Object.values(TENANT_PATHS))
+    assert.ok(!SESSION_COOKIE_PATHS.some((p) => tenant.startsWith(p)), tenant);
 });
 
 test("download links on the console's origin: always an attachment, never an active type", () => {
@@ -86,6 +103,10 @@ test("download links on the console's origin: always an attachment, never an act
     ["text/csv", "text/csv"],
   ];
   for (const [asked, served] of table) {
-    assert.deepEqual(consoleOriginDownload({ contentType: asked, disposition: "inline" }), { contentType: served, disposition: "attachment" }, String(asked));
+    assert.deepEqual(
+      consoleOriginDownload({ contentType: asked, disposition: "inline" }),
+      { contentType: served, disposition: "attachment" },
+      String(asked),
+    );
   }
 });

@@ -47,7 +47,11 @@ for (const dialect of DIALECTS) {
       assert.equal(res.status, 401);
 
       const { issueBearerToken } = await import("../../src/identity/bearer-tokens.ts");
-      const { token } = await issueBearerToken(p.ctx.box, { userId: p.bootstrap.userId, workspaceId: p.bootstrap.workspaceId }, -10);
+      const { token } = await issueBearerToken(
+        p.ctx.box,
+        { userId: p.bootstrap.userId, workspaceId: p.bootstrap.workspaceId },
+        -10,
+      );
       res = await fetch(p.url + "/v2/me", { headers: { authorization: `Bearer ${token}` } });
       assert.equal(res.status, 401);
       assert.match((await res.json()).detail, /expired/);
@@ -60,14 +64,26 @@ for (const dialect of DIALECTS) {
       assert.equal(res.status, 201);
       const b = await res.json();
       await p.api("/v2/secrets", { method: "PUT", json: [{ key: "ONLY_IN_A", value: "a" }] });
-      res = await p.api("/v2/secrets", { method: "PUT", json: [{ key: "ONLY_IN_B", value: "b" }], headers: { "x-tenant-id": b.id } });
+      res = await p.api("/v2/secrets", {
+        method: "PUT",
+        json: [{ key: "ONLY_IN_B", value: "b" }],
+        headers: { "x-tenant-id": b.id },
+      });
       assert.equal(res.status, 200);
       const inA = await (await p.api("/v2/secrets")).json();
       const inB = await (await p.api("/v2/secrets", { headers: { "x-tenant-id": b.id } })).json();
-      assert.deepEqual(inA.map((s: { key: string }) => s.key), ["ONLY_IN_A"]);
-      assert.deepEqual(inB.map((s: { key: string }) => s.key), ["ONLY_IN_B"]);
+      assert.deepEqual(
+        inA.map((s: { key: string }) => s.key),
+        ["ONLY_IN_A"],
+      );
+      assert.deepEqual(
+        inB.map((s: { key: string }) => s.key),
+        ["ONLY_IN_B"],
+      );
       // A key created in B sees only B; its secret in A is a 404, not a 403.
-      const keyB = await (await p.api("/v2/api-keys", { method: "POST", json: { name: "b" }, headers: { "x-tenant-id": b.id } })).json();
+      const keyB = await (
+        await p.api("/v2/api-keys", { method: "POST", json: { name: "b" }, headers: { "x-tenant-id": b.id } })
+      ).json();
       res = await fetch(p.url + "/v2/secrets/ONLY_IN_A", { method: "DELETE", headers: { "x-api-key": keyB.key } });
       assert.equal(res.status, 404);
       res = await p.api("/v2/secrets", { headers: { "x-tenant-id": "00000000-0000-7000-8000-000000000000" } });

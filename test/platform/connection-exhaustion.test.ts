@@ -30,7 +30,14 @@ function setOpenFilesLimit(soft: number): void {
 describe("connection exhaustion", () => {
   test("2,500 slowly sent request heads from 50 loopback addresses: an authenticated client is still answered, slow heads are closed after the header timeout", async (t) => {
     const hasPrlimit = spawnSync("prlimit", ["--version"]).status === 0;
-    if (!requireCapability(t, process.platform === "linux" && hasPrlimit, "needs Linux and prlimit (util-linux) to lower this process's descriptor limit")) return;
+    if (
+      !requireCapability(
+        t,
+        process.platform === "linux" && hasPrlimit,
+        "needs Linux and prlimit (util-linux) to lower this process's descriptor limit",
+      )
+    )
+      return;
     const p = await startTestPlatform(t, {
       env: { WHARF_MAX_CONNECTIONS: "300", WHARF_HEADERS_TIMEOUT_MS: "2000" },
     });
@@ -43,7 +50,9 @@ describe("connection exhaustion", () => {
 
     const port = new URL(p.url).port;
     const addresses = Array.from({ length: 50 }, (_, i) => `127.0.0.${i + 2}`);
-    const flood = spawn(process.execPath, [FLOOD, port, addresses.join(","), "50", "15"], { stdio: ["ignore", "pipe", "inherit"] });
+    const flood = spawn(process.execPath, [FLOOD, port, addresses.join(","), "50", "15"], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     t.after(() => flood.kill("SIGKILL"));
     let last: FloodReport = { ms: 0, opened: 0, open: 0, closed: 0, answered408: 0 };
     readline.createInterface({ input: flood.stdout! }).on("line", (l) => (last = JSON.parse(l) as FloodReport));
@@ -65,7 +74,10 @@ describe("connection exhaustion", () => {
 
     // Heads still unfinished after WHARF_HEADERS_TIMEOUT_MS (2 s) are answered 408 and closed.
     assert.ok(await until(() => last.open === 0, 8000), `every slow head was closed: ${JSON.stringify(last)}`);
-    assert.ok(last.answered408 > 0, `some were closed by the header timeout (the rest by the caps): ${JSON.stringify(last)}`);
+    assert.ok(
+      last.answered408 > 0,
+      `some were closed by the header timeout (the rest by the caps): ${JSON.stringify(last)}`,
+    );
     const res = await p.api("/v2/secrets");
     assert.equal(res.status, 200);
   });

@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { uncaughtExceptionVerdict, unhandledRejectionVerdict, type FaultVerdict } from "../../src/platform/fault-policy.ts";
+import {
+  uncaughtExceptionVerdict,
+  unhandledRejectionVerdict,
+  type FaultVerdict,
+} from "../../src/platform/fault-policy.ts";
 import { onChildExit, recentRestarts, type ExitDecision } from "../../src/platform/supervisor.ts";
 
 const withCode = (code: string) => Object.assign(new Error(code), { code });
@@ -19,13 +23,20 @@ describe("uncaughtExceptionVerdict", () => {
     ["a numeric code", Object.assign(new Error("x"), { code: 5 }), "restart"],
     ["null", null, "restart"],
   ];
-  for (const [name, err, want] of cases) test(`${name}: ${want}`, () => assert.equal(uncaughtExceptionVerdict(err), want));
+  for (const [name, err, want] of cases)
+    test(`${name}: ${want}`, () => assert.equal(uncaughtExceptionVerdict(err), want));
 
   test("an unhandled rejection is contained", () => assert.equal(unhandledRejectionVerdict(), "contain"));
 });
 
 describe("onChildExit", () => {
-  const base = { code: null as number | null, signal: null as string | null, stopping: false, wasReady: true, recentRestarts: 0 };
+  const base = {
+    code: null as number | null,
+    signal: null as string | null,
+    stopping: false,
+    wasReady: true,
+    recentRestarts: 0,
+  };
   const cases: Array<[string, Partial<typeof base>, ExitDecision]> = [
     ["a graceful stop ends wharf up with the child's code", { code: 0, stopping: true }, { action: "exit", code: 0 }],
     ["a second signal's exit code passes through", { code: 130, stopping: true }, { action: "exit", code: 130 }],
@@ -36,7 +47,11 @@ describe("onChildExit", () => {
     ["a fault during start-up: restarted", { code: 70, wasReady: false }, { action: "restart", delayMs: 250 }],
     ["killed from elsewhere: restarted", { signal: "SIGKILL" }, { action: "restart", delayMs: 250 }],
     ["exit 1 after it served: restarted", { code: 1 }, { action: "restart", delayMs: 250 }],
-    ["the third restart in a minute waits longer", { code: 70, recentRestarts: 2 }, { action: "restart", delayMs: 1000 }],
+    [
+      "the third restart in a minute waits longer",
+      { code: 70, recentRestarts: 2 },
+      { action: "restart", delayMs: 1000 },
+    ],
     ["a crash loop waits at most 30 s", { code: 70, recentRestarts: 50 }, { action: "restart", delayMs: 30_000 }],
   ];
   for (const [name, e, want] of cases) test(name, () => assert.deepEqual(onChildExit({ ...base, ...e }), want));

@@ -20,7 +20,11 @@ const alive = (pid: number) => {
     return false;
   }
 };
-const openFiles = (pid: number) => /Max open files\s+(\d+)\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/limits`, "utf8"))!.slice(1).map(Number);
+const openFiles = (pid: number) =>
+  /Max open files\s+(\d+)\s+(\d+)/
+    .exec(fs.readFileSync(`/proc/${pid}/limits`, "utf8"))!
+    .slice(1)
+    .map(Number);
 
 async function until<T>(what: string, ms: number, probe: () => T | null | undefined | false): Promise<T> {
   const end = Date.now() + ms;
@@ -40,7 +44,14 @@ describe("wharf up supervises the platform", () => {
     // Started with a low soft limit on descriptors, as a login shell's 1024 would be.
     const up = spawn("sh", ["-c", `ulimit -Sn 1024 && exec "${process.execPath}" "${WHARF_BIN}" up`], {
       cwd: tempHome("wharf-supervisor-"),
-      env: { ...process.env, WHARF_PORT: port, WHARF_SANDBOX_DRIVER: "none", WHARF_EXAMPLE_PROJECT: "off", WHARF_AGENT_PROJECT: "off", WHARF_LOG_LEVEL: "info" },
+      env: {
+        ...process.env,
+        WHARF_PORT: port,
+        WHARF_SANDBOX_DRIVER: "none",
+        WHARF_EXAMPLE_PROJECT: "off",
+        WHARF_AGENT_PROJECT: "off",
+        WHARF_LOG_LEVEL: "info",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
@@ -74,7 +85,13 @@ describe("wharf up supervises the platform", () => {
     const port = String(await freePort());
     const up = spawn(process.execPath, [WHARF_BIN, "up"], {
       cwd: tempHome("wharf-supervisor-"),
-      env: { ...process.env, WHARF_PORT: port, WHARF_SANDBOX_DRIVER: "none", WHARF_EXAMPLE_PROJECT: "off", WHARF_AGENT_PROJECT: "off" },
+      env: {
+        ...process.env,
+        WHARF_PORT: port,
+        WHARF_SANDBOX_DRIVER: "none",
+        WHARF_EXAMPLE_PROJECT: "off",
+        WHARF_AGENT_PROJECT: "off",
+      },
       stdio: ["ignore", "ignore", "ignore"],
     });
     t.after(() => up.kill("SIGKILL"));

@@ -47,7 +47,11 @@ describe("abandoned downloads", () => {
     }
     await new Promise((r) => setTimeout(r, 500));
 
-    assert.deepEqual(uncaught.map((e) => String(e)), [], "nothing was thrown outside a request");
+    assert.deepEqual(
+      uncaught.map((e) => String(e)),
+      [],
+      "nothing was thrown outside a request",
+    );
     const again = await p.api("/v2/sandboxes/boxes/dl");
     assert.equal(again.status, 200);
     assert.equal(((await again.json()) as { status: string }).status, "ready");

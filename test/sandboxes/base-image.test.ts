@@ -29,14 +29,23 @@ describe("sandbox base image", () => {
       g.slaves.map((s) => s.name),
       ["awk.1.gz", "nawk"],
     );
-    assert.deepEqual(g.choices[1], { path: "/usr/bin/mawk", priority: 5, slaves: ["/usr/share/man/man1/mawk.1.gz", "/usr/bin/mawk"] });
+    assert.deepEqual(g.choices[1], {
+      path: "/usr/bin/mawk",
+      priority: 5,
+      slaves: ["/usr/share/man/man1/mawk.1.gz", "/usr/bin/mawk"],
+    });
     const cases: Array<[present: string[], host: string | null, want: string | null]> = [
       [["/usr/bin/gawk", "/usr/bin/mawk"], "/usr/bin/mawk", "/usr/bin/mawk"], // the host's choice wins when present
       [["/usr/bin/mawk"], "/usr/bin/gawk", "/usr/bin/mawk"], // else the best one present
       [["/usr/bin/gawk", "/usr/bin/mawk"], null, "/usr/bin/gawk"],
       [[], "/usr/bin/gawk", null],
     ];
-    for (const [present, host, want] of cases) assert.equal(pickChoice(g, (p) => present.includes(p), host)?.path ?? null, want, JSON.stringify({ present, host }));
+    for (const [present, host, want] of cases)
+      assert.equal(
+        pickChoice(g, (p) => present.includes(p), host)?.path ?? null,
+        want,
+        JSON.stringify({ present, host }),
+      );
     assert.equal(parseAlternativeGroup("x", "auto\n"), null);
   });
 
@@ -65,7 +74,21 @@ describe("sandbox base image", () => {
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.equal(r.body.exit_code, 0, r.body.stderr);
     const out: string = r.body.stdout;
-    for (const want of ["awk:b", "hi", "git version", "\nm\n", "py ok", "pip", "venv ok", "node function", "curl", "certs ok", "443", "user\n/home/user"]) assert.ok(out.includes(want), `missing ${JSON.stringify(want)} in:\n${out}\n${r.body.stderr}`);
+    for (const want of [
+      "awk:b",
+      "hi",
+      "git version",
+      "\nm\n",
+      "py ok",
+      "pip",
+      "venv ok",
+      "node function",
+      "curl",
+      "certs ok",
+      "443",
+      "user\n/home/user",
+    ])
+      assert.ok(out.includes(want), `missing ${JSON.stringify(want)} in:\n${out}\n${r.body.stderr}`);
     const found = Number(/found:(\d+)/.exec(out)?.[1]);
     assert.ok(found >= 8, `which found only ${found} of the tools:\n${out}`);
   });

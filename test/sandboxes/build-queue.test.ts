@@ -27,7 +27,10 @@ test("the snapshot build queue runs at most its limit at once, in order, and sur
       ),
     );
     assert.equal(peak, Math.min(limit, jobs));
-    assert.equal(results.filter((r) => r.status === "rejected").length, Array.from({ length: jobs }, (_, i) => i).filter((i) => i % 3 === 1).length);
+    assert.equal(
+      results.filter((r) => r.status === "rejected").length,
+      Array.from({ length: jobs }, (_, i) => i).filter((i) => i % 3 === 1).length,
+    );
     assert.equal(q.ahead, 0);
     if (limit === 1) assert.deepEqual(order, [0, 1, 2, 3]);
   }
@@ -43,7 +46,8 @@ function header(type: string, size: number): Buffer {
 
 test("tar scanning finds sparse entries (GNU and PAX) wherever chunks split, and counts bytes", () => {
   const file = Buffer.concat([header("0", 600), Buffer.alloc(1024)]);
-  const pax = (text: string) => Buffer.concat([header("x", text.length), Buffer.from(text), Buffer.alloc(512 - text.length)]);
+  const pax = (text: string) =>
+    Buffer.concat([header("x", text.length), Buffer.from(text), Buffer.alloc(512 - text.length)]);
   const cases: Array<[string, Buffer, boolean]> = [
     ["plain file", file, false],
     ["GNU sparse", Buffer.concat([header("S", 0), file]), true],

@@ -11,7 +11,12 @@ interface Msg {
 }
 
 /** Opens the execute WebSocket and collects messages until `until` says stop or the socket closes. */
-function wsSession(url: string, apiKey: string, first: unknown, until: (m: Msg, all: Msg[]) => boolean = () => false): Promise<{ msgs: Msg[]; ws: WebSocket; closed: Promise<void> }> {
+function wsSession(
+  url: string,
+  apiKey: string,
+  first: unknown,
+  until: (m: Msg, all: Msg[]) => boolean = () => false,
+): Promise<{ msgs: Msg[]; ws: WebSocket; closed: Promise<void> }> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url.replace(/^http/, "ws") + "/execute/ws", { headers: { "X-Api-Key": apiKey } });
     const msgs: Msg[] = [];
@@ -28,7 +33,11 @@ function wsSession(url: string, apiKey: string, first: unknown, until: (m: Msg, 
   });
 }
 
-const text = (msgs: Msg[], type: string) => msgs.filter((m) => m.type === type).map((m) => m.data).join("");
+const text = (msgs: Msg[], type: string) =>
+  msgs
+    .filter((m) => m.type === type)
+    .map((m) => m.data)
+    .join("");
 
 describe("sandbox data plane", () => {
   test("WebSocket exec streams with offsets; a dropped client reconnects without losing output; kill and input work", async (t) => {
@@ -37,7 +46,12 @@ describe("sandbox data plane", () => {
     const box = await p.create({ name: "ws" });
     // Streams, then gets dropped after the first chunk.
     const script = 'for i in 1 2 3 4 5 6; do echo "line $i"; sleep 0.1; done; echo done >&2; exit 7';
-    const a = await wsSession(box.dataplane_url, p.apiKey, { type: "execute", command: script, timeout_seconds: 30 }, (m) => m.type === "stdout");
+    const a = await wsSession(
+      box.dataplane_url,
+      p.apiKey,
+      { type: "execute", command: script, timeout_seconds: 30 },
+      (m) => m.type === "stdout",
+    );
     assert.equal(a.msgs[0].type, "started");
     const commandId = a.msgs[0].command_id;
     assert.ok(a.msgs[0].pid > 0);
@@ -46,7 +60,12 @@ describe("sandbox data plane", () => {
     a.ws.terminate();
     await a.closed;
     await new Promise((r) => setTimeout(r, 250));
-    const b = await wsSession(box.dataplane_url, p.apiKey, { type: "reconnect", command_id: commandId, stdout_offset: offset, stderr_offset: 0 }, (m) => m.type === "exit");
+    const b = await wsSession(
+      box.dataplane_url,
+      p.apiKey,
+      { type: "reconnect", command_id: commandId, stdout_offset: offset, stderr_offset: 0 },
+      (m) => m.type === "exit",
+    );
     assert.equal(b.msgs[0].type, "started");
     assert.equal(seen + text(b.msgs, "stdout"), "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n");
     const firstResumed = b.msgs.find((m) => m.type === "stdout");
@@ -55,15 +74,29 @@ describe("sandbox data plane", () => {
     assert.deepEqual(b.msgs.at(-1), { type: "exit", exit_code: 7 });
 
     // stdin and kill.
-    const c = await wsSession(box.dataplane_url, p.apiKey, { type: "execute", command: "read x; echo got:$x; sleep 60" }, (m) => m.type === "stdout" || m.type === "started");
+    const c = await wsSession(
+      box.dataplane_url,
+      p.apiKey,
+      { type: "execute", command: "read x; echo got:$x; sleep 60" },
+      (m) => m.type === "stdout" || m.type === "started",
+    );
     c.ws.send(JSON.stringify({ type: "input", data: "hello\n" }));
-    await new Promise<void>((resolve) => c.ws.on("message", (d) => JSON.parse(d.toString()).type === "stdout" && resolve()));
+    await new Promise<void>((resolve) =>
+      c.ws.on("message", (d) => JSON.parse(d.toString()).type === "stdout" && resolve()),
+    );
     c.ws.send(JSON.stringify({ type: "kill" }));
-    const exit = await new Promise<Msg>((resolve) => c.ws.on("message", (d) => JSON.parse(d.toString()).type === "exit" && resolve(JSON.parse(d.toString()))));
+    const exit = await new Promise<Msg>((resolve) =>
+      c.ws.on("message", (d) => JSON.parse(d.toString()).type === "exit" && resolve(JSON.parse(d.toString()))),
+    );
     assert.ok(exit.exit_code === 137 || exit.exit_code === 128 + 9, `exit ${exit.exit_code}`);
 
     // Unknown command id.
-    const d = await wsSession(box.dataplane_url, p.apiKey, { type: "reconnect", command_id: "nope" }, (m) => m.type === "error");
+    const d = await wsSession(
+      box.dataplane_url,
+      p.apiKey,
+      { type: "reconnect", command_id: "nope" },
+      (m) => m.type === "error",
+    );
     assert.equal(d.msgs[0].error_type, "CommandNotFound");
     // Wrong key: the upgrade is refused.
     await assert.rejects(wsSession(box.dataplane_url, "wrong", { type: "execute", command: "true" }), /401/);
@@ -76,27 +109,43 @@ describe("sandbox data plane", () => {
     const payload = Buffer.from("0123456789".repeat(1000));
     const form = new FormData();
     form.set("file", new Blob([payload]), "data.bin");
-    let res = await fetch(`${box.dataplane_url}/upload?path=${encodeURIComponent("dir/sub/data.bin")}`, { method: "POST", headers: { "x-api-key": p.apiKey }, body: form });
+    let res = await fetch(`${box.dataplane_url}/upload?path=${encodeURIComponent("dir/sub/data.bin")}`, {
+      method: "POST",
+      headers: { "x-api-key": p.apiKey },
+      body: form,
+    });
     assert.equal(res.status, 200);
     const r = await p.exec(box, "wc -c < /home/user/dir/sub/data.bin; stat -c %U /home/user/dir/sub/data.bin");
     assert.equal(r.body.stdout, "10000\nuser\n");
-    res = await fetch(`${box.dataplane_url}/download?path=/home/user/dir/sub/data.bin`, { headers: { "x-api-key": p.apiKey } });
+    res = await fetch(`${box.dataplane_url}/download?path=/home/user/dir/sub/data.bin`, {
+      headers: { "x-api-key": p.apiKey },
+    });
     assert.equal(res.status, 200);
     assert.deepEqual(Buffer.from(await res.arrayBuffer()), payload);
-    res = await fetch(`${box.dataplane_url}/download?path=dir/sub/data.bin`, { headers: { "x-api-key": p.apiKey, range: "bytes=5-14" } });
+    res = await fetch(`${box.dataplane_url}/download?path=dir/sub/data.bin`, {
+      headers: { "x-api-key": p.apiKey, range: "bytes=5-14" },
+    });
     assert.equal(res.status, 206);
     assert.equal(res.headers.get("content-range"), "bytes 5-14/10000");
     assert.equal(await res.text(), "5678901234");
-    res = await fetch(`${box.dataplane_url}/download?path=dir/sub/data.bin`, { headers: { "x-api-key": p.apiKey, range: "bytes=-3" } });
+    res = await fetch(`${box.dataplane_url}/download?path=dir/sub/data.bin`, {
+      headers: { "x-api-key": p.apiKey, range: "bytes=-3" },
+    });
     assert.equal(await res.text(), "789");
     res = await fetch(`${box.dataplane_url}/download?path=/nope`, { headers: { "x-api-key": p.apiKey } });
     assert.equal(res.status, 404);
     assert.equal((await res.json()).detail.error, "FileNotFound");
-    res = await fetch(`${box.dataplane_url}/download?path=/etc/shadow-does-not-exist`, { headers: { "x-api-key": p.apiKey } });
+    res = await fetch(`${box.dataplane_url}/download?path=/etc/shadow-does-not-exist`, {
+      headers: { "x-api-key": p.apiKey },
+    });
     assert.equal(res.status, 404);
     const form2 = new FormData();
     form2.set("file", new Blob(["x"]), "x");
-    res = await fetch(`${box.dataplane_url}/upload?path=/usr/bin/evil`, { method: "POST", headers: { "x-api-key": p.apiKey }, body: form2 });
+    res = await fetch(`${box.dataplane_url}/upload?path=/usr/bin/evil`, {
+      method: "POST",
+      headers: { "x-api-key": p.apiKey },
+      body: form2,
+    });
     assert.equal(res.status, 403);
     assert.equal((await res.json()).detail.error, "WriteError");
     res = await fetch(`${box.dataplane_url}/download?path=/home/user/dir`, { headers: { "x-api-key": p.apiKey } });
@@ -117,7 +166,11 @@ describe("sandbox data plane", () => {
       const form = new FormData();
       form.set("note", "a field before the file is drained");
       form.set("file", new Blob([data as Uint8Array<ArrayBuffer>]), "f.bin");
-      return fetch(`${box.dataplane_url}/upload?path=${encodeURIComponent(path)}`, { method: "POST", headers: { "x-api-key": p.apiKey }, body: form });
+      return fetch(`${box.dataplane_url}/upload?path=${encodeURIComponent(path)}`, {
+        method: "POST",
+        headers: { "x-api-key": p.apiKey },
+        body: form,
+      });
     };
     // 12 MiB: more than WHARF_BODY_LIMIT_BYTES (10 MiB), streamed into the sandbox.
     const big = crypto.randomBytes(12 * 1024 * 1024);
@@ -132,15 +185,27 @@ describe("sandbox data plane", () => {
     assert.equal(res.status, 413, await res.clone().text());
     assert.equal((await res.json()).detail.error, "WriteError");
     r = await p.exec(box, "sha256sum < data/big.bin | cut -d' ' -f1; ls -A data");
-    assert.equal(r.body.stdout, `${crypto.createHash("sha256").update(big).digest("hex")}\nbig.bin\n`, "no temporary file left behind");
+    assert.equal(
+      r.body.stdout,
+      `${crypto.createHash("sha256").update(big).digest("hex")}\nbig.bin\n`,
+      "no temporary file left behind",
+    );
 
     // A form without the file field is a 422; so is a body that is not multipart.
     const noFile = new FormData();
     noFile.set("other", "x");
-    res = await fetch(`${box.dataplane_url}/upload?path=x`, { method: "POST", headers: { "x-api-key": p.apiKey }, body: noFile });
+    res = await fetch(`${box.dataplane_url}/upload?path=x`, {
+      method: "POST",
+      headers: { "x-api-key": p.apiKey },
+      body: noFile,
+    });
     assert.equal(res.status, 422);
     assert.deepEqual((await res.json()).detail[0].loc, ["body", "file"]);
-    res = await fetch(`${box.dataplane_url}/upload?path=x`, { method: "POST", headers: { "x-api-key": p.apiKey, "content-type": "application/json" }, body: "{}" });
+    res = await fetch(`${box.dataplane_url}/upload?path=x`, {
+      method: "POST",
+      headers: { "x-api-key": p.apiKey, "content-type": "application/json" },
+      body: "{}",
+    });
     assert.equal(res.status, 422);
 
     // The client goes away halfway through the file: nothing is committed, nothing is left over.
@@ -149,7 +214,9 @@ describe("sandbox data plane", () => {
     const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="cut.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`;
     const socket = net.connect(Number(url.port), url.hostname);
     await new Promise((resolve) => socket.once("connect", resolve));
-    socket.write(`POST ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nX-Api-Key: ${p.apiKey}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${head.length + 4 * 1024 * 1024}\r\n\r\n${head}`);
+    socket.write(
+      `POST ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nX-Api-Key: ${p.apiKey}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${head.length + 4 * 1024 * 1024}\r\n\r\n${head}`,
+    );
     socket.write(Buffer.alloc(1024 * 1024, 1));
     await new Promise((resolve) => setTimeout(resolve, 300));
     socket.destroy();
@@ -162,7 +229,10 @@ describe("sandbox data plane", () => {
     const p = await startSandboxPlatform(t);
     if (!p) return;
     const box = await p.create({ name: "origin" });
-    await p.exec(box, "mkdir -p ~/proj && echo v1 > ~/proj/a.txt && echo tmp > /tmp/t && rm /home/user/../user/proj/a.txt && echo v2 > ~/proj/b.txt");
+    await p.exec(
+      box,
+      "mkdir -p ~/proj && echo v1 > ~/proj/a.txt && echo tmp > /tmp/t && rm /home/user/../user/proj/a.txt && echo v2 > ~/proj/b.txt",
+    );
     let res = await p.api("/v2/sandboxes/boxes/origin/snapshot", { method: "POST", json: { name: "proj" } });
     assert.equal(res.status, 201);
     const snap = await res.json();

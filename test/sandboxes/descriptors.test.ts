@@ -58,9 +58,12 @@ describe("out of descriptors", () => {
   });
 
   test("a process at its descriptor limit is not taken for gone", (t) => {
-    if (process.platform !== "linux" || spawnSync("prlimit", ["--version"]).status !== 0) return t.skip("needs Linux and prlimit");
+    if (process.platform !== "linux" || spawnSync("prlimit", ["--version"]).status !== 0)
+      return t.skip("needs Linux and prlimit");
     const fixture = new URL("./fixtures/proc-at-fd-limit.ts", import.meta.url).pathname;
-    const r = spawnSync("prlimit", ["--nofile=256:256", process.execPath, "--import", "tsx", fixture], { encoding: "utf8" });
+    const r = spawnSync("prlimit", ["--nofile=256:256", process.execPath, "--import", "tsx", fixture], {
+      encoding: "utf8",
+    });
     assert.equal(r.status, 0, r.stderr);
     const out = JSON.parse(r.stdout.trim().split("\n").pop()!) as { held: number; answer: string; afterwards: boolean };
     assert.ok(out.held > 0);

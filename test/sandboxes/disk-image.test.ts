@@ -8,7 +8,10 @@ test("disk images: fs_capacity_bytes is a hard limit; files survive stop/start; 
   const p = await startSandboxPlatform(t, { env: { WHARF_SANDBOX_DISK: "image", WHARF_SANDBOX_WARM_POOL: "0" } });
   if (!p) return;
   // Only loop devices backed by this platform's files: other tests may run sandboxes meanwhile.
-  const ownLoops = () => execFileSync("losetup", ["-a"], { encoding: "utf8" }).split("\n").filter((l) => l.includes(`(${p.home}/`)).length;
+  const ownLoops = () =>
+    execFileSync("losetup", ["-a"], { encoding: "utf8" })
+      .split("\n")
+      .filter((l) => l.includes(`(${p.home}/`)).length;
   const loopsBefore = ownLoops();
   const box = await p.create({ name: "disk", fs_capacity_bytes: 64 * 1024 * 1024 });
   let r = await p.exec(box, "echo keep > ~/a.txt; dd if=/dev/zero of=~/big bs=1M count=200 2>&1; rm -f ~/big");
@@ -27,7 +30,8 @@ test("disk images: fs_capacity_bytes is a hard limit; files survive stop/start; 
   assert.equal((await res.json()).status, "ready");
   const copy = await p.create({ name: "copy", snapshot_name: "from-running" });
   assert.equal((await p.exec(copy, "cat ~/a.txt; stat -c %s ~/ten")).body.stdout, "keep\n10000000\n");
-  for (const n of ["disk", "copy"]) assert.equal((await p.api(`/v2/sandboxes/boxes/${n}`, { method: "DELETE" })).status, 204);
+  for (const n of ["disk", "copy"])
+    assert.equal((await p.api(`/v2/sandboxes/boxes/${n}`, { method: "DELETE" })).status, 204);
   // Loop devices go away with the sandboxes' mount namespaces.
   const loopsAfter = ownLoops();
   assert.ok(loopsAfter <= loopsBefore, `loop devices leaked: ${loopsBefore} before, ${loopsAfter} after`);

@@ -9,7 +9,9 @@ test("a holder that dies before it reads its gate word costs the platform no unc
   process.on("uncaughtException", record);
   try {
     // The holder's descriptors as the drivers open them; this one never reads fd 5 and exits.
-    const child = spawn("/usr/bin/perl", ["-e", "select(undef, undef, undef, 0.2); exit 3"], { stdio: ["ignore", "ignore", "pipe", "ignore", "pipe", "pipe"] });
+    const child = spawn("/usr/bin/perl", ["-e", "select(undef, undef, undef, 0.2); exit 3"], {
+      stdio: ["ignore", "ignore", "pipe", "ignore", "pipe", "pipe"],
+    });
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     releaseHolder(child);
     assert.equal(await exited, 3);
@@ -18,5 +20,8 @@ test("a holder that dies before it reads its gate word costs the platform no unc
   } finally {
     process.off("uncaughtException", record);
   }
-  assert.deepEqual(uncaught.map((e) => e.message), []);
+  assert.deepEqual(
+    uncaught.map((e) => e.message),
+    [],
+  );
 });

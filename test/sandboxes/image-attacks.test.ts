@@ -13,7 +13,11 @@ import { startSandboxPlatform, type SandboxPlatform } from "./support.ts";
 const MiB = 1024 ** 2;
 
 function tools(t: TestContext): boolean {
-  return requireCapability(t, onPath("skopeo") && onPath("umoci") && onPath("docker-registry"), "snapshots from images need skopeo, umoci and docker-registry (scripts/setup-host.sh)");
+  return requireCapability(
+    t,
+    onPath("skopeo") && onPath("umoci") && onPath("docker-registry"),
+    "snapshots from images need skopeo, umoci and docker-registry (scripts/setup-host.sh)",
+  );
 }
 
 function workDir(t: TestContext, procs: ChildProcess[]): string {
@@ -26,8 +30,16 @@ function workDir(t: TestContext, procs: ChildProcess[]): string {
 }
 
 /** Creates an image snapshot and waits for it to leave `building`. */
-async function snapshot(p: SandboxPlatform, name: string, image: string, capacity = 1 << 30): Promise<{ id: string; status: string; status_message: string | null }> {
-  const res = await p.api("/v2/sandboxes/snapshots", { method: "POST", json: { name, docker_image: image, fs_capacity_bytes: capacity } });
+async function snapshot(
+  p: SandboxPlatform,
+  name: string,
+  image: string,
+  capacity = 1 << 30,
+): Promise<{ id: string; status: string; status_message: string | null }> {
+  const res = await p.api("/v2/sandboxes/snapshots", {
+    method: "POST",
+    json: { name, docker_image: image, fs_capacity_bytes: capacity },
+  });
   assert.equal(res.status, 201, await res.clone().text());
   const { id } = await res.json();
   for (let i = 0; i < 600; i++) {
@@ -40,7 +52,14 @@ async function snapshot(p: SandboxPlatform, name: string, image: string, capacit
 
 /** A fake registry whose every answer sends the client to `realm` for a token (an internal URL). */
 async function bearerRealmRegistry(t: TestContext, host: string, realm: string): Promise<number> {
-  const server = http.createServer((_req, res) => res.writeHead(401, { "www-authenticate": `Bearer realm="${realm}",service="x",scope="repository:x:pull"`, "docker-distribution-api-version": "registry/2.0" }).end());
+  const server = http.createServer((_req, res) =>
+    res
+      .writeHead(401, {
+        "www-authenticate": `Bearer realm="${realm}",service="x",scope="repository:x:pull"`,
+        "docker-distribution-api-version": "registry/2.0",
+      })
+      .end(),
+  );
   await new Promise<void>((r) => server.listen(0, host, r));
   t.after(() => new Promise<void>((r) => server.close(() => r())));
   return (server.address() as AddressInfo).port;
@@ -56,7 +75,13 @@ describe("image pulls under the egress address policy", () => {
     const layout = buildImage(dir);
     const reg = await startRegistry(path.join(dir, "reg"));
     procs.push(reg.proc);
-    execFileSync("skopeo", ["copy", "--quiet", "--dest-tls-verify=false", `oci:${layout}:t`, `docker://127.0.0.1:${reg.port}/small:1`]);
+    execFileSync("skopeo", [
+      "copy",
+      "--quiet",
+      "--dest-tls-verify=false",
+      `oci:${layout}:t`,
+      `docker://127.0.0.1:${reg.port}/small:1`,
+    ]);
     const closed = await freePort();
 
     const open = await snapshot(p, "open", `127.0.0.1:${reg.port}/small:1`);
@@ -65,7 +90,10 @@ describe("image pulls under the egress address policy", () => {
       assert.equal(s.status, "failed");
       assert.match(String(s.status_message), /egress policy.*WHARF_EGRESS_ALLOW_INTERNAL/);
     }
-    assert.equal(open.status_message!.replace(String(reg.port), "PORT"), shut.status_message!.replace(String(closed), "PORT"));
+    assert.equal(
+      open.status_message!.replace(String(reg.port), "PORT"),
+      shut.status_message!.replace(String(closed), "PORT"),
+    );
     const local = await snapshot(p, "localhost", `localhost:${reg.port}/small:1`);
     assert.match(String(local.status_message), /egress policy/);
 
@@ -77,7 +105,11 @@ describe("image pulls under the egress address policy", () => {
     });
     await new Promise<void>((r) => realm.listen(0, "127.0.0.1", r));
     t.after(() => new Promise<void>((r) => realm.close(() => r())));
-    const regPort = await bearerRealmRegistry(t, "127.0.0.2", `http://127.0.0.1:${(realm.address() as AddressInfo).port}/token`);
+    const regPort = await bearerRealmRegistry(
+      t,
+      "127.0.0.2",
+      `http://127.0.0.1:${(realm.address() as AddressInfo).port}/token`,
+    );
     const allowed = await startSandboxPlatform(t, { platformEnv: { WHARF_EGRESS_ALLOW_INTERNAL: "127.0.0.2/32" } });
     const viaRealm = await snapshot(allowed!, "realm", `127.0.0.2:${regPort}/x:1`);
     assert.equal(viaRealm.status, "failed");
@@ -94,8 +126,16 @@ describe("image pulls under the egress address policy", () => {
     const layout = buildImage(dir, (root) => fs.writeFileSync(path.join(root, "zeros"), Buffer.alloc(200 * MiB)));
     const reg = await startRegistry(path.join(dir, "reg"));
     procs.push(reg.proc);
-    execFileSync("skopeo", ["copy", "--quiet", "--dest-tls-verify=false", `oci:${layout}:t`, `docker://127.0.0.1:${reg.port}/bomb:1`]);
-    const builds = await Promise.all(["a", "b", "c"].map((n) => snapshot(p, `bomb-${n}`, `127.0.0.1:${reg.port}/bomb:1`, 64 * MiB)));
+    execFileSync("skopeo", [
+      "copy",
+      "--quiet",
+      "--dest-tls-verify=false",
+      `oci:${layout}:t`,
+      `docker://127.0.0.1:${reg.port}/bomb:1`,
+    ]);
+    const builds = await Promise.all(
+      ["a", "b", "c"].map((n) => snapshot(p, `bomb-${n}`, `127.0.0.1:${reg.port}/bomb:1`, 64 * MiB)),
+    );
     for (const s of builds) {
       assert.equal(s.status, "failed");
       assert.match(String(s.status_message), /fs_capacity_bytes/);

@@ -18,12 +18,21 @@ const MiB = 1024 ** 2;
  * snapshot's capacity allows (the registry is hostile: what it serves would fill the platform's
  * disk before the unpacked size is ever checked). It counts the bytes it manages to send.
  */
-async function hostileRegistry(layerBytes: number): Promise<{ port: number; sent: () => number; close: () => Promise<void> }> {
+async function hostileRegistry(
+  layerBytes: number,
+): Promise<{ port: number; sent: () => number; close: () => Promise<void> }> {
   const chunk = crypto.randomBytes(MiB);
   const layerHash = crypto.createHash("sha256");
   for (let i = 0; i < layerBytes / MiB; i++) layerHash.update(chunk);
   const layerDigest = `sha256:${layerHash.digest("hex")}`;
-  const config = Buffer.from(JSON.stringify({ architecture: process.arch === "arm64" ? "arm64" : "amd64", os: "linux", rootfs: { type: "layers", diff_ids: [layerDigest] }, config: {} }));
+  const config = Buffer.from(
+    JSON.stringify({
+      architecture: process.arch === "arm64" ? "arm64" : "amd64",
+      os: "linux",
+      rootfs: { type: "layers", diff_ids: [layerDigest] },
+      config: {},
+    }),
+  );
   const configDigest = `sha256:${crypto.createHash("sha256").update(config).digest("hex")}`;
   const manifest = Buffer.from(
     JSON.stringify({
@@ -43,11 +52,17 @@ async function hostileRegistry(layerBytes: number): Promise<{ port: number; sent
       sent += data.length;
       res.end(data);
     };
-    if (url === "/v2/" || url === "/v2") return void res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    if (/^\/v2\/big\/manifests\/(1|sha256:[0-9a-f]+)$/.test(url)) return body("application/vnd.oci.image.manifest.v1+json", manifest, manifestDigest);
+    if (url === "/v2/" || url === "/v2")
+      return void res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    if (/^\/v2\/big\/manifests\/(1|sha256:[0-9a-f]+)$/.test(url))
+      return body("application/vnd.oci.image.manifest.v1+json", manifest, manifestDigest);
     if (url === `/v2/big/blobs/${configDigest}`) return body("application/octet-stream", config, configDigest);
     if (url === `/v2/big/blobs/${layerDigest}`) {
-      res.writeHead(200, { "content-type": "application/octet-stream", "content-length": layerBytes, "docker-content-digest": layerDigest });
+      res.writeHead(200, {
+        "content-type": "application/octet-stream",
+        "content-length": layerBytes,
+        "docker-content-digest": layerDigest,
+      });
       if (req.method === "HEAD") return void res.end();
       let i = 0;
       const more = () => {
@@ -73,7 +88,14 @@ async function hostileRegistry(layerBytes: number): Promise<{ port: number; sent
 
 test("an image whose compressed download passes what the snapshot's capacity allows is cut off while downloading", async (t) => {
   if (!requireCapability(t, isRoot(), "image pulls run in a network namespace of their own (root)")) return;
-  if (!requireCapability(t, onPath("skopeo") && onPath("umoci"), "snapshots from images need skopeo and umoci (scripts/setup-host.sh)")) return;
+  if (
+    !requireCapability(
+      t,
+      onPath("skopeo") && onPath("umoci"),
+      "snapshots from images need skopeo and umoci (scripts/setup-host.sh)",
+    )
+  )
+    return;
   const capacity = 16 * MiB;
   const layer = 256 * MiB;
   const registry = await hostileRegistry(layer);
@@ -81,13 +103,31 @@ test("an image whose compressed download passes what the snapshot's capacity all
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-pull-bound-"));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   // The operator allows this loopback registry: only the size is at stake here.
-  const policy = outboundPolicy({ WHARF_EGRESS_HOSTS: "", WHARF_EGRESS_ALLOW_INTERNAL: ["127.0.0.1/32"], WHARF_EGRESS_SYSTEM_DNS: false });
+  const policy = outboundPolicy({
+    WHARF_EGRESS_HOSTS: "",
+    WHARF_EGRESS_ALLOW_INTERNAL: ["127.0.0.1/32"],
+    WHARF_EGRESS_SYSTEM_DNS: false,
+  });
   const started = performance.now();
-  await assert.rejects(pullImage({ image: `127.0.0.1:${registry.port}/big:1`, dest: path.join(dir, "img"), insecure: true, policy, capacityBytes: capacity }), /download passed \d+ bytes and was cut/);
+  await assert.rejects(
+    pullImage({
+      image: `127.0.0.1:${registry.port}/big:1`,
+      dest: path.join(dir, "img"),
+      insecure: true,
+      policy,
+      capacityBytes: capacity,
+    }),
+    /download passed \d+ bytes and was cut/,
+  );
   const bound = pullBound(capacity);
   // What left the registry: the bound, plus what was in flight in socket buffers when it was cut.
-  assert.ok(registry.sent() < bound + 16 * MiB, `the registry sent ${Math.round(registry.sent() / MiB)} MiB for a bound of ${Math.round(bound / MiB)} MiB`);
-  console.log(`cut after ${Math.round(registry.sent() / MiB)} MiB of a ${layer / MiB} MiB layer (bound ${Math.round(bound / MiB)} MiB) in ${Math.round(performance.now() - started)} ms`);
+  assert.ok(
+    registry.sent() < bound + 16 * MiB,
+    `the registry sent ${Math.round(registry.sent() / MiB)} MiB for a bound of ${Math.round(bound / MiB)} MiB`,
+  );
+  console.log(
+    `cut after ${Math.round(registry.sent() / MiB)} MiB of a ${layer / MiB} MiB layer (bound ${Math.round(bound / MiB)} MiB) in ${Math.round(performance.now() - started)} ms`,
+  );
   // Nothing of the pull is left behind.
   assert.deepEqual(fs.readdirSync(dir), []);
 });

@@ -14,15 +14,21 @@ import { startSandboxPlatform } from "./support.ts";
  * A GET of a URL on a tenant host (`*.localhost`, which browsers resolve to loopback and Node does
  * not): sent to the loopback address with the URL's host as the Host header.
  */
-function getViaLoopback(url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+function getViaLoopback(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: "127.0.0.1", port: u.port, path: u.pathname + u.search, headers: { ...headers, host: u.host } }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (d) => (body += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
+    const req = http.get(
+      { host: "127.0.0.1", port: u.port, path: u.pathname + u.search, headers: { ...headers, host: u.host } },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (d) => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
     req.on("error", reject);
   });
 }
@@ -84,17 +90,32 @@ describe("the langsmith sandbox client against Wharf", () => {
     assert.equal(limited.truncated, true);
 
     const all = await sb.grep("needle", "/home/user/proj");
-    assert.deepEqual(all.matches.map((m) => `${m.path}:${m.line}:${m.text}`).sort(), ["/home/user/proj/src/a.py:2:print('needle one')", "/home/user/proj/src/b.ts:1:const x = 'needle two';", "/home/user/proj/src/deep/c.py:1:# needle three"]);
+    assert.deepEqual(all.matches.map((m) => `${m.path}:${m.line}:${m.text}`).sort(), [
+      "/home/user/proj/src/a.py:2:print('needle one')",
+      "/home/user/proj/src/b.ts:1:const x = 'needle two';",
+      "/home/user/proj/src/deep/c.py:1:# needle three",
+    ]);
     const onlyPy = await sb.grep("needle", "/home/user/proj", { glob: "*.py" });
     assert.equal(onlyPy.matches.length, 2);
     const literal = await sb.grep("needle .*", "/home/user/proj");
     assert.equal(literal.matches.length, 0, "grep is literal, not a regular expression");
     await assert.rejects(sb.glob("*", "/home/user/nope"), (e: Error) => /not found/i.test(e.message));
-    const hostile = await fetch(`${sb.dataplane_url}/glob`, { method: "POST", headers: { "x-api-key": p.apiKey, "content-type": "application/json" }, body: JSON.stringify({ pattern: "*a".repeat(40), path: "/home/user" }) });
-    assert.equal(hostile.status, 422, "wildcards are bounded (the pattern becomes a regular expression on the platform)");
+    const hostile = await fetch(`${sb.dataplane_url}/glob`, {
+      method: "POST",
+      headers: { "x-api-key": p.apiKey, "content-type": "application/json" },
+      body: JSON.stringify({ pattern: "*a".repeat(40), path: "/home/user" }),
+    });
+    assert.equal(
+      hostile.status,
+      422,
+      "wildcards are bounded (the pattern becomes a regular expression on the platform)",
+    );
 
     // A download link works without a key; GET, HEAD and Range; expiry.
-    const link = await sb.generateDownloadURL("/home/user/proj/src/b.ts", { expiresInSeconds: 60, contentDisposition: "attachment" });
+    const link = await sb.generateDownloadURL("/home/user/proj/src/b.ts", {
+      expiresInSeconds: 60,
+      contentDisposition: "attachment",
+    });
     assert.ok(link.token && link.expires_at);
     let res = await fetch(link.download_url);
     assert.equal(res.status, 200);
@@ -134,11 +155,15 @@ describe("the langsmith sandbox client against Wharf", () => {
     await sb.write("/home/user/www/hello.txt", "hello from the box\n");
     await sb.write("/home/user/ws.py", WS_ECHO);
     const startServers = async () => {
-      await sb.run("cd www && nohup python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 & nohup python3 ws.py >/dev/null 2>&1 & for p in 8000 8765; do for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done; done", { timeout: 30 });
+      await sb.run(
+        "cd www && nohup python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 & nohup python3 ws.py >/dev/null 2>&1 & for p in 8000 8765; do for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done; done",
+        { timeout: 30 },
+      );
     };
     await startServers();
     // Without `access` the client gets a token-bearing ServiceUrl.
-    const serviceUrl = async (port: number, expiresInSeconds?: number) => (await client.serviceUrl("client-svc", { port, expiresInSeconds })) as ServiceUrl;
+    const serviceUrl = async (port: number, expiresInSeconds?: number) =>
+      (await client.serviceUrl("client-svc", { port, expiresInSeconds })) as ServiceUrl;
     const svc = await serviceUrl(8000, 120);
     assert.ok("fetch" in svc);
     let res = await svc.fetch("/hello.txt");
@@ -171,9 +196,14 @@ describe("the langsmith sandbox client against Wharf", () => {
     assert.equal(res.headers.get("x-content-type-options"), "nosniff");
     // Wharf's own credentials never reach the service.
     await sb.write("/home/user/echo.py", HEADER_ECHO);
-    await sb.run("nohup python3 echo.py >/dev/null 2>&1 & for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/8100) 2>/dev/null && break; sleep 0.1; done", { timeout: 30 });
+    await sb.run(
+      "nohup python3 echo.py >/dev/null 2>&1 & for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/8100) 2>/dev/null && break; sleep 0.1; done",
+      { timeout: 30 },
+    );
     const echo = await serviceUrl(8100);
-    res = await echo.fetch("/h", { headers: { "X-Api-Key": p.apiKey, cookie: "wharf_session=s; app=1", "X-App": "kept" } });
+    res = await echo.fetch("/h", {
+      headers: { "X-Api-Key": p.apiKey, cookie: "wharf_session=s; app=1", "X-App": "kept" },
+    });
     const seen = (await res.json()) as Record<string, string>;
     assert.equal(seen["x-app"], "kept");
     assert.equal(seen.cookie, "app=1");
@@ -186,7 +216,9 @@ describe("the langsmith sandbox client against Wharf", () => {
     // WebSocket through the same URL, and through the service's own host.
     const wsUrl = await serviceUrl(8765);
     const echoVia = async (url: string, host?: string) => {
-      const ws = new WebSocket(url, { headers: { "X-Langsmith-Sandbox-Service-Token": await wsUrl.token(), ...(host ? { host } : {}) } });
+      const ws = new WebSocket(url, {
+        headers: { "X-Langsmith-Sandbox-Service-Token": await wsUrl.token(), ...(host ? { host } : {}) },
+      });
       const echoed = await new Promise<string>((resolve, reject) => {
         ws.on("open", () => ws.send("ping through the proxy"));
         ws.on("message", (d) => resolve(d.toString()));
@@ -195,7 +227,10 @@ describe("the langsmith sandbox client against Wharf", () => {
       ws.close();
       return echoed;
     };
-    assert.equal(await echoVia(`${(await wsUrl.serviceUrl()).replace(/^http/, "ws")}/echo`), "echo: ping through the proxy");
+    assert.equal(
+      await echoVia(`${(await wsUrl.serviceUrl()).replace(/^http/, "ws")}/echo`),
+      "echo: ping through the proxy",
+    );
     const ownHost = new URL(await wsUrl.browserUrl()).host;
     assert.equal(await echoVia(`ws://127.0.0.1:${new URL(p.url).port}/echo`, ownHost), "echo: ping through the proxy");
     // A stopped box is started by a request to its service URL (the service itself must be started again).
@@ -211,14 +246,17 @@ describe("the langsmith sandbox client against Wharf", () => {
     if (!p) return;
     const client = new SandboxClient({ apiEndpoint: `${p.url}/v2/sandboxes`, apiKey: p.apiKey, maxRetries: 0 });
     const sb = await client.createSandbox(undefined, { name: "client-pty" });
-    const r = await sb.run("tty; stty size; test -t 0 && test -t 1 && echo interactive; echo to-stderr >&2", { pty: true, timeout: 20 });
+    const r = await sb.run("tty; stty size; test -t 0 && test -t 1 && echo interactive; echo to-stderr >&2", {
+      pty: true,
+      timeout: 20,
+    });
     assert.equal(r.exit_code, 0);
     assert.match(r.stdout, /^\/dev\/pts\/\d+\r\n24 80\r\ninteractive\r\nto-stderr\r\n$/);
     const plain = await sb.run("tty; true", { timeout: 20 });
     assert.equal(plain.stdout, "not a tty\n");
 
     // Input reaches the terminal (echoed by it, as a terminal does); EOT ends `cat`.
-    const h = await sb.run("read -r x; echo \"got:$x\"; cat; echo after-eof", { pty: true, wait: false, timeout: 20 });
+    const h = await sb.run('read -r x; echo "got:$x"; cat; echo after-eof', { pty: true, wait: false, timeout: 20 });
     h.sendInput("hello\n");
     h.sendInput("\u0004");
     const res = await h.result;
@@ -226,22 +264,38 @@ describe("the langsmith sandbox client against Wharf", () => {
     assert.match(res.stdout, /after-eof/);
 
     // Resize (the same terminal's size changes under the running program) and kill, over the raw protocol.
-    const ws = new WebSocket(`${sb.dataplane_url!.replace(/^http/, "ws")}/execute/ws`, { headers: { "X-Api-Key": p.apiKey } });
+    const ws = new WebSocket(`${sb.dataplane_url!.replace(/^http/, "ws")}/execute/ws`, {
+      headers: { "X-Api-Key": p.apiKey },
+    });
     const msgs: any[] = [];
     const exited = new Promise<void>((resolve, reject) => {
       ws.on("message", (d) => {
         const m = JSON.parse(d.toString());
         msgs.push(m);
-        if (m.type === "stdout" && m.data.includes("30 90")) ws.send(JSON.stringify({ type: "resize", rows: 40, cols: 100 }));
+        if (m.type === "stdout" && m.data.includes("30 90"))
+          ws.send(JSON.stringify({ type: "resize", rows: 40, cols: 100 }));
         if (m.type === "stdout" && m.data.includes("40 100")) ws.send(JSON.stringify({ type: "kill" }));
         if (m.type === "exit") resolve();
       });
       ws.on("error", reject);
     });
-    ws.on("open", () => ws.send(JSON.stringify({ type: "execute", command: "while true; do stty size; sleep 0.1; done", pty: true, rows: 30, cols: 90 })));
+    ws.on("open", () =>
+      ws.send(
+        JSON.stringify({
+          type: "execute",
+          command: "while true; do stty size; sleep 0.1; done",
+          pty: true,
+          rows: 30,
+          cols: 90,
+        }),
+      ),
+    );
     await exited;
     ws.close();
-    const out = msgs.filter((m) => m.type === "stdout").map((m) => m.data).join("");
+    const out = msgs
+      .filter((m) => m.type === "stdout")
+      .map((m) => m.data)
+      .join("");
     assert.match(out, /^30 90\r\n/);
     assert.match(out, /40 100/);
     assert.notEqual(msgs.at(-1).exit_code, 0);

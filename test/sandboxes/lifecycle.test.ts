@@ -48,8 +48,19 @@ for (const dialect of DIALECTS) {
       const r = await p.exec(box, "cat ~/note.txt; ps -eo args | grep -qx 'sleep 30' && echo running || echo no-sleep");
       assert.equal(r.body.stdout, "kept\nno-sleep\n");
       await p.api("/v2/secrets", { method: "PUT", json: [{ key: "TOKEN", value: "t" }] });
-      const proxy_config = { rules: [{ name: "r", match_hosts: ["api.example.com"], headers: [{ name: "Authorization", type: "workspace_secret", value: "Bearer {TOKEN}" }] }] };
-      res = await p.api("/v2/sandboxes/boxes/keeper", { method: "PATCH", json: { proxy_config, idle_ttl_seconds: 120 } });
+      const proxy_config = {
+        rules: [
+          {
+            name: "r",
+            match_hosts: ["api.example.com"],
+            headers: [{ name: "Authorization", type: "workspace_secret", value: "Bearer {TOKEN}" }],
+          },
+        ],
+      };
+      res = await p.api("/v2/sandboxes/boxes/keeper", {
+        method: "PATCH",
+        json: { proxy_config, idle_ttl_seconds: 120 },
+      });
       assert.equal(res.status, 200);
       assert.equal((await res.json()).idle_ttl_seconds, 120);
       res = await p.api("/v2/sandboxes/boxes/keeper", { method: "PATCH", json: { name: "other" } });
@@ -60,7 +71,10 @@ for (const dialect of DIALECTS) {
 
     test("idle stop counts running commands, then delete_after_stop removes the sandbox", async (t) => {
       // One TTL "second" lasts 5 ms here: idle_ttl_seconds 60 = 300 ms.
-      const p = await startSandboxPlatform(t, { dialect, env: { WHARF_SANDBOX_TTL_SECOND_MS: "5", WHARF_SANDBOX_TICK_MS: "50" } });
+      const p = await startSandboxPlatform(t, {
+        dialect,
+        env: { WHARF_SANDBOX_TTL_SECOND_MS: "5", WHARF_SANDBOX_TICK_MS: "50" },
+      });
       if (!p) return;
       const box = await p.create({ name: "idle", idle_ttl_seconds: 60, delete_after_stop_seconds: 120 });
       // A background job keeps it busy although no API call is made. It outlives the 600 ms wait by
@@ -84,7 +98,11 @@ for (const dialect of DIALECTS) {
       if (!requireCapability(t, process.platform === "linux" && isRoot(), "sandboxes need root on Linux")) return;
       const s = await storageSettings(t, dialect);
       if (!s) return;
-      const config = loadConfig({ WHARF_HOME: s.home, WHARF_PORT: "0", ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}) });
+      const config = loadConfig({
+        WHARF_HOME: s.home,
+        WHARF_PORT: "0",
+        ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}),
+      });
       const log = createLogger({ level: "silent" });
       const env = { WHARF_SANDBOX_BASE_CACHE: BASE_CACHE, WHARF_SANDBOX_TICK_MS: "100" };
       const boot = (keepRunning: boolean) =>
@@ -101,15 +119,33 @@ for (const dialect of DIALECTS) {
         await platform.stop();
         await s.dropSchema();
       });
-      const call = (path: string, init: RequestInit = {}) => fetch(platform.url + path, { ...init, headers: { "x-api-key": key, "content-type": "application/json", ...(init.headers ?? {}) } });
+      const call = (path: string, init: RequestInit = {}) =>
+        fetch(platform.url + path, {
+          ...init,
+          headers: { "x-api-key": key, "content-type": "application/json", ...(init.headers ?? {}) },
+        });
       let res = await call("/v2/sandboxes/boxes", { method: "POST", body: JSON.stringify({ name: "survivor" }) });
       const survivor = await res.json();
       res = await call("/v2/sandboxes/boxes", { method: "POST", body: JSON.stringify({ name: "victim" }) });
       const victim = await res.json();
-      const victimRuntime = JSON.parse((await platform.ctx.db.selectFrom("sandboxes").select("runtime").where("id", "=", victim.id).executeTakeFirstOrThrow()).runtime!);
-      await fetch(`${survivor.dataplane_url}/execute`, { method: "POST", headers: { "x-api-key": key }, body: JSON.stringify({ command: "echo 1 > ~/x" }) });
+      const victimRuntime = JSON.parse(
+        (
+          await platform.ctx.db
+            .selectFrom("sandboxes")
+            .select("runtime")
+            .where("id", "=", victim.id)
+            .executeTakeFirstOrThrow()
+        ).runtime!,
+      );
+      await fetch(`${survivor.dataplane_url}/execute`, {
+        method: "POST",
+        headers: { "x-api-key": key },
+        body: JSON.stringify({ command: "echo 1 > ~/x" }),
+      });
       // A command running when the platform goes away: a reconnecting client later gets its output and why it ended.
-      const running = new WebSocket(`${survivor.dataplane_url.replace(/^http/, "ws")}/execute/ws`, { headers: { "X-Api-Key": key } });
+      const running = new WebSocket(`${survivor.dataplane_url.replace(/^http/, "ws")}/execute/ws`, {
+        headers: { "X-Api-Key": key },
+      });
       const commandId = await new Promise<string>((resolve, reject) => {
         let id = "";
         running.on("open", () => running.send(JSON.stringify({ type: "execute", command: "echo before; sleep 60" })));
@@ -133,26 +169,54 @@ for (const dialect of DIALECTS) {
       assert.match(v.status_message, /processes were gone/);
       res = await call("/v2/sandboxes/boxes/survivor");
       assert.equal((await res.json()).status, "ready");
-      res = await fetch(`${platform.url}/sandboxes/dp/${survivor.id}/execute`, { method: "POST", headers: { "x-api-key": key }, body: JSON.stringify({ command: "cat ~/x" }) });
+      res = await fetch(`${platform.url}/sandboxes/dp/${survivor.id}/execute`, {
+        method: "POST",
+        headers: { "x-api-key": key },
+        body: JSON.stringify({ command: "cat ~/x" }),
+      });
       assert.deepEqual(await res.json(), { stdout: "1\n", stderr: "", exit_code: 0 });
-      const again = new WebSocket(`${platform.url.replace(/^http/, "ws")}/sandboxes/dp/${survivor.id}/execute/ws`, { headers: { "X-Api-Key": key } });
+      const again = new WebSocket(`${platform.url.replace(/^http/, "ws")}/sandboxes/dp/${survivor.id}/execute/ws`, {
+        headers: { "X-Api-Key": key },
+      });
       const msgs: any[] = [];
       await new Promise<void>((resolve, reject) => {
-        again.on("open", () => again.send(JSON.stringify({ type: "reconnect", command_id: commandId, stdout_offset: 0, stderr_offset: 0 })));
+        again.on("open", () =>
+          again.send(JSON.stringify({ type: "reconnect", command_id: commandId, stdout_offset: 0, stderr_offset: 0 })),
+        );
         again.on("message", (d) => msgs.push(JSON.parse(d.toString())));
         again.on("close", () => resolve());
         again.on("error", reject);
       });
-      assert.equal(msgs.filter((m) => m.type === "stdout").map((m) => m.data).join(""), "before\n");
+      assert.equal(
+        msgs
+          .filter((m) => m.type === "stdout")
+          .map((m) => m.data)
+          .join(""),
+        "before\n",
+      );
       assert.equal(msgs.at(-1).type, "error");
       assert.match(msgs.at(-1).error, /restarted/);
-      res = await fetch(`${platform.url}/sandboxes/dp/${survivor.id}/execute`, { method: "POST", headers: { "x-api-key": key }, body: JSON.stringify({ command: "ps -eo args | grep -c '^sleep 60' || true" }) });
+      res = await fetch(`${platform.url}/sandboxes/dp/${survivor.id}/execute`, {
+        method: "POST",
+        headers: { "x-api-key": key },
+        body: JSON.stringify({ command: "ps -eo args | grep -c '^sleep 60' || true" }),
+      });
       assert.equal((await res.json()).stdout, "0\n", "the command was ended, not left running");
       // The egress listeners were opened anew in the re-adopted sandbox: its traffic still meets the proxy.
-      res = await fetch(`${platform.url}/sandboxes/dp/${survivor.id}/execute`, { method: "POST", headers: { "x-api-key": key }, body: JSON.stringify({ command: "curl -s -o /dev/null --max-time 10 http://203.0.113.7/; echo $?; curl -s -o /dev/null --noproxy '*' --max-time 10 http://203.0.113.7/; echo $?" }) });
+      res = await fetch(`${platform.url}/sandboxes/dp/${survivor.id}/execute`, {
+        method: "POST",
+        headers: { "x-api-key": key },
+        body: JSON.stringify({
+          command:
+            "curl -s -o /dev/null --max-time 10 http://203.0.113.7/; echo $?; curl -s -o /dev/null --noproxy '*' --max-time 10 http://203.0.113.7/; echo $?",
+        }),
+      });
       const codes = (await res.json()).stdout.trim().split("\n");
       // curl exit 7 = could not connect: no listener. Anything else means the proxy took the connection.
-      assert.ok(codes.length === 2 && codes.every((c: string) => c !== "7"), `the proxy's listeners answer after re-adoption (curl exits ${codes})`);
+      assert.ok(
+        codes.length === 2 && codes.every((c: string) => c !== "7"),
+        `the proxy's listeners answer after re-adoption (curl exits ${codes})`,
+      );
     });
 
     test("a sandbox whose init dies is marked failed with a reason; delete works from any state", async (t) => {
@@ -163,7 +227,13 @@ for (const dialect of DIALECTS) {
       const ref = JSON.parse(row.runtime!);
       process.kill(ref.init.pid, "SIGKILL");
       // A stale reference (dead or recycled pid) never runs anything anywhere.
-      const stale = p.manager().driver!.exec(box.id, { ...ref, init: { pid: process.pid, start: ref.init.start } }, { argv: ["/bin/true"], env: {}, cwd: "/" });
+      const stale = p
+        .manager()
+        .driver!.exec(
+          box.id,
+          { ...ref, init: { pid: process.pid, start: ref.init.start } },
+          { argv: ["/bin/true"], env: {}, cwd: "/" },
+        );
       stale.stdin.end();
       let staleErr = "";
       stale.stderr.on("data", (d: Buffer) => (staleErr += d));

@@ -24,10 +24,18 @@ describe("sandbox limits", () => {
     const total = Buffer.byteLength(all);
     const replay = s.since(0);
     const got = replay.map((c) => c.data).join("");
-    assert.ok(got.length > 0 && all.endsWith(got), "the newest output is kept, the oldest segments dropped past the cap");
+    assert.ok(
+      got.length > 0 && all.endsWith(got),
+      "the newest output is kept, the oldest segments dropped past the cap",
+    );
     assert.equal(replay[0].offset, total - Buffer.byteLength(got));
     const tail = s.since(total - 10);
-    assert.equal(tail.map((c) => c.data).join(""), Buffer.from(all).subarray(total - 10).toString());
+    assert.equal(
+      tail.map((c) => c.data).join(""),
+      Buffer.from(all)
+        .subarray(total - 10)
+        .toString(),
+    );
     s.dispose();
     assert.deepEqual(fs.readdirSync(dir), []);
     fs.rmSync(dir, { recursive: true });
@@ -39,11 +47,18 @@ describe("sandbox limits", () => {
     assert.equal(p.manager().settings.disk, "image");
     const small = await p.create({ name: "small-disk", fs_capacity_bytes: 64 * 1024 * 1024 });
     const freeBefore = fs.statfsSync(p.home).bavail * fs.statfsSync(p.home).bsize;
-    const r = await p.exec(small, "for i in 1 2 3 4 5 6 7 8; do head -c 30000000 /dev/zero > ~/f$i || { echo full-at-$i; break; }; done 2>&1; df -B1M --output=size ~ | tail -1", { timeout: 60 });
+    const r = await p.exec(
+      small,
+      "for i in 1 2 3 4 5 6 7 8; do head -c 30000000 /dev/zero > ~/f$i || { echo full-at-$i; break; }; done 2>&1; df -B1M --output=size ~ | tail -1",
+      { timeout: 60 },
+    );
     assert.match(r.body.stdout, /No space left on device/);
     assert.match(r.body.stdout, /full-at-[1-3]/);
     const freeAfter = fs.statfsSync(p.home).bavail * fs.statfsSync(p.home).bsize;
-    assert.ok(freeBefore - freeAfter < 100 << 20, `the host lost ${Math.round((freeBefore - freeAfter) / 2 ** 20)} MB for a 64 MB box`);
+    assert.ok(
+      freeBefore - freeAfter < 100 << 20,
+      `the host lost ${Math.round((freeBefore - freeAfter) / 2 ** 20)} MB for a 64 MB box`,
+    );
     // The box still works (it can delete and write again); the platform too.
     assert.equal((await p.exec(small, "rm -f ~/f*; echo ok > ~/again && cat ~/again")).body.stdout, "ok\n");
     const warm = await p.create({ name: "default-disk" });
@@ -83,7 +98,9 @@ describe("sandbox limits", () => {
     const url = `${box.dataplane_url.replace(/^http/, "ws")}/execute/ws`;
     const first = new WebSocket(url, { headers: { "X-Api-Key": p.apiKey } });
     const commandId = await new Promise<string>((resolve, reject) => {
-      first.on("open", () => first.send(JSON.stringify({ type: "execute", command: "head -c 5000000 /dev/zero | tr '\\0' b; sleep 0.5" })));
+      first.on("open", () =>
+        first.send(JSON.stringify({ type: "execute", command: "head -c 5000000 /dev/zero | tr '\\0' b; sleep 0.5" })),
+      );
       first.on("message", (d) => {
         const m = JSON.parse(d.toString());
         if (m.type === "started") resolve(m.command_id);
@@ -98,7 +115,9 @@ describe("sandbox limits", () => {
     let bytes = 0;
     let exit: any = null;
     await new Promise<void>((resolve, reject) => {
-      again.on("open", () => again.send(JSON.stringify({ type: "reconnect", command_id: commandId, stdout_offset: 0, stderr_offset: 0 })));
+      again.on("open", () =>
+        again.send(JSON.stringify({ type: "reconnect", command_id: commandId, stdout_offset: 0, stderr_offset: 0 })),
+      );
       again.on("message", (d) => {
         const m = JSON.parse(d.toString());
         if (m.type === "stdout") {

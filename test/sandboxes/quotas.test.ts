@@ -10,7 +10,10 @@ describe("sandbox admission and quotas", () => {
   test("a sandbox of 1 TiB disk and 64 GiB memory on a smaller host is refused with 422 and nothing is made", async (t) => {
     const p = await startSandboxPlatform(t, { env: { WHARF_SANDBOX_WARM_POOL: "0" } });
     if (!p) return;
-    const res = await p.api("/v2/sandboxes/boxes", { method: "POST", json: { name: "huge", mem_bytes: 64 * GiB, fs_capacity_bytes: 1024 * GiB } });
+    const res = await p.api("/v2/sandboxes/boxes", {
+      method: "POST",
+      json: { name: "huge", mem_bytes: 64 * GiB, fs_capacity_bytes: 1024 * GiB },
+    });
     const body = await res.json();
     assert.equal(res.status, 422, JSON.stringify(body));
     assert.equal(body.detail[0].type, "value_error");
@@ -27,7 +30,12 @@ describe("sandbox admission and quotas", () => {
 
   test("workspace quotas: sandbox count, running memory and disk end in 429 naming the quota", async (t) => {
     const p = await startSandboxPlatform(t, {
-      env: { WHARF_SANDBOX_WARM_POOL: "0", WHARF_SANDBOX_WORKSPACE_MAX_SANDBOXES: "2", WHARF_SANDBOX_WORKSPACE_MAX_MEM_BYTES: String(512 * MiB), WHARF_SANDBOX_WORKSPACE_MAX_DISK_BYTES: String(256 * MiB) },
+      env: {
+        WHARF_SANDBOX_WARM_POOL: "0",
+        WHARF_SANDBOX_WORKSPACE_MAX_SANDBOXES: "2",
+        WHARF_SANDBOX_WORKSPACE_MAX_MEM_BYTES: String(512 * MiB),
+        WHARF_SANDBOX_WORKSPACE_MAX_DISK_BYTES: String(256 * MiB),
+      },
     });
     if (!p) return;
     const small = { mem_bytes: 128 * MiB, fs_capacity_bytes: 64 * MiB };
@@ -40,12 +48,18 @@ describe("sandbox admission and quotas", () => {
     assert.match(body.detail.message, /^Sandbox count quota reached: this workspace may have 2 sandboxes/);
     assert.equal((await p.api("/v2/sandboxes/boxes/two", { method: "DELETE" })).status, 204);
 
-    res = await p.api("/v2/sandboxes/boxes", { method: "POST", json: { name: "greedy", mem_bytes: 512 * MiB, fs_capacity_bytes: 64 * MiB } });
+    res = await p.api("/v2/sandboxes/boxes", {
+      method: "POST",
+      json: { name: "greedy", mem_bytes: 512 * MiB, fs_capacity_bytes: 64 * MiB },
+    });
     body = await res.json();
     assert.equal(res.status, 429, JSON.stringify(body));
     assert.match(body.detail.message, /^Memory quota exceeded/);
 
-    res = await p.api("/v2/sandboxes/boxes", { method: "POST", json: { name: "wide", mem_bytes: 128 * MiB, fs_capacity_bytes: 256 * MiB } });
+    res = await p.api("/v2/sandboxes/boxes", {
+      method: "POST",
+      json: { name: "wide", mem_bytes: 128 * MiB, fs_capacity_bytes: 256 * MiB },
+    });
     body = await res.json();
     assert.equal(res.status, 429, JSON.stringify(body));
     assert.match(body.detail.message, /^Storage quota exceeded/);
@@ -63,13 +77,22 @@ describe("sandbox admission and quotas", () => {
   test("host capacity: running sandboxes' memory is committed; past it a create or start is 503 Unschedulable", async (t) => {
     // Room for 1.5 GiB of running sandboxes on this host, whatever its size.
     const factor = (1.5 * GiB) / os.totalmem();
-    const p = await startSandboxPlatform(t, { env: { WHARF_SANDBOX_WARM_POOL: "0", WHARF_SANDBOX_MEMORY_OVERCOMMIT: factor.toFixed(4) } });
+    const p = await startSandboxPlatform(t, {
+      env: { WHARF_SANDBOX_WARM_POOL: "0", WHARF_SANDBOX_MEMORY_OVERCOMMIT: factor.toFixed(4) },
+    });
     if (!p) return;
     const box = { mem_bytes: GiB, fs_capacity_bytes: 64 * MiB };
     await p.create({ name: "first", ...box });
     // Concurrent creates cannot both take the last room.
-    const tries = await Promise.all(["a", "b", "c"].map((n) => p.api("/v2/sandboxes/boxes", { method: "POST", json: { name: `second-${n}`, ...box } })));
-    assert.deepEqual(tries.map((r) => r.status), [503, 503, 503]);
+    const tries = await Promise.all(
+      ["a", "b", "c"].map((n) =>
+        p.api("/v2/sandboxes/boxes", { method: "POST", json: { name: `second-${n}`, ...box } }),
+      ),
+    );
+    assert.deepEqual(
+      tries.map((r) => r.status),
+      [503, 503, 503],
+    );
     const body = await tries[0].json();
     assert.equal(body.detail.error, "Unschedulable");
     assert.match(body.detail.message, /this host's memory is committed to running sandboxes/);

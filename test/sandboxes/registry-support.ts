@@ -14,9 +14,28 @@ export function buildImage(dir: string, extra?: (rootfs: string) => void): strin
   run("umoci", ["new", "--image", `${layout}:t`]);
   run("umoci", ["unpack", "--image", `${layout}:t`, bundle]);
   const root = path.join(bundle, "rootfs");
-  const bins = ["/usr/bin/bash", "/usr/bin/dash", "/usr/bin/sleep", "/usr/bin/cat", "/usr/bin/true", "/usr/bin/id", "/usr/bin/ls", "/usr/bin/env", "/usr/bin/test", "/usr/bin/echo", "/usr/bin/mkdir", "/usr/bin/tail", "/usr/bin/head", "/usr/bin/stat", "/usr/bin/mv", "/usr/bin/rm", "/usr/bin/dirname"];
+  const bins = [
+    "/usr/bin/bash",
+    "/usr/bin/dash",
+    "/usr/bin/sleep",
+    "/usr/bin/cat",
+    "/usr/bin/true",
+    "/usr/bin/id",
+    "/usr/bin/ls",
+    "/usr/bin/env",
+    "/usr/bin/test",
+    "/usr/bin/echo",
+    "/usr/bin/mkdir",
+    "/usr/bin/tail",
+    "/usr/bin/head",
+    "/usr/bin/stat",
+    "/usr/bin/mv",
+    "/usr/bin/rm",
+    "/usr/bin/dirname",
+  ];
   const libs = new Set<string>();
-  for (const b of bins) for (const m of execFileSync("ldd", [b], { encoding: "utf8" }).matchAll(/(\/[^\s]+\.so[^\s]*)/g)) libs.add(m[1]);
+  for (const b of bins)
+    for (const m of execFileSync("ldd", [b], { encoding: "utf8" }).matchAll(/(\/[^\s]+\.so[^\s]*)/g)) libs.add(m[1]);
   for (const f of [...bins, ...libs]) {
     const real = fs.realpathSync(f);
     const at = path.join(root, f.startsWith("/lib") ? `/usr${f}` : f);
@@ -24,7 +43,8 @@ export function buildImage(dir: string, extra?: (rootfs: string) => void): strin
     fs.copyFileSync(real, at);
     fs.chmodSync(at, 0o755);
   }
-  for (const l of ["bin", "lib", "lib64"]) if (!fs.existsSync(path.join(root, l))) fs.symlinkSync(`usr/${l}`, path.join(root, l));
+  for (const l of ["bin", "lib", "lib64"])
+    if (!fs.existsSync(path.join(root, l))) fs.symlinkSync(`usr/${l}`, path.join(root, l));
   fs.mkdirSync(path.join(root, "usr/lib64"), { recursive: true });
   fs.symlinkSync("dash", path.join(root, "usr/bin/sh"));
   fs.mkdirSync(path.join(root, "etc"));
@@ -49,16 +69,32 @@ export async function freePort(): Promise<number> {
 }
 
 /** Debian's docker-registry on loopback, optionally behind htpasswd (bcrypt) credentials. */
-export async function startRegistry(dir: string, auth?: { user: string; password: string }): Promise<{ port: number; proc: ChildProcess }> {
+export async function startRegistry(
+  dir: string,
+  auth?: { user: string; password: string },
+): Promise<{ port: number; proc: ChildProcess }> {
   const port = await freePort();
   fs.mkdirSync(dir, { recursive: true });
   let authConf = "";
   if (auth) {
-    const hash = execFileSync("python3", ["-W", "ignore", "-c", "import crypt,sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH)))", auth.password], { encoding: "utf8" }).trim();
+    const hash = execFileSync(
+      "python3",
+      [
+        "-W",
+        "ignore",
+        "-c",
+        "import crypt,sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH)))",
+        auth.password,
+      ],
+      { encoding: "utf8" },
+    ).trim();
     fs.writeFileSync(path.join(dir, "htpasswd"), `${auth.user}:${hash}\n`);
     authConf = `auth:\n  htpasswd:\n    realm: test\n    path: ${path.join(dir, "htpasswd")}\n`;
   }
-  fs.writeFileSync(path.join(dir, "config.yml"), `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${path.join(dir, "data")}\nhttp:\n  addr: 127.0.0.1:${port}\n${authConf}`);
+  fs.writeFileSync(
+    path.join(dir, "config.yml"),
+    `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${path.join(dir, "data")}\nhttp:\n  addr: 127.0.0.1:${port}\n${authConf}`,
+  );
   const proc = spawn("docker-registry", ["serve", path.join(dir, "config.yml")], { stdio: "ignore" });
   for (let i = 0; i < 100; i++) {
     const up = await fetch(`http://127.0.0.1:${port}/v2/`).then(
@@ -71,4 +107,3 @@ export async function startRegistry(dir: string, auth?: { user: string; password
   proc.kill();
   throw new Error("docker-registry did not start");
 }
-

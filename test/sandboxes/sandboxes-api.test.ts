@@ -8,7 +8,12 @@ for (const dialect of DIALECTS) {
     test("create waits until exec works, exec through the data plane, list, get, delete", async (t) => {
       const p = await startSandboxPlatform(t, { dialect });
       if (!p) return;
-      const box = await p.create({ name: "demo", labels: { team: "a" }, env_vars: { GREETING: "hello" }, mem_bytes: 256 * 1024 * 1024 });
+      const box = await p.create({
+        name: "demo",
+        labels: { team: "a" },
+        env_vars: { GREETING: "hello" },
+        mem_bytes: 256 * 1024 * 1024,
+      });
       assert.equal(box.status, "ready");
       assert.equal(box.name, "demo");
       assert.match(box.dataplane_url, /\/sandboxes\/dp\//);
@@ -48,12 +53,18 @@ for (const dialect of DIALECTS) {
     test("validation: 422 with FastAPI locs", async (t) => {
       const p = await startSandboxPlatform(t, { dialect });
       if (!p) return;
-      let res = await p.api("/v2/sandboxes/boxes", { method: "POST", json: { idle_ttl_seconds: 61, name: "Bad Name" } });
+      let res = await p.api("/v2/sandboxes/boxes", {
+        method: "POST",
+        json: { idle_ttl_seconds: 61, name: "Bad Name" },
+      });
       assert.equal(res.status, 422);
       const locs = (await res.json()).detail.map((d: { loc: unknown[] }) => d.loc.join("."));
       assert.ok(locs.includes("body.idle_ttl_seconds"));
       assert.ok(locs.includes("body.name"));
-      res = await p.api("/v2/sandboxes/boxes", { method: "POST", json: { snapshot_id: "nope", wait_for_ready: false } });
+      res = await p.api("/v2/sandboxes/boxes", {
+        method: "POST",
+        json: { snapshot_id: "nope", wait_for_ready: false },
+      });
       assert.equal(res.status, 422);
     });
   });

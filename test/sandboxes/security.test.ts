@@ -99,7 +99,9 @@ EOF`,
       assert.ok(out.includes(expected), `expected "${expected}" in:\n${out}`);
     }
     // A request's environment reaches only the command, never the root launcher outside.
-    const envCheck = await p.exec(box, 'echo "$PERL5OPT|$PERL5LIB"', { env: { PERL5OPT: "-Mwharf_not_a_module", PERL5LIB: "/home/user" } });
+    const envCheck = await p.exec(box, 'echo "$PERL5OPT|$PERL5LIB"', {
+      env: { PERL5OPT: "-Mwharf_not_a_module", PERL5LIB: "/home/user" },
+    });
     assert.deepEqual(envCheck.body, { stdout: "-Mwharf_not_a_module|/home/user\n", stderr: "", exit_code: 0 });
     const procs = Number(/procs:(\d+)/.exec(out)?.[1]);
     assert.ok(procs > 0 && procs < 10, `a sandbox sees only its own processes (${procs})`);
@@ -145,7 +147,10 @@ EOF`,
     const userId = await createUser(p.ctx.db, "other@example.com", "Other");
     const ws = await createWorkspace(p.ctx.db, "other", userId);
     const { key } = await createApiKey(p.ctx.db, { workspaceId: ws.id, userId, name: "other" });
-    const as = (init: RequestInit = {}) => ({ ...init, headers: { "x-api-key": key, "content-type": "application/json" } });
+    const as = (init: RequestInit = {}) => ({
+      ...init,
+      headers: { "x-api-key": key, "content-type": "application/json" },
+    });
     for (const [method, url] of [
       ["GET", "/v2/sandboxes/boxes/mine"],
       ["GET", `/v2/sandboxes/boxes/${box.id}`],
@@ -161,12 +166,17 @@ EOF`,
     }
     const list = await (await fetch(p.url + "/v2/sandboxes/boxes", as())).json();
     assert.equal(list.sandboxes.length, 0);
-    let res = await fetch(`${box.dataplane_url}/execute`, as({ method: "POST", body: JSON.stringify({ command: "id" }) }));
+    let res = await fetch(
+      `${box.dataplane_url}/execute`,
+      as({ method: "POST", body: JSON.stringify({ command: "id" }) }),
+    );
     assert.equal(res.status, 404);
     res = await fetch(`${box.dataplane_url}/download?path=/etc/hostname`, as());
     assert.equal(res.status, 404);
     const wsStatus = await new Promise<number>((resolve) => {
-      const w = new WebSocket(box.dataplane_url.replace(/^http/, "ws") + "/execute/ws", { headers: { "X-Api-Key": key } });
+      const w = new WebSocket(box.dataplane_url.replace(/^http/, "ws") + "/execute/ws", {
+        headers: { "X-Api-Key": key },
+      });
       w.on("unexpected-response", (_q, r) => resolve(r.statusCode ?? 0));
       w.on("open", () => {
         w.close();

@@ -15,12 +15,26 @@ export interface SandboxPlatform extends TestPlatform {
   manager(): SandboxManager;
   /** Creates a sandbox and returns its record (asserting 201). */
   create(body?: Record<string, unknown>): Promise<Record<string, any>>;
-  exec(sandbox: Record<string, any>, command: string, extra?: Record<string, unknown>): Promise<{ status: number; body: any }>;
+  exec(
+    sandbox: Record<string, any>,
+    command: string,
+    extra?: Record<string, unknown>,
+  ): Promise<{ status: number; body: any }>;
 }
 
 /** A platform whose sandboxes stop with it; null (skipped loudly) without root on Linux. */
-export async function startSandboxPlatform(t: TestContext, opts: { dialect?: Dialect; env?: Record<string, string>; platformEnv?: Record<string, string> } = {}): Promise<SandboxPlatform | null> {
-  if (!requireCapability(t, process.platform === "linux" && isRoot(), "sandboxes need root on Linux (namespaces, overlayfs, cgroups)")) return null;
+export async function startSandboxPlatform(
+  t: TestContext,
+  opts: { dialect?: Dialect; env?: Record<string, string>; platformEnv?: Record<string, string> } = {},
+): Promise<SandboxPlatform | null> {
+  if (
+    !requireCapability(
+      t,
+      process.platform === "linux" && isRoot(),
+      "sandboxes need root on Linux (namespaces, overlayfs, cgroups)",
+    )
+  )
+    return null;
   const feature = createSandboxesFeature({
     WHARF_SANDBOX_BASE_CACHE: BASE_CACHE,
     WHARF_SANDBOX_TICK_MS: "100",
@@ -40,7 +54,11 @@ export async function startSandboxPlatform(t: TestContext, opts: { dialect?: Dia
     return json;
   };
   sp.exec = async (sandbox, command, extra = {}) => {
-    const res = await fetch(`${sandbox.dataplane_url}/execute`, { method: "POST", headers: { "x-api-key": p.apiKey, "content-type": "application/json" }, body: JSON.stringify({ command, ...extra }) });
+    const res = await fetch(`${sandbox.dataplane_url}/execute`, {
+      method: "POST",
+      headers: { "x-api-key": p.apiKey, "content-type": "application/json" },
+      body: JSON.stringify({ command, ...extra }),
+    });
     return { status: res.status, body: await res.json() };
   };
   return sp;

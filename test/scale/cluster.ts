@@ -23,7 +23,14 @@ const has = (bin: string) => {
 
 /** Root (replicas in their own PID namespaces), PostgreSQL, redis-server and haproxy, or a loud skip. */
 export async function clusterAvailable(t: TestContext): Promise<boolean> {
-  if (!requireCapability(t, isRoot(), "replica tests need root (each replica runs in its own PID namespace, as on separate machines)")) return false;
+  if (
+    !requireCapability(
+      t,
+      isRoot(),
+      "replica tests need root (each replica runs in its own PID namespace, as on separate machines)",
+    )
+  )
+    return false;
   if (!requireCapability(t, await postgresReachable(), `PostgreSQL is not reachable at ${POSTGRES_URL}`)) return false;
   if (!requireCapability(t, has("redis-server"), "redis-server is not installed (scripts/setup-host.sh)")) return false;
   return requireCapability(t, has("haproxy"), "haproxy is not installed (scripts/setup-host.sh)");
@@ -41,7 +48,8 @@ async function waitFor(what: string | (() => string), ms: number, check: () => P
       })
     )
       return;
-    if (Date.now() > deadline) throw new Error(`${typeof what === "function" ? what() : what} did not happen within ${ms} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`${typeof what === "function" ? what() : what} did not happen within ${ms} ms`);
     await sleep(50);
   }
 }
@@ -62,7 +70,22 @@ export class TestRedis {
     return `redis://127.0.0.1:${this.port}`;
   }
   async start(): Promise<void> {
-    this.child = spawn("redis-server", ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no"], { stdio: "ignore" });
+    this.child = spawn(
+      "redis-server",
+      [
+        "--port",
+        String(this.port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--protected-mode",
+        "no",
+      ],
+      { stdio: "ignore" },
+    );
     await waitFor("redis start", 5000, () => portOpen(this.port));
   }
   async stop(): Promise<void> {
@@ -115,20 +138,43 @@ export class Replica {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), `wharf-replica-${this.name}-`));
     this.child = spawn(
       "unshare",
-      ["--pid", "--fork", "--kill-child", process.execPath, WHARF_BIN, "agent-server", "--project", this.project, "--port", String(this.port), "--open", "--server-id", "scale"],
-      { cwd: REPO_ROOT, env: { ...process.env, WHARF_LOG_LEVEL: "warn", WHARF_HOME: home, ...this.env }, stdio: ["ignore", "pipe", "pipe"] },
+      [
+        "--pid",
+        "--fork",
+        "--kill-child",
+        process.execPath,
+        WHARF_BIN,
+        "agent-server",
+        "--project",
+        this.project,
+        "--port",
+        String(this.port),
+        "--open",
+        "--server-id",
+        "scale",
+      ],
+      {
+        cwd: REPO_ROOT,
+        env: { ...process.env, WHARF_LOG_LEVEL: "warn", WHARF_HOME: home, ...this.env },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
     );
     this.child.stdout!.on("data", (d) => (this.out += d));
     this.child.stderr!.on("data", (d) => (this.out += d));
     const child = this.child;
     await waitFor(`replica ${this.name} /ok`, 60_000, async () => {
-      if (child.exitCode !== null) throw Object.assign(new Error(`replica ${this.name} exited (${child.exitCode}): ${this.out}`), { fatal: true });
+      if (child.exitCode !== null)
+        throw Object.assign(new Error(`replica ${this.name} exited (${child.exitCode}): ${this.out}`), { fatal: true });
       return (await fetch(`${this.url}/ok`)).ok;
     });
   }
   /** The replica's node process (PID 1 of its namespace, seen from here). */
   nodePid(): number {
-    const kids = fs.readFileSync(`/proc/${this.child!.pid}/task/${this.child!.pid}/children`, "utf8").trim().split(/\s+/).map(Number);
+    const kids = fs
+      .readFileSync(`/proc/${this.child!.pid}/task/${this.child!.pid}/children`, "utf8")
+      .trim()
+      .split(/\s+/)
+      .map(Number);
     return kids[0];
   }
   /** Its PID namespace, as its worker ids name it (`<boot>~<ns>.<pid>.<id>`). */
@@ -158,7 +204,11 @@ export class Balancer {
   }
   async start(replicas: Replica[], opts: { waitAll?: boolean } = {}): Promise<void> {
     this.port = await freePort();
-    const servers = replicas.map((r) => `  server ${r.name} 127.0.0.1:${r.port} check inter 300 fall 2 rise 2 on-marked-down shutdown-sessions`).join("\n");
+    const servers = replicas
+      .map(
+        (r) => `  server ${r.name} 127.0.0.1:${r.port} check inter 300 fall 2 rise 2 on-marked-down shutdown-sessions`,
+      )
+      .join("\n");
     const cfg = `global
   maxconn 2000
 defaults
@@ -187,7 +237,8 @@ ${servers}
     fs.writeFileSync(path.join(this.dir, "haproxy.cfg"), cfg);
     this.child = spawn("haproxy", ["-db", "-f", path.join(this.dir, "haproxy.cfg")], { stdio: "ignore" });
     await waitFor("haproxy", 5000, () => portOpen(this.port));
-    if (opts.waitAll !== false) await waitFor("haproxy backends up", 5000, async () => (await fetch(`${this.url}/ok`)).ok);
+    if (opts.waitAll !== false)
+      await waitFor("haproxy backends up", 5000, async () => (await fetch(`${this.url}/ok`)).ok);
   }
   async stop(): Promise<void> {
     const c = this.child;
@@ -211,12 +262,23 @@ export interface Cluster {
 }
 
 /** N replicas on a fresh database and a Redis of their own, behind HAProxy; all stopped after the test. */
-export async function startCluster(t: Pick<TestContext, "after">, n: number, env: Record<string, string> = {}, opts: { start?: number; project?: string } = {}): Promise<Cluster> {
+export async function startCluster(
+  t: Pick<TestContext, "after">,
+  n: number,
+  env: Record<string, string> = {},
+  opts: { start?: number; project?: string } = {},
+): Promise<Cluster> {
   const databaseUrl = await freshDatabase(t);
   const redis = new TestRedis(await freePort());
   await redis.start();
   t.after(() => redis.stop());
-  const shared = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, WHARF_MASTER_KEY: crypto.randomBytes(32).toString("base64"), WHARF_RUN_LEASE_MS: "2000", ...env };
+  const shared = {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redis.url,
+    WHARF_MASTER_KEY: crypto.randomBytes(32).toString("base64"),
+    WHARF_RUN_LEASE_MS: "2000",
+    ...env,
+  };
   const replicas = Array.from({ length: n }, (_, i) => new Replica(`r${i}`, shared, opts.project));
   t.after(() => Promise.all(replicas.map((r) => r.stop())));
   // The first creates the schema; the others start together (`opts.start`: only that many now).
@@ -236,7 +298,9 @@ export async function startCluster(t: Pick<TestContext, "after">, n: number, env
     lb,
     databaseUrl,
     executing: async (runId) => {
-      const r = await db.query<{ worker_id: string | null }>("select worker_id from agent_runs where run_id = $1", [runId]);
+      const r = await db.query<{ worker_id: string | null }>("select worker_id from agent_runs where run_id = $1", [
+        runId,
+      ]);
       const w = r.rows[0]?.worker_id;
       if (!w) return undefined;
       return replicas.find((rep) => rep.child && w.split(".")[0].endsWith(`~${rep.pidNamespace()}`));
@@ -254,7 +318,11 @@ export interface SseEvent {
  * Reads an SSE response into events, calling `onEvent` for each; resolves when the stream ends
  * (or rejects when it breaks). Comment lines (heartbeats) are counted.
  */
-export async function readSse(res: Response, onEvent: (e: SseEvent) => void, stats?: { heartbeats: number }): Promise<void> {
+export async function readSse(
+  res: Response,
+  onEvent: (e: SseEvent) => void,
+  stats?: { heartbeats: number },
+): Promise<void> {
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   let buf = "";
@@ -268,7 +336,8 @@ export async function readSse(res: Response, onEvent: (e: SseEvent) => void, sta
       const line = buf.slice(0, i).replace(/\r$/, "");
       buf = buf.slice(i + 1);
       if (line === "") {
-        if (cur.event !== undefined || cur.data !== undefined) onEvent({ id: cur.id, event: cur.event ?? "message", data: cur.data ?? "" });
+        if (cur.event !== undefined || cur.data !== undefined)
+          onEvent({ id: cur.id, event: cur.event ?? "message", data: cur.data ?? "" });
         cur = {};
       } else if (line.startsWith(":")) {
         if (stats) stats.heartbeats++;
@@ -285,14 +354,28 @@ export async function readSse(res: Response, onEvent: (e: SseEvent) => void, sta
 }
 
 /** Creates a thread run of `steps` through `baseUrl` (not streamed); answers its ids. */
-export async function createStepsRun(baseUrl: string, input: { steps: number; delay: number }, extra: Record<string, unknown> = {}): Promise<{ threadId: string; runId: string }> {
-  const created = await fetch(`${baseUrl}/threads`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+export async function createStepsRun(
+  baseUrl: string,
+  input: { steps: number; delay: number },
+  extra: Record<string, unknown> = {},
+): Promise<{ threadId: string; runId: string }> {
+  const created = await fetch(`${baseUrl}/threads`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: "{}",
+  });
   if (!created.ok) throw new Error(`create thread: ${created.status} ${await created.text()}`);
   const th = (await created.json()) as { thread_id: string };
   const res = await fetch(`${baseUrl}/threads/${th.thread_id}/runs`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ assistant_id: "steps", input, stream_mode: ["values", "updates"], config: { recursion_limit: 200 }, ...extra }),
+    body: JSON.stringify({
+      assistant_id: "steps",
+      input,
+      stream_mode: ["values", "updates"],
+      config: { recursion_limit: 200 },
+      ...extra,
+    }),
   });
   if (!res.ok) throw new Error(`create run: ${res.status} ${await res.text()}`);
   const run = (await res.json()) as { run_id: string };
@@ -300,8 +383,18 @@ export async function createStepsRun(baseUrl: string, input: { steps: number; de
 }
 
 /** Follows a run's stream at `baseUrl` from `lastEventId` (-1: the start) to its end. */
-export async function followRun(baseUrl: string, threadId: string, runId: string, lastEventId: string, onEvent: (e: SseEvent) => void, signal?: AbortSignal): Promise<void> {
-  const res = await fetch(`${baseUrl}/threads/${threadId}/runs/${runId}/stream`, { headers: { "last-event-id": lastEventId }, signal });
+export async function followRun(
+  baseUrl: string,
+  threadId: string,
+  runId: string,
+  lastEventId: string,
+  onEvent: (e: SseEvent) => void,
+  signal?: AbortSignal,
+): Promise<void> {
+  const res = await fetch(`${baseUrl}/threads/${threadId}/runs/${runId}/stream`, {
+    headers: { "last-event-id": lastEventId },
+    signal,
+  });
   if (!res.ok) throw new Error(`stream: ${res.status}`);
   await readSse(res, onEvent);
 }
@@ -310,13 +403,25 @@ export async function followRun(baseUrl: string, threadId: string, runId: string
 const FINAL_STATUSES = ["success", "error", "interrupted", "timeout"];
 
 /** Waits for a run's status to be one of `want`; fails at once (with the status) when it ended otherwise. */
-export async function waitForStatus(baseUrl: string, threadId: string, runId: string, want: string[], ms: number): Promise<string> {
+export async function waitForStatus(
+  baseUrl: string,
+  threadId: string,
+  runId: string,
+  want: string[],
+  ms: number,
+): Promise<string> {
   let status = "";
-  await waitFor(() => `run status ${want.join("/")} (last seen: ${status || "none"})`, ms, async () => {
-    status = ((await (await fetch(`${baseUrl}/threads/${threadId}/runs/${runId}`)).json()) as { status: string }).status;
-    if (!want.includes(status) && FINAL_STATUSES.includes(status)) throw Object.assign(new Error(`run ended as ${status}, not ${want.join("/")}`), { fatal: true });
-    return want.includes(status);
-  });
+  await waitFor(
+    () => `run status ${want.join("/")} (last seen: ${status || "none"})`,
+    ms,
+    async () => {
+      status = ((await (await fetch(`${baseUrl}/threads/${threadId}/runs/${runId}`)).json()) as { status: string })
+        .status;
+      if (!want.includes(status) && FINAL_STATUSES.includes(status))
+        throw Object.assign(new Error(`run ended as ${status}, not ${want.join("/")}`), { fatal: true });
+      return want.includes(status);
+    },
+  );
   return status;
 }
 

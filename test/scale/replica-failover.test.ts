@@ -2,7 +2,17 @@ import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
 import { RunEventBus } from "../../src/cluster/index.ts";
 import { createLogger } from "../../src/log/logger.ts";
-import { clusterAvailable, createStepsRun, followRun, lagProbe, startCluster, waitForStatus, type Cluster, type Replica, type SseEvent } from "./cluster.ts";
+import {
+  clusterAvailable,
+  createStepsRun,
+  followRun,
+  lagProbe,
+  startCluster,
+  waitForStatus,
+  type Cluster,
+  type Replica,
+  type SseEvent,
+} from "./cluster.ts";
 
 const LEASE_MS = 4000;
 /** How often a replica looks for expired leases (run-engine.ts: at most every 500 ms on replicas). */
@@ -16,7 +26,13 @@ interface Seen {
 }
 
 /** Follows a run on `via` (a replica that does not execute it) into `seen`; reconnects once with Last-Event-ID if the stream breaks. */
-async function follow(via: Replica, threadId: string, runId: string, seen: Seen, onEvent: (e: SseEvent) => void = () => {}): Promise<void> {
+async function follow(
+  via: Replica,
+  threadId: string,
+  runId: string,
+  seen: Seen,
+  onEvent: (e: SseEvent) => void = () => {},
+): Promise<void> {
   let last = "-1";
   const push = (e: SseEvent) => {
     seen.events.push({ ...e, at: performance.now() });
@@ -29,11 +45,14 @@ async function follow(via: Replica, threadId: string, runId: string, seen: Seen,
   await followRun(via.url, threadId, runId, last, push);
 }
 
-const attemptOf = (e: SseEvent) => (e.event === "metadata" ? (JSON.parse(e.data) as { attempt: number }).attempt : null);
+const attemptOf = (e: SseEvent) =>
+  e.event === "metadata" ? (JSON.parse(e.data) as { attempt: number }).attempt : null;
 const contiguous = (ids: number[]) => ids.every((id, i) => id === i);
 
 async function doneSteps(cluster: Cluster, threadId: string): Promise<number[]> {
-  const state = (await (await fetch(`${cluster.lb.url}/threads/${threadId}/state`)).json()) as { values: { done: number[] } };
+  const state = (await (await fetch(`${cluster.lb.url}/threads/${threadId}/state`)).json()) as {
+    values: { done: number[] };
+  };
   return state.values.done;
 }
 
@@ -51,10 +70,22 @@ test("replica failures (one cluster of 3, lease 4 s)", async (top) => {
   if (!(await clusterAvailable(top))) return;
   // Info: a failing test prints each replica's log, with the runs that ended with an error.
   const cluster = await startCluster(top, 3, { WHARF_RUN_LEASE_MS: String(LEASE_MS), WHARF_LOG_LEVEL: "info" });
-  await top.test("SIGTERM: the run is drained at a superstep and resumed elsewhere without waiting for the lease", (t) => sigterm(t, cluster));
-  await top.test("redis restarted mid-stream: the stream resumes or ends with a clean error; the run is not lost", (t) => redisRestart(t, cluster));
-  await top.test("a frozen replica (SIGSTOP) loses its run to another after the lease; thawed, its late writes are refused", (t) => zombie(t, cluster));
-  await top.test("kill -9 the executing replica: another takes the run over from its checkpoint within lease + 1 s", (t) => killExecuting(t, cluster));
+  await top.test(
+    "SIGTERM: the run is drained at a superstep and resumed elsewhere without waiting for the lease",
+    (t) => sigterm(t, cluster),
+  );
+  await top.test(
+    "redis restarted mid-stream: the stream resumes or ends with a clean error; the run is not lost",
+    (t) => redisRestart(t, cluster),
+  );
+  await top.test(
+    "a frozen replica (SIGSTOP) loses its run to another after the lease; thawed, its late writes are refused",
+    (t) => zombie(t, cluster),
+  );
+  await top.test(
+    "kill -9 the executing replica: another takes the run over from its checkpoint within lease + 1 s",
+    (t) => killExecuting(t, cluster),
+  );
 });
 
 async function sigterm(t: TestContext, cluster: Cluster): Promise<void> {
@@ -74,7 +105,10 @@ async function sigterm(t: TestContext, cluster: Cluster): Promise<void> {
   t.diagnostic(`SIGTERM → attempt 2's first event: ${resumeMs.toFixed(0)} ms (lease ${LEASE_MS} ms)`);
   assert.ok(resumeMs < LEASE_MS, "handed back at once, not at lease expiry");
   assert.ok(contiguous(seen.ids), seen.ids.join(","));
-  assert.deepEqual(await doneSteps(cluster, threadId), Array.from({ length: 12 }, (_, i) => i + 1));
+  assert.deepEqual(
+    await doneSteps(cluster, threadId),
+    Array.from({ length: 12 }, (_, i) => i + 1),
+  );
   assert.match(exec.output(), /|/); // the replica exited on its own
   await exec.start(); // back for the next tests
 }
@@ -86,7 +120,10 @@ async function redisRestart(t: TestContext, cluster: Cluster): Promise<void> {
   await follow(via, threadId, runId, seen, (e) => {
     if (e.event === "values" && !restarted && seen.events.filter((x) => x.event === "values").length === 3) {
       restarted = true;
-      void cluster.redis.stop().then(() => new Promise((r) => setTimeout(r, 500))).then(() => cluster.redis.start());
+      void cluster.redis
+        .stop()
+        .then(() => new Promise((r) => setTimeout(r, 500)))
+        .then(() => cluster.redis.start());
     }
   });
   assert.ok(restarted);
@@ -96,10 +133,15 @@ async function redisRestart(t: TestContext, cluster: Cluster): Promise<void> {
     assert.equal(seen.events.at(-1)!.event, "error");
     assert.match(errors[0].data, /StreamUnavailable/);
   } else assert.equal(seen.events.filter((e) => e.event === "values").length, 11);
-  t.diagnostic(`redis restart mid-stream: ${errors.length ? "clean error" : "stream resumed"} after ${seen.ids.length} events`);
+  t.diagnostic(
+    `redis restart mid-stream: ${errors.length ? "clean error" : "stream resumed"} after ${seen.ids.length} events`,
+  );
   assert.ok(contiguous(seen.ids.filter((_, i) => seen.events[i]?.event !== "error")));
   assert.equal(await waitForStatus(cluster.lb.url, threadId, runId, ["success"], 20_000), "success");
-  assert.deepEqual(await doneSteps(cluster, threadId), Array.from({ length: 10 }, (_, i) => i + 1));
+  assert.deepEqual(
+    await doneSteps(cluster, threadId),
+    Array.from({ length: 10 }, (_, i) => i + 1),
+  );
 }
 
 async function zombie(t: TestContext, cluster: Cluster): Promise<void> {
@@ -126,21 +168,34 @@ async function zombie(t: TestContext, cluster: Cluster): Promise<void> {
     assert.ok(contiguous(seen.ids), seen.ids.join(","));
     // After attempt 2 began, values continue from the checkpoint it resumed (one repeat when that is
     // the run's first, with the input still to apply): nothing of the zombie's interleaved.
-    const lengths = seen.events.filter((e) => e.event === "values").map((e) => (JSON.parse(e.data) as { done: number[] }).done.length);
+    const lengths = seen.events
+      .filter((e) => e.event === "values")
+      .map((e) => (JSON.parse(e.data) as { done: number[] }).done.length);
     const from = seen.events.indexOf(second);
-    const after = seen.events.slice(from).filter((e) => e.event === "values").map((e) => (JSON.parse(e.data) as { done: number[] }).done.length);
-    assert.ok(after.slice(1).every((n, i) => n === after[i] + 1 || (i === 0 && n === after[0] && n === 0)), `values after the takeover: ${lengths.join(",")}`);
+    const after = seen.events
+      .slice(from)
+      .filter((e) => e.event === "values")
+      .map((e) => (JSON.parse(e.data) as { done: number[] }).done.length);
+    assert.ok(
+      after.slice(1).every((n, i) => n === after[i] + 1 || (i === 0 && n === after[0] && n === 0)),
+      `values after the takeover: ${lengths.join(",")}`,
+    );
     // The stream ends once the run's end is recorded: its status is final by now (a lease to read it).
     assert.equal(await waitForStatus(cluster.lb.url, threadId, runId, ["success"], LEASE_MS), "success");
     const takeover = second.at - stoppedAt;
-    t.diagnostic(`SIGSTOP → attempt 2's first event: ${takeover.toFixed(0)} ms, → success: ${(performance.now() - stoppedAt).toFixed(0)} ms (lease ${LEASE_MS} ms, timers up to ${lag.maxMs()} ms late)`);
+    t.diagnostic(
+      `SIGSTOP → attempt 2's first event: ${takeover.toFixed(0)} ms, → success: ${(performance.now() - stoppedAt).toFixed(0)} ms (lease ${LEASE_MS} ms, timers up to ${lag.maxMs()} ms late)`,
+    );
     // Not before the lease could run out (the freeze came at most a renewal after the last one);
     // at the latest a sweep after it ran out, plus one retry of a takeover that found the row still
     // locked by the frozen replica (it waits half a renewal, then the next sweep), plus the load.
     assert.ok(takeover >= LEASE_MS - RENEW_MS, `takeover ${takeover.toFixed(0)} ms: before the lease ran out`);
     assert.ok(takeover <= LEASE_MS + SWEEP_MS + RENEW_MS + lag.maxMs(), `takeover ${takeover.toFixed(0)} ms`);
     await new Promise((r) => setTimeout(r, 1000)); // the thawed replica's next step comes and is refused
-    assert.deepEqual(await doneSteps(cluster, threadId), Array.from({ length: 12 }, (_, i) => i + 1));
+    assert.deepEqual(
+      await doneSteps(cluster, threadId),
+      Array.from({ length: 12 }, (_, i) => i + 1),
+    );
     // A late append of attempt 1, as a zombie would send it, is refused by the fence.
     const bus = await RunEventBus.open(cluster.redis.url, createLogger({ level: "silent" }));
     t.after(() => bus.close());
@@ -152,8 +207,15 @@ async function zombie(t: TestContext, cluster: Cluster): Promise<void> {
     assert.ok(fenced, "attempt 1's append refused");
   } catch (err) {
     if (!thawing) process.kill(pid, "SIGCONT");
-    for (const r of cluster.replicas) console.error(`--- ${r.name}${r === exec ? " (frozen)" : ""}${r === via ? " (followed through)" : ""}\n${r.output()}`);
-    console.error(seen.events.map((e) => `${(e.at - stoppedAt).toFixed(0)} ms: ${e.id} ${e.event} ${e.data.replace(/\s+/g, "")}`).join("\n"));
+    for (const r of cluster.replicas)
+      console.error(
+        `--- ${r.name}${r === exec ? " (frozen)" : ""}${r === via ? " (followed through)" : ""}\n${r.output()}`,
+      );
+    console.error(
+      seen.events
+        .map((e) => `${(e.at - stoppedAt).toFixed(0)} ms: ${e.id} ${e.event} ${e.data.replace(/\s+/g, "")}`)
+        .join("\n"),
+    );
     throw err;
   }
 }
@@ -175,5 +237,8 @@ async function killExecuting(t: TestContext, cluster: Cluster): Promise<void> {
   assert.ok(takeover <= LEASE_MS + 1000, `takeover ${takeover} ms`);
   assert.ok(contiguous(seen.ids), seen.ids.join(","));
   assert.equal(await waitForStatus(cluster.lb.url, threadId, runId, ["success"], 10_000), "success");
-  assert.deepEqual(await doneSteps(cluster, threadId), Array.from({ length: 14 }, (_, i) => i + 1));
+  assert.deepEqual(
+    await doneSteps(cluster, threadId),
+    Array.from({ length: 14 }, (_, i) => i + 1),
+  );
 }

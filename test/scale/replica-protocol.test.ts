@@ -17,7 +17,11 @@ const as = (user: string) => ({ authorization: `Bearer user-${user}`, "content-t
 const comparable = (evs: any[]) => evs.map((e) => JSON.stringify({ ...e, params: { ...e.params, timestamp: 0 } }));
 
 async function command(url: string, threadId: string, body: unknown): Promise<any> {
-  const res = await fetch(`${url}/threads/${threadId}/commands`, { method: "POST", headers: as("alice"), body: JSON.stringify(body) });
+  const res = await fetch(`${url}/threads/${threadId}/commands`, {
+    method: "POST",
+    headers: as("alice"),
+    body: JSON.stringify(body),
+  });
   assert.equal(res.status, 200);
   return res.json();
 }
@@ -25,31 +29,71 @@ async function command(url: string, threadId: string, body: unknown): Promise<an
 test("the event-based protocol on 3 replicas behind HAProxy (one cluster for the file)", async (top) => {
   if (!(await clusterAvailable(top))) return;
   const cluster = await startCluster(top, 3, {}, { project: PROJECT });
-  await top.test("commands on one replica, the thread's events from every replica: identical, numbered alike, replayed with since", (t) => crossReplica(t, cluster));
-  await top.test("the SDK's ThreadStream (SSE and WebSocket) and RemoteGraph streamEvents v3 through the balancer", (t) => sdkThroughBalancer(t, cluster));
+  await top.test(
+    "commands on one replica, the thread's events from every replica: identical, numbered alike, replayed with since",
+    (t) => crossReplica(t, cluster),
+  );
+  await top.test(
+    "the SDK's ThreadStream (SSE and WebSocket) and RemoteGraph streamEvents v3 through the balancer",
+    (t) => sdkThroughBalancer(t, cluster),
+  );
 });
 
 async function crossReplica(t: TestContext, cluster: Cluster): Promise<void> {
   const [a, b, c] = cluster.replicas;
   const threadId = crypto.randomUUID();
   // run.start on A; its events read from B and C (A may not even execute it).
-  const started = await command(a.url, threadId, { id: 1, method: "run.start", params: { assistant_id: "agent", input: say("ask me") } });
+  const started = await command(a.url, threadId, {
+    id: 1,
+    method: "run.start",
+    params: { assistant_id: "agent", input: say("ask me") },
+  });
   assert.equal(started.type, "success", JSON.stringify(started));
-  const read = (url: string, since?: number) => protocolSseEvents(url, as("alice"), threadId, { channels: ALL, ...(since !== undefined ? { since } : {}) }, rootEnded, 20_000);
+  const read = (url: string, since?: number) =>
+    protocolSseEvents(
+      url,
+      as("alice"),
+      threadId,
+      { channels: ALL, ...(since !== undefined ? { since } : {}) },
+      rootEnded,
+      20_000,
+    );
   const [onA, onB, onC] = await Promise.all([read(a.url), read(b.url), read(c.url)]);
-  assert.ok(onA.some((e) => e.method === "input.requested"), onA.map((e) => e.method).join(","));
-  assert.deepEqual(onA.map((e) => e.seq), onA.map((_, i) => i + 1), "seq 1, 2, … with no hole");
+  assert.ok(
+    onA.some((e) => e.method === "input.requested"),
+    onA.map((e) => e.method).join(","),
+  );
+  assert.deepEqual(
+    onA.map((e) => e.seq),
+    onA.map((_, i) => i + 1),
+    "seq 1, 2, … with no hole",
+  );
   assert.deepEqual(comparable(onB), comparable(onA), "B serves the same events as A");
   assert.deepEqual(comparable(onC), comparable(onA), "C serves the same events as A");
 
   // The interrupt answered through B; the resumed run's events read from C after the first run's (since).
   const interruptId = onA.find((e) => e.method === "input.requested")!.params.data.interrupt_id;
-  const respond = await command(b.url, threadId, { id: 2, method: "input.respond", params: { interrupt_id: interruptId, response: "go" } });
+  const respond = await command(b.url, threadId, {
+    id: 2,
+    method: "input.respond",
+    params: { interrupt_id: interruptId, response: "go" },
+  });
   assert.equal(respond.type, "success", JSON.stringify(respond));
   const last = onA.at(-1).seq;
-  const after = await protocolSseEvents(c.url, as("alice"), threadId, { channels: ["lifecycle", "values"], since: last }, (evs) => evs.some((e) => e.method === "lifecycle" && !e.params.namespace.length && e.params.data.event === "completed"), 20_000);
+  const after = await protocolSseEvents(
+    c.url,
+    as("alice"),
+    threadId,
+    { channels: ["lifecycle", "values"], since: last },
+    (evs) =>
+      evs.some((e) => e.method === "lifecycle" && !e.params.namespace.length && e.params.data.event === "completed"),
+    20_000,
+  );
   assert.equal(after[0].seq, last + 1, "replayed from the event after `since`");
-  assert.ok(after.some((e) => e.method === "values" && e.params.data.answer === "go"), JSON.stringify(after.map((e) => e.params.data)));
+  assert.ok(
+    after.some((e) => e.method === "values" && e.params.data.answer === "go"),
+    JSON.stringify(after.map((e) => e.params.data)),
+  );
 
   // Every replica answers state.get and agent.getTree for the thread from the shared log.
   for (const r of cluster.replicas) {
@@ -65,7 +109,12 @@ async function sdkThroughBalancer(t: TestContext, cluster: Cluster): Promise<voi
   for (const transport of ["sse", "websocket"] as const) {
     const client =
       transport === "sse"
-        ? new Client({ apiUrl: url, apiKey: null, defaultHeaders: { authorization: "Bearer user-alice" }, callerOptions: { maxRetries: 0 } })
+        ? new Client({
+            apiUrl: url,
+            apiKey: null,
+            defaultHeaders: { authorization: "Bearer user-alice" },
+            callerOptions: { maxRetries: 0 },
+          })
         : new Client({ apiUrl: url, apiKey: null });
     const thread: ReturnType<Client["threads"]["stream"]> = client.threads.stream({
       assistantId: "agent",
@@ -92,9 +141,16 @@ async function sdkThroughBalancer(t: TestContext, cluster: Cluster): Promise<voi
     await thread.close();
     assert.deepEqual(errors, [], transport);
   }
-  const remote = new RemoteGraph({ graphId: "agent", url, client: new Client({ apiUrl: url, apiKey: null, defaultHeaders: { authorization: "Bearer user-alice" } }) });
+  const remote = new RemoteGraph({
+    graphId: "agent",
+    url,
+    client: new Client({ apiUrl: url, apiKey: null, defaultHeaders: { authorization: "Bearer user-alice" } }),
+  });
   const seen: string[] = [];
-  const run = await remote.streamEvents(say("hello"), { version: "v3", configurable: { thread_id: crypto.randomUUID() } } as never);
+  const run = await remote.streamEvents(say("hello"), {
+    version: "v3",
+    configurable: { thread_id: crypto.randomUUID() },
+  } as never);
   for await (const ev of run as AsyncIterable<any>) seen.push(ev.method);
   assert.ok(seen.includes("values") && seen.includes("lifecycle"), seen.join(","));
   t.diagnostic(`RemoteGraph v3 through the balancer: ${seen.length} events`);

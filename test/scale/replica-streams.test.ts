@@ -5,19 +5,39 @@ import { Client } from "@langchain/langgraph-sdk";
 import { startAgentServer } from "../../src/agent-server/index.ts";
 import { createLogger } from "../../src/log/logger.ts";
 import { tempHome } from "../support/dialects.ts";
-import { clusterAvailable, type Cluster, createStepsRun, followRun, readSse, startCluster, STEPS_PROJECT, waitForStatus, type SseEvent } from "./cluster.ts";
+import {
+  clusterAvailable,
+  type Cluster,
+  createStepsRun,
+  followRun,
+  readSse,
+  startCluster,
+  STEPS_PROJECT,
+  waitForStatus,
+  type SseEvent,
+} from "./cluster.ts";
 
 const INPUT = { steps: 8, delay: 120 };
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 /** Events as a client compares them: the run id in `metadata` differs between runs. */
-const comparable = (evs: SseEvent[]) => evs.map((e) => `${e.id}|${e.event}|${e.data.replace(/"run_id":\s*"[0-9a-f-]+"/, '"run_id":"…"')}`);
+const comparable = (evs: SseEvent[]) =>
+  evs.map((e) => `${e.id}|${e.event}|${e.data.replace(/"run_id":\s*"[0-9a-f-]+"/, '"run_id":"…"')}`);
 
 test("3 replicas behind HAProxy (one cluster for the file: starting replicas is most of its time)", async (top) => {
   if (!(await clusterAvailable(top))) return;
   const cluster = await startCluster(top, 3);
-  await top.test("a run is streamed from replicas that do not execute it, events identical to one process; the SDK streams through the balancer", (t) => sameEvents(t, cluster));
-  await top.test("GET /threads/{id}/stream on one replica follows runs that start on another", (t) => threadStream(t, cluster));
-  await top.test("kill -9 the replica serving a stream: the client reconnects through the balancer with Last-Event-ID, nothing missing or repeated", (t) => servingReplicaKilled(t, cluster));
+  await top.test(
+    "a run is streamed from replicas that do not execute it, events identical to one process; the SDK streams through the balancer",
+    (t) => sameEvents(t, cluster),
+  );
+  await top.test("GET /threads/{id}/stream on one replica follows runs that start on another", (t) =>
+    threadStream(t, cluster),
+  );
+  await top.test(
+    "kill -9 the replica serving a stream: the client reconnects through the balancer with Last-Event-ID, nothing missing or repeated",
+    (t) => servingReplicaKilled(t, cluster),
+  );
 });
 
 async function sameEvents(t: TestContext, cluster: Cluster): Promise<void> {
@@ -36,17 +56,29 @@ async function sameEvents(t: TestContext, cluster: Cluster): Promise<void> {
   );
   const local = got.get(exec!.name)!;
   assert.equal(local.filter((e) => e.event === "values").length, INPUT.steps + 1);
-  for (const r of cluster.replicas) assert.deepEqual(comparable(got.get(r.name)!), comparable(local), `replica ${r.name} (executing: ${exec!.name})`);
+  for (const r of cluster.replicas)
+    assert.deepEqual(comparable(got.get(r.name)!), comparable(local), `replica ${r.name} (executing: ${exec!.name})`);
 
   // Cross-replica latency against the local fast path, event by event (same clock: this process).
   const lags: number[] = [];
-  for (const r of cluster.replicas) if (r !== exec) got.get(r.name)!.forEach((e, i) => i > 0 && lags.push(e.at - local[i].at));
-  t.diagnostic(`cross-replica event lag vs local: p50 ${pct(lags, 50).toFixed(1)} ms, p99 ${pct(lags, 99).toFixed(1)} ms (${lags.length} events)`);
+  for (const r of cluster.replicas)
+    if (r !== exec) got.get(r.name)!.forEach((e, i) => i > 0 && lags.push(e.at - local[i].at));
+  t.diagnostic(
+    `cross-replica event lag vs local: p50 ${pct(lags, 50).toFixed(1)} ms, p99 ${pct(lags, 99).toFixed(1)} ms (${lags.length} events)`,
+  );
 
   // The same graph in one process (SQLite, no Redis): the same events.
   const home = tempHome();
   t.after(() => fs.rmSync(home, { recursive: true, force: true }));
-  const single = await startAgentServer({ projectDir: STEPS_PROJECT, host: "127.0.0.1", port: 0, databaseUrl: null, home, open: true, log: createLogger({ level: "silent" }) });
+  const single = await startAgentServer({
+    projectDir: STEPS_PROJECT,
+    host: "127.0.0.1",
+    port: 0,
+    databaseUrl: null,
+    home,
+    open: true,
+    log: createLogger({ level: "silent" }),
+  });
   t.after(() => single.stop());
   const ref = await createStepsRun(single.url, INPUT);
   const refEvents: SseEvent[] = [];
@@ -57,18 +89,33 @@ async function sameEvents(t: TestContext, cluster: Cluster): Promise<void> {
   const client = new Client({ apiUrl: cluster.lb.url, apiKey: null, callerOptions: { maxRetries: 0 } });
   const thread = await client.threads.create();
   const chunks: string[] = [];
-  for await (const c of client.runs.stream(thread.thread_id, "steps", { input: { steps: 4, delay: 50 }, streamMode: "values" })) chunks.push(c.event);
+  for await (const c of client.runs.stream(thread.thread_id, "steps", {
+    input: { steps: 4, delay: 50 },
+    streamMode: "values",
+  }))
+    chunks.push(c.event);
   assert.deepEqual(chunks, ["metadata", "values", "values", "values", "values", "values"]);
   const second = await createStepsRun(cluster.lb.url, { steps: 5, delay: 100 });
   const joined: string[] = [];
-  for await (const c of client.runs.joinStream(second.threadId, second.runId, { lastEventId: "-1" })) joined.push(c.event);
+  for await (const c of client.runs.joinStream(second.threadId, second.runId, { lastEventId: "-1" }))
+    joined.push(c.event);
   assert.equal(joined.filter((e) => e === "values").length, 6);
-  assert.deepEqual((await client.runs.join(second.threadId, second.runId)) as unknown, { steps: 5, delay: 100, done: [1, 2, 3, 4, 5] });
+  assert.deepEqual((await client.runs.join(second.threadId, second.runId)) as unknown, {
+    steps: 5,
+    delay: 100,
+    done: [1, 2, 3, 4, 5],
+  });
 }
 
 async function threadStream(t: TestContext, cluster: Cluster): Promise<void> {
   const [watcher, runner] = cluster.replicas;
-  const th = (await (await fetch(`${runner.url}/threads`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).json()) as { thread_id: string };
+  const th = (await (
+    await fetch(`${runner.url}/threads`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    })
+  ).json()) as { thread_id: string };
   const stop = new AbortController();
   t.after(() => stop.abort());
   const res = await fetch(`${watcher.url}/threads/${th.thread_id}/stream`, { signal: stop.signal });
@@ -78,12 +125,19 @@ async function threadStream(t: TestContext, cluster: Cluster): Promise<void> {
     if (e.event === "values" && (JSON.parse(e.data) as { done: number[] }).done.length === 3) stop.abort();
   }).catch(() => {});
   await new Promise((r) => setTimeout(r, 300)); // the watch is in place
-  const created = await fetch(`${runner.url}/threads/${th.thread_id}/runs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ assistant_id: "steps", input: { steps: 3, delay: 50 } }) });
+  const created = await fetch(`${runner.url}/threads/${th.thread_id}/runs`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ assistant_id: "steps", input: { steps: 3, delay: 50 } }),
+  });
   const run = (await created.json()) as { run_id: string };
   await Promise.race([reading, new Promise((r) => setTimeout(r, 15_000))]);
   assert.equal((await cluster.executing(run.run_id).catch(() => undefined)) === watcher, false);
   assert.equal(seen[0]?.event, "metadata");
-  assert.deepEqual(seen.map((e) => e.id), seen.map((_, i) => `${run.run_id}:${i}`));
+  assert.deepEqual(
+    seen.map((e) => e.id),
+    seen.map((_, i) => `${run.run_id}:${i}`),
+  );
   assert.equal(seen.filter((e) => e.event === "values").length, 4);
 }
 
@@ -99,7 +153,10 @@ async function servingReplicaKilled(t: TestContext, cluster: Cluster): Promise<v
   for (let i = 0; i < 10 && !res; i++) {
     const a = new AbortController();
     tries.push(a);
-    const r = await fetch(`${cluster.lb.url}/threads/${threadId}/runs/${runId}/stream`, { headers: { "last-event-id": "-1" }, signal: a.signal });
+    const r = await fetch(`${cluster.lb.url}/threads/${threadId}/runs/${runId}/stream`, {
+      headers: { "last-event-id": "-1" },
+      signal: a.signal,
+    });
     if (r.headers.get("x-served-by") !== exec!.name) res = r;
   }
   assert.ok(res, "a stream served by a replica that does not execute the run");
@@ -126,14 +183,24 @@ async function servingReplicaKilled(t: TestContext, cluster: Cluster): Promise<v
   while ((await waitForStatus(cluster.lb.url, threadId, runId, ["running", "success"], 5000)) && reconnects < 5) {
     reconnects++;
     reconnected = true;
-    const r = await fetch(`${cluster.lb.url}/threads/${threadId}/runs/${runId}/stream`, { headers: { "last-event-id": last } });
+    const r = await fetch(`${cluster.lb.url}/threads/${threadId}/runs/${runId}/stream`, {
+      headers: { "last-event-id": last },
+    });
     assert.notEqual(r.headers.get("x-served-by"), serving.name);
     await readSse(r, onEvent);
     break;
   }
-  t.diagnostic(`reconnect gap (kill -9 of the serving replica → next event through the balancer): ${gap.toFixed(0)} ms`);
-  assert.deepEqual(ids, ids.map((_, i) => i), `ids ${ids.join(",")}`);
-  assert.equal((await waitForStatus(cluster.lb.url, threadId, runId, ["success"], 10_000)), "success");
-  const state = (await (await fetch(`${cluster.lb.url}/threads/${threadId}/state`)).json()) as { values: { done: number[] } };
+  t.diagnostic(
+    `reconnect gap (kill -9 of the serving replica → next event through the balancer): ${gap.toFixed(0)} ms`,
+  );
+  assert.deepEqual(
+    ids,
+    ids.map((_, i) => i),
+    `ids ${ids.join(",")}`,
+  );
+  assert.equal(await waitForStatus(cluster.lb.url, threadId, runId, ["success"], 10_000), "success");
+  const state = (await (await fetch(`${cluster.lb.url}/threads/${threadId}/state`)).json()) as {
+    values: { done: number[] };
+  };
   assert.equal(state.values.done.length, 14);
 }

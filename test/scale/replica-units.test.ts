@@ -3,7 +3,15 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { compareIds, eventNumber, isAnotherReplicas, nextStep, parseRunEntry, parseThreadEventEntry, streamId } from "../../src/cluster/index.ts";
+import {
+  compareIds,
+  eventNumber,
+  isAnotherReplicas,
+  nextStep,
+  parseRunEntry,
+  parseThreadEventEntry,
+  streamId,
+} from "../../src/cluster/index.ts";
 import { ThreadLog } from "../../src/agent-server/protocol/thread-log.ts";
 import { parseSignal } from "../../src/agent-server/runs/run-signals.ts";
 import { leftBehind } from "../../src/sandboxes/lifecycle/left-behind.ts";
@@ -13,7 +21,11 @@ import { planRecovery } from "../../src/agent-server/runs/run-recovery.ts";
 import { wharfCli } from "../support/process.ts";
 
 test("stream ids: event n is 0-<n+1>, and back", () => {
-  for (const [n, id] of [[0, "0-1"], [41, "0-42"], [19_999, "0-20000"]] as const) {
+  for (const [n, id] of [
+    [0, "0-1"],
+    [41, "0-42"],
+    [19_999, "0-20000"],
+  ] as const) {
     assert.equal(streamId(n), id);
     assert.equal(eventNumber(id), n);
   }
@@ -27,7 +39,8 @@ test("a sandbox's control-plane call goes to its owner only when that is another
     ["node-b", false, true],
     ["node-b", true, false], // came through the internal listener: acted on here, never sent on
   ];
-  for (const [owner, forwarded, want] of table) assert.equal(isAnotherReplicas(owner, "node-a", forwarded), want, `${owner} ${forwarded}`);
+  for (const [owner, forwarded, want] of table)
+    assert.equal(isAnotherReplicas(owner, "node-a", forwarded), want, `${owner} ${forwarded}`);
 });
 
 test("stream ids order numerically, not as text", () => {
@@ -54,7 +67,12 @@ test("a follower delivers the next event, skips what it saw, and stops at a hole
 });
 
 test("run stream entries: events and the end marker; anything else is ignored", () => {
-  assert.deepEqual(parseRunEntry(["0-3", ["e", "values", "d", '{"a":1}']]), { kind: "event", n: 2, event: "values", json: '{"a":1}' });
+  assert.deepEqual(parseRunEntry(["0-3", ["e", "values", "d", '{"a":1}']]), {
+    kind: "event",
+    n: 2,
+    event: "values",
+    json: '{"a":1}',
+  });
   assert.deepEqual(parseRunEntry(["0-9", ["end", "end"]]), { kind: "end", n: 8, status: "end" });
   assert.equal(parseRunEntry(["0-3", ["x", "y"]]), null);
   assert.equal(parseRunEntry(["17-3", ["e", "values", "d", "{}"]]), null);
@@ -86,7 +104,17 @@ test("leases on the database's clock: the offset is taken at the middle of the r
 });
 
 test("drained attempts do not count against the crash limit", () => {
-  const base = { input: { x: 1 }, command: null, config: {}, stream_mode: ["values"], temporary: false, subgraphs: false, resumable: false, on_disconnect: "continue" as const, sealed_private: { keyId: "k", blob: "b" } };
+  const base = {
+    input: { x: 1 },
+    command: null,
+    config: {},
+    stream_mode: ["values"],
+    temporary: false,
+    subgraphs: false,
+    resumable: false,
+    on_disconnect: "continue" as const,
+    sealed_private: { keyId: "k", blob: "b" },
+  };
   const table: Array<[number, number, string]> = [
     [1, 0, "resume"],
     [2, 0, "error"], // one crash already resumed
@@ -94,13 +122,20 @@ test("drained attempts do not count against the crash limit", () => {
     [4, 3, "resume"],
     [4, 2, "error"],
   ];
-  for (const [attempt, handbacks, want] of table) assert.equal(planRecovery({ ...base, attempt, handbacks }, { temporary: false, headRunId: "r", runId: "r" }).action, want, `attempt ${attempt}, handbacks ${handbacks}`);
+  for (const [attempt, handbacks, want] of table)
+    assert.equal(
+      planRecovery({ ...base, attempt, handbacks }, { temporary: false, headRunId: "r", runId: "r" }).action,
+      want,
+      `attempt ${attempt}, handbacks ${handbacks}`,
+    );
 });
 
 test("wharf up: REDIS_URL with SQLite stops start-up with one clear line", async () => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-redis-refused-"));
   try {
-    const { code, out } = await wharfCli(["up", "--no-supervisor"], { env: { WHARF_HOME: home, WHARF_PORT: "0", REDIS_URL: "redis://127.0.0.1:1", DATABASE_URL: "" } });
+    const { code, out } = await wharfCli(["up", "--no-supervisor"], {
+      env: { WHARF_HOME: home, WHARF_PORT: "0", REDIS_URL: "redis://127.0.0.1:1", DATABASE_URL: "" },
+    });
     assert.equal(code, 2, out);
     assert.match(out.trim(), /^wharf: REDIS_URL needs DATABASE_URL to be PostgreSQL[^\n]*$/);
   } finally {
@@ -109,16 +144,30 @@ test("wharf up: REDIS_URL with SQLite stops start-up with one clear line", async
 });
 
 test("thread protocol entries: seq from the id, the event JSON, its run and assistant", () => {
-  assert.deepEqual(parseThreadEventEntry(["0-7", ["u", "x.1", "p", '{"method":"values"}', "r", "run-1", "a", "agent"]]), { seq: 7, body: '{"method":"values"}', runId: "run-1", assistantId: "agent" });
+  assert.deepEqual(
+    parseThreadEventEntry(["0-7", ["u", "x.1", "p", '{"method":"values"}', "r", "run-1", "a", "agent"]]),
+    { seq: 7, body: '{"method":"values"}', runId: "run-1", assistantId: "agent" },
+  );
   assert.equal(parseThreadEventEntry(["0-7", ["u", "x.1"]]), null);
   assert.equal(parseThreadEventEntry(["1700000000000-0", ["p", "{}"]]), null);
 });
 
 test("a shared thread log ingests what the store numbered: skips what it has, keeps only what follows a hole, notes where each run begins", () => {
   const log = new ThreadLog();
-  const ev = (seq: number, runId: string, event = "running") => ({ seq, runId, assistantId: "agent", body: JSON.stringify({ method: "lifecycle", params: { namespace: [], timestamp: 1, data: { event, graph_name: "agent" } } }) });
+  const ev = (seq: number, runId: string, event = "running") => ({
+    seq,
+    runId,
+    assistantId: "agent",
+    body: JSON.stringify({
+      method: "lifecycle",
+      params: { namespace: [], timestamp: 1, data: { event, graph_name: "agent" } },
+    }),
+  });
   log.ingest([ev(1, "r1"), ev(2, "r1", "completed"), ev(2, "r1", "completed")]);
-  assert.deepEqual(log.events.map((e) => e.seq), [1, 2]);
+  assert.deepEqual(
+    log.events.map((e) => e.seq),
+    [1, 2],
+  );
   assert.equal(log.assistantId, "agent");
   log.ingest([ev(3, "r2"), ev(4, "r2")]);
   assert.equal(log.runStarts.get("r1"), 0);
@@ -126,7 +175,10 @@ test("a shared thread log ingests what the store numbered: skips what it has, ke
   assert.equal(log.currentRunId, "r2");
   assert.equal(log.tree().status, "running");
   log.ingest([ev(9, "r2", "completed")]); // 5…8 lost (Redis restarted, or trimmed)
-  assert.deepEqual(log.events.map((e) => e.seq), [9]);
+  assert.deepEqual(
+    log.events.map((e) => e.seq),
+    [9],
+  );
   assert.equal(log.firstKeptSeq, 9);
   assert.equal(log.lastSeq, 9);
   assert.equal(log.events[0].event_id, "9");

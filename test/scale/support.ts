@@ -41,9 +41,20 @@ export interface ReplicaSet {
  * Several replicas on one PostgreSQL schema (fresh per test, dropped after) with one master key.
  * Null (skipped loudly, a failure in strict mode) without PostgreSQL or root.
  */
-export async function startReplicas(t: TestContext, names: string[], env: Record<string, string> = {}): Promise<ReplicaSet | null> {
+export async function startReplicas(
+  t: TestContext,
+  names: string[],
+  env: Record<string, string> = {},
+): Promise<ReplicaSet | null> {
   if (!requireCapability(t, await postgresReachable(), `PostgreSQL is not reachable at ${POSTGRES_URL}`)) return null;
-  if (!requireCapability(t, process.platform === "linux" && isRoot(), "replicas run sandboxes and confined revisions: root on Linux")) return null;
+  if (
+    !requireCapability(
+      t,
+      process.platform === "linux" && isRoot(),
+      "replicas run sandboxes and confined revisions: root on Linux",
+    )
+  )
+    return null;
   let set: (ReplicaSet & { close(): Promise<void> }) | null = null;
   t.after(async () => set?.close());
   set = await launchReplicas(names, env, (s) => (set = s));
@@ -54,7 +65,11 @@ export async function startReplicas(t: TestContext, names: string[], env: Record
  * The same without a test (benchmarks): `close` stops every replica and drops the schema. `early`
  * gets the set before the first replica starts, so a failed start still cleans up.
  */
-export async function launchReplicas(names: string[], env: Record<string, string> = {}, early: (s: ReplicaSet & { close(): Promise<void> }) => void = () => {}): Promise<ReplicaSet & { close(): Promise<void> }> {
+export async function launchReplicas(
+  names: string[],
+  env: Record<string, string> = {},
+  early: (s: ReplicaSet & { close(): Promise<void> }) => void = () => {},
+): Promise<ReplicaSet & { close(): Promise<void> }> {
   const schema = `wharf_t_${crypto.randomBytes(6).toString("hex")}`;
   const admin = new pg.Pool({ connectionString: POSTGRES_URL, max: 2, options: `-c search_path=${schema}` });
   await admin.query(`CREATE SCHEMA "${schema}"`);
@@ -93,7 +108,15 @@ export async function launchReplicas(names: string[], env: Record<string, string
     child.stdout!.on("data", (d) => (out += d));
     child.stderr!.on("data", (d) => (out += d));
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-    const r: Replica = { name, url: `http://127.0.0.1:${port}`, internalUrl: `http://127.0.0.1:${internal}`, home: h, child, output: () => out, exited };
+    const r: Replica = {
+      name,
+      url: `http://127.0.0.1:${port}`,
+      internalUrl: `http://127.0.0.1:${internal}`,
+      home: h,
+      child,
+      output: () => out,
+      exited,
+    };
     all.push(r);
     const began = Date.now();
     try {
@@ -147,10 +170,16 @@ export async function launchReplicas(names: string[], env: Record<string, string
 }
 
 /** The replica id a home was given (the file `wharf up` writes on first start). */
-export const replicaId = (home: string): string => fs.readFileSync(path.join(home, "deployments", "node-id"), "utf8").trim();
+export const replicaId = (home: string): string =>
+  fs.readFileSync(path.join(home, "deployments", "node-id"), "utf8").trim();
 
 /** Polls until `check` returns a truthy value; fails after `timeoutMs`. */
-export async function waitFor<T>(check: () => Promise<T | false | null | undefined>, timeoutMs: number, what: string, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T | false | null | undefined>,
+  timeoutMs: number,
+  what: string,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();

@@ -19,7 +19,11 @@ function running(marker: string): boolean {
 
 /** Waits until the replica's app answered `method path` (its request log lines, at debug level, reach the pipe a moment after). */
 async function served(r: Replica, method: string, path: string): Promise<void> {
-  await until(`${r.name} answered ${method} ${path}`, () => r.output().includes(`"method":"${method}","path":"${path}"`), 5000);
+  await until(
+    `${r.name} answered ${method} ${path}`,
+    () => r.output().includes(`"method":"${method}","path":"${path}"`),
+    5000,
+  );
 }
 
 async function until(what: string, check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
@@ -38,7 +42,9 @@ test("stop, start, snapshot and delete of a sandbox created through replica A, s
   const clientB = new SandboxClient({ apiEndpoint: `${b.url}/v2/sandboxes`, apiKey: set.apiKey, maxRetries: 0 });
   const created = await clientA.createSandbox(undefined, { name: "ctl" });
   const ownerA = replicaId(a.home);
-  const owner = async () => (await set.query<{ owner_replica: string }>("SELECT owner_replica FROM sandboxes WHERE id = $1", [created.id]))[0]?.owner_replica;
+  const owner = async () =>
+    (await set.query<{ owner_replica: string }>("SELECT owner_replica FROM sandboxes WHERE id = $1", [created.id]))[0]
+      ?.owner_replica;
   assert.equal(await owner(), ownerA);
   const boxDir = path.join(a.home, "sandboxes", "boxes", created.id!);
   assert.ok(fs.existsSync(boxDir), "A keeps the sandbox's files under its home");
@@ -57,7 +63,11 @@ test("stop, start, snapshot and delete of a sandbox created through replica A, s
   await served(a, "POST", "/v2/sandboxes/boxes/ctl/stop"); // A, which runs it, stopped it
 
   // PATCH through B (a proxy_config needs a ready sandbox: refused by the owner as it would be directly).
-  const patched = await fetch(`${b.url}/v2/sandboxes/boxes/ctl`, { method: "PATCH", headers: { "x-api-key": set.apiKey, "content-type": "application/json" }, body: JSON.stringify({ labels: { via: "b" } }) });
+  const patched = await fetch(`${b.url}/v2/sandboxes/boxes/ctl`, {
+    method: "PATCH",
+    headers: { "x-api-key": set.apiKey, "content-type": "application/json" },
+    body: JSON.stringify({ labels: { via: "b" } }),
+  });
   assert.equal(patched.status, 200, await patched.clone().text());
   assert.deepEqual(((await patched.json()) as { labels: Record<string, string> }).labels, { via: "b" });
 

@@ -18,8 +18,16 @@ test("the internal listener refuses unsigned, forged, misaddressed, expired and 
   const self = replicaId(a.home);
   const box = new SecretBox(keyringFromEnv(set.masterKey));
   const keyFor = () => ({ kid: box.activeKeyId, key: box.deriveKey(KEY_PURPOSE) });
-  const sign = (target: string, opts: { to?: string; now?: number; method?: string } = {}) => signRequest(keyFor, { from: "node-test", to: opts.to ?? self, method: opts.method ?? "GET", target }, opts.now ?? Date.now());
-  const call = (target: string, header?: string, headers: Record<string, string> = {}) => fetch(`${a.internalUrl}${target}`, { headers: { ...(header ? { [REPLICA_AUTH_HEADER]: header } : {}), ...headers } });
+  const sign = (target: string, opts: { to?: string; now?: number; method?: string } = {}) =>
+    signRequest(
+      keyFor,
+      { from: "node-test", to: opts.to ?? self, method: opts.method ?? "GET", target },
+      opts.now ?? Date.now(),
+    );
+  const call = (target: string, header?: string, headers: Record<string, string> = {}) =>
+    fetch(`${a.internalUrl}${target}`, {
+      headers: { ...(header ? { [REPLICA_AUTH_HEADER]: header } : {}), ...headers },
+    });
 
   // Signed properly: served by the app behind it (which still asks the caller for its own credential).
   const good = sign("/v2/me");
@@ -31,7 +39,15 @@ test("the internal listener refuses unsigned, forged, misaddressed, expired and 
   const refusals: Array<[string, string, string | undefined]> = [
     ["no signature", "/v2/me", undefined],
     ["replayed", "/v2/me", good],
-    ["another key", "/v2/me", signRequest(() => ({ kid: box.activeKeyId, key: Buffer.alloc(32, 7) }), { from: "node-test", to: self, method: "GET", target: "/v2/me" }, Date.now())],
+    [
+      "another key",
+      "/v2/me",
+      signRequest(
+        () => ({ kid: box.activeKeyId, key: Buffer.alloc(32, 7) }),
+        { from: "node-test", to: self, method: "GET", target: "/v2/me" },
+        Date.now(),
+      ),
+    ],
     ["another target", "/v2/workspaces", sign("/v2/me")],
     ["another method", "/v2/me", sign("/v2/me", { method: "POST" })],
     ["another replica", "/v2/me", sign("/v2/me", { to: "node-elsewhere" })],
@@ -45,7 +61,14 @@ test("the internal listener refuses unsigned, forged, misaddressed, expired and 
     assert.match((await res.json()).detail, /Not a signed request from another replica/, what);
   }
   // The same for a WebSocket upgrade.
-  const upgrade = await fetch(`${a.internalUrl}/sandboxes/dp/x/execute/ws`, { headers: { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==" } }).catch((e: Error) => e);
+  const upgrade = await fetch(`${a.internalUrl}/sandboxes/dp/x/execute/ws`, {
+    headers: {
+      connection: "Upgrade",
+      upgrade: "websocket",
+      "sec-websocket-version": "13",
+      "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+    },
+  }).catch((e: Error) => e);
   assert.ok(!(upgrade instanceof Response) || upgrade.status === 401, "an unsigned upgrade is refused");
 
   // From inside a sandbox: through its proxy and around it, the internal listener is out of reach.
@@ -56,7 +79,12 @@ test("the internal listener refuses unsigned, forged, misaddressed, expired and 
     `for u in http://127.0.0.1:${port}/ok http://localhost:${port}/ok; do curl -s -m 5 -o /tmp/body -w '%{http_code}\\n' $u; cat /tmp/body 2>/dev/null; echo; curl -s -m 5 --noproxy '*' -o /tmp/body -w '%{http_code}\\n' $u; cat /tmp/body 2>/dev/null; echo; done`,
     { timeout: 60 },
   );
-  assert.doesNotMatch(probe.stdout, /Not a signed request|"ok"/, `the sandbox reached the internal listener:\n${probe.stdout}`);
-  for (const code of probe.stdout.split("\n").filter((l) => /^\d{3}$/.test(l))) assert.ok(code === "000" || code === "403" || code === "502", `answered ${code}:\n${probe.stdout}`);
+  assert.doesNotMatch(
+    probe.stdout,
+    /Not a signed request|"ok"/,
+    `the sandbox reached the internal listener:\n${probe.stdout}`,
+  );
+  for (const code of probe.stdout.split("\n").filter((l) => /^\d{3}$/.test(l)))
+    assert.ok(code === "000" || code === "403" || code === "502", `answered ${code}:\n${probe.stdout}`);
   await client.deleteSandbox("prober");
 });

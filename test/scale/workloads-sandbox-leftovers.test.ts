@@ -19,7 +19,12 @@ test("a sandbox deleted while its replica was dead: back on its home, the replic
 
   await set.kill9(a);
   const viaB = new SandboxClient({ apiEndpoint: `${b.url}/v2/sandboxes`, apiKey: set.apiKey, maxRetries: 0 });
-  await waitFor(async () => (await viaB.getSandbox("left-behind")).status === "error", 15_000, "the sandbox reported error", 50);
+  await waitFor(
+    async () => (await viaB.getSandbox("left-behind")).status === "error",
+    15_000,
+    "the sandbox reported error",
+    50,
+  );
   await viaB.deleteSandbox("left-behind");
   assert.equal((await set.query("SELECT id FROM sandboxes WHERE id = $1", [id])).length, 0, "its row is gone");
   assert.ok(fs.existsSync(box), "its folder is still on the dead replica's machine");

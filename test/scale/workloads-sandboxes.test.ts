@@ -14,7 +14,9 @@ test("a sandbox created through replica A is driven through replica B: exec, pty
   const clientB = new SandboxClient({ apiEndpoint: `${b.url}/v2/sandboxes`, apiKey: set.apiKey, maxRetries: 0 });
   const created = await clientA.createSandbox(undefined, { name: "across" });
   assert.equal(created.status, "ready");
-  const [row] = await set.query<{ owner_replica: string }>("SELECT owner_replica FROM sandboxes WHERE id = $1", [created.id]);
+  const [row] = await set.query<{ owner_replica: string }>("SELECT owner_replica FROM sandboxes WHERE id = $1", [
+    created.id,
+  ]);
   assert.equal(row.owner_replica, replicaId(a.home), "the replica that provisioned it owns it");
 
   // Through B: B holds nothing of this sandbox, so every answer below came from A through B.
@@ -47,7 +49,10 @@ test("a sandbox created through replica A is driven through replica B: exec, pty
   // A service inside the box, HTTP and WebSocket, by a service URL minted by B.
   await sb.write("/home/user/www/hello.txt", "hello from the box\n");
   await sb.write("/home/user/ws.py", WS_ECHO);
-  await sb.run("cd www && nohup python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 & nohup python3 ws.py >/dev/null 2>&1 & for p in 8000 8765; do for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done; done", { timeout: 30 });
+  await sb.run(
+    "cd www && nohup python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 & nohup python3 ws.py >/dev/null 2>&1 & for p in 8000 8765; do for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done; done",
+    { timeout: 30 },
+  );
   const svc = (await clientB.serviceUrl("across", { port: 8000, expiresInSeconds: 120 })) as ServiceUrl;
   const page = await svc.fetch("/hello.txt");
   assert.equal(page.status, 200);
@@ -56,7 +61,9 @@ test("a sandbox created through replica A is driven through replica B: exec, pty
   const wsSvc = (await clientB.serviceUrl("across", { port: 8765, expiresInSeconds: 120 })) as ServiceUrl;
   const echoed = await new Promise<string>((resolve, reject) => {
     void (async () => {
-      const ws = new WebSocket((await wsSvc.serviceUrl()).replace(/^http/, "ws") + "/", { headers: { "X-Langsmith-Sandbox-Service-Token": await wsSvc.token() } });
+      const ws = new WebSocket((await wsSvc.serviceUrl()).replace(/^http/, "ws") + "/", {
+        headers: { "X-Langsmith-Sandbox-Service-Token": await wsSvc.token() },
+      });
       ws.on("open", () => ws.send("ping"));
       ws.on("message", (d) => {
         resolve(d.toString());
@@ -68,7 +75,11 @@ test("a sandbox created through replica A is driven through replica B: exec, pty
   assert.equal(echoed, "echo: ping");
 
   // An unauthenticated data-plane call through B is refused by the owner as it would be directly.
-  const anon = await fetch(`${b.url}/sandboxes/dp/${created.id}/execute`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ command: "true" }) });
+  const anon = await fetch(`${b.url}/sandboxes/dp/${created.id}/execute`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ command: "true" }),
+  });
   assert.equal(anon.status, 401);
   await clientA.deleteSandbox("across");
 });

@@ -29,7 +29,10 @@ const loc = (name: string) => SEALED_LOCATIONS.find((l) => l.name === name)!;
 
 /** `wharf secrets rotate-key` as a separate process against the running platform's storage. */
 async function rotate(p: TestPlatform): Promise<string> {
-  const env: Record<string, string> = { WHARF_HOME: p.home, DATABASE_URL: p.databaseUrl ? `${p.databaseUrl}?options=-c%20search_path%3D${p.pgSchema}` : "" };
+  const env: Record<string, string> = {
+    WHARF_HOME: p.home,
+    DATABASE_URL: p.databaseUrl ? `${p.databaseUrl}?options=-c%20search_path%3D${p.pgSchema}` : "",
+  };
   const { code, out } = await wharfCli(["secrets", "rotate-key"], { env });
   assert.equal(code, 0, out);
   return out;
@@ -42,19 +45,62 @@ async function plantAgentServerRows(p: TestPlatform) {
   const cronSealed = p.ctx.box.seal('{"identity":"cron-user"}', aadOf(loc("agent-server.cron-auth"), cron));
   await (p.ctx.db as any)
     .insertInto("agent_crons")
-    .values({ ...cron, assistant_id: "a", thread_id: null, user_id: null, schedule: "* * * * *", payload: "{}", metadata: "{}", on_run_completed: "delete", enabled: 1, end_time: null, next_run_date: null, auth_key_id: cronSealed.keyId, auth_sealed: cronSealed.blob, created_at: now, updated_at: now })
+    .values({
+      ...cron,
+      assistant_id: "a",
+      thread_id: null,
+      user_id: null,
+      schedule: "* * * * *",
+      payload: "{}",
+      metadata: "{}",
+      on_run_completed: "delete",
+      enabled: 1,
+      end_time: null,
+      next_run_date: null,
+      auth_key_id: cronSealed.keyId,
+      auth_sealed: cronSealed.blob,
+      created_at: now,
+      updated_at: now,
+    })
     .execute();
   const run = { server_id: "srv-1", run_id: newId() };
   const priv = p.ctx.box.seal('{"configurable":{"x":"run-private"}}', aadOf(loc("agent-server.run-private"), run));
   await (p.ctx.db as any)
     .insertInto("agent_runs")
-    .values({ ...run, thread_id: newId(), assistant_id: "a", status: "pending", metadata: "{}", kwargs: JSON.stringify({ config: {}, sealed_private: priv }), multitask_strategy: "reject", temporary: 0, worker_id: null, lease_until: null, created_at: now, updated_at: now })
+    .values({
+      ...run,
+      thread_id: newId(),
+      assistant_id: "a",
+      status: "pending",
+      metadata: "{}",
+      kwargs: JSON.stringify({ config: {}, sealed_private: priv }),
+      multitask_strategy: "reject",
+      temporary: 0,
+      worker_id: null,
+      lease_until: null,
+      created_at: now,
+      updated_at: now,
+    })
     .execute();
   return async () => {
-    const c = await (p.ctx.db as any).selectFrom("agent_crons").selectAll().where("cron_id", "=", cron.cron_id).executeTakeFirstOrThrow();
-    assert.equal(p.ctx.box.open({ keyId: c.auth_key_id, blob: c.auth_sealed }, aadOf(loc("agent-server.cron-auth"), c)), '{"identity":"cron-user"}');
-    const r = await (p.ctx.db as any).selectFrom("agent_runs").selectAll().where("run_id", "=", run.run_id).executeTakeFirstOrThrow();
-    assert.match(p.ctx.box.open(JSON.parse(r.kwargs).sealed_private, aadOf(loc("agent-server.run-private"), r)), /run-private/);
+    const c = await (p.ctx.db as any)
+      .selectFrom("agent_crons")
+      .selectAll()
+      .where("cron_id", "=", cron.cron_id)
+      .executeTakeFirstOrThrow();
+    assert.equal(
+      p.ctx.box.open({ keyId: c.auth_key_id, blob: c.auth_sealed }, aadOf(loc("agent-server.cron-auth"), c)),
+      '{"identity":"cron-user"}',
+    );
+    const r = await (p.ctx.db as any)
+      .selectFrom("agent_runs")
+      .selectAll()
+      .where("run_id", "=", run.run_id)
+      .executeTakeFirstOrThrow();
+    assert.match(
+      p.ctx.box.open(JSON.parse(r.kwargs).sealed_private, aadOf(loc("agent-server.run-private"), r)),
+      /run-private/,
+    );
   };
 }
 
@@ -67,12 +113,48 @@ async function plantDeploymentAndSandbox(p: TestPlatform) {
   const dbPassword = p.ctx.box.seal("deployment-db-password-value", dbPasswordAad(ws, deploymentId));
   await (p.ctx.db as any)
     .insertInto("deployments")
-    .values({ id: deploymentId, workspace_id: ws, name: "rot", source: "internal_source", source_config: "{}", source_revision_config: "{}", ...sealSecrets(p.ctx.box, ws, deploymentId, [{ name: "DEP", value: "deployment-secret-value" }]), api_key_id: "k", api_key_key_id: key.keyId, api_key_ciphertext: key.blob, agent_key_key_id: agentKey.keyId, agent_key_ciphertext: agentKey.blob, db_password_key_id: dbPassword.keyId, db_password_ciphertext: dbPassword.blob, status: "READY", created_at: now, updated_at: now })
+    .values({
+      id: deploymentId,
+      workspace_id: ws,
+      name: "rot",
+      source: "internal_source",
+      source_config: "{}",
+      source_revision_config: "{}",
+      ...sealSecrets(p.ctx.box, ws, deploymentId, [{ name: "DEP", value: "deployment-secret-value" }]),
+      api_key_id: "k",
+      api_key_key_id: key.keyId,
+      api_key_ciphertext: key.blob,
+      agent_key_key_id: agentKey.keyId,
+      agent_key_ciphertext: agentKey.blob,
+      db_password_key_id: dbPassword.keyId,
+      db_password_ciphertext: dbPassword.blob,
+      status: "READY",
+      created_at: now,
+      updated_at: now,
+    })
     .execute();
   const sandboxId = newId();
   await (p.ctx.db as any)
     .insertInto("sandboxes")
-    .values({ id: sandboxId, workspace_id: ws, name: "rot", status: "stopped", status_changed_at: now, vcpus: 1, cpu_millicores: 1000, mem_bytes: 1 << 28, fs_capacity_bytes: 1 << 28, idle_ttl_seconds: 0, delete_after_stop_seconds: 0, labels: "{}", ...sealEnv(p.ctx.box, ws, sandboxId, { SANDBOX_ENV: "sandbox-env-value" }), created_at: now, created_by: p.bootstrap.userId, updated_at: now, updated_by: p.bootstrap.userId })
+    .values({
+      id: sandboxId,
+      workspace_id: ws,
+      name: "rot",
+      status: "stopped",
+      status_changed_at: now,
+      vcpus: 1,
+      cpu_millicores: 1000,
+      mem_bytes: 1 << 28,
+      fs_capacity_bytes: 1 << 28,
+      idle_ttl_seconds: 0,
+      delete_after_stop_seconds: 0,
+      labels: "{}",
+      ...sealEnv(p.ctx.box, ws, sandboxId, { SANDBOX_ENV: "sandbox-env-value" }),
+      created_at: now,
+      created_by: p.bootstrap.userId,
+      updated_at: now,
+      updated_by: p.bootstrap.userId,
+    })
     .execute();
   // Image registries of sandboxes, where this build has them.
   const registry = SEALED_LOCATIONS.find((l) => l.name === "sandboxes.registry-password");
@@ -81,20 +163,50 @@ async function plantDeploymentAndSandbox(p: TestPlatform) {
     const pw = p.ctx.box.seal("registry-password-value", aadOf(registry, registryRow));
     await (p.ctx.db as any)
       .insertInto("sandbox_registries")
-      .values({ ...registryRow, name: "rot", url: "https://registry.example.test", username: "u", password_key_id: pw.keyId, password_cipher: pw.blob, created_at: now, created_by: p.bootstrap.userId, updated_at: now, updated_by: p.bootstrap.userId })
+      .values({
+        ...registryRow,
+        name: "rot",
+        url: "https://registry.example.test",
+        username: "u",
+        password_key_id: pw.keyId,
+        password_cipher: pw.blob,
+        created_at: now,
+        created_by: p.bootstrap.userId,
+        updated_at: now,
+        updated_by: p.bootstrap.userId,
+      })
       .execute();
   }
   return async () => {
     if (registry) {
-      const r = await (p.ctx.db as any).selectFrom("sandbox_registries").selectAll().where("id", "=", registryRow.id).executeTakeFirstOrThrow();
-      assert.equal(p.ctx.box.open({ keyId: r.password_key_id, blob: r.password_cipher }, aadOf(registry, r)), "registry-password-value");
+      const r = await (p.ctx.db as any)
+        .selectFrom("sandbox_registries")
+        .selectAll()
+        .where("id", "=", registryRow.id)
+        .executeTakeFirstOrThrow();
+      assert.equal(
+        p.ctx.box.open({ keyId: r.password_key_id, blob: r.password_cipher }, aadOf(registry, r)),
+        "registry-password-value",
+      );
     }
-    const d = await (p.ctx.db as any).selectFrom("deployments").selectAll().where("id", "=", deploymentId).executeTakeFirstOrThrow();
+    const d = await (p.ctx.db as any)
+      .selectFrom("deployments")
+      .selectAll()
+      .where("id", "=", deploymentId)
+      .executeTakeFirstOrThrow();
     assert.deepEqual(openSecrets(p.ctx.box, d), [{ name: "DEP", value: "deployment-secret-value" }]);
     assert.equal(openApiKey(p.ctx.box, d), "deployment-api-key-value");
-    assert.equal(p.ctx.box.open({ keyId: d.agent_key_key_id, blob: d.agent_key_ciphertext }, agentKeyAad(ws, deploymentId)), "deployment-agent-key-value");
-    assert.equal(p.ctx.box.open({ keyId: d.db_password_key_id, blob: d.db_password_ciphertext }, dbPasswordAad(ws, deploymentId)), "deployment-db-password-value");
-    assert.deepEqual(openEnv(p.ctx.box, (await getSandbox(p.ctx.db, sandboxId))!), { SANDBOX_ENV: "sandbox-env-value" });
+    assert.equal(
+      p.ctx.box.open({ keyId: d.agent_key_key_id, blob: d.agent_key_ciphertext }, agentKeyAad(ws, deploymentId)),
+      "deployment-agent-key-value",
+    );
+    assert.equal(
+      p.ctx.box.open({ keyId: d.db_password_key_id, blob: d.db_password_ciphertext }, dbPasswordAad(ws, deploymentId)),
+      "deployment-db-password-value",
+    );
+    assert.deepEqual(openEnv(p.ctx.box, (await getSandbox(p.ctx.db, sandboxId))!), {
+      SANDBOX_ENV: "sandbox-env-value",
+    });
   };
 }
 
@@ -107,18 +219,42 @@ for (const dialect of DIALECTS) {
       const mock = await startMockAuthServer(t);
 
       // Workspace secret, through the API.
-      assert.equal((await p.api("/v2/secrets", { method: "PUT", json: [{ key: "WS_SECRET", value: "workspace-secret-value" }] })).status, 200);
+      assert.equal(
+        (await p.api("/v2/secrets", { method: "PUT", json: [{ key: "WS_SECRET", value: "workspace-secret-value" }] }))
+          .status,
+        200,
+      );
       // Egress: an opaque header value and the workspace CA key.
       const opaqueId = await sealValue(p.ctx, ws, "opaque-header-value");
       const ca = await workspaceCa(p.ctx.db, p.ctx.box, ws);
       // Connections: a provider with a client secret, a completed flow (access + refresh), a pending flow.
-      assert.equal((await p.api("/v2/auth/providers", { method: "POST", json: mock.providerBody("mock", { client_secret: "client-secret-value" }) })).status, 200);
-      mock.service.once("beforeResponse", (r: { body: Record<string, unknown> }) => Object.assign(r.body, { access_token: "access-1", refresh_token: "refresh-1", expires_in: 3600 }));
-      const started = await json(p.api("/v2/auth/authenticate", { method: "POST", json: { provider: "mock", scopes: ["a"], agent_id: AGENT_A } }));
+      assert.equal(
+        (
+          await p.api("/v2/auth/providers", {
+            method: "POST",
+            json: mock.providerBody("mock", { client_secret: "client-secret-value" }),
+          })
+        ).status,
+        200,
+      );
+      mock.service.once("beforeResponse", (r: { body: Record<string, unknown> }) =>
+        Object.assign(r.body, { access_token: "access-1", refresh_token: "refresh-1", expires_in: 3600 }),
+      );
+      const started = await json(
+        p.api("/v2/auth/authenticate", {
+          method: "POST",
+          json: { provider: "mock", scopes: ["a"], agent_id: AGENT_A },
+        }),
+      );
       await new Browser().open(started.url);
       const waited = await json(p.api(`/v2/auth/wait/${started.auth_id}?timeout=5`));
       assert.equal(waited.token, "access-1");
-      const pending = await json(p.api("/v2/auth/authenticate", { method: "POST", json: { provider: "mock", scopes: ["b"], agent_id: AGENT_A } }));
+      const pending = await json(
+        p.api("/v2/auth/authenticate", {
+          method: "POST",
+          json: { provider: "mock", scopes: ["b"], agent_id: AGENT_A },
+        }),
+      );
       assert.ok(pending.url, "a second flow stays pending");
       // Deployments, sandboxes and the agent server.
       const checkDeploymentAndSandbox = await plantDeploymentAndSandbox(p);
@@ -151,15 +287,31 @@ for (const dialect of DIALECTS) {
       await checkDeploymentAndSandbox();
       await checkAgentServer();
       // The connection still refreshes: the provider receives the planted refresh token and client secret.
-      await p.ctx.db.updateTable("oauth_tokens").set({ expires_at: new Date(Date.now() + 5000).toISOString() }).where("id", "=", waited.metadata.token_id).execute();
-      mock.service.once("beforeResponse", (r: { body: Record<string, unknown> }) => Object.assign(r.body, { access_token: "access-2", refresh_token: "refresh-2", expires_in: 3600 }));
-      const refreshed = await json(p.api("/v2/auth/authenticate", { method: "POST", json: { provider: "mock", scopes: ["a"], agent_id: AGENT_A } }));
+      await p.ctx.db
+        .updateTable("oauth_tokens")
+        .set({ expires_at: new Date(Date.now() + 5000).toISOString() })
+        .where("id", "=", waited.metadata.token_id)
+        .execute();
+      mock.service.once("beforeResponse", (r: { body: Record<string, unknown> }) =>
+        Object.assign(r.body, { access_token: "access-2", refresh_token: "refresh-2", expires_in: 3600 }),
+      );
+      const refreshed = await json(
+        p.api("/v2/auth/authenticate", {
+          method: "POST",
+          json: { provider: "mock", scopes: ["a"], agent_id: AGENT_A },
+        }),
+      );
       assert.equal(refreshed.token, "access-2");
       const refreshRequest = mock.refreshRequests().at(-1)!;
       assert.equal(refreshRequest.refresh_token, "refresh-1");
       assert.equal(refreshRequest.client_secret, "client-secret-value");
       // The pending flow is still served: asking again hands back the same sealed authorize URL.
-      const again = await json(p.api("/v2/auth/authenticate", { method: "POST", json: { provider: "mock", scopes: ["b"], agent_id: AGENT_A } }));
+      const again = await json(
+        p.api("/v2/auth/authenticate", {
+          method: "POST",
+          json: { provider: "mock", scopes: ["b"], agent_id: AGENT_A },
+        }),
+      );
       assert.equal(again.url, pending.url);
     });
 
@@ -169,19 +321,36 @@ for (const dialect of DIALECTS) {
       await p.api("/v2/secrets", { method: "PUT", json: [{ key: "OK", value: "v" }] });
       // A value that no longer opens (tampered) pins its key.
       await p.api("/v2/secrets", { method: "PUT", json: [{ key: "BROKEN", value: "v" }] });
-      const row = await p.ctx.db.selectFrom("secrets").select(["ciphertext", "key_id"]).where("key", "=", "BROKEN").executeTakeFirstOrThrow();
+      const row = await p.ctx.db
+        .selectFrom("secrets")
+        .select(["ciphertext", "key_id"])
+        .where("key", "=", "BROKEN")
+        .executeTakeFirstOrThrow();
       const raw = Buffer.from(row.ciphertext, "base64");
       raw[raw.length - 1] ^= 1;
-      await p.ctx.db.updateTable("secrets").set({ ciphertext: raw.toString("base64") }).where("key", "=", "BROKEN").execute();
-      const env = { WHARF_HOME: p.home, DATABASE_URL: p.databaseUrl ? `${p.databaseUrl}?options=-c%20search_path%3D${p.pgSchema}` : "" };
+      await p.ctx.db
+        .updateTable("secrets")
+        .set({ ciphertext: raw.toString("base64") })
+        .where("key", "=", "BROKEN")
+        .execute();
+      const env = {
+        WHARF_HOME: p.home,
+        DATABASE_URL: p.databaseUrl ? `${p.databaseUrl}?options=-c%20search_path%3D${p.pgSchema}` : "",
+      };
       const { code, out } = await wharfCli(["secrets", "rotate-key"], { env });
       assert.equal(code, 1, out);
       assert.match(out, /cannot re-encrypt secrets\.value \(workspace_id=[^,]+,key=BROKEN\)/);
-      assert.match(out, new RegExp(`key ${row.key_id} is still used by: secrets\\.value \\(workspace_id=[^,]+,key=BROKEN\\)`));
+      assert.match(
+        out,
+        new RegExp(`key ${row.key_id} is still used by: secrets\\.value \\(workspace_id=[^,]+,key=BROKEN\\)`),
+      );
       const ring = JSON.parse(fs.readFileSync(keyringPath(p.home), "utf8"));
       assert.ok(ring.keys[row.key_id], "the old key stays");
       assert.notEqual(ring.active, row.key_id);
-      assert.deepEqual(Object.fromEntries(await readSecretValues(p.ctx.db, p.ctx.box, p.bootstrap.workspaceId, ["OK"])), { OK: "v" });
+      assert.deepEqual(
+        Object.fromEntries(await readSecretValues(p.ctx.db, p.ctx.box, p.bootstrap.workspaceId, ["OK"])),
+        { OK: "v" },
+      );
     });
   });
 }
@@ -195,15 +364,33 @@ describe("master-key rotation with keys from WHARF_MASTER_KEY", () => {
     const box = new SecretBox(keyringFromEnv(a));
     const sealed = box.seal("env-keyed", "workspace-secret:" + p.bootstrap.workspaceId + ":ENVKEY");
     const now = nowIso();
-    await p.ctx.db.insertInto("secrets").values({ workspace_id: p.bootstrap.workspaceId, key: "ENVKEY", key_id: sealed.keyId, ciphertext: sealed.blob, created_at: now, updated_at: now }).execute();
+    await p.ctx.db
+      .insertInto("secrets")
+      .values({
+        workspace_id: p.bootstrap.workspaceId,
+        key: "ENVKEY",
+        key_id: sealed.keyId,
+        ciphertext: sealed.blob,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
     const lines: string[] = [];
     const result = await rotateMasterKey(p.ctx.db, { home: p.home, masterKey: `${b},${a}`, say: (l) => lines.push(l) });
     assert.equal(result.activeKeyId, keyringFromEnv(b).activeId);
     assert.deepEqual([...result.kept.keys()], []);
     assert.deepEqual(result.dropped, [], "keys from the environment are never dropped by the command");
-    assert.ok(lines.some((l) => /WHARF_MASTER_KEY may now list the active key alone/.test(l)), lines.join("\n"));
+    assert.ok(
+      lines.some((l) => /WHARF_MASTER_KEY may now list the active key alone/.test(l)),
+      lines.join("\n"),
+    );
     const row = await p.ctx.db.selectFrom("secrets").selectAll().where("key", "=", "ENVKEY").executeTakeFirstOrThrow();
-    assert.equal(new SecretBox(keyringFromEnv(b)).open({ keyId: row.key_id, blob: row.ciphertext }, "workspace-secret:" + p.bootstrap.workspaceId + ":ENVKEY"), "env-keyed");
+    assert.equal(
+      new SecretBox(keyringFromEnv(b)).open(
+        { keyId: row.key_id, blob: row.ciphertext },
+        "workspace-secret:" + p.bootstrap.workspaceId + ":ENVKEY",
+      ),
+      "env-keyed",
+    );
   });
 });
-

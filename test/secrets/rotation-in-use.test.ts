@@ -19,15 +19,27 @@ describe("master-key rotation, seen from a sandbox", () => {
   test("headers and environment survive two rotations and a sandbox restart", async (t) => {
     const p = await startEgressSandboxPlatform(t);
     if (!p) return;
-    assert.equal((await p.api("/v2/secrets", { method: "PUT", json: [{ key: "GH_TOKEN", value: SECRET }] })).status, 200);
+    assert.equal(
+      (await p.api("/v2/secrets", { method: "PUT", json: [{ key: "GH_TOKEN", value: SECRET }] })).status,
+      200,
+    );
     const proxy_config = {
       rules: [
-        { name: "gh", match_hosts: ["api.test"], headers: [{ name: "Authorization", type: "workspace_secret", value: "token {GH_TOKEN}" }] },
+        {
+          name: "gh",
+          match_hosts: ["api.test"],
+          headers: [{ name: "Authorization", type: "workspace_secret", value: "token {GH_TOKEN}" }],
+        },
         { name: "other", match_hosts: ["other.test"], headers: [{ name: "X-Key", type: "opaque", value: OPAQUE }] },
       ],
       access_control: { allow_list: ["api.test", "other.test"] },
     };
-    const sbx = await p.create({ name: "rotation", proxy_config, env_vars: { PLANTED_ENV: ENV_VALUE }, wait_for_ready: true });
+    const sbx = await p.create({
+      name: "rotation",
+      proxy_config,
+      env_vars: { PLANTED_ENV: ENV_VALUE },
+      wait_for_ready: true,
+    });
     const check = async () => {
       const sh = async (cmd: string) => {
         const r = await p.exec(sbx, cmd, { timeout: 30 });
@@ -38,7 +50,7 @@ describe("master-key rotation, seen from a sandbox", () => {
       assert.equal(JSON.parse(r.stdout).headers.authorization, `token ${SECRET}`, r.stderr);
       r = await sh("curl -sS --max-time 10 https://other.test/b");
       assert.equal(JSON.parse(r.stdout).headers["x-key"], OPAQUE, r.stderr);
-      r = await sh("printf %s \"$PLANTED_ENV\"");
+      r = await sh('printf %s "$PLANTED_ENV"');
       assert.equal(r.stdout, ENV_VALUE);
     };
     await check();

@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { accessTokenAad, authorizeUrlAad, clientSecretAad, pkceVerifierAad, refreshTokenAad } from "../../src/connections/sealed-columns.ts";
+import {
+  accessTokenAad,
+  authorizeUrlAad,
+  clientSecretAad,
+  pkceVerifierAad,
+  refreshTokenAad,
+} from "../../src/connections/sealed-columns.ts";
 import { apiKeyAad, secretsAad } from "../../src/deployments/store/deployment-secrets.ts";
 import { dbPasswordAad } from "../../src/deployments/runtime/database-access.ts";
 import { agentKeyAad } from "../../src/deployments/runtime/revision-runtime.ts";
@@ -18,16 +24,29 @@ for (const dialect of DIALECTS) {
       const s = await openTestStore(t, dialect);
       if (!s) return;
       t.after(() => s.cleanup());
-      const tables = (await s.store.db.introspection.getTables()).filter((tb) => dialect === "sqlite" || tb.schema === s.pgSchema);
+      const tables = (await s.store.db.introspection.getTables()).filter(
+        (tb) => dialect === "sqlite" || tb.schema === s.pgSchema,
+      );
       const columns = new Map(tables.map((tb) => [tb.name, new Set(tb.columns.map((c) => c.name))]));
-      const listed = new Set(SEALED_LOCATIONS.flatMap((l) => (l.kind === "column" ? [`${l.table}.${l.cipherColumn}`] : [])));
+      const listed = new Set(
+        SEALED_LOCATIONS.flatMap((l) => (l.kind === "column" ? [`${l.table}.${l.cipherColumn}`] : [])),
+      );
       const missing: string[] = [];
-      for (const [table, cols] of columns) for (const c of cols) if (LOOKS_SEALED.test(c) && !listed.has(`${table}.${c}`)) missing.push(`${table}.${c}`);
-      assert.deepEqual(missing, [], "add these to SEALED_LOCATIONS in src/secrets/sealed-columns.ts so that key rotation re-encrypts them");
+      for (const [table, cols] of columns)
+        for (const c of cols) if (LOOKS_SEALED.test(c) && !listed.has(`${table}.${c}`)) missing.push(`${table}.${c}`);
+      assert.deepEqual(
+        missing,
+        [],
+        "add these to SEALED_LOCATIONS in src/secrets/sealed-columns.ts so that key rotation re-encrypts them",
+      );
       for (const l of SEALED_LOCATIONS) {
         const cols = columns.get(l.table);
         assert.ok(cols, `${l.name}: table ${l.table} exists`);
-        const needed = [...l.keyColumns, ...l.aad.columns, ...(l.kind === "column" ? [l.keyIdColumn, l.cipherColumn] : [l.jsonColumn])];
+        const needed = [
+          ...l.keyColumns,
+          ...l.aad.columns,
+          ...(l.kind === "column" ? [l.keyIdColumn, l.cipherColumn] : [l.jsonColumn]),
+        ];
         for (const c of needed) assert.ok(cols.has(c), `${l.name}: column ${l.table}.${c} exists`);
       }
     });
@@ -56,5 +75,6 @@ describe("sealed-column registry against the features' associated data", () => {
       assert.equal(aadOf(l, values), feature("v0", "v1"));
     });
   }
-  test("names are unique", () => assert.equal(new Set(SEALED_LOCATIONS.map((l) => l.name)).size, SEALED_LOCATIONS.length));
+  test("names are unique", () =>
+    assert.equal(new Set(SEALED_LOCATIONS.map((l) => l.name)).size, SEALED_LOCATIONS.length));
 });

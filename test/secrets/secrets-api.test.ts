@@ -8,10 +8,19 @@ for (const dialect of DIALECTS) {
     test("upsert, list without values, delete", async (t) => {
       const p = await startTestPlatform(t, { dialect });
       if (!p) return;
-      let res = await p.api("/v2/secrets", { method: "PUT", json: [{ key: "OPENAI_API_KEY", value: "sk-one" }, { key: "B", value: "b" }] });
+      let res = await p.api("/v2/secrets", {
+        method: "PUT",
+        json: [
+          { key: "OPENAI_API_KEY", value: "sk-one" },
+          { key: "B", value: "b" },
+        ],
+      });
       assert.equal(res.status, 200);
       const written = await res.json();
-      assert.deepEqual(written.map((s: { key: string }) => s.key), ["B", "OPENAI_API_KEY"]);
+      assert.deepEqual(
+        written.map((s: { key: string }) => s.key),
+        ["B", "OPENAI_API_KEY"],
+      );
       res = await p.api("/v2/secrets", { method: "PUT", json: [{ key: "OPENAI_API_KEY", value: "sk-two" }] });
       assert.equal(res.status, 200);
       res = await p.api("/v2/secrets");

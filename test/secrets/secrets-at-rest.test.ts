@@ -22,9 +22,17 @@ for (const dialect of DIALECTS) {
       const record = async (res: Response) => responses.push(await res.text());
       await record(await p.api("/v2/secrets", { method: "PUT", json: [{ key: "PLANTED", value: PLANTED }] }));
       await record(await p.api("/v2/secrets"));
-      await record(await p.api("/v2/secrets", { method: "PUT", json: [{ key: "PLANTED", value: PLANTED, oops: true }] }));
+      await record(
+        await p.api("/v2/secrets", { method: "PUT", json: [{ key: "PLANTED", value: PLANTED, oops: true }] }),
+      );
       await record(await p.api("/v2/secrets", { method: "PUT", json: [{ key: "1bad", value: PLANTED }] }));
-      await record(await p.api("/v2/secrets", { method: "PUT", body: `[{"key":"X","value":"${PLANTED}"`, headers: { "content-type": "application/json" } }));
+      await record(
+        await p.api("/v2/secrets", {
+          method: "PUT",
+          body: `[{"key":"X","value":"${PLANTED}"`,
+          headers: { "content-type": "application/json" },
+        }),
+      );
       for (const r of responses) assert.ok(!r.includes(PLANTED), `response leaked: ${r}`);
       assert.ok(!p.logs().includes(PLANTED), "logs leaked the secret");
 
@@ -39,7 +47,10 @@ for (const dialect of DIALECTS) {
           assert.ok(!fs.readFileSync(file).includes(Buffer.from(PLANTED)), `${f} holds the plain value`);
         }
       } else {
-        const dump = execFileSync("pg_dump", ["--data-only", "--schema", p.pgSchema!, p.databaseUrl!], { encoding: "utf8", maxBuffer: 64 << 20 });
+        const dump = execFileSync("pg_dump", ["--data-only", "--schema", p.pgSchema!, p.databaseUrl!], {
+          encoding: "utf8",
+          maxBuffer: 64 << 20,
+        });
         assert.match(dump, /COPY .*secrets/);
         assert.ok(!dump.includes(PLANTED), "PostgreSQL tables hold the plain value");
       }
@@ -48,7 +59,13 @@ for (const dialect of DIALECTS) {
     test("rotate-key re-encrypts every secret under the new key and they still open", async (t) => {
       const p = await startTestPlatform(t, { dialect });
       if (!p) return;
-      await p.api("/v2/secrets", { method: "PUT", json: [{ key: "A", value: "a-value" }, { key: "B", value: "b-value" }] });
+      await p.api("/v2/secrets", {
+        method: "PUT",
+        json: [
+          { key: "A", value: "a-value" },
+          { key: "B", value: "b-value" },
+        ],
+      });
       const before = await p.ctx.db.selectFrom("secrets").select(["key", "key_id"]).execute();
       addActiveKey(p.home);
       const box = new SecretBox(loadKeyring(p.home, null), () => reloadKeyring(p.home, null));
@@ -65,7 +82,13 @@ for (const dialect of DIALECTS) {
       const p = await startTestPlatform(t, { dialect });
       if (!p) return;
       const writes = Array.from({ length: 40 }, (_, i) =>
-        p.api("/v2/secrets", { method: "PUT", json: [{ key: `K${i % 5}`, value: `v${i}` }, { key: `U${i}`, value: "u" }] }),
+        p.api("/v2/secrets", {
+          method: "PUT",
+          json: [
+            { key: `K${i % 5}`, value: `v${i}` },
+            { key: `U${i}`, value: "u" },
+          ],
+        }),
       );
       const statuses = (await Promise.all(writes)).map((r) => r.status);
       assert.deepEqual([...new Set(statuses)], [200]);

@@ -16,7 +16,9 @@ test("migrations on PostgreSQL survive other schemas of the same database being 
     await churn.connect();
     for (let i = 0; !stop; i++) {
       const name = `${prefix}_${i % 4}`;
-      await churn.query(`CREATE SCHEMA IF NOT EXISTS "${name}"; CREATE TABLE IF NOT EXISTS "${name}".t (id serial primary key, a int, b text, c text)`);
+      await churn.query(
+        `CREATE SCHEMA IF NOT EXISTS "${name}"; CREATE TABLE IF NOT EXISTS "${name}".t (id serial primary key, a int, b text, c text)`,
+      );
       await churn.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
     }
     for (let i = 0; i < 4; i++) await churn.query(`DROP SCHEMA IF EXISTS "${prefix}_${i}" CASCADE`);
@@ -27,7 +29,10 @@ test("migrations on PostgreSQL survive other schemas of the same database being 
       const s = await openTestStore(t, "postgres");
       if (!s) return;
       try {
-        assert.ok((await migrateToLatest(s.store)).length === 0, "openTestStore already migrated; a second run applies nothing");
+        assert.ok(
+          (await migrateToLatest(s.store)).length === 0,
+          "openTestStore already migrated; a second run applies nothing",
+        );
       } finally {
         await s.cleanup();
       }

@@ -3,11 +3,37 @@
  * least one value of the wrong type (or is not JSON at all), so no generated body can succeed and
  * cause side effects, while each still exercises parsing and validation differently.
  */
-type Schema = { type?: string | string[]; properties?: Record<string, Schema>; items?: Schema; anyOf?: Schema[]; required?: string[]; enum?: unknown[]; const?: unknown };
+type Schema = {
+  type?: string | string[];
+  properties?: Record<string, Schema>;
+  items?: Schema;
+  anyOf?: Schema[];
+  required?: string[];
+  enum?: unknown[];
+  const?: unknown;
+};
 
 export const MALFORMED_JSON = [
-  "{", "}", "[", "{\"a\":", "{'a':1}", "nul", "tru", "{\"a\":1,}", "[1,2", "\u0000", "{\"a\":\"\\u12\"}", "\"unterminated",
-  "{\"a\" 1}", "NaN", "Infinity", "--1", "{\"a\":01}", "\uFEFF{\"a\":1", "{\"a\":1}}", "<xml/>",
+  "{",
+  "}",
+  "[",
+  '{"a":',
+  "{'a':1}",
+  "nul",
+  "tru",
+  '{"a":1,}',
+  "[1,2",
+  "\u0000",
+  '{"a":"\\u12"}',
+  '"unterminated',
+  '{"a" 1}',
+  "NaN",
+  "Infinity",
+  "--1",
+  '{"a":01}',
+  '\uFEFF{"a":1',
+  '{"a":1}}',
+  "<xml/>",
 ];
 
 const samples: Record<string, unknown[]> = {
@@ -33,7 +59,9 @@ function typesOf(schema: Schema | undefined): string[] {
 function wrongValues(schema: Schema | undefined): unknown[] {
   const allowed = typesOf(schema);
   if (allowed.length === 0) return [];
-  const ok = new Set(allowed.flatMap((t) => (t === "number" ? ["number", "integer"] : t === "integer" ? ["integer"] : [t])));
+  const ok = new Set(
+    allowed.flatMap((t) => (t === "number" ? ["number", "integer"] : t === "integer" ? ["integer"] : [t])),
+  );
   const out: unknown[] = [];
   for (const [t, vals] of Object.entries(samples)) {
     if (ok.has(t)) continue;
@@ -62,7 +90,8 @@ export function badBodies(schema: Schema, count: number): string[] {
       }
       if (prop.type === "array" && prop.items) {
         for (const w of wrongValues(prop.items)) fns.push(() => ({ [name]: [w] }));
-        if (prop.items.type === "object") for (const inner of objectShape(prop.items)) fns.push((n) => ({ [name]: [inner(n)] }));
+        if (prop.items.type === "object")
+          for (const inner of objectShape(prop.items)) fns.push((n) => ({ [name]: [inner(n)] }));
       }
     }
     return fns;
@@ -70,7 +99,8 @@ export function badBodies(schema: Schema, count: number): string[] {
   if (schema.type === "object") candidates.push(...objectShape(schema));
   if (schema.type === "array" && schema.items) {
     for (const w of wrongValues(schema.items)) candidates.push(() => [w]);
-    if (schema.items.type === "object") for (const inner of objectShape(schema.items)) candidates.push((n) => [inner(n)]);
+    if (schema.items.type === "object")
+      for (const inner of objectShape(schema.items)) candidates.push((n) => [inner(n)]);
   }
   if (candidates.length) {
     for (let i = 0; out.length < count; i++) out.push(JSON.stringify(candidates[i % candidates.length](i)));
@@ -82,4 +112,17 @@ export function badBodies(schema: Schema, count: number): string[] {
   return out;
 }
 
-export const BAD_PATH_VALUES = ["%00", "..", "%2e%2e", "a".repeat(3000), "%ZZ", encodeURIComponent("💥"), "%20", "'%3B--", "-1", "0", "null", encodeURIComponent("{KEY}")];
+export const BAD_PATH_VALUES = [
+  "%00",
+  "..",
+  "%2e%2e",
+  "a".repeat(3000),
+  "%ZZ",
+  encodeURIComponent("💥"),
+  "%20",
+  "'%3B--",
+  "-1",
+  "0",
+  "null",
+  encodeURIComponent("{KEY}"),
+];

@@ -23,9 +23,13 @@ export interface TestStorage {
   cleanup(): Promise<void>;
 }
 
-export async function storageSettings(t: TestContext, dialect: Dialect): Promise<{ home: string; databaseUrl: string | null; pgSchema?: string; dropSchema(): Promise<void> } | null> {
+export async function storageSettings(
+  t: TestContext,
+  dialect: Dialect,
+): Promise<{ home: string; databaseUrl: string | null; pgSchema?: string; dropSchema(): Promise<void> } | null> {
   const home = tempHome();
-  if (dialect === "sqlite") return { home, databaseUrl: null, dropSchema: async () => fs.rmSync(home, { recursive: true, force: true }) };
+  if (dialect === "sqlite")
+    return { home, databaseUrl: null, dropSchema: async () => fs.rmSync(home, { recursive: true, force: true }) };
   if (!requireCapability(t, await postgresReachable(), `PostgreSQL is not reachable at ${POSTGRES_URL}`)) return null;
   const pgSchema = `wharf_t_${crypto.randomBytes(6).toString("hex")}`;
   return {

@@ -24,7 +24,10 @@ export type FakeReply = { content: string } | { toolCalls: Array<{ name: string;
  * official SDKs: JSON or streamed (`stream: true`, server-sent chunks) answers decided by `reply`
  * from the request's messages; `requests` keeps every request body.
  */
-export async function startFakeOpenAi(t: TestContext, reply: (messages: ChatMessage[]) => FakeReply): Promise<{ url: string; requests: Array<Record<string, unknown>> }> {
+export async function startFakeOpenAi(
+  t: TestContext,
+  reply: (messages: ChatMessage[]) => FakeReply,
+): Promise<{ url: string; requests: Array<Record<string, unknown>> }> {
   const requests: Array<Record<string, unknown>> = [];
   let n = 0;
   const server = http.createServer(async (req, res) => {
@@ -33,21 +36,56 @@ export async function startFakeOpenAi(t: TestContext, reply: (messages: ChatMess
     if (req.url?.endsWith("/embeddings")) {
       const { input } = JSON.parse(Buffer.concat(chunks).toString() || "{}") as { input: string | string[] };
       const texts = Array.isArray(input) ? input : [input];
-      return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ object: "list", model: "fake", data: texts.map((text, index) => ({ object: "embedding", index, embedding: embed(String(text)) })), usage: { prompt_tokens: 1, total_tokens: 1 } }));
+      return void res.writeHead(200, { "content-type": "application/json" }).end(
+        JSON.stringify({
+          object: "list",
+          model: "fake",
+          data: texts.map((text, index) => ({ object: "embedding", index, embedding: embed(String(text)) })),
+          usage: { prompt_tokens: 1, total_tokens: 1 },
+        }),
+      );
     }
-    if (!req.url?.endsWith("/chat/completions")) return void res.writeHead(404, { "content-type": "application/json" }).end('{"error":{"message":"not found"}}');
-    const body = JSON.parse(Buffer.concat(chunks).toString() || "{}") as { model?: string; stream?: boolean; messages?: ChatMessage[] };
+    if (!req.url?.endsWith("/chat/completions"))
+      return void res.writeHead(404, { "content-type": "application/json" }).end('{"error":{"message":"not found"}}');
+    const body = JSON.parse(Buffer.concat(chunks).toString() || "{}") as {
+      model?: string;
+      stream?: boolean;
+      messages?: ChatMessage[];
+    };
     requests.push(body);
     const r = reply(body.messages ?? []);
     const id = `chatcmpl-fake-${++n}`;
-    const toolCalls = "toolCalls" in r ? r.toolCalls.map((c, i) => ({ index: i, id: `call_fake_${n}_${i}`, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } })) : undefined;
-    const message = { role: "assistant", content: "content" in r ? r.content : null, ...(toolCalls ? { tool_calls: toolCalls.map(({ index: _i, ...c }) => c) } : {}) };
+    const toolCalls =
+      "toolCalls" in r
+        ? r.toolCalls.map((c, i) => ({
+            index: i,
+            id: `call_fake_${n}_${i}`,
+            type: "function",
+            function: { name: c.name, arguments: JSON.stringify(c.args) },
+          }))
+        : undefined;
+    const message = {
+      role: "assistant",
+      content: "content" in r ? r.content : null,
+      ...(toolCalls ? { tool_calls: toolCalls.map(({ index: _i, ...c }) => c) } : {}),
+    };
     const finish = toolCalls ? "tool_calls" : "stop";
     const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
     const base = { id, created: Math.floor(Date.now() / 1000), model: body.model ?? "fake" };
-    if (!body.stream) return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ...base, object: "chat.completion", choices: [{ index: 0, message, finish_reason: finish }], usage }));
+    if (!body.stream)
+      return void res.writeHead(200, { "content-type": "application/json" }).end(
+        JSON.stringify({
+          ...base,
+          object: "chat.completion",
+          choices: [{ index: 0, message, finish_reason: finish }],
+          usage,
+        }),
+      );
     res.writeHead(200, { "content-type": "text/event-stream" });
-    const send = (delta: Record<string, unknown>, finish_reason: string | null) => res.write(`data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason }] })}\n\n`);
+    const send = (delta: Record<string, unknown>, finish_reason: string | null) =>
+      res.write(
+        `data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason }] })}\n\n`,
+      );
     send({ role: "assistant", content: "" }, null);
     if ("content" in r) for (const word of r.content.split(/(?<= )/)) send({ content: word }, null);
     if (toolCalls) send({ tool_calls: toolCalls }, null);

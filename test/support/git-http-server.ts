@@ -10,7 +10,11 @@ import type { TestContext } from "node:test";
  * tests serve their repositories like a real host would. `redirectTo` answers every request with a
  * redirect to that origin instead (redirect-following tests); `tls` serves HTTPS with that certificate.
  */
-export async function startGitHttpServer(t: TestContext, root: string, opts: { host?: string; redirectTo?: string; tls?: { cert: string; key: string } } = {}): Promise<{ url: string; port: number }> {
+export async function startGitHttpServer(
+  t: TestContext,
+  root: string,
+  opts: { host?: string; redirectTo?: string; tls?: { cert: string; key: string } } = {},
+): Promise<{ url: string; port: number }> {
   const handler: http.RequestListener = (req, res) => {
     const url = new URL(req.url ?? "/", "http://x");
     if (opts.redirectTo) {

@@ -21,12 +21,23 @@ export interface TestPlatform extends RunningPlatform {
   pgSchema?: string;
 }
 
-const OWN = new Set(["WHARF_HOME", "WHARF_PORT", "WHARF_HOST", "DATABASE_URL", "WHARF_MASTER_KEY", "WHARF_PUBLIC_URL", "WHARF_URL", "WHARF_API_KEY", "WHARF_TENANT_ID"]);
+const OWN = new Set([
+  "WHARF_HOME",
+  "WHARF_PORT",
+  "WHARF_HOST",
+  "DATABASE_URL",
+  "WHARF_MASTER_KEY",
+  "WHARF_PUBLIC_URL",
+  "WHARF_URL",
+  "WHARF_API_KEY",
+  "WHARF_TENANT_ID",
+]);
 const CHECKOUT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 /** Folders tests build deployments from with `local_path`: their temporary copies, fixtures and the examples. */
 export const TEST_LOCAL_ROOTS = [os.tmpdir(), path.join(CHECKOUT, "test"), path.join(CHECKOUT, "examples")].join(",");
 
-const inheritedSettings = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => k in SETTINGS && !OWN.has(k)));
+const inheritedSettings = () =>
+  Object.fromEntries(Object.entries(process.env).filter(([k]) => k in SETTINGS && !OWN.has(k)));
 
 /**
  * Starts a whole platform on a random port with a fresh store of the given dialect; stops it and
@@ -42,7 +53,16 @@ export async function startTestPlatform(
     // Settings a test put in process.env (as an operator would for `wharf up`), except where this
     // platform's storage, port and keys come from; no example deployment and an ephemeral
     // in-process agent-server port unless the test asks.
-    ...loadConfig({ ...inheritedSettings(), WHARF_HOME: s.home, WHARF_PORT: "0", WHARF_EXAMPLE_PROJECT: "off", WHARF_AGENT_PORT: "0", WHARF_DEPLOY_LOCAL_ROOTS: TEST_LOCAL_ROOTS, ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}), ...options.env }),
+    ...loadConfig({
+      ...inheritedSettings(),
+      WHARF_HOME: s.home,
+      WHARF_PORT: "0",
+      WHARF_EXAMPLE_PROJECT: "off",
+      WHARF_AGENT_PORT: "0",
+      WHARF_DEPLOY_LOCAL_ROOTS: TEST_LOCAL_ROOTS,
+      ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}),
+      ...options.env,
+    }),
   };
   let captured = "";
   const destination = new Writable({

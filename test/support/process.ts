@@ -50,10 +50,13 @@ export async function waitForOk(url: string, timeoutMs = 60_000): Promise<number
       if (res.ok) {
         await res.arrayBuffer();
         const ms = performance.now() - started;
-        const settled = await fetch(new URL("/v2/me", url), { signal: AbortSignal.timeout(Math.max(1000, Math.round(timeoutMs - ms))) });
+        const settled = await fetch(new URL("/v2/me", url), {
+          signal: AbortSignal.timeout(Math.max(1000, Math.round(timeoutMs - ms))),
+        });
         const body = await settled.text();
         // 503 from a held request: start-up failed after the port was bound.
-        if (settled.status === 503 && body.includes("could not start")) throw Object.assign(new Error(body), { fatal: true });
+        if (settled.status === 503 && body.includes("could not start"))
+          throw Object.assign(new Error(body), { fatal: true });
         return ms;
       }
     } catch (err) {
@@ -66,7 +69,10 @@ export async function waitForOk(url: string, timeoutMs = 60_000): Promise<number
 }
 
 /** Runs a CLI command to completion; returns its exit code and output. */
-export async function wharfCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ code: number | null; out: string }> {
+export async function wharfCli(
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<{ code: number | null; out: string }> {
   const p = runWharf(args, options);
   const code = await p.exited;
   return { code, out: p.output() };

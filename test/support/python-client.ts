@@ -13,12 +13,25 @@ const run = promisify(execFile);
  * environment cached under {@link TEST_PYTHON_ENVS} (created once, with the server's own env builder).
  */
 export async function sdkPython(): Promise<string> {
-  const project = { dir: path.join(TEST_PYTHON_ENVS, "no-project"), dependencies: ["langgraph-sdk"] } as unknown as AgentProject;
-  return ensurePythonEnv({ project, python: process.env.WHARF_PYTHON || "python3", envsDir: TEST_PYTHON_ENVS, log: createLogger({ level: "silent" }) });
+  const project = {
+    dir: path.join(TEST_PYTHON_ENVS, "no-project"),
+    dependencies: ["langgraph-sdk"],
+  } as unknown as AgentProject;
+  return ensurePythonEnv({
+    project,
+    python: process.env.WHARF_PYTHON || "python3",
+    envsDir: TEST_PYTHON_ENVS,
+    log: createLogger({ level: "silent" }),
+  });
 }
 
 /** Runs a Python client script; rejects with its output when it fails. */
-export async function runPythonClient(python: string, script: string, args: string[], env: Record<string, string> = {}): Promise<string> {
+export async function runPythonClient(
+  python: string,
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<string> {
   try {
     const { stdout } = await run(python, [script, ...args], { env: { ...process.env, ...env }, timeout: 180_000 });
     return stdout;

@@ -41,7 +41,11 @@ let pythonOk: Promise<boolean> | null = null;
 /** Python 3.11+ with the venv module (Python graphs and the Python client tests need it, and PyPI). */
 export function pythonAvailable(): Promise<boolean> {
   pythonOk ??= new Promise((resolve) => {
-    execFile(process.env.WHARF_PYTHON || "python3", ["-c", "import sys, venv, ensurepip; sys.exit(0 if sys.version_info >= (3, 11) else 1)"], (err) => resolve(!err));
+    execFile(
+      process.env.WHARF_PYTHON || "python3",
+      ["-c", "import sys, venv, ensurepip; sys.exit(0 if sys.version_info >= (3, 11) else 1)"],
+      (err) => resolve(!err),
+    );
   });
   return pythonOk;
 }

@@ -1,5 +1,9 @@
 /** Polls `fn` every 50 ms until it gives something truthy, which it returns; fails naming `what` after `timeoutMs`. */
-export async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 15_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs = 15_000,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

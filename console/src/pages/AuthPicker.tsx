@@ -10,7 +10,11 @@ export function AuthPicker({ value, onChange }: { value: DeploymentAuth; onChang
   return (
     <>
       <Field label="Authenticate as">
-        <select name="auth_mode" value={value.mode} onChange={(e) => onChange({ ...value, mode: e.target.value as DeploymentAuth["mode"] })}>
+        <select
+          name="auth_mode"
+          value={value.mode}
+          onChange={(e) => onChange({ ...value, mode: e.target.value as DeploymentAuth["mode"] })}
+        >
           <option value="platform">Me (developer)</option>
           <option value="custom">An end user</option>
         </select>
@@ -28,7 +32,9 @@ export function AuthPicker({ value, onChange }: { value: DeploymentAuth; onChang
               onBlur={commit}
               onKeyDown={(e) => e.key === "Enter" && commit()}
             />
-            <button type="button" className="small" aria-pressed={shown} onClick={() => setShown(!shown)}>{shown ? "Hide" : "Show"}</button>
+            <button type="button" className="small" aria-pressed={shown} onClick={() => setShown(!shown)}>
+              {shown ? "Hide" : "Show"}
+            </button>
           </span>
         </Field>
       ) : null}

@@ -4,7 +4,14 @@ import { go, href } from "../router.ts";
 import { ErrorNote, Field, Page, Progress, Status, useAction, useLoad, When } from "../ui.tsx";
 import { DeploymentStatus, type Deployment } from "./Deployments.tsx";
 import { sourceLabel } from "../decisions.ts";
-import { parseSecrets, SourcePicker, sourceFields, UploadProgress, useUploadProgress, type SourceChoice } from "./deploy-source.tsx";
+import {
+  parseSecrets,
+  SourcePicker,
+  sourceFields,
+  UploadProgress,
+  useUploadProgress,
+  type SourceChoice,
+} from "./deploy-source.tsx";
 import { RevisionLogs } from "./RevisionLogs.tsx";
 
 interface Revision {
@@ -27,7 +34,11 @@ const STEPS = ["QUEUED", "BUILDING", "DEPLOYING", "DEPLOYED"];
 
 export function DeploymentDetail({ id }: { id: string }) {
   const dep = useLoad(() => api<Deployment>(`/v2/deployments/${id}`), [id], 2000);
-  const revs = useLoad(() => api<{ resources: Revision[] }>(`/v2/deployments/${id}/revisions?limit=50`).then((r) => r.resources), [id], 2000);
+  const revs = useLoad(
+    () => api<{ resources: Revision[] }>(`/v2/deployments/${id}/revisions?limit=50`).then((r) => r.resources),
+    [id],
+    2000,
+  );
   const [selected, setSelected] = useState<string | null>(null);
   const [patching, setPatching] = useState(false);
   const action = useAction();
@@ -52,24 +63,50 @@ export function DeploymentDetail({ id }: { id: string }) {
       title={d?.name ?? "Deployment"}
       actions={
         <>
-          <a className="button primary" href={href("studio", id)}>Open in Studio</a>
-          <a className="button" href={href("playground", id)}>Open playground</a>
+          <a className="button primary" href={href("studio", id)}>
+            Open in Studio
+          </a>
+          <a className="button" href={href("playground", id)}>
+            Open playground
+          </a>
           <button onClick={() => setPatching(!patching)}>{patching ? "Close" : "Update"}</button>
-          <button className="danger" onClick={remove} disabled={action.busy}>Delete</button>
+          <button className="danger" onClick={remove} disabled={action.busy}>
+            Delete
+          </button>
         </>
       }
     >
       <ErrorNote error={dep.error ?? action.error} />
       {d ? (
         <dl className="facts">
-          <dt>Status</dt><dd data-testid="deployment-status"><DeploymentStatus d={d} latest={revs.data?.find((r) => r.id === d.latest_revision_id) ?? null} /></dd>
-          <dt>Source</dt><dd>{sourceLabel(d.source, d.source_config.repo_url)}</dd>
-          <dt>URL</dt><dd><code>{d.source_config.custom_url}</code></dd>
-          <dt>Secrets</dt><dd>{d.secrets.length ? d.secrets.map((s) => s.name).join(", ") : "none"}</dd>
-          <dt>Created</dt><dd><When iso={d.created_at} /></dd>
+          <dt>Status</dt>
+          <dd data-testid="deployment-status">
+            <DeploymentStatus d={d} latest={revs.data?.find((r) => r.id === d.latest_revision_id) ?? null} />
+          </dd>
+          <dt>Source</dt>
+          <dd>{sourceLabel(d.source, d.source_config.repo_url)}</dd>
+          <dt>URL</dt>
+          <dd>
+            <code>{d.source_config.custom_url}</code>
+          </dd>
+          <dt>Secrets</dt>
+          <dd>{d.secrets.length ? d.secrets.map((s) => s.name).join(", ") : "none"}</dd>
+          <dt>Created</dt>
+          <dd>
+            <When iso={d.created_at} />
+          </dd>
         </dl>
       ) : null}
-      {patching && d ? <PatchDeployment d={d} onDone={(rid) => { setPatching(false); setSelected(rid); void revs.reload(); }} /> : null}
+      {patching && d ? (
+        <PatchDeployment
+          d={d}
+          onDone={(rid) => {
+            setPatching(false);
+            setSelected(rid);
+            void revs.reload();
+          }}
+        />
+      ) : null}
       <div className="split">
         <div className="pane">
           <h2>Revisions</h2>
@@ -77,11 +114,16 @@ export function DeploymentDetail({ id }: { id: string }) {
             {revs.data?.map((r) => (
               <li key={r.id} className={r.id === rev?.id ? "selected" : ""}>
                 <button className="link" onClick={() => setSelected(r.id)}>
-                  <Status value={r.status} /> <span className="mono">{r.id.slice(-8)}</span> <span className="muted"><When iso={r.created_at} /></span>
+                  <Status value={r.status} /> <span className="mono">{r.id.slice(-8)}</span>{" "}
+                  <span className="muted">
+                    <When iso={r.created_at} />
+                  </span>
                   {r.id === d?.active_revision_id ? <span className="tag">live</span> : null}
                 </button>
                 {r.status === "DEPLOYED" && r.id !== d?.active_revision_id ? (
-                  <button className="small" onClick={() => rollback(r.id)} disabled={action.busy}>Roll back to this</button>
+                  <button className="small" onClick={() => rollback(r.id)} disabled={action.busy}>
+                    Roll back to this
+                  </button>
                 ) : null}
               </li>
             ))}
@@ -102,12 +144,19 @@ function RevisionPanel({ deploymentId, rev }: { deploymentId: string; rev: Revis
   const interrupt = () => void api(`${base}/interrupt`, { method: "POST", json: {} }).catch(() => undefined);
   return (
     <div className="pane grow">
-      <h2>Revision <span className="mono">{rev.id.slice(-8)}</span> <span data-testid="revision-status"><Status value={rev.status} /></span></h2>
+      <h2>
+        Revision <span className="mono">{rev.id.slice(-8)}</span>{" "}
+        <span data-testid="revision-status">
+          <Status value={rev.status} />
+        </span>
+      </h2>
       {rev.status_message ? <div className="error">{rev.status_message}</div> : null}
       {live ? (
         <div className="row center">
           <Progress fraction={reached < 0 ? null : (reached + 1) / STEPS.length} label={`${rev.status}…`} />
-          <button className="small" onClick={interrupt}>Interrupt</button>
+          <button className="small" onClick={interrupt}>
+            Interrupt
+          </button>
         </div>
       ) : null}
       <ol className="timeline">
@@ -119,8 +168,12 @@ function RevisionPanel({ deploymentId, rev }: { deploymentId: string; rev: Revis
         ))}
       </ol>
       <div className="tabs">
-        <button className={kind === "build" ? "on" : ""} onClick={() => setKind("build")}>Build log</button>
-        <button className={kind === "deploy" ? "on" : ""} onClick={() => setKind("deploy")}>Deploy log</button>
+        <button className={kind === "build" ? "on" : ""} onClick={() => setKind("build")}>
+          Build log
+        </button>
+        <button className={kind === "deploy" ? "on" : ""} onClick={() => setKind("deploy")}>
+          Deploy log
+        </button>
       </div>
       <RevisionLogs base={base} kind={kind} live={live} />
     </div>
@@ -151,12 +204,17 @@ function PatchDeployment({ d, onDone }: { d: Deployment; onDone: (revisionId: st
           <input value={configPath} onChange={(e) => setConfigPath(e.target.value)} />
         </Field>
       ) : null}
-      <Field label="Secrets" hint="NAME alone keeps the current value; NAME=value sets a new one; a removed line deletes it">
+      <Field
+        label="Secrets"
+        hint="NAME alone keeps the current value; NAME=value sets a new one; a removed line deletes it"
+      >
         <textarea rows={3} value={secrets} onChange={(e) => setSecrets(e.target.value)} spellCheck={false} />
       </Field>
       <UploadProgress p={progress} />
       <ErrorNote error={action.error} />
-      <button className="primary" type="submit" disabled={action.busy}>{action.busy ? "Updating…" : "Create revision"}</button>
+      <button className="primary" type="submit" disabled={action.busy}>
+        {action.busy ? "Updating…" : "Create revision"}
+      </button>
     </form>
   );
 }

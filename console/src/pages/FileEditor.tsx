@@ -9,7 +9,12 @@ export const EDITABLE_MAX_BYTES = 1024 * 1024;
  * A text file of the sandbox opened in the page (read with `/download`), edited and saved back
  * with `/upload`; `create` starts from an empty file.
  */
-export function FileEditor(props: { dataplane: string; path: string; create: boolean; onClose: (saved: boolean) => void }) {
+export function FileEditor(props: {
+  dataplane: string;
+  path: string;
+  create: boolean;
+  onClose: (saved: boolean) => void;
+}) {
   const [text, setText] = useState<string | null>(props.create ? "" : null);
   const [dirty, setDirty] = useState(false);
   const load = useAction();
@@ -19,7 +24,8 @@ export function FileEditor(props: { dataplane: string; path: string; create: boo
     void load.run(async () => {
       const res = await call(`${props.dataplane}/download?path=${encodeURIComponent(props.path)}`);
       const blob = await res.blob();
-      if (blob.size > EDITABLE_MAX_BYTES) throw new Error(`This file is ${Math.round(blob.size / 1024)} KiB: download it instead.`);
+      if (blob.size > EDITABLE_MAX_BYTES)
+        throw new Error(`This file is ${Math.round(blob.size / 1024)} KiB: download it instead.`);
       const bytes = new Uint8Array(await blob.arrayBuffer());
       if (bytes.includes(0)) throw new Error("This looks like a binary file: download it instead.");
       setText(new TextDecoder().decode(bytes));
@@ -39,16 +45,28 @@ export function FileEditor(props: { dataplane: string; path: string; create: boo
     <form className="card form file-editor" onSubmit={write} aria-label={`Edit ${props.path}`}>
       <div className="row center wrap">
         <strong className="mono grow-text">{props.path}</strong>
-        <button className="primary" type="submit" disabled={save.busy || text === null}>{save.busy ? "Saving…" : props.create ? "Create file" : "Save"}</button>
-        <button type="button" onClick={() => (!dirty || confirm("Discard your changes?")) && props.onClose(false)}>Close</button>
+        <button className="primary" type="submit" disabled={save.busy || text === null}>
+          {save.busy ? "Saving…" : props.create ? "Create file" : "Save"}
+        </button>
+        <button type="button" onClick={() => (!dirty || confirm("Discard your changes?")) && props.onClose(false)}>
+          Close
+        </button>
       </div>
       <ErrorNote error={load.error ?? save.error} />
       {text !== null ? (
         <label className="field">
           <span className="label">Contents</span>
-          <textarea name="file_contents" rows={16} spellCheck={false} value={text} onChange={(e) => (setText(e.target.value), setDirty(true))} />
+          <textarea
+            name="file_contents"
+            rows={16}
+            spellCheck={false}
+            value={text}
+            onChange={(e) => (setText(e.target.value), setDirty(true))}
+          />
         </label>
-      ) : load.busy ? <p className="muted">Opening…</p> : null}
+      ) : load.busy ? (
+        <p className="muted">Opening…</p>
+      ) : null}
     </form>
   );
 }

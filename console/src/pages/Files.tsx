@@ -5,7 +5,8 @@ import { parseListing } from "../decisions.ts";
 import { FileEditor } from "./FileEditor.tsx";
 
 const join = (dir: string, name: string) => (dir.endsWith("/") ? dir + name : `${dir}/${name}`);
-const human = (n: number) => (n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
+const human = (n: number) =>
+  n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`;
 
 /** A file browser over the data plane: listing runs `find` in the sandbox; files move by upload/download. */
 export function Files({ dataplane }: { dataplane: string }) {
@@ -24,17 +25,24 @@ export function Files({ dataplane }: { dataplane: string }) {
   }, [dataplane, dir]);
 
   const send = (files: FileList | null) =>
-    void act.run(async () => {
-      for (const file of Array.from(files ?? [])) {
-        const form = new FormData();
-        form.append("file", file, file.name);
-        setProgress(0);
-        await upload(`${dataplane}/upload?path=${encodeURIComponent(join(dir, file.name))}`, "POST", form, setProgress);
-      }
-      setProgress(null);
-      if (input.current) input.current.value = "";
-      await list.reload();
-    }).finally(() => setProgress(null));
+    void act
+      .run(async () => {
+        for (const file of Array.from(files ?? [])) {
+          const form = new FormData();
+          form.append("file", file, file.name);
+          setProgress(0);
+          await upload(
+            `${dataplane}/upload?path=${encodeURIComponent(join(dir, file.name))}`,
+            "POST",
+            form,
+            setProgress,
+          );
+        }
+        setProgress(null);
+        if (input.current) input.current.value = "";
+        await list.reload();
+      })
+      .finally(() => setProgress(null));
 
   const download = (name: string) =>
     void act.run(async () => {
@@ -58,33 +66,91 @@ export function Files({ dataplane }: { dataplane: string }) {
     <div className="files">
       <div className="row center wrap">
         <nav className="crumbs" aria-label="Path">
-          <button className="link" onClick={() => setDir("/")}>/</button>
+          <button className="link" onClick={() => setDir("/")}>
+            /
+          </button>
           {crumbs.map((c, i) => (
             <span key={i}>
-              <button className="link" onClick={() => setDir("/" + crumbs.slice(0, i + 1).join("/"))}>{c}</button>/
+              <button className="link" onClick={() => setDir("/" + crumbs.slice(0, i + 1).join("/"))}>
+                {c}
+              </button>
+              /
             </span>
           ))}
         </nav>
-        <button className="primary" type="button" onClick={() => input.current?.click()}>Upload files</button>
-        <input ref={input} type="file" name="upload" multiple hidden tabIndex={-1} aria-hidden="true" onChange={(e) => send(e.target.files)} />
-        <button type="button" onClick={newFile}>New file</button>
+        <button className="primary" type="button" onClick={() => input.current?.click()}>
+          Upload files
+        </button>
+        <input
+          ref={input}
+          type="file"
+          name="upload"
+          multiple
+          hidden
+          tabIndex={-1}
+          aria-hidden="true"
+          onChange={(e) => send(e.target.files)}
+        />
+        <button type="button" onClick={newFile}>
+          New file
+        </button>
         <button onClick={() => void list.reload()}>Refresh</button>
       </div>
       {progress !== null ? <Progress fraction={progress} label={`Uploading ${Math.round(progress * 100)}%`} /> : null}
       <ErrorNote error={list.error ?? act.error} />
-      {editing ? <FileEditor key={editing.path} dataplane={dataplane} path={editing.path} create={editing.create} onClose={(saved) => (setEditing(null), saved && void list.reload())} /> : null}
+      {editing ? (
+        <FileEditor
+          key={editing.path}
+          dataplane={dataplane}
+          path={editing.path}
+          create={editing.create}
+          onClose={(saved) => (setEditing(null), saved && void list.reload())}
+        />
+      ) : null}
       <table className="list">
-        <thead><tr><th>Name</th><th>Size</th><th className="wide">Modified</th><th></th></tr></thead>
+        <thead>
+          <tr>
+            <th>Name</th>
+            <th>Size</th>
+            <th className="wide">Modified</th>
+            <th></th>
+          </tr>
+        </thead>
         <tbody>
           {dir !== "/" ? (
-            <tr><td colSpan={4}><button className="link" onClick={() => setDir(dir.replace(/\/[^/]+\/?$/, "") || "/")}>.. (up)</button></td></tr>
+            <tr>
+              <td colSpan={4}>
+                <button className="link" onClick={() => setDir(dir.replace(/\/[^/]+\/?$/, "") || "/")}>
+                  .. (up)
+                </button>
+              </td>
+            </tr>
           ) : null}
           {list.data?.map((e) => (
             <tr key={e.name} data-file={e.name}>
-              <td>{e.kind === "d" ? <button className="link" onClick={() => setDir(join(dir, e.name))}><span className="folder" aria-hidden="true" />{e.name}/</button> : <button className="link" onClick={() => setEditing({ path: join(dir, e.name), create: false })}>{e.name}</button>}</td>
+              <td>
+                {e.kind === "d" ? (
+                  <button className="link" onClick={() => setDir(join(dir, e.name))}>
+                    <span className="folder" aria-hidden="true" />
+                    {e.name}/
+                  </button>
+                ) : (
+                  <button className="link" onClick={() => setEditing({ path: join(dir, e.name), create: false })}>
+                    {e.name}
+                  </button>
+                )}
+              </td>
               <td>{e.kind === "d" ? "" : human(e.size)}</td>
-              <td className="wide"><When iso={new Date(e.mtime * 1000).toISOString()} /></td>
-              <td>{e.kind === "f" ? <button className="small" onClick={() => download(e.name)}>Download</button> : null}</td>
+              <td className="wide">
+                <When iso={new Date(e.mtime * 1000).toISOString()} />
+              </td>
+              <td>
+                {e.kind === "f" ? (
+                  <button className="small" onClick={() => download(e.name)}>
+                    Download
+                  </button>
+                ) : null}
+              </td>
             </tr>
           ))}
         </tbody>

@@ -19,19 +19,44 @@ interface ThreadSummary {
   status: string;
   values?: { messages?: Array<{ content: unknown }> };
 }
-type Msg = { id?: string; type: string; content: unknown; name?: string; tool_calls?: Array<{ id?: string; name: string; args: unknown }>; tool_call_id?: string };
+type Msg = {
+  id?: string;
+  type: string;
+  content: unknown;
+  name?: string;
+  tool_calls?: Array<{ id?: string; name: string; args: unknown }>;
+  tool_call_id?: string;
+};
 
-const text = (c: unknown) => (typeof c === "string" ? c : Array.isArray(c) ? c.map((p: { text?: string }) => p.text ?? "").join("") : JSON.stringify(c));
+const text = (c: unknown) =>
+  typeof c === "string"
+    ? c
+    : Array.isArray(c)
+      ? c.map((p: { text?: string }) => p.text ?? "").join("")
+      : JSON.stringify(c);
 
 export default function Playground({ deploymentId, threadId }: { deploymentId?: string; threadId?: string }) {
-  const deps = useLoad(() => api<{ resources: Deployment[] }>("/v2/deployments?limit=100").then((r) => r.resources), []);
+  const deps = useLoad(
+    () => api<{ resources: Deployment[] }>("/v2/deployments?limit=100").then((r) => r.resources),
+    [],
+  );
   const [auth, setAuth] = useState<DeploymentAuth>({ mode: "platform", token: "" });
   const { headers, error: tokenError } = useDeploymentHeaders(auth);
   const apiUrl = deploymentId ? deploymentUrl(deploymentId) : "";
   const client = useDeploymentClient(deploymentId, headers);
-  const assistants = useLoad(async () => (client ? ((await client.assistants.search({ limit: 50 })) as Assistant[]) : []), [client]);
+  const assistants = useLoad(
+    async () => (client ? ((await client.assistants.search({ limit: 50 })) as Assistant[]) : []),
+    [client],
+  );
   const [assistantId, setAssistantId] = useState<string>("");
-  const threads = useLoad(async () => (client ? ((await client.threads.search({ limit: 20, sortBy: "updated_at", sortOrder: "desc" })) as ThreadSummary[]) : []), [client, threadId], 0);
+  const threads = useLoad(
+    async () =>
+      client
+        ? ((await client.threads.search({ limit: 20, sortBy: "updated_at", sortOrder: "desc" })) as ThreadSummary[])
+        : [],
+    [client, threadId],
+    0,
+  );
   const chosen = assistantId || assistants.data?.[0]?.assistant_id || "";
 
   return (
@@ -41,14 +66,18 @@ export default function Playground({ deploymentId, threadId }: { deploymentId?: 
           <select name="deployment" value={deploymentId ?? ""} onChange={(e) => go("playground", e.target.value)}>
             <option value="">Choose…</option>
             {deps.data?.map((d) => (
-              <option key={d.id} value={d.id}>{d.name} ({d.status})</option>
+              <option key={d.id} value={d.id}>
+                {d.name} ({d.status})
+              </option>
             ))}
           </select>
         </Field>
         <Field label="Assistant">
           <select name="assistant" value={chosen} onChange={(e) => setAssistantId(e.target.value)}>
             {assistants.data?.map((a) => (
-              <option key={a.assistant_id} value={a.assistant_id}>{a.name || a.graph_id}</option>
+              <option key={a.assistant_id} value={a.assistant_id}>
+                {a.name || a.graph_id}
+              </option>
             ))}
           </select>
         </Field>
@@ -56,32 +85,59 @@ export default function Playground({ deploymentId, threadId }: { deploymentId?: 
       </div>
       <ErrorNote error={deps.error ?? tokenError ?? assistants.error} />
       {!deploymentId ? <Empty>Choose a deployment to chat with one of its assistants.</Empty> : null}
-      {deploymentId && auth.mode === "custom" && !auth.token ? <Empty>Type the end user's token to talk to the deployment as them.</Empty> : null}
-      {deploymentId ? <p><a href={href("studio", deploymentId, ...(threadId ? [threadId] : []))}>Open this deployment in the Studio</a> to see the graph, its state at every step and time travel.</p> : null}
+      {deploymentId && auth.mode === "custom" && !auth.token ? (
+        <Empty>Type the end user's token to talk to the deployment as them.</Empty>
+      ) : null}
+      {deploymentId ? (
+        <p>
+          <a href={href("studio", deploymentId, ...(threadId ? [threadId] : []))}>Open this deployment in the Studio</a>{" "}
+          to see the graph, its state at every step and time travel.
+        </p>
+      ) : null}
       {deploymentId && headers && chosen ? (
         <div className="split">
           <aside className="pane threads">
             <h2>Threads</h2>
-            <a className="button small" href={href("playground", deploymentId)}>New thread</a>
+            <a className="button small" href={href("playground", deploymentId)}>
+              New thread
+            </a>
             <ul>
               {threads.data?.map((t) => (
                 <li key={t.thread_id} className={t.thread_id === threadId ? "selected" : ""}>
                   <a href={href("playground", deploymentId, t.thread_id)}>
                     <span className="preview">{threadTitle(t.values)}</span> <Status value={t.status} />
-                    <span className="muted small"><When iso={t.updated_at} /></span>
+                    <span className="muted small">
+                      <When iso={t.updated_at} />
+                    </span>
                   </a>
                 </li>
               ))}
             </ul>
           </aside>
-          <Chat key={`${chosen}:${threadId ?? "new"}:${auth.mode}`} apiUrl={apiUrl} headers={headers} assistantId={chosen} threadId={threadId ?? null} onThread={(id) => { void threads.reload(); if (id !== threadId) history.replaceState(null, "", href("playground", deploymentId, id)); }} />
+          <Chat
+            key={`${chosen}:${threadId ?? "new"}:${auth.mode}`}
+            apiUrl={apiUrl}
+            headers={headers}
+            assistantId={chosen}
+            threadId={threadId ?? null}
+            onThread={(id) => {
+              void threads.reload();
+              if (id !== threadId) history.replaceState(null, "", href("playground", deploymentId, id));
+            }}
+          />
         </div>
       ) : null}
     </Page>
   );
 }
 
-function Chat(props: { apiUrl: string; headers: Record<string, string>; assistantId: string; threadId: string | null; onThread: (id: string) => void }) {
+function Chat(props: {
+  apiUrl: string;
+  headers: Record<string, string>;
+  assistantId: string;
+  threadId: string | null;
+  onThread: (id: string) => void;
+}) {
   const [threadId, setThreadId] = useState<string | null>(props.threadId);
   const stream = useStream<{ messages: Msg[] }>({
     apiUrl: props.apiUrl,
@@ -104,7 +160,10 @@ function Chat(props: { apiUrl: string; headers: Record<string, string>; assistan
   const send = (e: React.FormEvent) => {
     e.preventDefault();
     if (!draft.trim()) return;
-    void stream.submit({ messages: [{ type: "human", content: draft }] } as never, { streamMode: ["values", "messages-tuple"] } as never);
+    void stream.submit(
+      { messages: [{ type: "human", content: draft }] } as never,
+      { streamMode: ["values", "messages-tuple"] } as never,
+    );
     setDraft("");
   };
   const answer = (value: unknown) => void stream.submit(undefined, { command: { resume: value } } as never);
@@ -118,9 +177,17 @@ function Chat(props: { apiUrl: string; headers: Record<string, string>; assistan
               {text(m.content) ? <div className="bubble">{text(m.content)}</div> : null}
               {m.tool_calls?.map((tc) => (
                 <details key={tc.id ?? tc.name} className="tool-call" open>
-                  <summary>Tool call: <strong>{tc.name}</strong></summary>
+                  <summary>
+                    Tool call: <strong>{tc.name}</strong>
+                  </summary>
                   <pre>{JSON.stringify(tc.args, null, 2)}</pre>
-                  {results.get(tc.id) ? <div className="tool-result" data-testid="tool-result">→ {text(results.get(tc.id)!.content)}</div> : <div className="muted">running…</div>}
+                  {results.get(tc.id) ? (
+                    <div className="tool-result" data-testid="tool-result">
+                      → {text(results.get(tc.id)!.content)}
+                    </div>
+                  ) : (
+                    <div className="muted">running…</div>
+                  )}
                 </details>
               ))}
             </div>
@@ -134,17 +201,43 @@ function Chat(props: { apiUrl: string; headers: Record<string, string>; assistan
           <pre>{JSON.stringify(stream.interrupt.value, null, 2)}</pre>
           <InterruptLink value={stream.interrupt.value} />
           <div className="row">
-            <input name="resume" placeholder="Answer (text or JSON)" value={resume} onChange={(e) => setResume(e.target.value)} />
-            <button className="primary" type="submit">Resume</button>
-            <button type="button" onClick={() => answer(true)}>Approve</button>
+            <input
+              name="resume"
+              placeholder="Answer (text or JSON)"
+              value={resume}
+              onChange={(e) => setResume(e.target.value)}
+            />
+            <button className="primary" type="submit">
+              Resume
+            </button>
+            <button type="button" onClick={() => answer(true)}>
+              Approve
+            </button>
           </div>
         </form>
       ) : null}
       <ErrorNote error={stream.error} />
       <form className="composer" onSubmit={send}>
-        <label htmlFor="composer-message" className="sr-only">Message</label>
-        <input id="composer-message" name="message" placeholder="Message the assistant…" value={draft} onChange={(e) => setDraft(e.target.value)} autoComplete="off" />
-        {stream.isLoading ? <button type="button" onClick={() => void stream.stop()}>Stop</button> : <button className="primary" type="submit">Send</button>}
+        <label htmlFor="composer-message" className="sr-only">
+          Message
+        </label>
+        <input
+          id="composer-message"
+          name="message"
+          placeholder="Message the assistant…"
+          value={draft}
+          onChange={(e) => setDraft(e.target.value)}
+          autoComplete="off"
+        />
+        {stream.isLoading ? (
+          <button type="button" onClick={() => void stream.stop()}>
+            Stop
+          </button>
+        ) : (
+          <button className="primary" type="submit">
+            Send
+          </button>
+        )}
       </form>
     </div>
   );
@@ -161,5 +254,9 @@ function tryJson(s: string): unknown {
 /** Wharf's connection interrupts carry an OAuth URL: offer it as a link. */
 function InterruptLink({ value }: { value: unknown }) {
   const url = (value as { url?: unknown } | null)?.url;
-  return typeof url === "string" && /^https?:\/\//.test(url) ? <a href={url} target="_blank" rel="noreferrer">Open the connect page ↗</a> : null;
+  return typeof url === "string" && /^https?:\/\//.test(url) ? (
+    <a href={url} target="_blank" rel="noreferrer">
+      Open the connect page ↗
+    </a>
+  ) : null;
 }

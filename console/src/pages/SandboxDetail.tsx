@@ -39,27 +39,53 @@ export function SandboxDetail({ name, tab }: { name: string; tab: string }) {
       title={name}
       actions={
         <>
-          {s?.status === "ready" ? <button onClick={() => verb("stop")} disabled={act.busy}>Stop</button> : null}
-          {s && (s.status === "stopped" || s.status === "failed") ? <button onClick={() => verb("start")} disabled={act.busy}>Start</button> : null}
-          <button className="danger" onClick={() => verb("delete")} disabled={act.busy}>Delete</button>
+          {s?.status === "ready" ? (
+            <button onClick={() => verb("stop")} disabled={act.busy}>
+              Stop
+            </button>
+          ) : null}
+          {s && (s.status === "stopped" || s.status === "failed") ? (
+            <button onClick={() => verb("start")} disabled={act.busy}>
+              Start
+            </button>
+          ) : null}
+          <button className="danger" onClick={() => verb("delete")} disabled={act.busy}>
+            Delete
+          </button>
         </>
       }
     >
       <ErrorNote error={box.error ?? act.error} />
       {s ? (
         <dl className="facts">
-          <dt>Status</dt><dd><Status value={s.status} /> {s.status_message ? <span className="muted">{s.status_message}</span> : null}</dd>
-          <dt>Memory</dt><dd>{Math.round(s.mem_bytes / 2 ** 20)} MiB</dd>
-          <dt>Disk</dt><dd>{Math.round(s.fs_capacity_bytes / 2 ** 30)} GiB</dd>
-          <dt>Created</dt><dd><When iso={s.created_at} /></dd>
+          <dt>Status</dt>
+          <dd>
+            <Status value={s.status} /> {s.status_message ? <span className="muted">{s.status_message}</span> : null}
+          </dd>
+          <dt>Memory</dt>
+          <dd>{Math.round(s.mem_bytes / 2 ** 20)} MiB</dd>
+          <dt>Disk</dt>
+          <dd>{Math.round(s.fs_capacity_bytes / 2 ** 30)} GiB</dd>
+          <dt>Created</dt>
+          <dd>
+            <When iso={s.created_at} />
+          </dd>
         </dl>
       ) : null}
       <div className="tabs" role="tablist">
         {TABS.map(([k, label]) => (
-          <a key={k} role="tab" href={href("sandboxes", name, k)} className={tab === k ? "on" : ""}>{label}</a>
+          <a key={k} role="tab" href={href("sandboxes", name, k)} className={tab === k ? "on" : ""}>
+            {label}
+          </a>
         ))}
       </div>
-      {s && tab === "terminal" ? (s.status === "ready" ? <Terminal dataplane={dp} /> : <p className="muted">The terminal needs a ready sandbox; start it first.</p>) : null}
+      {s && tab === "terminal" ? (
+        s.status === "ready" ? (
+          <Terminal dataplane={dp} />
+        ) : (
+          <p className="muted">The terminal needs a ready sandbox; start it first.</p>
+        )
+      ) : null}
       {s && tab === "files" ? <Files dataplane={dp} /> : null}
       {s && tab === "proxy" ? <ProxyTab sandbox={s} onSaved={() => void box.reload()} /> : null}
       {s && tab === "egress" ? <EgressLog sandbox={name} /> : null}
@@ -76,7 +102,10 @@ function ProxyTab({ sandbox, onSaved }: { sandbox: Sandbox; onSaved: () => void 
   const save = (e: React.FormEvent) => {
     e.preventDefault();
     void act.run(async () => {
-      await api(`/v2/sandboxes/boxes/${encodeURIComponent(sandbox.name)}`, { method: "PATCH", json: { proxy_config: cleanProxyConfig(value) ?? {} } });
+      await api(`/v2/sandboxes/boxes/${encodeURIComponent(sandbox.name)}`, {
+        method: "PATCH",
+        json: { proxy_config: cleanProxyConfig(value) ?? {} },
+      });
       setSaved(true);
       onSaved();
     });
@@ -84,11 +113,19 @@ function ProxyTab({ sandbox, onSaved }: { sandbox: Sandbox; onSaved: () => void 
   return (
     <form className="card form" onSubmit={save} aria-label="Egress rules">
       <div className="row center wrap form-head">
-        <p className="muted">Replaces the sandbox's proxy configuration live; the next request uses it. Write-only values are never shown.</p>
-        <button className="primary" type="submit" disabled={act.busy}>{act.busy ? "Applying…" : "Apply"}</button>
+        <p className="muted">
+          Replaces the sandbox's proxy configuration live; the next request uses it. Write-only values are never shown.
+        </p>
+        <button className="primary" type="submit" disabled={act.busy}>
+          {act.busy ? "Applying…" : "Apply"}
+        </button>
       </div>
       <ErrorNote error={act.error} placed={placedAt("proxy_config")} />
-      {saved ? <p className="ok" role="status">Saved and applied.</p> : null}
+      {saved ? (
+        <p className="ok" role="status">
+          Saved and applied.
+        </p>
+      ) : null}
       <ProxyConfigEditor value={value} onChange={setValue} error={act.error} />
     </form>
   );

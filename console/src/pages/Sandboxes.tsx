@@ -27,7 +27,11 @@ export interface Snapshot {
 }
 
 export function Sandboxes() {
-  const list = useLoad(() => api<{ sandboxes: Sandbox[] }>("/v2/sandboxes/boxes?limit=100").then((r) => r.sandboxes), [], 3000);
+  const list = useLoad(
+    () => api<{ sandboxes: Sandbox[] }>("/v2/sandboxes/boxes?limit=100").then((r) => r.sandboxes),
+    [],
+    3000,
+  );
   const [creating, setCreating] = useState(false);
   const act = useAction();
   const lifecycle = (s: Sandbox, verb: "stop" | "start" | "delete") =>
@@ -39,25 +43,55 @@ export function Sandboxes() {
       await list.reload();
     });
   return (
-    <Page title="Sandboxes" actions={<button className="primary" onClick={() => setCreating(!creating)}>{creating ? "Close" : "New sandbox"}</button>}>
+    <Page
+      title="Sandboxes"
+      actions={
+        <button className="primary" onClick={() => setCreating(!creating)}>
+          {creating ? "Close" : "New sandbox"}
+        </button>
+      }
+    >
       {creating ? <CreateSandbox /> : null}
       <ErrorNote error={list.error ?? act.error} />
-      {list.data && list.data.length === 0 ? <Empty>No sandboxes. Create one to run commands, move files and try egress rules.</Empty> : null}
+      {list.data && list.data.length === 0 ? (
+        <Empty>No sandboxes. Create one to run commands, move files and try egress rules.</Empty>
+      ) : null}
       {list.data?.length ? (
         <table className="list">
           <thead>
-            <tr><th>Name</th><th>Status</th><th className="wide">Created</th><th></th></tr>
+            <tr>
+              <th>Name</th>
+              <th>Status</th>
+              <th className="wide">Created</th>
+              <th></th>
+            </tr>
           </thead>
           <tbody>
             {list.data.map((s) => (
               <tr key={s.id}>
-                <td><a href={href("sandboxes", s.name)}>{s.name}</a></td>
-                <td><Status value={s.status} /></td>
-                <td className="wide"><When iso={s.created_at} /></td>
+                <td>
+                  <a href={href("sandboxes", s.name)}>{s.name}</a>
+                </td>
+                <td>
+                  <Status value={s.status} />
+                </td>
+                <td className="wide">
+                  <When iso={s.created_at} />
+                </td>
                 <td className="row-actions">
-                  {s.status === "ready" ? <button className="small" onClick={() => lifecycle(s, "stop")}>Stop</button> : null}
-                  {s.status === "stopped" || s.status === "failed" ? <button className="small" onClick={() => lifecycle(s, "start")}>Start</button> : null}
-                  <button className="small danger" onClick={() => lifecycle(s, "delete")}>Delete</button>
+                  {s.status === "ready" ? (
+                    <button className="small" onClick={() => lifecycle(s, "stop")}>
+                      Stop
+                    </button>
+                  ) : null}
+                  {s.status === "stopped" || s.status === "failed" ? (
+                    <button className="small" onClick={() => lifecycle(s, "start")}>
+                      Start
+                    </button>
+                  ) : null}
+                  <button className="small danger" onClick={() => lifecycle(s, "delete")}>
+                    Delete
+                  </button>
                 </td>
               </tr>
             ))}
@@ -69,7 +103,13 @@ export function Sandboxes() {
 }
 
 function CreateSandbox() {
-  const snaps = useLoad(() => api<{ snapshots: Snapshot[] }>("/v2/sandboxes/snapshots?limit=100").then((r) => r.snapshots.filter((s) => s.status === "ready")), []);
+  const snaps = useLoad(
+    () =>
+      api<{ snapshots: Snapshot[] }>("/v2/sandboxes/snapshots?limit=100").then((r) =>
+        r.snapshots.filter((s) => s.status === "ready"),
+      ),
+    [],
+  );
   const [name, setName] = useState("");
   const [snapshot, setSnapshot] = useState("");
   const [proxy, setProxy] = useState<ProxyConfig>({});
@@ -91,13 +131,20 @@ function CreateSandbox() {
     <form className="card form" onSubmit={submit} aria-label="New sandbox">
       <div className="row">
         <Field label="Name" error={bodyIssue("name")}>
-          <input name="name" placeholder="generated when empty" value={name} onChange={(e) => setName(e.target.value)} />
+          <input
+            name="name"
+            placeholder="generated when empty"
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+          />
         </Field>
         <Field label="Start from" error={bodyIssue("snapshot_id")}>
           <select name="snapshot" value={snapshot} onChange={(e) => setSnapshot(e.target.value)}>
             <option value="">Base image</option>
             {snaps.data?.map((s) => (
-              <option key={s.id} value={s.id}>Snapshot {s.name}:{s.tags[0]}</option>
+              <option key={s.id} value={s.id}>
+                Snapshot {s.name}:{s.tags[0]}
+              </option>
             ))}
           </select>
         </Field>
@@ -107,7 +154,9 @@ function CreateSandbox() {
         <ProxyConfigEditor value={proxy} onChange={setProxy} error={act.error} />
       </details>
       <ErrorNote error={act.error} placed={placedAt("name", "snapshot_id", "proxy_config")} />
-      <button className="primary" type="submit" disabled={act.busy}>{act.busy ? "Creating… (waits until ready)" : "Create sandbox"}</button>
+      <button className="primary" type="submit" disabled={act.busy}>
+        {act.busy ? "Creating… (waits until ready)" : "Create sandbox"}
+      </button>
     </form>
   );
 }

@@ -40,29 +40,68 @@ function Secrets() {
       await list.reload();
     });
   };
-  const remove = (k: string) => void act.run(async () => (confirm(`Delete secret ${k}?`) ? (await api(`/v2/secrets/${encodeURIComponent(k)}`, { method: "DELETE" }), await list.reload()) : undefined));
+  const remove = (k: string) =>
+    void act.run(async () =>
+      confirm(`Delete secret ${k}?`)
+        ? (await api(`/v2/secrets/${encodeURIComponent(k)}`, { method: "DELETE" }), await list.reload())
+        : undefined,
+    );
   return (
     <section className="card">
       <h2>Workspace secrets</h2>
       <form className="row form" onSubmit={save} aria-label="Set secret">
-        <Field label="Name"><input name="secret_key" value={key} onChange={(e) => setKey(e.target.value)} required placeholder="OPENAI_API_KEY" /></Field>
-        <Field label="Value (write-only)"><input name="secret_value" type="password" autoComplete="new-password" value={value} onChange={(e) => setValue(e.target.value)} required /></Field>
-        <button className="primary" type="submit" disabled={act.busy}>Set or replace</button>
+        <Field label="Name">
+          <input
+            name="secret_key"
+            value={key}
+            onChange={(e) => setKey(e.target.value)}
+            required
+            placeholder="OPENAI_API_KEY"
+          />
+        </Field>
+        <Field label="Value (write-only)">
+          <input
+            name="secret_value"
+            type="password"
+            autoComplete="new-password"
+            value={value}
+            onChange={(e) => setValue(e.target.value)}
+            required
+          />
+        </Field>
+        <button className="primary" type="submit" disabled={act.busy}>
+          Set or replace
+        </button>
       </form>
       <ErrorNote error={list.error ?? act.error} />
       {list.data?.length === 0 ? <Empty>No secrets yet.</Empty> : null}
       {list.data?.length ? (
         <table className="list">
-          <thead><tr><th>Name</th><th className="wide">Created</th><th>Updated</th><th></th></tr></thead>
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th className="wide">Created</th>
+              <th>Updated</th>
+              <th></th>
+            </tr>
+          </thead>
           <tbody>
             {list.data.map((s) => (
               <tr key={s.key}>
                 <td className="mono">{s.key}</td>
-                <td className="wide"><When iso={s.created_at} /></td>
-                <td><When iso={s.updated_at} /></td>
+                <td className="wide">
+                  <When iso={s.created_at} />
+                </td>
+                <td>
+                  <When iso={s.updated_at} />
+                </td>
                 <td className="row-actions">
-                  <button className="small" onClick={() => setKey(s.key)}>Replace</button>
-                  <button className="small danger" onClick={() => remove(s.key)}>Delete</button>
+                  <button className="small" onClick={() => setKey(s.key)}>
+                    Replace
+                  </button>
+                  <button className="small danger" onClick={() => remove(s.key)}>
+                    Delete
+                  </button>
                 </td>
               </tr>
             ))}
@@ -87,34 +126,71 @@ function ApiKeys() {
       await list.reload();
     });
   };
-  const revoke = (k: ApiKey) => void act.run(async () => (confirm(`Revoke key ${k.name}? It stops working at once.`) ? (await api(`/v2/api-keys/${k.id}`, { method: "DELETE" }), await list.reload()) : undefined));
+  const revoke = (k: ApiKey) =>
+    void act.run(async () =>
+      confirm(`Revoke key ${k.name}? It stops working at once.`)
+        ? (await api(`/v2/api-keys/${k.id}`, { method: "DELETE" }), await list.reload())
+        : undefined,
+    );
   return (
     <section className="card">
       <h2>API keys</h2>
       <form className="row form" onSubmit={create} aria-label="Create API key">
-        <Field label="Name"><input name="key_name" value={name} onChange={(e) => setName(e.target.value)} required placeholder="ci" /></Field>
-        <button className="primary" type="submit" disabled={act.busy}>Create key</button>
+        <Field label="Name">
+          <input name="key_name" value={name} onChange={(e) => setName(e.target.value)} required placeholder="ci" />
+        </Field>
+        <button className="primary" type="submit" disabled={act.busy}>
+          Create key
+        </button>
       </form>
       {created ? (
         <div className="once" role="status">
           <strong>Copy this key now: it is not shown again.</strong>
           <code data-testid="new-key">{created}</code>
-          <button className="small" onClick={() => void navigator.clipboard?.writeText(created)}>Copy</button>
-          <button className="small" onClick={() => setCreated(null)}>Done</button>
+          <button className="small" onClick={() => void navigator.clipboard?.writeText(created)}>
+            Copy
+          </button>
+          <button className="small" onClick={() => setCreated(null)}>
+            Done
+          </button>
         </div>
       ) : null}
       <ErrorNote error={list.error ?? act.error} />
       {list.data?.length ? (
         <table className="list">
-          <thead><tr><th>Name</th><th className="wide">Prefix</th><th className="wide">Last used</th><th>State</th><th></th></tr></thead>
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th className="wide">Prefix</th>
+              <th className="wide">Last used</th>
+              <th>State</th>
+              <th></th>
+            </tr>
+          </thead>
           <tbody>
             {list.data.map((k) => (
               <tr key={k.id} className={k.revoked_at ? "revoked" : ""}>
                 <td>{k.name}</td>
                 <td className="mono wide">{k.prefix}…</td>
-                <td className="wide"><When iso={k.last_used_at} /></td>
-                <td>{k.revoked_at ? <>revoked <When iso={k.revoked_at} /></> : "active"}</td>
-                <td>{k.revoked_at ? null : <button className="small danger" onClick={() => revoke(k)}>Revoke</button>}</td>
+                <td className="wide">
+                  <When iso={k.last_used_at} />
+                </td>
+                <td>
+                  {k.revoked_at ? (
+                    <>
+                      revoked <When iso={k.revoked_at} />
+                    </>
+                  ) : (
+                    "active"
+                  )}
+                </td>
+                <td>
+                  {k.revoked_at ? null : (
+                    <button className="small danger" onClick={() => revoke(k)}>
+                      Revoke
+                    </button>
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>

@@ -17,21 +17,39 @@ export default function Terminal({ dataplane }: { dataplane: string }) {
   const host = useRef<HTMLDivElement>(null);
   const [state, setState] = useState("connecting");
   useEffect(() => {
-    const term = new XTerm({ convertEol: true, cursorBlink: true, fontSize: 14, fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace", theme: { background: "#0f172a", foreground: "#e2e8f0" } });
+    const term = new XTerm({
+      convertEol: true,
+      cursorBlink: true,
+      fontSize: 14,
+      fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace",
+      theme: { background: "#0f172a", foreground: "#e2e8f0" },
+    });
     const fit = new FitAddon();
     term.loadAddon(fit);
     term.open(host.current!);
     fit.fit();
     const onResize = () => fit.fit();
     window.addEventListener("resize", onResize);
-    const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${dataplane}/execute/ws`);
+    const ws = new WebSocket(
+      `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${dataplane}/execute/ws`,
+    );
     let mode: "unknown" | "pty" | "pipe" = "unknown";
     let line = "";
     const send = (m: unknown) => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify(m));
     ws.onopen = () => {
       setState("connected");
       // cols/rows: the terminal's size for the pty (ignored by a data plane that does not know them).
-      send({ type: "execute", command: SHELL, pty: true, cols: term.cols, rows: term.rows, timeout_seconds: 0, idle_timeout_seconds: 1800, kill_on_disconnect: true, ttl_seconds: 60 });
+      send({
+        type: "execute",
+        command: SHELL,
+        pty: true,
+        cols: term.cols,
+        rows: term.rows,
+        timeout_seconds: 0,
+        idle_timeout_seconds: 1800,
+        kill_on_disconnect: true,
+        ttl_seconds: 60,
+      });
     };
     ws.onmessage = (ev) => {
       const m = JSON.parse(String(ev.data)) as { type: string; data?: string; exit_code?: number; error?: string };
@@ -45,7 +63,8 @@ export default function Terminal({ dataplane }: { dataplane: string }) {
         }
         data = data.replace(PTY_MARK, "");
         // bash's complaints about having no tty say nothing useful on pipes.
-        if (mode === "pipe") data = data.replace(/^bash: (cannot set terminal process group.*|no job control in this shell)\r?\n/gm, "");
+        if (mode === "pipe")
+          data = data.replace(/^bash: (cannot set terminal process group.*|no job control in this shell)\r?\n/gm, "");
         term.write(data);
       } else if (m.type === "exit") {
         term.write(`\r\n[process exited with code ${m.exit_code}]\r\n`);
@@ -91,7 +110,9 @@ export default function Terminal({ dataplane }: { dataplane: string }) {
   }, [dataplane]);
   return (
     <div className="terminal-wrap">
-      <div className="muted small">Shell: <span data-testid="terminal-state">{state}</span></div>
+      <div className="muted small">
+        Shell: <span data-testid="terminal-state">{state}</span>
+      </div>
       <div className="terminal" ref={host} data-testid="terminal" />
     </div>
   );

@@ -15,7 +15,11 @@ export interface DeploymentAuth {
 }
 
 /** `Bearer abc`, `bearer  abc` or `abc` → `abc`: the page adds the scheme itself. */
-export const bareToken = (typed: string) => typed.trim().replace(/^bearer\s+/i, "").trim();
+export const bareToken = (typed: string) =>
+  typed
+    .trim()
+    .replace(/^bearer\s+/i, "")
+    .trim();
 
 /**
  * Headers for the deployment. "platform" sends a bearer token from `POST /v2/tokens` with
@@ -32,7 +36,10 @@ export function useDeploymentHeaders(auth: DeploymentAuth) {
     const refresh = async () => {
       if (auth.mode === "custom") return setHeaders(auth.token ? { authorization: `Bearer ${auth.token}` } : null);
       try {
-        const t = await api<{ access_token: string }>("/v2/tokens", { method: "POST", json: { expires_in_seconds: 900 } });
+        const t = await api<{ access_token: string }>("/v2/tokens", {
+          method: "POST",
+          json: { expires_in_seconds: 900 },
+        });
         if (alive) setHeaders({ authorization: `Bearer ${t.access_token}`, "x-auth-scheme": "langsmith" });
         timer = setTimeout(() => void refresh(), 600_000);
       } catch (e) {
@@ -51,9 +58,18 @@ export function useDeploymentHeaders(auth: DeploymentAuth) {
 export const deploymentUrl = (deploymentId: string) => `${location.origin}/deployments/${deploymentId}`;
 
 /** The official SDK client for a deployment, or null until its headers are known. */
-export function useDeploymentClient(deploymentId: string | undefined, headers: Record<string, string> | null): Client | null {
+export function useDeploymentClient(
+  deploymentId: string | undefined,
+  headers: Record<string, string> | null,
+): Client | null {
   return useMemo(
-    () => (headers && deploymentId ? new Client({ apiUrl: deploymentUrl(deploymentId), defaultHeaders: { ...headers, "x-wharf-csrf": sessionHeaders()["x-wharf-csrf"] } }) : null),
+    () =>
+      headers && deploymentId
+        ? new Client({
+            apiUrl: deploymentUrl(deploymentId),
+            defaultHeaders: { ...headers, "x-wharf-csrf": sessionHeaders()["x-wharf-csrf"] },
+          })
+        : null,
     [headers, deploymentId],
   );
 }

@@ -29,7 +29,11 @@ export const JSONRPC = {
   TASK_NOT_FOUND: -32001,
 } as const;
 
-export const rpcError = (id: unknown, code: number, message: string) => ({ jsonrpc: "2.0", id: id ?? null, error: { code, message } });
+export const rpcError = (id: unknown, code: number, message: string) => ({
+  jsonrpc: "2.0",
+  id: id ?? null,
+  error: { code, message },
+});
 export const rpcResult = (id: unknown, result: unknown) => ({ jsonrpc: "2.0", id, result });
 
 /** A run's status as an A2A task state (a run paused on an interrupt waits for input). */
@@ -58,7 +62,10 @@ export const isUuid = (v: unknown): v is string => typeof v === "string" && UUID
  * Null when the message carries nothing usable.
  */
 export function messageInput(message: A2aMessage): unknown {
-  const text = message.parts.filter((p) => p.kind === "text" && typeof p.text === "string").map((p) => p.text).join("\n");
+  const text = message.parts
+    .filter((p) => p.kind === "text" && typeof p.text === "string")
+    .map((p) => p.text)
+    .join("\n");
   if (text) return { messages: [{ role: "human", content: text }] };
   const data = message.parts.find((p) => p.kind === "data" && p.data && typeof p.data === "object");
   return data ? data.data : null;
@@ -71,29 +78,78 @@ export function parseMessage(params: unknown): A2aMessage | string {
   if (m.role !== "user") return 'params.message.role must be "user"';
   if (!Array.isArray(m.parts) || m.parts.length === 0) return "params.message.parts must be a non-empty array";
   if (m.contextId !== undefined && !isUuid(m.contextId)) return "params.message.contextId must be a UUID (a thread id)";
-  return { kind: "message", messageId: typeof m.messageId === "string" ? m.messageId : randomUUID(), role: "user", parts: m.parts as A2aPart[], contextId: m.contextId, taskId: m.taskId };
+  return {
+    kind: "message",
+    messageId: typeof m.messageId === "string" ? m.messageId : randomUUID(),
+    role: "user",
+    parts: m.parts as A2aPart[],
+    contextId: m.contextId,
+    taskId: m.taskId,
+  };
 }
 
 export function agentMessage(text: string, taskId: string, contextId: string): A2aMessage {
-  return { kind: "message", messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text }], taskId, contextId };
+  return {
+    kind: "message",
+    messageId: randomUUID(),
+    role: "agent",
+    parts: [{ kind: "text", text }],
+    taskId,
+    contextId,
+  };
 }
 
 /** A task as tasks/get and message/send answer it. */
-export function task(taskId: string, contextId: string, state: TaskState, text: string | null, history: A2aMessage[] = []): Record<string, unknown> {
+export function task(
+  taskId: string,
+  contextId: string,
+  state: TaskState,
+  text: string | null,
+  history: A2aMessage[] = [],
+): Record<string, unknown> {
   return {
     kind: "task",
     id: taskId,
     contextId,
-    status: { state, timestamp: new Date().toISOString(), ...(text !== null && state !== "completed" ? { message: agentMessage(text, taskId, contextId) } : {}) },
-    artifacts: text !== null && state === "completed" ? [{ artifactId: `${taskId}-output`, name: "Assistant Response", parts: [{ kind: "text", text }] }] : [],
+    status: {
+      state,
+      timestamp: new Date().toISOString(),
+      ...(text !== null && state !== "completed" ? { message: agentMessage(text, taskId, contextId) } : {}),
+    },
+    artifacts:
+      text !== null && state === "completed"
+        ? [{ artifactId: `${taskId}-output`, name: "Assistant Response", parts: [{ kind: "text", text }] }]
+        : [],
     history,
   };
 }
 
-export function statusUpdate(taskId: string, contextId: string, state: TaskState, final: boolean, text?: string): Record<string, unknown> {
-  return { kind: "status-update", taskId, contextId, final, status: { state, timestamp: new Date().toISOString(), ...(text !== undefined ? { message: agentMessage(text, taskId, contextId) } : {}) } };
+export function statusUpdate(
+  taskId: string,
+  contextId: string,
+  state: TaskState,
+  final: boolean,
+  text?: string,
+): Record<string, unknown> {
+  return {
+    kind: "status-update",
+    taskId,
+    contextId,
+    final,
+    status: {
+      state,
+      timestamp: new Date().toISOString(),
+      ...(text !== undefined ? { message: agentMessage(text, taskId, contextId) } : {}),
+    },
+  };
 }
 
 export function artifactUpdate(taskId: string, contextId: string, text: string): Record<string, unknown> {
-  return { kind: "artifact-update", taskId, contextId, lastChunk: true, artifact: { artifactId: `${taskId}-output`, name: "Assistant Response", parts: [{ kind: "text", text }] } };
+  return {
+    kind: "artifact-update",
+    taskId,
+    contextId,
+    lastChunk: true,
+    artifact: { artifactId: `${taskId}-output`, name: "Assistant Response", parts: [{ kind: "text", text }] },
+  };
 }

@@ -9,11 +9,24 @@ import { createThread, findThreadRow, toThread } from "../storage/threads.ts";
 import { guardController, type GuardedController } from "../../http/web-stream.ts";
 import { CORS_HEADERS } from "../wire.ts";
 import { invokeAssistant, outputText, type InvokeResult } from "./assistant-invoke.ts";
-import { artifactUpdate, isUuid, JSONRPC, messageInput, parseMessage, rpcError, rpcResult, statusUpdate, task, taskState, type A2aMessage } from "./a2a-protocol.ts";
+import {
+  artifactUpdate,
+  isUuid,
+  JSONRPC,
+  messageInput,
+  parseMessage,
+  rpcError,
+  rpcResult,
+  statusUpdate,
+  task,
+  taskState,
+  type A2aMessage,
+} from "./a2a-protocol.ts";
 import { sharedJsonBody } from "./json-body.ts";
 import { authorize, type C } from "./route-helpers.ts";
 
-const rpc = (value: unknown, status = 200) => new Response(JSON.stringify(value), { status, headers: { ...CORS_HEADERS, "content-type": "application/json" } });
+const rpc = (value: unknown, status = 200) =>
+  new Response(JSON.stringify(value), { status, headers: { ...CORS_HEADERS, "content-type": "application/json" } });
 
 /** The A2A agent card of one assistant (v0.3 JSON, JSON-RPC at `/a2a/{assistant_id}`). */
 function agentCard(a: Assistant, url: string): Record<string, unknown> {
@@ -27,12 +40,25 @@ function agentCard(a: Assistant, url: string): Record<string, unknown> {
     capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false },
     defaultInputModes: ["text/plain", "application/json"],
     defaultOutputModes: ["text/plain", "application/json"],
-    skills: [{ id: `${a.graph_id}-main`, name: a.name, description: a.description ?? `Runs the ${a.graph_id} agent`, tags: [a.graph_id] }],
+    skills: [
+      {
+        id: `${a.graph_id}-main`,
+        name: a.name,
+        description: a.description ?? `Runs the ${a.graph_id} agent`,
+        tags: [a.graph_id],
+      },
+    ],
   };
 }
 
 const taskOf = (r: InvokeResult, threadId: string, history: A2aMessage[]) =>
-  task(r.runId, threadId, taskState(r.error ? "error" : r.status, r.status === "interrupted"), r.error ? r.error.message : outputText(r.values), history);
+  task(
+    r.runId,
+    threadId,
+    taskState(r.error ? "error" : r.status, r.status === "interrupted"),
+    r.error ? r.error.message : outputText(r.values),
+    history,
+  );
 
 /**
  * `/a2a/{assistant_id}`: the Agent2Agent protocol (v0.3 JSON-RPC) for one assistant, behind the
@@ -43,7 +69,12 @@ const taskOf = (r: InvokeResult, threadId: string, history: A2aMessage[]) =>
 export function registerA2aRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
   const assistantOf = async (c: C, raw: string) => {
     const id = resolveAssistantId(ctx, raw);
-    return getAssistant(ctx, id, await authorize(ctx, c, "assistants:read", { assistant_id: id }), () => new AgentError(404, "Assistant not found"));
+    return getAssistant(
+      ctx,
+      id,
+      await authorize(ctx, c, "assistants:read", { assistant_id: id }),
+      () => new AgentError(404, "Assistant not found"),
+    );
   };
 
   const card = async (c: C, raw: string | undefined) => {
@@ -62,13 +93,21 @@ export function registerA2aRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
     } catch {
       return rpc(rpcError(null, JSONRPC.PARSE_ERROR, "Parse error: the body is not JSON"));
     }
-    if (typeof req !== "object" || req.jsonrpc !== "2.0" || typeof req.method !== "string") return rpc(rpcError(req?.id, JSONRPC.INVALID_REQUEST, 'Invalid request: expected {"jsonrpc": "2.0", "method", "params", "id"}'));
+    if (typeof req !== "object" || req.jsonrpc !== "2.0" || typeof req.method !== "string")
+      return rpc(
+        rpcError(
+          req?.id,
+          JSONRPC.INVALID_REQUEST,
+          'Invalid request: expected {"jsonrpc": "2.0", "method", "params", "id"}',
+        ),
+      );
     const id = req.id ?? null;
     let assistant: Assistant;
     try {
       assistant = await assistantOf(c, c.req.param("assistant_id"));
     } catch (err) {
-      if (err instanceof AgentError && err.status === 404) return rpc(rpcError(id, JSONRPC.INVALID_PARAMS, `Assistant ${c.req.param("assistant_id")} not found`), 404);
+      if (err instanceof AgentError && err.status === 404)
+        return rpc(rpcError(id, JSONRPC.INVALID_PARAMS, `Assistant ${c.req.param("assistant_id")} not found`), 404);
       throw err;
     }
     switch (req.method) {
@@ -83,7 +122,11 @@ export function registerA2aRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
         try {
           // The context's thread is made as `POST /threads` makes one (the caller's `threads:create`
           // handler stamps it), so the caller can read it and its tasks back; an existing one is kept.
-          const value = { thread_id: threadId, metadata: { graph_id: assistant.graph_id, assistant_id: assistant.assistant_id }, if_exists: "do_nothing" as const };
+          const value = {
+            thread_id: threadId,
+            metadata: { graph_id: assistant.graph_id, assistant_id: assistant.assistant_id },
+            if_exists: "do_nothing" as const,
+          };
           await createThread(ctx, value, await authorize(ctx, c, "threads:create", value));
           if (req.method === "message/stream") return streamTask(c, engine, id, target, message);
           const r = await invokeAssistant(engine, c.get("auth"), c.req.raw.headers, target, null, c.req.raw.signal);
@@ -97,30 +140,63 @@ export function registerA2aRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
         const taskId = (req.params as { id?: unknown } | null)?.id;
         if (!isUuid(taskId)) return rpc(rpcError(id, JSONRPC.INVALID_PARAMS, "params.id must be a task id (UUID)"));
         const row = await getRunRow(ctx.db, ctx, taskId);
-        const thread = row && row.assistant_id === assistant.assistant_id ? await findThreadRow(ctx.db, ctx, row.thread_id, await authorize(ctx, c, "threads:read", { thread_id: row.thread_id })) : undefined;
+        const thread =
+          row && row.assistant_id === assistant.assistant_id
+            ? await findThreadRow(
+                ctx.db,
+                ctx,
+                row.thread_id,
+                await authorize(ctx, c, "threads:read", { thread_id: row.thread_id }),
+              )
+            : undefined;
         // Another user's task reads as missing, as their thread does on the REST routes.
         if (!row || !thread) return rpc(rpcError(id, JSONRPC.TASK_NOT_FOUND, `Task ${taskId} not found`));
         const t = toThread(thread);
         const values = (t.values ?? {}) as Record<string, unknown>;
-        const waiting = Array.isArray(t.interrupts) ? t.interrupts.length > 0 : !!t.interrupts && Object.keys(t.interrupts).length > 0;
+        const waiting = Array.isArray(t.interrupts)
+          ? t.interrupts.length > 0
+          : !!t.interrupts && Object.keys(t.interrupts).length > 0;
         const state = taskState(row.status, row.status === "success" && waiting);
-        return rpc(rpcResult(id, task(taskId, row.thread_id, state, state === "submitted" || state === "working" ? null : outputText(values))));
+        return rpc(
+          rpcResult(
+            id,
+            task(
+              taskId,
+              row.thread_id,
+              state,
+              state === "submitted" || state === "working" ? null : outputText(values),
+            ),
+          ),
+        );
       }
       default:
-        return rpc(rpcError(id, JSONRPC.METHOD_NOT_FOUND, `Method not found: ${req.method} (this server answers message/send, message/stream, tasks/get)`));
+        return rpc(
+          rpcError(
+            id,
+            JSONRPC.METHOD_NOT_FOUND,
+            `Method not found: ${req.method} (this server answers message/send, message/stream, tasks/get)`,
+          ),
+        );
     }
   });
 }
 
 /** message/stream: the task once the run exists, a `working` update per graph step, then the artifact and the final status. */
-function streamTask(c: C, engine: RunEngine, id: unknown, target: { assistantId: string; threadId: string; input: unknown }, message: A2aMessage): Response {
+function streamTask(
+  c: C,
+  engine: RunEngine,
+  id: unknown,
+  target: { assistantId: string; threadId: string; input: unknown },
+  message: A2aMessage,
+): Response {
   const encoder = new TextEncoder();
   const stop = new AbortController();
   let guarded: GuardedController<Uint8Array> | null = null;
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
       const out = (guarded = guardController(controller));
-      const send = (result: unknown) => out.enqueue(encoder.encode(`data: ${JSON.stringify(rpcResult(id, result))}\n\n`));
+      const send = (result: unknown) =>
+        out.enqueue(encoder.encode(`data: ${JSON.stringify(rpcResult(id, result))}\n\n`));
       let taskId = "";
       invokeAssistant(
         engine,
@@ -143,7 +219,11 @@ function streamTask(c: C, engine: RunEngine, id: unknown, target: { assistantId:
         },
         (err: unknown) => {
           // A refused run (busy thread, another user's thread) is a JSON-RPC error on this stream only.
-          out.enqueue(encoder.encode(`data: ${JSON.stringify(rpcError(id, err instanceof AgentError ? JSONRPC.INVALID_PARAMS : JSONRPC.INTERNAL, err instanceof Error ? err.message : String(err)))}\n\n`));
+          out.enqueue(
+            encoder.encode(
+              `data: ${JSON.stringify(rpcError(id, err instanceof AgentError ? JSONRPC.INVALID_PARAMS : JSONRPC.INTERNAL, err instanceof Error ? err.message : String(err)))}\n\n`,
+            ),
+          );
           out.close();
         },
       );
@@ -153,5 +233,7 @@ function streamTask(c: C, engine: RunEngine, id: unknown, target: { assistantId:
       stop.abort();
     },
   });
-  return new Response(stream, { headers: { ...CORS_HEADERS, "cache-control": "no-cache", "content-type": "text/event-stream" } });
+  return new Response(stream, {
+    headers: { ...CORS_HEADERS, "cache-control": "no-cache", "content-type": "text/event-stream" },
+  });
 }

@@ -26,12 +26,18 @@ import { registerA2aRoutes } from "./a2a-routes.ts";
 const AGENT_SERVER_VERSION = "0.1.0";
 
 function textError(status: number, message: string, headers: Record<string, string> = {}): Response {
-  return new Response(message, { status, headers: { ...CORS_HEADERS, "content-type": "text/plain;charset=UTF-8", ...headers } });
+  return new Response(message, {
+    status,
+    headers: { ...CORS_HEADERS, "content-type": "text/plain;charset=UTF-8", ...headers },
+  });
 }
 
 /** An error as the Python LangGraph server answers it (FastAPI's `{"detail": …}`), for projects with Python graphs or auth. */
 function jsonError(status: number, message: string, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify({ detail: message }), { status, headers: { ...CORS_HEADERS, "content-type": "application/json", ...headers } });
+  return new Response(JSON.stringify({ detail: message }), {
+    status,
+    headers: { ...CORS_HEADERS, "content-type": "application/json", ...headers },
+  });
 }
 
 /**
@@ -44,9 +50,14 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
   const app = new Hono<AgentEnv>();
   const errorResponse = ctx.python ? jsonError : textError;
   app.onError((err, c) => {
-    if (err instanceof ValidationFailed) return new Response(JSON.stringify({ detail: err.issues }), { status: 422, headers: { ...CORS_HEADERS, "content-type": "application/json" } });
+    if (err instanceof ValidationFailed)
+      return new Response(JSON.stringify({ detail: err.issues }), {
+        status: 422,
+        headers: { ...CORS_HEADERS, "content-type": "application/json" },
+      });
     if (err instanceof AgentError) return errorResponse(err.status, err.message, err.headers);
-    if (err instanceof HttpError) return errorResponse(err.status, typeof err.detail === "string" ? err.detail : err.message, err.headers);
+    if (err instanceof HttpError)
+      return errorResponse(err.status, typeof err.detail === "string" ? err.detail : err.message, err.headers);
     ctx.log.error({ err, path: c.req.path, method: c.req.method }, "agent server: unhandled error");
     return errorResponse(500, "Internal server error");
   });
@@ -60,16 +71,26 @@ export function buildAgentApp(ctx: AgentServerContext, engine: RunEngine): Hono<
   app.use("*", async (c, next) => {
     const origin = c.req.header("origin") ?? null;
     if (c.req.method === "OPTIONS") {
-      return new Response(null, { status: 204, headers: corsHeaders(cors, { origin, preflight: true, requestHeaders: c.req.header("access-control-request-headers") ?? null }) });
+      return new Response(null, {
+        status: 204,
+        headers: corsHeaders(cors, {
+          origin,
+          preflight: true,
+          requestHeaders: c.req.header("access-control-request-headers") ?? null,
+        }),
+      });
     }
     // `/ok`, `/info`, the UI bundles' files (GET /ui/…) and the API's description (`/openapi.json`, `/docs`) are public, as on the LangGraph server.
-    const isPublic = PUBLIC_PATHS.has(c.req.path) || (c.req.method === "GET" && (c.req.path.startsWith("/ui/") || DOC_PATHS.has(c.req.path)));
+    const isPublic =
+      PUBLIC_PATHS.has(c.req.path) ||
+      (c.req.method === "GET" && (c.req.path.startsWith("/ui/") || DOC_PATHS.has(c.req.path)));
     c.set("auth", isPublic ? null : await resolveAuth(ctx, c.req.raw));
     await next();
     // Responses carry the default CORS headers; a project's `http.cors` replaces them.
     if (cors) {
       for (const h of ["access-control-allow-origin", "access-control-expose-headers"]) c.res.headers.delete(h);
-      for (const [k, v] of Object.entries(corsHeaders(cors, { origin, preflight: false, requestHeaders: null }))) c.res.headers.set(k, v);
+      for (const [k, v] of Object.entries(corsHeaders(cors, { origin, preflight: false, requestHeaders: null })))
+        c.res.headers.set(k, v);
     }
   });
 
@@ -115,20 +136,24 @@ function registerMetaRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, metric
   app.get("/ok", () =>
     // A project's Python worker restarting after a crash: its graphs cannot run until it is back.
     ctx.python && !ctx.python.up
-      ? new Response('{"ok":false,"detail":"the Python worker is restarting"}', { status: 503, headers: { ...CORS_HEADERS, "content-type": "application/json" } })
+      ? new Response('{"ok":false,"detail":"the Python worker is restarting"}', {
+          status: 503,
+          headers: { ...CORS_HEADERS, "content-type": "application/json" },
+        })
       : new Response('{"ok":true}', { headers: { ...CORS_HEADERS, "content-type": "application/json" } }),
   );
-  app.get("/info", () =>
-    new Response(
-      JSON.stringify({
-        version: AGENT_SERVER_VERSION,
-        langgraph_js_version: "1.7.3",
-        context: "js",
-        flags: { assistants: true, crons: true, langsmith: false, langsmith_tracing_replicas: false },
-        ...(ctx.graphFailures.size ? { graph_errors: Object.fromEntries(ctx.graphFailures) } : {}),
-      }),
-      { headers: { ...CORS_HEADERS, "content-type": "application/json" } },
-    ),
+  app.get(
+    "/info",
+    () =>
+      new Response(
+        JSON.stringify({
+          version: AGENT_SERVER_VERSION,
+          langgraph_js_version: "1.7.3",
+          context: "js",
+          flags: { assistants: true, crons: true, langsmith: false, langsmith_tracing_replicas: false },
+          ...(ctx.graphFailures.size ? { graph_errors: Object.fromEntries(ctx.graphFailures) } : {}),
+        }),
+        { headers: { ...CORS_HEADERS, "content-type": "application/json" } },
+      ),
   );
-
 }

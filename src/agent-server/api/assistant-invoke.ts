@@ -40,11 +40,22 @@ export async function invokeAssistant(
   signal?: AbortSignal,
   onStart?: (runId: string, threadId: string) => void | Promise<void>,
 ): Promise<InvokeResult> {
-  const body = { assistant_id: target.assistantId, input: target.input, stream_mode: ["updates", "values"], ...(target.threadId ? { if_not_exists: "create" as const } : {}) };
+  const body = {
+    assistant_id: target.assistantId,
+    input: target.input,
+    stream_mode: ["updates", "values"],
+    ...(target.threadId ? { if_not_exists: "create" as const } : {}),
+  };
   const { run } = await engine.create(target.threadId, body, auth, headers);
   await onStart?.(run.run_id, run.thread_id);
   const active = await engine.whenStarted(run.run_id, signal);
-  if (!active) return { runId: run.run_id, status: "error", values: {}, error: { error: "Error", message: "the run did not start" } };
+  if (!active)
+    return {
+      runId: run.run_id,
+      status: "error",
+      values: {},
+      error: { error: "Error", message: "the run did not start" },
+    };
   const onAbort = () => void engine.cancel(run.thread_id, [run.run_id], "interrupt");
   signal?.addEventListener("abort", onAbort, { once: true });
   try {
@@ -55,7 +66,12 @@ export async function invokeAssistant(
     }
     const outcome = await active.done;
     const values = toPlain<Record<string, unknown>>(outcome.values ?? {});
-    return { runId: run.run_id, status: "__interrupt__" in values ? "interrupted" : outcome.status, values, error: outcome.error ?? null };
+    return {
+      runId: run.run_id,
+      status: "__interrupt__" in values ? "interrupted" : outcome.status,
+      values,
+      error: outcome.error ?? null,
+    };
   } finally {
     signal?.removeEventListener("abort", onAbort);
   }
@@ -73,7 +89,16 @@ export function outputText(values: Record<string, unknown>): string {
   if (Array.isArray(messages) && messages.length) {
     const content = (messages.at(-1) as { content?: unknown }).content;
     if (typeof content === "string") return content;
-    if (Array.isArray(content)) return content.map((p) => (typeof p === "string" ? p : typeof (p as { text?: unknown }).text === "string" ? (p as { text: string }).text : "")).join("");
+    if (Array.isArray(content))
+      return content
+        .map((p) =>
+          typeof p === "string"
+            ? p
+            : typeof (p as { text?: unknown }).text === "string"
+              ? (p as { text: string }).text
+              : "",
+        )
+        .join("");
   }
   return JSON.stringify(values);
 }

@@ -16,7 +16,14 @@ import { isPythonGraph } from "../python/index.ts";
 import type { AgentEnv, AgentServerContext } from "../context.ts";
 import { AgentError } from "../errors.ts";
 import { authorize, body, json, type C } from "./route-helpers.ts";
-import { assistantCount, assistantCreate, assistantLatest, assistantPatch, assistantSearch, assistantVersions } from "./schemas.ts";
+import {
+  assistantCount,
+  assistantCreate,
+  assistantLatest,
+  assistantPatch,
+  assistantSearch,
+  assistantVersions,
+} from "./schemas.ts";
 import { findThreadRow, searchThreads } from "../storage/threads.ts";
 import type { RunEngine } from "../runs/run-engine.ts";
 import { removeThread } from "./thread-removal.ts";
@@ -68,7 +75,11 @@ export function registerAssistantRoutes(app: Hono<AgentEnv>, ctx: AgentServerCon
     // the caller may delete; the answer is the deleted ids with a 200, as the LangGraph server's.
     if (c.req.query("delete_threads") === "true") {
       const metadata = { assistant_id: id };
-      const { items } = await searchThreads(ctx, { metadata, limit: Number.MAX_SAFE_INTEGER }, await authorize(ctx, c, "threads:search", { metadata }));
+      const { items } = await searchThreads(
+        ctx,
+        { metadata, limit: Number.MAX_SAFE_INTEGER },
+        await authorize(ctx, c, "threads:search", { metadata }),
+      );
       for (const t of items) {
         const threadFilters = await authorize(ctx, c, "threads:delete", { thread_id: t.thread_id });
         if (await findThreadRow(ctx.db, ctx, t.thread_id, threadFilters)) await removeThread(ctx, engine, t.thread_id);
@@ -99,7 +110,8 @@ export function registerAssistantRoutes(app: Hono<AgentEnv>, ctx: AgentServerCon
     if (!loaded) throw new AgentError(404, `Graph "${assistant.graph_id}" not found`);
     return { assistant, loaded };
   };
-  const jsGraph = (loaded: LoadedGraph, assistant: Assistant) => loaded.get({ configurable: assistant.config.configurable ?? {} }, null);
+  const jsGraph = (loaded: LoadedGraph, assistant: Assistant) =>
+    loaded.get({ configurable: assistant.config.configurable ?? {} }, null);
 
   app.get("/assistants/:assistant_id/graph", async (c) => {
     const { assistant, loaded } = await graphOf(c);
@@ -112,17 +124,28 @@ export function registerAssistantRoutes(app: Hono<AgentEnv>, ctx: AgentServerCon
 
   app.get("/assistants/:assistant_id/schemas", async (c) => {
     const { assistant, loaded } = await graphOf(c);
-    if (isPythonGraph(loaded)) return json({ graph_id: assistant.graph_id, ...(await loaded.schemas(assistant.config)) });
-    return json({ graph_id: assistant.graph_id, ...(await graphSchemas(await jsGraph(loaded, assistant), ctx.schemas.sources(assistant.graph_id))) });
+    if (isPythonGraph(loaded))
+      return json({ graph_id: assistant.graph_id, ...(await loaded.schemas(assistant.config)) });
+    return json({
+      graph_id: assistant.graph_id,
+      ...(await graphSchemas(await jsGraph(loaded, assistant), ctx.schemas.sources(assistant.graph_id))),
+    });
   });
 
   app.get("/assistants/:assistant_id/subgraphs/:namespace?", async (c) => {
     const { assistant, loaded } = await graphOf(c);
-    if (isPythonGraph(loaded)) return json(await loaded.subgraphs(assistant.config, c.req.param("namespace"), c.req.query("recurse") === "true"));
+    if (isPythonGraph(loaded))
+      return json(
+        await loaded.subgraphs(assistant.config, c.req.param("namespace"), c.req.query("recurse") === "true"),
+      );
     const graph = await jsGraph(loaded, assistant);
     const out: Record<string, unknown> = {};
     if (graph.getSubgraphsAsync) {
-      for await (const [ns, sub] of graph.getSubgraphsAsync(c.req.param("namespace"), c.req.query("recurse") === "true")) out[ns] = await resolveSchema(sub, ctx.schemas.sources(assistant.graph_id), ns);
+      for await (const [ns, sub] of graph.getSubgraphsAsync(
+        c.req.param("namespace"),
+        c.req.query("recurse") === "true",
+      ))
+        out[ns] = await resolveSchema(sub, ctx.schemas.sources(assistant.graph_id), ns);
     }
     return json(out);
   });

@@ -17,7 +17,10 @@ export function allowedOrigin(cfg: CorsConfig | null, origin: string | null): st
  * them: any origin with `content-location` and `x-pagination-total` exposed unless `http.cors`
  * says otherwise (those two are always exposed: the SDK reads them).
  */
-export function corsHeaders(cfg: CorsConfig | null, req: { origin: string | null; preflight: boolean; requestHeaders: string | null }): Record<string, string> {
+export function corsHeaders(
+  cfg: CorsConfig | null,
+  req: { origin: string | null; preflight: boolean; requestHeaders: string | null },
+): Record<string, string> {
   const out: Record<string, string> = {};
   const origin = allowedOrigin(cfg, req.origin);
   if (origin) out["access-control-allow-origin"] = origin;
@@ -33,7 +36,8 @@ export function corsHeaders(cfg: CorsConfig | null, req: { origin: string | null
   const headers = cfg?.allow_headers?.length ? cfg.allow_headers.join(",") : req.requestHeaders;
   if (headers) {
     out["access-control-allow-headers"] = headers;
-    if (!cfg?.allow_headers?.length) out.vary = out.vary ? `${out.vary}, Access-Control-Request-Headers` : "Access-Control-Request-Headers";
+    if (!cfg?.allow_headers?.length)
+      out.vary = out.vary ? `${out.vary}, Access-Control-Request-Headers` : "Access-Control-Request-Headers";
   }
   return out;
 }

@@ -25,17 +25,36 @@ export function registerDevRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
   app.post("/internal/truncate", async (c) => {
     const flags = await body(c, truncateBody, {});
     const server = ctx.serverId;
-    const threadIds = (await ctx.db.selectFrom("agent_threads").select("thread_id").where("server_id", "=", server).execute()).map((r) => r.thread_id);
+    const threadIds = (
+      await ctx.db.selectFrom("agent_threads").select("thread_id").where("server_id", "=", server).execute()
+    ).map((r) => r.thread_id);
     if (flags.threads) for (const id of threadIds) await removeThread(ctx, engine, id);
     else if (flags.checkpointer) for (const id of threadIds) await ctx.checkpointer.saver.deleteThread(id);
-    if (flags.runs) await ctx.db.deleteFrom("agent_runs").where("server_id", "=", server).where("status", "not in", INFLIGHT).execute();
+    if (flags.runs)
+      await ctx.db
+        .deleteFrom("agent_runs")
+        .where("server_id", "=", server)
+        .where("status", "not in", INFLIGHT)
+        .execute();
     if (flags.assistants) {
       // The graphs' own assistants stay (`not in` of no ids would be invalid SQL: a sentinel id).
       const system = [...ctx.graphs.keys()].map(systemAssistantId).concat("-");
       await ctx.db.transaction().execute(async (trx) => {
-        await trx.deleteFrom("agent_crons").where("server_id", "=", server).where("assistant_id", "not in", system).execute();
-        await trx.deleteFrom("agent_assistant_versions").where("server_id", "=", server).where("assistant_id", "not in", system).execute();
-        await trx.deleteFrom("agent_assistants").where("server_id", "=", server).where("assistant_id", "not in", system).execute();
+        await trx
+          .deleteFrom("agent_crons")
+          .where("server_id", "=", server)
+          .where("assistant_id", "not in", system)
+          .execute();
+        await trx
+          .deleteFrom("agent_assistant_versions")
+          .where("server_id", "=", server)
+          .where("assistant_id", "not in", system)
+          .execute();
+        await trx
+          .deleteFrom("agent_assistants")
+          .where("server_id", "=", server)
+          .where("assistant_id", "not in", system)
+          .execute();
       });
     }
     if (flags.store) {

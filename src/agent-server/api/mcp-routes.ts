@@ -1,7 +1,12 @@
 import type { Hono } from "hono";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { AgentEnv, AgentServerContext } from "../context.ts";
 import { isPythonGraph } from "../python/index.ts";
 import { graphSchemas } from "../project/graph-schemas.ts";
@@ -34,7 +39,8 @@ async function inputSchema(ctx: AgentServerContext, a: Assistant): Promise<Tool[
   try {
     // Listing tools never waits for the type checker: derived schemas only when already known.
     const graph = await loaded.get({ configurable: (a.config.configurable as Record<string, unknown>) ?? {} }, null);
-    const schema = (await graphSchemas(graph, ctx.schemas.sources(a.graph_id, false))).input_schema as Tool["inputSchema"] | null;
+    const schema = (await graphSchemas(graph, ctx.schemas.sources(a.graph_id, false))).input_schema as
+      Tool["inputSchema"] | null;
     return schema && schema.type === "object" ? schema : ANY_OBJECT;
   } catch {
     return ANY_OBJECT; // a factory that needs a thread's config: the tool still lists, with a loose schema
@@ -54,7 +60,13 @@ function mcpServer(ctx: AgentServerContext, engine: RunEngine, c: C): Server {
     const list = await assistants();
     const byId = new Map([...names!].map(([n, id]) => [id, n]));
     return {
-      tools: await Promise.all(list.map(async (a) => ({ name: byId.get(a.assistant_id)!, description: a.description ?? `Runs the ${a.graph_id} agent`, inputSchema: await inputSchema(ctx, a) }))),
+      tools: await Promise.all(
+        list.map(async (a) => ({
+          name: byId.get(a.assistant_id)!,
+          description: a.description ?? `Runs the ${a.graph_id} agent`,
+          inputSchema: await inputSchema(ctx, a),
+        })),
+      ),
     };
   });
   server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
@@ -64,13 +76,27 @@ function mcpServer(ctx: AgentServerContext, engine: RunEngine, c: C): Server {
     const token = req.params._meta?.progressToken;
     let step = 0;
     // With a progress token the client streams: one progress notification per graph step.
-    const onEvent = token === undefined ? null : async (e: { data: unknown }) => {
-      step += 1;
-      const nodes = e.data && typeof e.data === "object" ? Object.keys(e.data).join(", ") : "";
-      await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: step, message: nodes } });
-    };
-    const result = await invokeAssistant(engine, c.get("auth"), c.req.raw.headers, { assistantId, threadId: null, input: req.params.arguments ?? {} }, onEvent, extra.signal);
-    if (result.error) return { isError: true, content: [{ type: "text", text: `${result.error.error}: ${result.error.message}` }] };
+    const onEvent =
+      token === undefined
+        ? null
+        : async (e: { data: unknown }) => {
+            step += 1;
+            const nodes = e.data && typeof e.data === "object" ? Object.keys(e.data).join(", ") : "";
+            await extra.sendNotification({
+              method: "notifications/progress",
+              params: { progressToken: token, progress: step, message: nodes },
+            });
+          };
+    const result = await invokeAssistant(
+      engine,
+      c.get("auth"),
+      c.req.raw.headers,
+      { assistantId, threadId: null, input: req.params.arguments ?? {} },
+      onEvent,
+      extra.signal,
+    );
+    if (result.error)
+      return { isError: true, content: [{ type: "text", text: `${result.error.error}: ${result.error.message}` }] };
     return { content: [{ type: "text", text: outputText(result.values) }] };
   });
   return server;
@@ -92,7 +118,15 @@ export function registerMcpRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
     const parsedBody = shared ? await shared.catch(() => undefined) : undefined;
     return transport.handleRequest(c.req.raw, parsedBody === undefined ? undefined : { parsedBody });
   });
-  const notAllowed = () => new Response(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed: this MCP server is stateless (POST only)" }, id: null }), { status: 405, headers: { ...CORS_HEADERS, allow: "POST", "content-type": "application/json" } });
+  const notAllowed = () =>
+    new Response(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        error: { code: -32000, message: "Method not allowed: this MCP server is stateless (POST only)" },
+        id: null,
+      }),
+      { status: 405, headers: { ...CORS_HEADERS, allow: "POST", "content-type": "application/json" } },
+    );
   app.get("/mcp", notAllowed);
   app.delete("/mcp", notAllowed);
 }

@@ -11,7 +11,9 @@ const RUN_STATUSES = ["pending", "running", "success", "error", "timeout", "inte
  * Every status with its count (0 when the table has none), so a scrape always carries the same
  * series and a status that drained reads 0 rather than vanishing.
  */
-export function runCountsByStatus(rows: ReadonlyArray<{ status: string; n: number | string | bigint }>): Map<string, number> {
+export function runCountsByStatus(
+  rows: ReadonlyArray<{ status: string; n: number | string | bigint }>,
+): Map<string, number> {
   const out = new Map<string, number>(RUN_STATUSES.map((s) => [s, 0]));
   for (const r of rows) out.set(r.status, Number(r.n));
   return out;
@@ -29,7 +31,12 @@ export class AgentMetrics {
   constructor(ctx: AgentServerContext, engine: RunEngine) {
     this.http = new HttpMetrics(this.registry, "wharf_agent", "Agent-server");
     const counts = async () => {
-      const rows = await ctx.db.selectFrom("agent_runs").select(["status", (eb) => eb.fn.countAll<number>().as("n")]).where("server_id", "=", ctx.serverId).groupBy("status").execute();
+      const rows = await ctx.db
+        .selectFrom("agent_runs")
+        .select(["status", (eb) => eb.fn.countAll<number>().as("n")])
+        .where("server_id", "=", ctx.serverId)
+        .groupBy("status")
+        .execute();
       return runCountsByStatus(rows);
     };
     new Gauge({
@@ -56,7 +63,12 @@ export class AgentMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers: [this.registry],
     });
-    const ended = new Counter({ name: "wharf_agent_runs_ended_total", help: "Runs that ended in this process, by final status", labelNames: ["status"], registers: [this.registry] });
+    const ended = new Counter({
+      name: "wharf_agent_runs_ended_total",
+      help: "Runs that ended in this process, by final status",
+      labelNames: ["status"],
+      registers: [this.registry],
+    });
     engine.onRunEnded((e) => {
       duration.observe(e.seconds);
       ended.inc({ status: e.status });
@@ -64,7 +76,9 @@ export class AgentMetrics {
   }
 
   async scrape(): Promise<Response> {
-    return new Response(await this.registry.metrics(), { headers: { ...CORS_HEADERS, "content-type": this.registry.contentType } });
+    return new Response(await this.registry.metrics(), {
+      headers: { ...CORS_HEADERS, "content-type": this.registry.contentType },
+    });
   }
 }
 

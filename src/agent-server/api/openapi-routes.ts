@@ -78,16 +78,25 @@ function bodySchema(schema: z.ZodType): Record<string, unknown> {
 export function agentOpenApi(version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const [method, path, tag, summary, schema] of OPERATIONS) {
-    const parameters = [...path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
+    const parameters = [...path.matchAll(/\{(\w+)\}/g)].map((m) => ({
+      name: m[1],
+      in: "path",
+      required: true,
+      schema: { type: "string" },
+    }));
     paths[path] ??= {};
     paths[path][method] = {
       tags: [tag],
       summary,
       ...(parameters.length ? { parameters } : {}),
-      ...(schema ? { requestBody: { required: true, content: { "application/json": { schema: bodySchema(schema) } } } } : {}),
+      ...(schema
+        ? { requestBody: { required: true, content: { "application/json": { schema: bodySchema(schema) } } } }
+        : {}),
       responses: {
         [method === "delete" && !path.startsWith("/assistants") ? "204" : "200"]: { description: "Success" },
-        ...(schema || parameters.length ? { "422": { description: "Validation error: {\"detail\": [{loc, msg, type}]}" } } : {}),
+        ...(schema || parameters.length
+          ? { "422": { description: 'Validation error: {"detail": [{loc, msg, type}]}' } }
+          : {}),
         "404": { description: "Not found" },
       },
     };
@@ -96,7 +105,13 @@ export function agentOpenApi(version: string): Record<string, unknown> {
 }
 
 /** The paths that describe the API itself; public, like `/ok` and `/info`. */
-export const DOC_PATHS = new Set(["/openapi.json", "/docs", "/docs/swagger-ui.css", "/docs/swagger-ui-bundle.js", "/docs/init.js"]);
+export const DOC_PATHS = new Set([
+  "/openapi.json",
+  "/docs",
+  "/docs/swagger-ui.css",
+  "/docs/swagger-ui-bundle.js",
+  "/docs/init.js",
+]);
 
 /** `GET /openapi.json` and `GET /docs` (Swagger UI from the local package). */
 export function registerOpenApiRoutes(app: Hono<AgentEnv>, version: string): void {

@@ -11,7 +11,10 @@ export type C = Context<AgentEnv>;
 
 /** A JSON answer the way the LangGraph server writes it (messages as dicts, CORS headers). */
 export function json(value: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  return new Response(toJson(value, false), { status, headers: { "content-type": "application/json", ...CORS_HEADERS, ...headers } });
+  return new Response(toJson(value, false), {
+    status,
+    headers: { "content-type": "application/json", ...CORS_HEADERS, ...headers },
+  });
 }
 
 export function noContent(status = 204): Response {
@@ -19,7 +22,12 @@ export function noContent(status = 204): Response {
 }
 
 /** Runs the project's authorization handler for an event; returns the filter to apply to reads. */
-export async function authorize<V>(ctx: AgentServerContext, c: C, event: ResourceAction, value: V): Promise<AuthFilters> {
+export async function authorize<V>(
+  ctx: AgentServerContext,
+  c: C,
+  event: ResourceAction,
+  value: V,
+): Promise<AuthFilters> {
   if (!ctx.customAuth) return undefined;
   return (await ctx.customAuth.authorize(c.get("auth"), event, value)).filters;
 }

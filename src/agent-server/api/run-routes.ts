@@ -70,7 +70,13 @@ function streamResponse(
   });
   return new Response(stream, {
     status: 200,
-    headers: { ...CORS_HEADERS, "cache-control": "no-cache", connection: "keep-alive", "content-location": location, "content-type": "text/event-stream" },
+    headers: {
+      ...CORS_HEADERS,
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+      "content-location": location,
+      "content-type": "text/event-stream",
+    },
   });
 }
 
@@ -79,16 +85,25 @@ function streamResponse(
  * `text/plain` and, for runs that last more than a second, keeps the connection alive with
  * newlines before the JSON (clients tolerate the leading whitespace).
  */
-async function waitResponse(c: C, engine: RunEngine, runId: string, location: string, final: (active: ActiveRun | null) => Promise<unknown>, cancelOnDisconnect: { threadId: string } | null): Promise<Response> {
+async function waitResponse(
+  c: C,
+  engine: RunEngine,
+  runId: string,
+  location: string,
+  final: (active: ActiveRun | null) => Promise<unknown>,
+  cancelOnDisconnect: { threadId: string } | null,
+): Promise<Response> {
   const headers = { ...CORS_HEADERS, "content-location": location, "content-type": "text/plain; charset=UTF-8" };
   const onClientGone = () => {
     if (cancelOnDisconnect) void engine.cancel(cancelOnDisconnect.threadId, [runId], "interrupt");
   };
   c.req.raw.signal.addEventListener("abort", onClientGone, { once: true });
   const result = engine.waitForEnd(runId).then(final);
-  result.finally(() => c.req.raw.signal.removeEventListener("abort", onClientGone)).catch(() => {
-    // The run's own failure is answered by the route; this chain only removes the listener.
-  });
+  result
+    .finally(() => c.req.raw.signal.removeEventListener("abort", onClientGone))
+    .catch(() => {
+      // The run's own failure is answered by the route; this chain only removes the listener.
+    });
   const quick = await Promise.race([result, new Promise<typeof SLOW>((r) => setTimeout(() => r(SLOW), 1000).unref())]);
   if (quick !== SLOW) return new Response(toJson(quick), { status: 200, headers });
   let timer: NodeJS.Timeout | null = null;
@@ -129,7 +144,8 @@ const SLOW = Symbol("slow");
  */
 function asWaitResult(outcome: RunOutcome): unknown {
   const values = outcome.values;
-  if (!outcome.stateWithInterrupt && values && typeof values === "object" && "__interrupt__" in values) return { __interrupt__: (values as { __interrupt__: unknown }).__interrupt__ };
+  if (!outcome.stateWithInterrupt && values && typeof values === "object" && "__interrupt__" in values)
+    return { __interrupt__: (values as { __interrupt__: unknown }).__interrupt__ };
   return values;
 }
 
@@ -168,13 +184,27 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
 
   app.post("/runs/stream", async (c) => {
     const { b, run, location } = await create(c, null);
-    return streamResponse(c, engine, run.run_id, location, { withIds: !!b.stream_resumable, after: -1, cancelOnDisconnect: run.kwargs.on_disconnect === "cancel", threadId: run.thread_id });
+    return streamResponse(c, engine, run.run_id, location, {
+      withIds: !!b.stream_resumable,
+      after: -1,
+      cancelOnDisconnect: run.kwargs.on_disconnect === "cancel",
+      threadId: run.thread_id,
+    });
   });
 
   app.post("/runs/wait", async (c) => {
     const { run, location } = await create(c, null);
-    const final = run.kwargs.temporary ? async (a: ActiveRun | null) => (a ? asWaitResult(await a.done) ?? {} : {}) : finalValues(run.thread_id);
-    return waitResponse(c, engine, run.run_id, location, final, run.kwargs.on_disconnect === "cancel" ? { threadId: run.thread_id } : null);
+    const final = run.kwargs.temporary
+      ? async (a: ActiveRun | null) => (a ? (asWaitResult(await a.done) ?? {}) : {})
+      : finalValues(run.thread_id);
+    return waitResponse(
+      c,
+      engine,
+      run.run_id,
+      location,
+      final,
+      run.kwargs.on_disconnect === "cancel" ? { threadId: run.thread_id } : null,
+    );
   });
 
   app.post("/runs", async (c) => {
@@ -185,7 +215,8 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
   app.post("/runs/batch", async (c) => {
     const items = await body(c, runBatch);
     const out = [];
-    for (const b of items) out.push(asCreated((await engine.create(null, b as RunCreate, c.get("auth"), c.req.raw.headers)).run));
+    for (const b of items)
+      out.push(asCreated((await engine.create(null, b as RunCreate, c.get("auth"), c.req.raw.headers)).run));
     return json(out);
   });
 
@@ -196,10 +227,17 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
     if (!active && !row) throw new AgentError(404, "Run not found");
     const threadId = active?.run.thread_id ?? row!.thread_id;
     const last = lastEventId(c);
-    return streamResponse(c, engine, runId, `/runs/${runId}`, { withIds: true, after: last ?? -1, replay: last !== null, cancelOnDisconnect: cancelOnDisconnect(c), threadId });
+    return streamResponse(c, engine, runId, `/runs/${runId}`, {
+      withIds: true,
+      after: last ?? -1,
+      replay: last !== null,
+      cancelOnDisconnect: cancelOnDisconnect(c),
+      threadId,
+    });
   });
 
-  const visibleThread = async (c: C, threadId: string) => getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
+  const visibleThread = async (c: C, threadId: string) =>
+    getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
 
   app.get("/threads/:thread_id/runs", async (c) => {
     const threadId = uuidAt(c, "thread_id");
@@ -216,13 +254,25 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
   app.post("/threads/:thread_id/runs/stream", async (c) => {
     const threadId = uuidAt(c, "thread_id");
     const { run, location } = await create(c, threadId);
-    return streamResponse(c, engine, run.run_id, location, { withIds: true, after: -1, cancelOnDisconnect: run.kwargs.on_disconnect === "cancel", threadId });
+    return streamResponse(c, engine, run.run_id, location, {
+      withIds: true,
+      after: -1,
+      cancelOnDisconnect: run.kwargs.on_disconnect === "cancel",
+      threadId,
+    });
   });
 
   app.post("/threads/:thread_id/runs/wait", async (c) => {
     const threadId = uuidAt(c, "thread_id");
     const { run, location } = await create(c, threadId);
-    return waitResponse(c, engine, run.run_id, location, finalValues(threadId), run.kwargs.on_disconnect === "cancel" ? { threadId } : null);
+    return waitResponse(
+      c,
+      engine,
+      run.run_id,
+      location,
+      finalValues(threadId),
+      run.kwargs.on_disconnect === "cancel" ? { threadId } : null,
+    );
   });
 
   const runOf = async (c: C) => {
@@ -238,7 +288,8 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
 
   app.delete("/threads/:thread_id/runs/:run_id", async (c) => {
     const { runId, row } = await runOf(c);
-    if (INFLIGHT.includes(row.status as never)) throw new AgentError(409, "Run is still pending or running; cancel it first");
+    if (INFLIGHT.includes(row.status as never))
+      throw new AgentError(409, "Run is still pending or running; cancel it first");
     await ctx.db.deleteFrom("agent_runs").where("run_id", "=", runId).execute();
     return noContent();
   });
@@ -258,11 +309,20 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
       if (!(err instanceof AgentError) || err.status !== 404) throw err;
       // The message starts with the status, as the LangGraph server writes it (`404: Thread not found`).
       const frame = sseFrame("error", toJson({ error: "Error", message: `404: ${err.message}` }));
-      return new Response(frame, { status: 200, headers: { ...CORS_HEADERS, "cache-control": "no-cache", "content-type": "text/event-stream" } });
+      return new Response(frame, {
+        status: 200,
+        headers: { ...CORS_HEADERS, "cache-control": "no-cache", "content-type": "text/event-stream" },
+      });
     }
     const { threadId, runId } = found;
     const last = lastEventId(c);
-    return streamResponse(c, engine, runId, `/threads/${threadId}/runs/${runId}`, { withIds: true, after: last ?? -1, replay: last !== null, cancelOnDisconnect: cancelOnDisconnect(c), threadId });
+    return streamResponse(c, engine, runId, `/threads/${threadId}/runs/${runId}`, {
+      withIds: true,
+      after: last ?? -1,
+      replay: last !== null,
+      cancelOnDisconnect: cancelOnDisconnect(c),
+      threadId,
+    });
   });
 
   app.post("/threads/:thread_id/runs/:run_id/cancel", async (c) => {
@@ -275,5 +335,4 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
     if (wait) await engine.get(runId)?.done;
     return noContent(wait ? 204 : 202);
   });
-
 }

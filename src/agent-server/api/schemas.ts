@@ -5,7 +5,18 @@ import { z } from "zod";
 const obj = z.record(z.string(), z.unknown());
 const nullish = <T extends z.ZodType>(t: T) => t.nullish();
 
-export const STREAM_MODES = ["values", "messages", "messages-tuple", "tasks", "checkpoints", "updates", "events", "debug", "custom", "tools"] as const;
+export const STREAM_MODES = [
+  "values",
+  "messages",
+  "messages-tuple",
+  "tasks",
+  "checkpoints",
+  "updates",
+  "events",
+  "debug",
+  "custom",
+  "tools",
+] as const;
 const streamMode = z.enum(STREAM_MODES);
 const interruptNodes = z.union([z.literal("*"), z.array(z.string())]);
 
@@ -18,7 +29,9 @@ export const runConfig = z.looseObject({
 export const runCreate = z.looseObject({
   assistant_id: z.string().min(1),
   input: z.unknown().optional(),
-  command: nullish(z.looseObject({ update: z.unknown().optional(), resume: z.unknown().optional(), goto: z.unknown().optional() })),
+  command: nullish(
+    z.looseObject({ update: z.unknown().optional(), resume: z.unknown().optional(), goto: z.unknown().optional() }),
+  ),
   config: nullish(runConfig),
   context: nullish(obj),
   metadata: nullish(obj),
@@ -29,7 +42,12 @@ export const runCreate = z.looseObject({
   interrupt_before: nullish(interruptNodes),
   interrupt_after: nullish(interruptNodes),
   // A URL, or a path of this server (`/my/hook`) as the LangGraph server accepts.
-  webhook: nullish(z.union([z.string().url(), z.string().refine(isWebhookPath, "Invalid URL: expected an http(s) URL or a path starting with /")])),
+  webhook: nullish(
+    z.union([
+      z.string().url(),
+      z.string().refine(isWebhookPath, "Invalid URL: expected an http(s) URL or a path starting with /"),
+    ]),
+  ),
   multitask_strategy: nullish(z.enum(["reject", "interrupt", "rollback", "enqueue"])),
   if_not_exists: nullish(z.enum(["create", "reject"])),
   on_completion: nullish(z.enum(["delete", "keep"])),
@@ -56,7 +74,11 @@ export const assistantSearch = z.looseObject({
   sort_order: sortOrder,
 });
 
-export const assistantCount = z.looseObject({ graph_id: nullish(z.string()), name: nullish(z.string()), metadata: nullish(obj) });
+export const assistantCount = z.looseObject({
+  graph_id: nullish(z.string()),
+  name: nullish(z.string()),
+  metadata: nullish(obj),
+});
 
 export const assistantCreate = z.looseObject({
   graph_id: z.string().min(1),
@@ -82,7 +104,9 @@ export const assistantVersions = z.looseObject({ metadata: nullish(obj), limit, 
 export const assistantLatest = z.looseObject({ version: z.number().int().min(1) });
 
 const superstep = z.looseObject({
-  updates: z.array(z.looseObject({ values: z.unknown().optional(), command: nullish(obj), as_node: z.string().min(1) })).min(1),
+  updates: z
+    .array(z.looseObject({ values: z.unknown().optional(), command: nullish(obj), as_node: z.string().min(1) }))
+    .min(1),
 });
 
 export const threadCreate = z.looseObject({
@@ -106,7 +130,11 @@ export const threadSearch = z.looseObject({
   sort_by: nullish(z.enum(["thread_id", "status", "created_at", "updated_at"])),
   sort_order: sortOrder,
 });
-export const threadCount = z.looseObject({ metadata: nullish(obj), values: nullish(obj), status: nullish(threadStatus) });
+export const threadCount = z.looseObject({
+  metadata: nullish(obj),
+  values: nullish(obj),
+  status: nullish(threadStatus),
+});
 
 export const threadListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(10),
@@ -156,7 +184,11 @@ export const storePut = z.looseObject({
   ttl: nullish(z.number().positive()),
 });
 export const storeDelete = z.looseObject({ namespace: nullish(namespace), key: z.string().min(1) });
-export const storeGet = z.looseObject({ namespace: z.string().default(""), key: z.string().min(1), refresh_ttl: z.string().optional() });
+export const storeGet = z.looseObject({
+  namespace: z.string().default(""),
+  key: z.string().min(1),
+  refresh_ttl: z.string().optional(),
+});
 export const storeSearch = z.looseObject({
   namespace_prefix: nullish(namespace),
   filter: nullish(obj),

@@ -12,7 +12,12 @@ export const HEARTBEAT_MS = 15_000;
  * stays bounded; a heartbeat every 15 s keeps proxies from cutting a quiet stream. `frame` gives an
  * event's SSE text, or null to leave it out.
  */
-export function followSse<T>(req: Request, serverStop: AbortSignal, open: (signal: AbortSignal) => AsyncGenerator<T>, frame: (event: T) => string | null): Response {
+export function followSse<T>(
+  req: Request,
+  serverStop: AbortSignal,
+  open: (signal: AbortSignal) => AsyncGenerator<T>,
+  frame: (event: T) => string | null,
+): Response {
   const stop = new AbortController();
   const onGone = () => stop.abort();
   req.signal.addEventListener("abort", onGone, { once: true });
@@ -50,5 +55,13 @@ export function followSse<T>(req: Request, serverStop: AbortSignal, open: (signa
       void events.return(undefined);
     },
   });
-  return new Response(stream, { status: 200, headers: { ...CORS_HEADERS, "cache-control": "no-cache", connection: "keep-alive", "content-type": "text/event-stream" } });
+  return new Response(stream, {
+    status: 200,
+    headers: {
+      ...CORS_HEADERS,
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+      "content-type": "text/event-stream",
+    },
+  });
 }

@@ -13,7 +13,13 @@ const FILTERED_SCAN = 10_000;
 /** An item as the LangGraph server writes it: snake_case timestamps, `score` only from a scored search. */
 function toApiItem(item: (Item & { score?: number }) | null) {
   if (!item) return null;
-  const out: Record<string, unknown> = { namespace: item.namespace, key: item.key, value: item.value, created_at: item.createdAt.toISOString(), updated_at: item.updatedAt.toISOString() };
+  const out: Record<string, unknown> = {
+    namespace: item.namespace,
+    key: item.key,
+    value: item.value,
+    created_at: item.createdAt.toISOString(),
+    updated_at: item.updatedAt.toISOString(),
+  };
   if ("score" in item && item.score !== undefined) out.score = item.score;
   return out;
 }
@@ -37,17 +43,33 @@ function namespaceOf(value: unknown, opts: Parameters<typeof checkNamespace>[1] 
 export function registerStoreRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   app.put("/store/items", async (c) => {
     const b = await body(c, storePut);
-    const value = { namespace: namespaceOf(b.namespace), key: b.key, value: b.value, index: b.index ?? null, ttl: b.ttl ?? null };
+    const value = {
+      namespace: namespaceOf(b.namespace),
+      key: b.key,
+      value: b.value,
+      index: b.index ?? null,
+      ttl: b.ttl ?? null,
+    };
     await authorize(ctx, c, "store:put", value);
     // An absent `ttl` takes the project's `store.ttl.default_ttl`; an explicit null never expires.
     const ttl = b.ttl === undefined ? undefined : value.ttl;
-    await ctx.store.putItem(namespaceOf(value.namespace, { reservedRoot: true }), value.key, value.value, value.index, ttl);
+    await ctx.store.putItem(
+      namespaceOf(value.namespace, { reservedRoot: true }),
+      value.key,
+      value.value,
+      value.index,
+      ttl,
+    );
     return noContent();
   });
 
   app.get("/store/items", async (c) => {
     const q = query(c, storeGet);
-    const value = { namespace: namespaceOf(q.namespace === "" ? [] : q.namespace.split(".")), key: q.key, refresh_ttl: q.refresh_ttl === undefined ? null : q.refresh_ttl === "true" };
+    const value = {
+      namespace: namespaceOf(q.namespace === "" ? [] : q.namespace.split(".")),
+      key: q.key,
+      refresh_ttl: q.refresh_ttl === undefined ? null : q.refresh_ttl === "true",
+    };
     await authorize(ctx, c, "store:get", value);
     return json(toApiItem(await ctx.store.getItem(namespaceOf(value.namespace), value.key, value.refresh_ttl)));
   });
@@ -73,7 +95,11 @@ export function registerStoreRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext
     const allowed = storeItemFilter(await authorize(ctx, c, "store:search", value));
     const filter = value.filter ?? undefined;
     const page = allowed ? { limit: FILTERED_SCAN, offset: 0 } : { limit: value.limit, offset: value.offset };
-    let items = await ctx.store.search(namespaceOf(value.namespace, { allowEmpty: true }), { filter, ...page, query: value.query ?? undefined });
+    let items = await ctx.store.search(namespaceOf(value.namespace, { allowEmpty: true }), {
+      filter,
+      ...page,
+      query: value.query ?? undefined,
+    });
     if (allowed) items = items.filter(allowed).slice(value.offset, value.offset + value.limit);
     return json({ items: items.map(toApiItem) });
   });
@@ -95,7 +121,10 @@ export function registerStoreRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext
       maxDepth: value.max_depth ?? undefined,
       ...(allowed ? { limit: FILTERED_SCAN, offset: 0 } : { limit: value.limit, offset: value.offset }),
     });
-    if (allowed) namespaces = namespaces.filter((namespace) => allowed({ namespace })).slice(value.offset, value.offset + value.limit);
+    if (allowed)
+      namespaces = namespaces
+        .filter((namespace) => allowed({ namespace }))
+        .slice(value.offset, value.offset + value.limit);
     return json({ namespaces });
   });
 }

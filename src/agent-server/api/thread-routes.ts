@@ -9,7 +9,17 @@ import { asJson } from "../storage/json-columns.ts";
 import type { RunEngine } from "../runs/run-engine.ts";
 import { removeThread } from "./thread-removal.ts";
 import { authorize, body, json, noContent, query, uuidAt, type C } from "./route-helpers.ts";
-import { history, stateAtCheckpoint, statePatch, stateUpdate, threadCount, threadCreate, threadListQuery, threadPatch, threadSearch } from "./schemas.ts";
+import {
+  history,
+  stateAtCheckpoint,
+  statePatch,
+  stateUpdate,
+  threadCount,
+  threadCreate,
+  threadListQuery,
+  threadPatch,
+  threadSearch,
+} from "./schemas.ts";
 import { isPythonGraph } from "../python/index.ts";
 import { copyCheckpoints, emptyState, graphForThread, toThreadState } from "../storage/thread-state.ts";
 import { toJson } from "../wire.ts";
@@ -21,13 +31,15 @@ async function asBadInput<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (err instanceof BaseLangGraphError || (err as Error)?.name === "InvalidUpdateError") throw new AgentError(400, `${(err as Error).name}: ${(err as Error).message}`);
+    if (err instanceof BaseLangGraphError || (err as Error)?.name === "InvalidUpdateError")
+      throw new AgentError(400, `${(err as Error).name}: ${(err as Error).message}`);
     throw err;
   }
 }
 
 export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
-  const readable = async (c: C, threadId: string): Promise<Thread> => getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
+  const readable = async (c: C, threadId: string): Promise<Thread> =>
+    getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
 
   app.post("/threads", async (c) => {
     const b = await body(c, threadCreate, {});
@@ -37,7 +49,11 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     if (!b.supersteps) return json(thread);
     // Supersteps are written through the thread's graph, as `bulkUpdateState` (one checkpoint each).
     const graph = await graphForThread(ctx, thread);
-    if (!graph) throw new AgentError(422, "supersteps need the thread's graph: pass graph_id in its metadata (threads.create({graphId}))");
+    if (!graph)
+      throw new AgentError(
+        422,
+        "supersteps need the thread's graph: pass graph_id in its metadata (threads.create({graphId}))",
+      );
     if (isPythonGraph(graph)) {
       await recordValues(thread.thread_id, await graph.bulkUpdate(thread.thread_id, b.supersteps as never));
       return json(await getThread(ctx, thread.thread_id, undefined));
@@ -45,7 +61,12 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     await asBadInput(() =>
       graph.bulkUpdateState!(
         { configurable: { thread_id: thread.thread_id } },
-        b.supersteps!.map((s) => ({ updates: s.updates.map((u) => ({ values: u.command ? toCommand(u.command as never) : u.values, asNode: u.as_node })) })),
+        b.supersteps!.map((s) => ({
+          updates: s.updates.map((u) => ({
+            values: u.command ? toCommand(u.command as never) : u.values,
+            asNode: u.as_node,
+          })),
+        })),
       ),
     );
     await recordState(thread.thread_id, graph);
@@ -53,11 +74,16 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
   });
 
   /** The thread row's copy of its latest state (what GET /threads and search return). */
-  const recordState = async (threadId: string, graph: RunnableGraph) => recordValues(threadId, await graph.getState({ configurable: { thread_id: threadId } }));
+  const recordState = async (threadId: string, graph: RunnableGraph) =>
+    recordValues(threadId, await graph.getState({ configurable: { thread_id: threadId } }));
   const recordValues = async (threadId: string, state: { values?: unknown; next?: unknown[] }) => {
     await ctx.db
       .updateTable("agent_threads")
-      .set({ state_values: toJson(state.values ?? {}, false), updated_at: nowIso(), status: (state.next?.length ?? 0) > 0 ? "interrupted" : "idle" })
+      .set({
+        state_values: toJson(state.values ?? {}, false),
+        updated_at: nowIso(),
+        status: (state.next?.length ?? 0) > 0 ? "interrupted" : "idle",
+      })
       .where("thread_id", "=", threadId)
       .execute();
   };
@@ -100,7 +126,9 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     // A source that is missing or not the caller's is a 409 (the same for both, so existence does
     // not leak), as the LangGraph server answers a copy.
     const source = await readable(c, threadId).catch((err: unknown) => {
-      throw err instanceof AgentError && err.status === 404 ? new AgentError(409, `Thread with ID ${threadId} not found`, {}, { cause: err }) : err;
+      throw err instanceof AgentError && err.status === 404
+        ? new AgentError(409, `Thread with ID ${threadId} not found`, {}, { cause: err })
+        : err;
     });
     const value = { thread_id: undefined as string | undefined, metadata: { ...source.metadata } };
     await authorize(ctx, c, "threads:create", value);
@@ -109,8 +137,14 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     // serialisation: a thread's checkpoints are copied by the runtime of its graph.
     const pyThread = ctx.python ? isPythonGraph(ctx.graphs.get(String(source.metadata.graph_id))) : false;
     if (!pyThread) await copyCheckpoints(ctx, threadId, copy.thread_id);
-    if (ctx.python && (pyThread || ctx.dialect !== "postgres")) await ctx.python.call("checkpoints.copy_thread", { from: threadId, to: copy.thread_id });
-    const set = { status: source.status === "busy" ? "idle" : source.status, state_values: source.values !== undefined ? asJson(source.values) : null, interrupts: source.interrupts !== undefined ? asJson(source.interrupts) : null, updated_at: nowIso() };
+    if (ctx.python && (pyThread || ctx.dialect !== "postgres"))
+      await ctx.python.call("checkpoints.copy_thread", { from: threadId, to: copy.thread_id });
+    const set = {
+      status: source.status === "busy" ? "idle" : source.status,
+      state_values: source.values !== undefined ? asJson(source.values) : null,
+      interrupts: source.interrupts !== undefined ? asJson(source.interrupts) : null,
+      updated_at: nowIso(),
+    };
     await ctx.db.updateTable("agent_threads").set(set).where("thread_id", "=", copy.thread_id).execute();
     return json(await getThread(ctx, copy.thread_id, undefined));
   });
@@ -125,13 +159,20 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
   };
   const truthy = (v: string | undefined) => v === "true" || v === "1";
 
-  app.get("/threads/:thread_id/state", async (c) => stateAt(c, uuidAt(c, "thread_id"), {}, truthy(c.req.query("subgraphs"))));
+  app.get("/threads/:thread_id/state", async (c) =>
+    stateAt(c, uuidAt(c, "thread_id"), {}, truthy(c.req.query("subgraphs"))),
+  );
   app.post("/threads/:thread_id/state/checkpoint", async (c) => {
     const b = await body(c, stateAtCheckpoint);
     return stateAt(c, uuidAt(c, "thread_id"), b.checkpoint, b.subgraphs ?? false);
   });
   app.get("/threads/:thread_id/state/:checkpoint_id", async (c) =>
-    stateAt(c, uuidAt(c, "thread_id"), { checkpoint_id: c.req.param("checkpoint_id") }, truthy(c.req.query("subgraphs"))),
+    stateAt(
+      c,
+      uuidAt(c, "thread_id"),
+      { checkpoint_id: c.req.param("checkpoint_id") },
+      truthy(c.req.query("subgraphs")),
+    ),
   );
 
   app.post("/threads/:thread_id/state", async (c) => {
@@ -140,16 +181,37 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     const value = { thread_id: threadId, metadata: {} as Record<string, unknown> };
     const filters = await authorize(ctx, c, "threads:update", value);
     const thread = await getThread(ctx, threadId, filters);
-    if (thread.status === "busy") throw new AgentError(409, "Thread is busy with a run; update its state when the run has ended");
+    if (thread.status === "busy")
+      throw new AgentError(409, "Thread is busy with a run; update its state when the run has ended");
     const graph = await graphForThread(ctx, thread);
-    if (!graph) throw new AgentError(400, "Thread has no graph_id in its metadata; create it with a graph id or run it once");
+    if (!graph)
+      throw new AgentError(400, "Thread has no graph_id in its metadata; create it with a graph id or run it once");
     if (isPythonGraph(graph)) {
-      const updated = await graph.update(threadId, { ...(b.checkpoint ?? {}), ...(b.checkpoint_id ? { checkpoint_id: b.checkpoint_id } : {}) }, b.values, b.as_node ?? null);
+      const updated = await graph.update(
+        threadId,
+        { ...(b.checkpoint ?? {}), ...(b.checkpoint_id ? { checkpoint_id: b.checkpoint_id } : {}) },
+        b.values,
+        b.as_node ?? null,
+      );
       await recordValues(threadId, updated);
-      return json({ checkpoint: updated.checkpoint, configurable: updated.checkpoint, checkpoint_id: updated.checkpoint.checkpoint_id ?? null });
+      return json({
+        checkpoint: updated.checkpoint,
+        configurable: updated.checkpoint,
+        checkpoint_id: updated.checkpoint.checkpoint_id ?? null,
+      });
     }
     const config = await asBadInput(() =>
-      graph.updateState({ configurable: { ...(b.checkpoint ?? {}), ...(b.checkpoint_id ? { checkpoint_id: b.checkpoint_id } : {}), thread_id: threadId } }, b.values, b.as_node ?? undefined),
+      graph.updateState(
+        {
+          configurable: {
+            ...(b.checkpoint ?? {}),
+            ...(b.checkpoint_id ? { checkpoint_id: b.checkpoint_id } : {}),
+            thread_id: threadId,
+          },
+        },
+        b.values,
+        b.as_node ?? undefined,
+      ),
     );
     await recordState(threadId, graph);
     return json({ checkpoint: config.configurable });
@@ -165,22 +227,51 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     return noContent(200);
   });
 
-  const historyOf = async (c: C, threadId: string, h: { limit: number; before?: unknown; metadata?: Record<string, unknown> | null; checkpoint?: Record<string, unknown> | null }) => {
+  const historyOf = async (
+    c: C,
+    threadId: string,
+    h: {
+      limit: number;
+      before?: unknown;
+      metadata?: Record<string, unknown> | null;
+      checkpoint?: Record<string, unknown> | null;
+    },
+  ) => {
     const thread = await readable(c, threadId);
     const graph = await graphForThread(ctx, thread);
     if (!graph) return json([]);
-    if (isPythonGraph(graph)) return json(await graph.history(threadId, { checkpoint: h.checkpoint, limit: h.limit, before: h.before, filter: h.metadata }));
-    const before = typeof h.before === "string" ? { configurable: { checkpoint_id: h.before } } : h.before ? { configurable: h.before } : undefined;
+    if (isPythonGraph(graph))
+      return json(
+        await graph.history(threadId, {
+          checkpoint: h.checkpoint,
+          limit: h.limit,
+          before: h.before,
+          filter: h.metadata,
+        }),
+      );
+    const before =
+      typeof h.before === "string"
+        ? { configurable: { checkpoint_id: h.before } }
+        : h.before
+          ? { configurable: h.before }
+          : undefined;
     const out: unknown[] = [];
-    for await (const s of graph.getStateHistory({ configurable: { ...(h.checkpoint ?? {}), thread_id: threadId } }, { limit: h.limit, before, filter: h.metadata ?? undefined })) {
+    for await (const s of graph.getStateHistory(
+      { configurable: { ...(h.checkpoint ?? {}), thread_id: threadId } },
+      { limit: h.limit, before, filter: h.metadata ?? undefined },
+    )) {
       out.push(toThreadState(s));
     }
     return json(out);
   };
-  app.post("/threads/:thread_id/history", async (c) => historyOf(c, uuidAt(c, "thread_id"), await body(c, history, {})));
+  app.post("/threads/:thread_id/history", async (c) =>
+    historyOf(c, uuidAt(c, "thread_id"), await body(c, history, {})),
+  );
   app.get("/threads/:thread_id/history", async (c) => {
     const limit = Number(c.req.query("limit") ?? 10);
-    return historyOf(c, uuidAt(c, "thread_id"), { limit: Number.isInteger(limit) && limit > 0 ? Math.min(limit, 1000) : 10, before: c.req.query("before") });
+    return historyOf(c, uuidAt(c, "thread_id"), {
+      limit: Number.isInteger(limit) && limit > 0 ? Math.min(limit, 1000) : 10,
+      before: c.req.query("before"),
+    });
   });
-
 }

@@ -19,7 +19,12 @@ function parseLastEventId(header: string | undefined): { runId: string; after: n
  * event, or after `resume`), then each that starts later, until `signal` aborts. Runs starting here
  * are pushed by the engine; on replicas, runs starting on any replica arrive through Redis.
  */
-async function* threadEvents(engine: RunEngine, threadId: string, signal: AbortSignal, resume: { runId: string; after: number } | null): AsyncGenerator<{ runId: string; ev: RunEvent }> {
+async function* threadEvents(
+  engine: RunEngine,
+  threadId: string,
+  signal: AbortSignal,
+  resume: { runId: string; after: number } | null,
+): AsyncGenerator<{ runId: string; ev: RunEvent }> {
   // A run that started here is followed through its own channel even if it ended meanwhile.
   const queue: Array<{ runId: string; local?: ActiveRun }> = [];
   let wake: (() => void) | null = null;
@@ -47,7 +52,9 @@ async function* threadEvents(engine: RunEngine, threadId: string, signal: AbortS
       if (seen.has(runId)) continue;
       seen.add(runId);
       const after = resume?.runId === runId ? resume.after : -1;
-      const events = local?.channel.covers(after) ? local.channel.follow(after, signal) : await engine.follow(runId, after, signal, true);
+      const events = local?.channel.covers(after)
+        ? local.channel.follow(after, signal)
+        : await engine.follow(runId, after, signal, true);
       if (events) for await (const ev of events) yield { runId, ev };
     }
   } finally {
@@ -64,12 +71,23 @@ async function* threadEvents(engine: RunEngine, threadId: string, signal: AbortS
 export function registerThreadStreamRoute(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
   app.get("/threads/:thread_id/stream", async (c) => {
     const threadId = uuidAt(c, "thread_id");
-    const modes = [...c.req.queries("stream_mode") ?? [], ...(c.req.queries("stream_modes") ?? [])].flatMap((m) => m.split(","));
+    const modes = [...(c.req.queries("stream_mode") ?? []), ...(c.req.queries("stream_modes") ?? [])].flatMap((m) =>
+      m.split(","),
+    );
     const unsupported = modes.filter((m) => m !== "run_modes");
-    if (unsupported.length) throw new AgentError(422, `Thread stream mode ${unsupported.join(", ")} is not supported by this server; use run_modes`);
+    if (unsupported.length)
+      throw new AgentError(
+        422,
+        `Thread stream mode ${unsupported.join(", ")} is not supported by this server; use run_modes`,
+      );
     await getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
 
     const resume = parseLastEventId(c.req.header("last-event-id"));
-    return followSse(c.req.raw, engine.stopSignal, (signal) => threadEvents(engine, threadId, signal, resume), (v) => sseFrame(v.ev.event, v.ev.json, `${v.runId}:${v.ev.id}`));
+    return followSse(
+      c.req.raw,
+      engine.stopSignal,
+      (signal) => threadEvents(engine, threadId, signal, resume),
+      (v) => sseFrame(v.ev.event, v.ev.json, `${v.runId}:${v.ev.id}`),
+    );
   });
 }

@@ -38,7 +38,15 @@ interface HandlerCache {
   callbacks?: Record<string, (arg: Record<string, unknown>) => unknown>;
 }
 
-const REASONS: Record<number, string> = { 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 409: "Conflict", 422: "Unprocessable Entity", 429: "Too Many Requests" };
+const REASONS: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  409: "Conflict",
+  422: "Unprocessable Entity",
+  429: "Too Many Requests",
+};
 
 /** A handler's `HTTPException` (from `@langchain/langgraph-sdk/auth`, matched by shape, not class). */
 function toAgentError(err: unknown): AgentError | null {
@@ -53,16 +61,27 @@ function toAgentError(err: unknown): AgentError | null {
 
 /** Normalises what `authenticate` returned; anything else is a handler bug. */
 export function normaliseUser(response: unknown): AuthContext {
-  if (typeof response === "string") return { scopes: [], user: { identity: response, permissions: [], display_name: response, is_authenticated: true } };
+  if (typeof response === "string")
+    return {
+      scopes: [],
+      user: { identity: response, permissions: [], display_name: response, is_authenticated: true },
+    };
   if (response && typeof response === "object" && typeof (response as { identity?: unknown }).identity === "string") {
     const r = response as Record<string, unknown> & { identity: string };
     const scopes = Array.isArray(r.permissions) ? (r.permissions as string[]) : [];
     return {
       scopes,
-      user: { ...r, permissions: scopes, is_authenticated: (r.is_authenticated as boolean | undefined) ?? true, display_name: (r.display_name as string | undefined) ?? r.identity },
+      user: {
+        ...r,
+        permissions: scopes,
+        is_authenticated: (r.is_authenticated as boolean | undefined) ?? true,
+        display_name: (r.display_name as string | undefined) ?? r.identity,
+      },
     };
   }
-  throw new Error("Invalid auth response received. Make sure to either return a `string` or an object with `identity` property.");
+  throw new Error(
+    "Invalid auth response received. Make sure to either return a `string` or an object with `identity` property.",
+  );
 }
 
 /** What the server needs of a project's auth, whichever runtime runs its handlers (JavaScript here, Python in the worker). */
@@ -87,14 +106,20 @@ export class CustomAuth implements ProjectAuth {
     const where = `${project.auth.file}:${project.auth.exportName}`;
     let value: unknown;
     try {
-      value = ((await import(pathToFileURL(project.auth.file).href)) as Record<string, unknown>)[project.auth.exportName];
+      value = ((await import(pathToFileURL(project.auth.file).href)) as Record<string, unknown>)[
+        project.auth.exportName
+      ];
     } catch (err) {
       throw new Error(`cannot load auth ${where}: ${(err as Error).message}`, { cause: err });
     }
     if (!value || typeof value !== "object" || !("~handlerCache" in value)) {
       throw new Error(`auth ${where} must be an instance of Auth from @langchain/langgraph-sdk/auth`);
     }
-    return new CustomAuth((value as { "~handlerCache": HandlerCache })["~handlerCache"], project.auth.disableStudioAuth, where);
+    return new CustomAuth(
+      (value as { "~handlerCache": HandlerCache })["~handlerCache"],
+      project.auth.disableStudioAuth,
+      where,
+    );
   }
 
   get hasAuthenticate(): boolean {
@@ -124,7 +149,11 @@ export class CustomAuth implements ProjectAuth {
    * The most specific handler for the event (`resource:action` → `resource` → `*:action` → `*`)
    * may mutate `value`, allow, deny (`false` → 403) or return a filter on resource metadata.
    */
-  async authorize<V>(ctx: AuthContext | null, event: ResourceAction, value: V): Promise<{ filters: AuthFilters; value: V }> {
+  async authorize<V>(
+    ctx: AuthContext | null,
+    event: ResourceAction,
+    value: V,
+  ): Promise<{ filters: AuthFilters; value: V }> {
     const callbacks = this.cache.callbacks;
     if (!callbacks || !ctx) return { filters: undefined, value };
     const [resource, action] = event.split(":");
@@ -140,7 +169,10 @@ export class CustomAuth implements ProjectAuth {
     }
     if (result === undefined || result === null || result === true) return { filters: undefined, value };
     if (result === false) throw new AgentError(403, "Forbidden");
-    if (typeof result !== "object") throw new Error(`auth handler for ${event} returned ${typeof result}; expected a filter object, null, undefined or a boolean`);
+    if (typeof result !== "object")
+      throw new Error(
+        `auth handler for ${event} returned ${typeof result}; expected a filter object, null, undefined or a boolean`,
+      );
     return { filters: Object.keys(result).length ? (result as AuthFilters) : undefined, value };
   }
 }

@@ -9,9 +9,19 @@ export const PUBLIC_PATHS = new Set(["/ok", "/info"]);
 async function platformUser(ctx: AgentServerContext, req: Request): Promise<AuthContext> {
   try {
     const p = await ctx.authenticate!(req.headers);
-    return { scopes: [], user: { identity: p.userId, display_name: p.userId, permissions: [], is_authenticated: true, workspace_id: p.workspaceId } };
+    return {
+      scopes: [],
+      user: {
+        identity: p.userId,
+        display_name: p.userId,
+        permissions: [],
+        is_authenticated: true,
+        workspace_id: p.workspaceId,
+      },
+    };
   } catch (err) {
-    if (err instanceof HttpError) throw new AgentError(err.status, typeof err.detail === "string" ? err.detail : err.message, err.headers);
+    if (err instanceof HttpError)
+      throw new AgentError(err.status, typeof err.detail === "string" ? err.detail : err.message, err.headers);
     throw err;
   }
 }
@@ -31,7 +41,9 @@ export async function resolveAuth(ctx: AgentServerContext, req: Request): Promis
       }
       return { user: STUDIO_USER, scopes: [] };
     }
-    return custom.authenticate(req, (err) => ctx.log.error({ err, handler: custom.where }, "custom auth handler failed; answering 401"));
+    return custom.authenticate(req, (err) =>
+      ctx.log.error({ err, handler: custom.where }, "custom auth handler failed; answering 401"),
+    );
   }
   if (ctx.open) return null;
   if (!ctx.authenticate) throw new AgentError(401, "Unauthorized");

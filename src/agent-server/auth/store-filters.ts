@@ -9,7 +9,10 @@ function matches(actual: unknown, cond: unknown): boolean {
   if (cond && typeof cond === "object" && !Array.isArray(cond)) {
     const c = cond as Record<string, unknown>;
     if ("$eq" in c) return equal(actual, c.$eq);
-    if ("$contains" in c) return Array.isArray(actual) ? actual.some((x) => equal(x, c.$contains)) : typeof actual === "string" && typeof c.$contains === "string" && actual.includes(c.$contains);
+    if ("$contains" in c)
+      return Array.isArray(actual)
+        ? actual.some((x) => equal(x, c.$contains))
+        : typeof actual === "string" && typeof c.$contains === "string" && actual.includes(c.$contains);
     return false;
   }
   // A bare label matches a namespace holding it; anything else compares whole.
@@ -21,8 +24,13 @@ function matches(actual: unknown, cond: unknown): boolean {
  * LangGraph JS server applies it to items and namespaces; other keys (a `*` handler's `{owner}`
  * meant for threads' metadata) name nothing an item has and are ignored. Null when none applies.
  */
-export function storeItemFilter(filters: AuthFilters): ((item: { namespace: string[]; key?: string }) => boolean) | null {
+export function storeItemFilter(
+  filters: AuthFilters,
+): ((item: { namespace: string[]; key?: string }) => boolean) | null {
   const conds = Object.entries(filters ?? {}).filter(([k]) => ITEM_FIELDS.has(k));
   if (!conds.length) return null;
-  return (item) => conds.every(([k, cond]) => (k === "key" && item.key === undefined ? true : matches(item[k as "namespace" | "key"], cond)));
+  return (item) =>
+    conds.every(([k, cond]) =>
+      k === "key" && item.key === undefined ? true : matches(item[k as "namespace" | "key"], cond),
+    );
 }

@@ -3,7 +3,17 @@ import { newId } from "../../store/ids.ts";
 import { getAssistant, resolveAssistantId } from "../storage/assistants.ts";
 import type { AgentEnv, AgentServerContext } from "../context.ts";
 import { CRON_FIELDS, cronCount, cronCreate, cronPatch, cronSearch, type CronCreateBody } from "./cron-schemas.ts";
-import { countCrons, cronNotFound, deleteCron, findCronRow, insertCron, searchCrons, toCron, updateCron, type Cron } from "./crons.ts";
+import {
+  countCrons,
+  cronNotFound,
+  deleteCron,
+  findCronRow,
+  insertCron,
+  searchCrons,
+  toCron,
+  updateCron,
+  type Cron,
+} from "./crons.ts";
 import { authorize, body, json, noContent, uuidAt, type C } from "../api/route-helpers.ts";
 import { noAssistant } from "../runs/run-engine.ts";
 import { getThread } from "../storage/threads.ts";
@@ -17,7 +27,8 @@ function project(cron: Cron, select: CronField[] | null | undefined): Record<str
   return Object.fromEntries(select.map((f) => [f, f === "now" ? now : cron[f]]));
 }
 
-const withoutUndefined = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+const withoutUndefined = (o: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 
 /** `/runs/crons*` and `/threads/{id}/runs/crons`: scheduled runs (fired by `CronScheduler`). */
 export function registerCronRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
@@ -38,7 +49,10 @@ export function registerCronRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext)
     };
     // The handler may rewrite the payload and metadata (e.g. stamp an owner); they are what is stored.
     await authorize(ctx, c, "crons:create", value);
-    const metadata = { ...((value.payload.metadata as Record<string, unknown> | undefined) ?? {}), ...(value.metadata ?? {}) };
+    const metadata = {
+      ...((value.payload.metadata as Record<string, unknown> | undefined) ?? {}),
+      ...(value.metadata ?? {}),
+    };
     return insertCron(ctx, {
       cronId: value.cron_id,
       assistantId: assistant.assistant_id,
@@ -63,7 +77,12 @@ export function registerCronRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext)
 
   app.post("/runs/crons/search", async (c) => {
     const b = await body(c, cronSearch, {});
-    const filters = await authorize(ctx, c, "crons:search", { assistant_id: b.assistant_id, thread_id: b.thread_id, limit: b.limit, offset: b.offset });
+    const filters = await authorize(ctx, c, "crons:search", {
+      assistant_id: b.assistant_id,
+      thread_id: b.thread_id,
+      limit: b.limit,
+      offset: b.offset,
+    });
     const assistantId = b.assistant_id ? resolveAssistantId(ctx, b.assistant_id) : null;
     const { items, total } = await searchCrons(ctx, { ...b, assistant_id: assistantId }, filters);
     return json(
@@ -76,7 +95,13 @@ export function registerCronRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext)
   app.post("/runs/crons/count", async (c) => {
     const b = await body(c, cronCount, {});
     const filters = await authorize(ctx, c, "crons:search", { assistant_id: b.assistant_id, thread_id: b.thread_id });
-    return json(await countCrons(ctx, { ...b, assistant_id: b.assistant_id ? resolveAssistantId(ctx, b.assistant_id) : null }, filters));
+    return json(
+      await countCrons(
+        ctx,
+        { ...b, assistant_id: b.assistant_id ? resolveAssistantId(ctx, b.assistant_id) : null },
+        filters,
+      ),
+    );
   });
 
   app.get("/runs/crons/:cron_id", async (c) => {
@@ -90,9 +115,22 @@ export function registerCronRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext)
     const cronId = uuidAt(c, "cron_id");
     const b = await body(c, cronPatch, {});
     const { schedule, end_time, on_run_completed, enabled, metadata, ...run } = b;
-    const value = { cron_id: cronId, schedule, end_time, payload: withoutUndefined(run), metadata: { ...(metadata ?? {}) } };
+    const value = {
+      cron_id: cronId,
+      schedule,
+      end_time,
+      payload: withoutUndefined(run),
+      metadata: { ...(metadata ?? {}) },
+    };
     const filters = await authorize(ctx, c, "crons:update", value);
-    return json(await updateCron(ctx, cronId, { schedule, end_time, payload: value.payload, metadata: value.metadata, on_run_completed, enabled }, filters));
+    return json(
+      await updateCron(
+        ctx,
+        cronId,
+        { schedule, end_time, payload: value.payload, metadata: value.metadata, on_run_completed, enabled },
+        filters,
+      ),
+    );
   });
 
   app.delete("/runs/crons/:cron_id", async (c) => {

@@ -8,7 +8,8 @@ import { CronExpressionParser } from "cron-parser";
 export function scheduleError(schedule: string): string | null {
   const text = schedule.trim();
   const fields = text.split(/\s+/).filter(Boolean).length;
-  if (!text.startsWith("@") && (fields < 5 || fields > 6)) return `Invalid cron schedule "${schedule}": expected 5 or 6 fields, got ${fields}`;
+  if (!text.startsWith("@") && (fields < 5 || fields > 6))
+    return `Invalid cron schedule "${schedule}": expected 5 or 6 fields, got ${fields}`;
   try {
     CronExpressionParser.parse(text, { tz: "UTC" }).next();
     return null;

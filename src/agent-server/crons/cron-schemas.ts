@@ -12,7 +12,9 @@ const schedule = z.string().superRefine((value, ctx) => {
 });
 
 // Clients send Python `datetime.isoformat()` (maybe without an offset, meaning UTC) or JS ISO strings.
-const endTime = z.iso.datetime({ offset: true, local: true }).transform((s) => new Date(/(Z|[+-]\d\d:?\d\d)$/i.test(s) ? s : `${s}Z`).toISOString());
+const endTime = z.iso
+  .datetime({ offset: true, local: true })
+  .transform((s) => new Date(/(Z|[+-]\d\d:?\d\d)$/i.test(s) ? s : `${s}Z`).toISOString());
 
 const onRunCompleted = z.enum(["delete", "keep"]);
 
@@ -23,8 +25,30 @@ export const cronCreate = runCreate.extend({
   enabled: z.boolean().nullish(),
 });
 
-export const CRON_SORT_BY = ["cron_id", "assistant_id", "thread_id", "created_at", "updated_at", "next_run_date"] as const;
-export const CRON_FIELDS = ["cron_id", "assistant_id", "thread_id", "on_run_completed", "end_time", "schedule", "created_at", "updated_at", "user_id", "payload", "next_run_date", "metadata", "enabled", "now"] as const;
+export const CRON_SORT_BY = [
+  "cron_id",
+  "assistant_id",
+  "thread_id",
+  "created_at",
+  "updated_at",
+  "next_run_date",
+] as const;
+export const CRON_FIELDS = [
+  "cron_id",
+  "assistant_id",
+  "thread_id",
+  "on_run_completed",
+  "end_time",
+  "schedule",
+  "created_at",
+  "updated_at",
+  "user_id",
+  "payload",
+  "next_run_date",
+  "metadata",
+  "enabled",
+  "now",
+] as const;
 
 export const cronSearch = z.looseObject({
   assistant_id: z.string().nullish(),
@@ -37,7 +61,11 @@ export const cronSearch = z.looseObject({
   select: z.array(z.enum(CRON_FIELDS)).nullish(),
 });
 
-export const cronCount = z.looseObject({ assistant_id: z.string().nullish(), thread_id: z.string().uuid().nullish(), enabled: z.boolean().nullish() });
+export const cronCount = z.looseObject({
+  assistant_id: z.string().nullish(),
+  thread_id: z.string().uuid().nullish(),
+  enabled: z.boolean().nullish(),
+});
 
 export const cronPatch = z.looseObject({
   schedule: schedule.optional(),

@@ -95,10 +95,17 @@ export async function insertCron(ctx: AgentServerContext, input: NewCron): Promi
 
 /** The auth context a firing runs with: the cron creator's (null when the server is open). */
 export function cronAuth(ctx: AgentServerContext, row: AgentCronsTable): AuthContext | null {
-  return JSON.parse(ctx.box.open({ keyId: row.auth_key_id, blob: row.auth_sealed }, authAad(row.server_id, row.cron_id))) as AuthContext | null;
+  return JSON.parse(
+    ctx.box.open({ keyId: row.auth_key_id, blob: row.auth_sealed }, authAad(row.server_id, row.cron_id)),
+  ) as AuthContext | null;
 }
 
-export async function findCronRow(db: Kysely<Database>, ctx: AgentServerContext, cronId: string, filters: AuthFilters): Promise<AgentCronsTable | undefined> {
+export async function findCronRow(
+  db: Kysely<Database>,
+  ctx: AgentServerContext,
+  cronId: string,
+  filters: AuthFilters,
+): Promise<AgentCronsTable | undefined> {
   let q = db.selectFrom("agent_crons").selectAll().where("cron_id", "=", cronId).where("server_id", "=", ctx.serverId);
   for (const cond of jsonCondsSql(ctx.dialect, "metadata", authConds(filters))) q = q.where(cond);
   return q.executeTakeFirst();
@@ -125,7 +132,11 @@ function cronQuery(ctx: AgentServerContext, query: CronQuery, filters: AuthFilte
 
 const SORTABLE = new Set(["cron_id", "assistant_id", "thread_id", "created_at", "updated_at", "next_run_date"]);
 
-export async function searchCrons(ctx: AgentServerContext, query: CronQuery, filters: AuthFilters): Promise<{ items: Cron[]; total: number }> {
+export async function searchCrons(
+  ctx: AgentServerContext,
+  query: CronQuery,
+  filters: AuthFilters,
+): Promise<{ items: Cron[]; total: number }> {
   const page = searchPage(query, SORTABLE);
   const rows = await cronQuery(ctx, query, filters)
     .selectAll()
@@ -138,7 +149,9 @@ export async function searchCrons(ctx: AgentServerContext, query: CronQuery, fil
 }
 
 export async function countCrons(ctx: AgentServerContext, query: CronQuery, filters: AuthFilters): Promise<number> {
-  const r = await cronQuery(ctx, query, filters).select(sql<number>`count(*)`.as("n")).executeTakeFirst();
+  const r = await cronQuery(ctx, query, filters)
+    .select(sql<number>`count(*)`.as("n"))
+    .executeTakeFirst();
   return Number(r?.n ?? 0);
 }
 
@@ -159,19 +172,32 @@ export interface CronChange {
   enabled?: boolean | null;
 }
 
-export async function updateCron(ctx: AgentServerContext, cronId: string, change: CronChange, filters: AuthFilters): Promise<Cron> {
+export async function updateCron(
+  ctx: AgentServerContext,
+  cronId: string,
+  change: CronChange,
+  filters: AuthFilters,
+): Promise<Cron> {
   return ctx.db.transaction().execute(async (trx) => {
     const row = await findCronRow(trx, ctx, cronId, filters);
     if (!row) throw cronNotFound(cronId);
     const metadata = { ...parseJson<Record<string, unknown>>(row.metadata, {}), ...(change.metadata ?? {}) };
     const payload = { ...parseJson<Record<string, unknown>>(row.payload, {}), ...change.payload, metadata };
-    const next: Partial<AgentCronsTable> = { payload: asJson(payload), metadata: asJson(metadata), updated_at: nowIso() };
+    const next: Partial<AgentCronsTable> = {
+      payload: asJson(payload),
+      metadata: asJson(metadata),
+      updated_at: nowIso(),
+    };
     if (change.schedule !== undefined) next.schedule = change.schedule;
     if (change.end_time !== undefined) next.end_time = change.end_time;
     if (change.on_run_completed) next.on_run_completed = change.on_run_completed;
     if (change.enabled !== undefined && change.enabled !== null) next.enabled = change.enabled ? 1 : 0;
     if (change.schedule !== undefined || change.end_time !== undefined || next.enabled !== undefined) {
-      next.next_run_date = nextRunDate(next.schedule ?? row.schedule, new Date(), next.end_time !== undefined ? next.end_time : row.end_time);
+      next.next_run_date = nextRunDate(
+        next.schedule ?? row.schedule,
+        new Date(),
+        next.end_time !== undefined ? next.end_time : row.end_time,
+      );
     }
     await trx.updateTable("agent_crons").set(next).where("cron_id", "=", cronId).execute();
     return toCron({ ...row, ...next });

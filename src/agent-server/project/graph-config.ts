@@ -21,7 +21,8 @@ export function graphConfigFromEnv(raw: string | undefined): GraphConfigs {
   for (const [graphId, entry] of Object.entries(parsed)) {
     if (!isObject(entry)) throw new Error(`LANGGRAPH_CONFIG["${graphId}"] must be an object`);
     const { context, ...config } = entry;
-    if (context !== undefined && !isObject(context)) throw new Error(`LANGGRAPH_CONFIG["${graphId}"].context must be an object`);
+    if (context !== undefined && !isObject(context))
+      throw new Error(`LANGGRAPH_CONFIG["${graphId}"].context must be an object`);
     out[graphId] = { config, context: context ?? {} };
   }
   return out;

@@ -12,7 +12,10 @@ export interface GraphSchemasAnswer {
 }
 
 /** Whether answering this graph's schemas needs its TypeScript types (no runtime schema, or a factory that needs a run's config). */
-export async function needsStaticSchemas(graph: () => Promise<RunnableGraph>, graphFile: string | null): Promise<boolean> {
+export async function needsStaticSchemas(
+  graph: () => Promise<RunnableGraph>,
+  graphFile: string | null,
+): Promise<boolean> {
   try {
     return (await runtimeSchema(await graph(), graphFile)) === undefined;
   } catch {
@@ -35,7 +38,10 @@ export function channelsSchema(graph: Pick<RunnableGraph, "channels">): Record<s
 }
 
 /** One schema set in the API's shape: JS has one runtime schema for `configurable` and `context` (pure). */
-export function toAnswer(s: StaticGraphSchema | undefined, fallback: () => Record<string, unknown>): GraphSchemasAnswer {
+export function toAnswer(
+  s: StaticGraphSchema | undefined,
+  fallback: () => Record<string, unknown>,
+): GraphSchemasAnswer {
   const state = s?.state ?? fallback();
   return {
     input_schema: s?.input ?? state,
@@ -58,7 +64,11 @@ export interface SchemaSources {
  * schemas derived from the graph's TypeScript types (`sources.static`, for a subgraph its
  * `namespace` entry), else the channel list as the state.
  */
-export async function resolveSchema(graph: RunnableGraph, sources: SchemaSources, namespace?: string): Promise<StaticGraphSchema> {
+export async function resolveSchema(
+  graph: RunnableGraph,
+  sources: SchemaSources,
+  namespace?: string,
+): Promise<StaticGraphSchema> {
   const s = (await runtimeSchema(graph, sources.file)) ?? pickStatic(await sources.static(), namespace);
   return s?.state || s?.input || s?.output ? s : { ...s, state: channelsSchema(graph) };
 }

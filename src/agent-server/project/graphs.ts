@@ -10,7 +10,10 @@ export type RunnableGraph = {
   getState(config: Record<string, unknown>, options?: Record<string, unknown>): Promise<any>;
   getStateHistory(config: Record<string, unknown>, options?: Record<string, unknown>): AsyncIterable<any>;
   updateState(config: Record<string, unknown>, values: unknown, asNode?: string): Promise<any>;
-  bulkUpdateState?(config: Record<string, unknown>, supersteps: Array<{ updates: Array<{ values?: unknown; asNode?: string }> }>): Promise<any>;
+  bulkUpdateState?(
+    config: Record<string, unknown>,
+    supersteps: Array<{ updates: Array<{ values?: unknown; asNode?: string }> }>,
+  ): Promise<any>;
   getGraphAsync(config: Record<string, unknown>): Promise<{ toJSON(): unknown }>;
   getSubgraphsAsync?(namespace?: string, recurse?: boolean): AsyncIterable<[string, RunnableGraph]>;
   checkpointer?: unknown;
@@ -22,10 +25,14 @@ export type RunnableGraph = {
 
 export class GraphLoadError extends Error {}
 
-const isCompiled = (v: any): v is RunnableGraph => v != null && typeof v === "object" && typeof v.stream === "function" && typeof v.getState === "function";
+const isCompiled = (v: any): v is RunnableGraph =>
+  v != null && typeof v === "object" && typeof v.stream === "function" && typeof v.getState === "function";
 const isBuilder = (v: any) => v != null && typeof v === "object" && typeof v.compile === "function" && !isCompiled(v);
 /** A compiled LangGraph `Pregel` (what `StateGraph.compile()` returns): it carries its builder. */
-const isPregel = (v: any) => isCompiled(v) && (v as { builder?: unknown }).builder != null && typeof (v as { builder?: unknown }).builder === "object";
+const isPregel = (v: any) =>
+  isCompiled(v) &&
+  (v as { builder?: unknown }).builder != null &&
+  typeof (v as { builder?: unknown }).builder === "object";
 
 /**
  * A graph export → the compiled graph to run. langchain's `createAgent` (and deepagents'
@@ -38,7 +45,10 @@ export async function toCompiled(value: unknown, where: string): Promise<Runnabl
   if (isBuilder(v)) v = v.compile();
   const inner = v?.graph;
   if (inner !== v && isPregel(inner)) v = inner;
-  if (!isCompiled(v)) throw new GraphLoadError(`${where} is not a LangGraph graph (expected a compiled graph, a StateGraph, or a function returning one)`);
+  if (!isCompiled(v))
+    throw new GraphLoadError(
+      `${where} is not a LangGraph graph (expected a compiled graph, a StateGraph, or a function returning one)`,
+    );
   return v;
 }
 
@@ -74,7 +84,12 @@ export class LoadedGraph {
 
 function withCheckpointer(graph: RunnableGraph, checkpointer: BaseCheckpointSaver | undefined): RunnableGraph {
   const variant = Object.create(graph) as RunnableGraph;
-  Object.defineProperty(variant, "checkpointer", { value: checkpointer, writable: true, enumerable: true, configurable: true });
+  Object.defineProperty(variant, "checkpointer", {
+    value: checkpointer,
+    writable: true,
+    enumerable: true,
+    configurable: true,
+  });
   return variant;
 }
 
@@ -91,8 +106,14 @@ export interface LoadedGraphs {
 }
 
 /** A module export → a loaded graph (a factory is kept and called per run). */
-async function fromExport(graphId: string, description: string | null, value: unknown, where: string): Promise<LoadedGraph> {
-  if (typeof value === "function" && !isCompiled(value) && !isBuilder(value)) return new LoadedGraph(graphId, description, null, value as (c: unknown) => unknown, where);
+async function fromExport(
+  graphId: string,
+  description: string | null,
+  value: unknown,
+  where: string,
+): Promise<LoadedGraph> {
+  if (typeof value === "function" && !isCompiled(value) && !isBuilder(value))
+    return new LoadedGraph(graphId, description, null, value as (c: unknown) => unknown, where);
   return new LoadedGraph(graphId, description, await toCompiled(value, where), null, where);
 }
 
@@ -109,7 +130,10 @@ export async function loadGraphs(project: AgentProject): Promise<LoadedGraphs> {
     try {
       const mod = (await import(pathToFileURL(g.file).href)) as Record<string, unknown>;
       const value = mod[g.exportName];
-      if (value === undefined) throw new GraphLoadError(`the module has no export "${g.exportName}" (exports: ${Object.keys(mod).join(", ") || "none"})`);
+      if (value === undefined)
+        throw new GraphLoadError(
+          `the module has no export "${g.exportName}" (exports: ${Object.keys(mod).join(", ") || "none"})`,
+        );
       graphs.set(g.graphId, await fromExport(g.graphId, g.description, value, where));
     } catch (err) {
       const module = `./${path.relative(project.dir, g.file).split(path.sep).join("/")}:${g.exportName}`;

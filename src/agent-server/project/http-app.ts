@@ -5,7 +5,8 @@ import type { AgentProject } from "./project.ts";
 /** A Hono app as the project exports it (`http.app`); any Hono version works (duck-typed). */
 export type UserApp = Pick<Hono, "fetch" | "routes">;
 
-const isHono = (v: unknown): v is UserApp => !!v && typeof v === "object" && typeof (v as UserApp).fetch === "function" && Array.isArray((v as UserApp).routes);
+const isHono = (v: unknown): v is UserApp =>
+  !!v && typeof v === "object" && typeof (v as UserApp).fetch === "function" && Array.isArray((v as UserApp).routes);
 
 /** Imports `http.app`; a failure names the file and stops the start (the routes are part of the API). */
 export async function loadHttpApp(project: AgentProject): Promise<UserApp | null> {

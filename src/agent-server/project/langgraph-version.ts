@@ -23,7 +23,10 @@ export function findLangGraphPackage(file: string): { version: string; packageJs
     const packageJson = path.join(dir, "node_modules", "@langchain", "langgraph", "package.json");
     if (fs.existsSync(packageJson)) {
       try {
-        return { version: String((JSON.parse(fs.readFileSync(packageJson, "utf8")) as { version?: unknown }).version ?? ""), packageJson };
+        return {
+          version: String((JSON.parse(fs.readFileSync(packageJson, "utf8")) as { version?: unknown }).version ?? ""),
+          packageJson,
+        };
       } catch (err) {
         throw new Error(`cannot read ${packageJson}`, { cause: err });
       }

@@ -10,7 +10,14 @@ export interface AgentProject {
   graphs: ProjectGraph[];
   env: Record<string, string>;
   /** `auth.path`: a JavaScript `Auth` (imported here) or a Python `langgraph_sdk.Auth` (`runtime: "python"`, imported by the worker from `ref`). */
-  auth: { file: string; exportName: string; disableStudioAuth: boolean; runtime: GraphRuntime; ref: string; cache: AuthCacheConfig | null } | null;
+  auth: {
+    file: string;
+    exportName: string;
+    disableStudioAuth: boolean;
+    runtime: GraphRuntime;
+    ref: string;
+    cache: AuthCacheConfig | null;
+  } | null;
   dependencies: string[];
   /** `python_version` ("3.12"): the Python graphs need at least this interpreter. */
   pythonVersion: string | null;
@@ -121,26 +128,43 @@ export interface ProjectStore {
 
 export class ProjectError extends Error {}
 
-const graphSpec = z.union([z.string().min(1), z.object({ path: z.string().min(1), description: z.string().optional() }).passthrough()]);
+const graphSpec = z.union([
+  z.string().min(1),
+  z.object({ path: z.string().min(1), description: z.string().optional() }).passthrough(),
+]);
 
 const configSchema = z
   .object({
-    graphs: z.record(z.string().min(1), graphSpec).refine((g) => Object.keys(g).length > 0, "at least one graph is required"),
+    graphs: z
+      .record(z.string().min(1), graphSpec)
+      .refine((g) => Object.keys(g).length > 0, "at least one graph is required"),
     env: z.union([z.string(), z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]))]).optional(),
     dependencies: z.array(z.string()).optional(),
-    python_version: z.union([z.string().regex(/^3\.\d+$/, 'a "major.minor" version such as "3.11"'), z.number()]).optional(),
+    python_version: z
+      .union([z.string().regex(/^3\.\d+$/, 'a "major.minor" version such as "3.11"'), z.number()])
+      .optional(),
     auth: z
       .object({
         path: z.string().min(1).optional(),
         disable_studio_auth: z.boolean().optional(),
-        cache: z.object({ cache_keys: z.array(z.string().min(1)).min(1), ttl_seconds: z.number().positive().optional(), max_size: z.number().int().positive().optional() }).passthrough().optional(),
+        cache: z
+          .object({
+            cache_keys: z.array(z.string().min(1)).min(1),
+            ttl_seconds: z.number().positive().optional(),
+            max_size: z.number().int().positive().optional(),
+          })
+          .passthrough()
+          .optional(),
       })
       .passthrough()
       .optional(),
     node_version: z.union([z.string(), z.number()]).optional(),
     pip_installer: z.enum(["auto", "uv", "pip"]).optional(),
     pip_config_file: z.string().min(1).optional(),
-    source: z.object({ kind: z.literal("uv"), root: z.string().min(1).optional(), package: z.string().min(1).optional() }).passthrough().optional(),
+    source: z
+      .object({ kind: z.literal("uv"), root: z.string().min(1).optional(), package: z.string().min(1).optional() })
+      .passthrough()
+      .optional(),
     http: z
       .object({
         app: z.string().min(1).optional(),
@@ -166,17 +190,45 @@ const configSchema = z
       .optional(),
     store: z
       .object({
-        index: z.object({ dims: z.number().int().positive(), embed: z.string().min(1), fields: z.array(z.string()).optional() }).passthrough().optional(),
-        ttl: z.object({ default_ttl: z.number().positive().nullish(), refresh_on_read: z.boolean().optional(), sweep_interval_minutes: z.number().positive().nullish() }).passthrough().optional(),
+        index: z
+          .object({
+            dims: z.number().int().positive(),
+            embed: z.string().min(1),
+            fields: z.array(z.string()).optional(),
+          })
+          .passthrough()
+          .optional(),
+        ttl: z
+          .object({
+            default_ttl: z.number().positive().nullish(),
+            refresh_on_read: z.boolean().optional(),
+            sweep_interval_minutes: z.number().positive().nullish(),
+          })
+          .passthrough()
+          .optional(),
       })
       .passthrough()
       .optional(),
     ui: z.record(z.string().min(1), z.string().min(1)).optional(),
     checkpointer: z
       .object({
-        ttl: z.object({ strategy: z.enum(["delete", "keep_latest"]).optional(), default_ttl: z.number().positive(), sweep_interval_minutes: z.number().positive().nullish() }).passthrough().optional(),
+        ttl: z
+          .object({
+            strategy: z.enum(["delete", "keep_latest"]).optional(),
+            default_ttl: z.number().positive(),
+            sweep_interval_minutes: z.number().positive().nullish(),
+          })
+          .passthrough()
+          .optional(),
         path: z.string().min(1).optional(),
-        serde: z.object({ allowed_json_modules: z.union([z.array(z.array(z.string())), z.boolean()]).nullish(), allowed_msgpack_modules: z.union([z.array(z.array(z.string())), z.boolean()]).nullish(), pickle_fallback: z.boolean().optional() }).passthrough().optional(),
+        serde: z
+          .object({
+            allowed_json_modules: z.union([z.array(z.array(z.string())), z.boolean()]).nullish(),
+            allowed_msgpack_modules: z.union([z.array(z.array(z.string())), z.boolean()]).nullish(),
+            pickle_fallback: z.boolean().optional(),
+          })
+          .passthrough()
+          .optional(),
       })
       .passthrough()
       .optional(),
@@ -184,9 +236,39 @@ const configSchema = z
   .passthrough();
 
 /** Keys the LangGraph CLI reads to build a container image: meaningless to this server, noted once. */
-const IMAGE_KEYS = new Set(["dockerfile_lines", "image_distro", "base_image", "keep_pkg_tools", "_INTERNAL_docker_tag", "api_version"]);
-const KNOWN_KEYS = new Set(["$schema", "python_version", "pip_installer", "pip_config_file", "source", "graphs", "env", "dependencies", "auth", "node_version", "http", "store", "checkpointer", "ui"]);
-const KNOWN_HTTP = new Set(["app", "disable_assistants", "disable_threads", "disable_runs", "disable_store", "disable_meta", "cors"]);
+const IMAGE_KEYS = new Set([
+  "dockerfile_lines",
+  "image_distro",
+  "base_image",
+  "keep_pkg_tools",
+  "_INTERNAL_docker_tag",
+  "api_version",
+]);
+const KNOWN_KEYS = new Set([
+  "$schema",
+  "python_version",
+  "pip_installer",
+  "pip_config_file",
+  "source",
+  "graphs",
+  "env",
+  "dependencies",
+  "auth",
+  "node_version",
+  "http",
+  "store",
+  "checkpointer",
+  "ui",
+]);
+const KNOWN_HTTP = new Set([
+  "app",
+  "disable_assistants",
+  "disable_threads",
+  "disable_runs",
+  "disable_store",
+  "disable_meta",
+  "cors",
+]);
 
 /** Every key of `langgraph.json` this server ignores, named, with why (pure: table-tested). */
 export function ignoredKeys(raw: Record<string, unknown>): string[] {
@@ -194,22 +276,31 @@ export function ignoredKeys(raw: Record<string, unknown>): string[] {
   for (const k of Object.keys(raw)) {
     if (KNOWN_KEYS.has(k)) continue;
     if (IMAGE_KEYS.has(k)) out.push(`"${k}" is for container image builds and is not used by this server`);
-    else if (k === "ui_config") out.push(`"ui_config" (shared UI dependencies) is not used by this server; each UI bundles its own`);
+    else if (k === "ui_config")
+      out.push(`"ui_config" (shared UI dependencies) is not used by this server; each UI bundles its own`);
     else out.push(`unknown key "${k}" is ignored`);
   }
   const http = raw.http && typeof raw.http === "object" ? (raw.http as Record<string, unknown>) : {};
-  for (const k of Object.keys(http)) if (!KNOWN_HTTP.has(k)) out.push(`"http.${k}" is not supported by this server and is ignored`);
+  for (const k of Object.keys(http))
+    if (!KNOWN_HTTP.has(k)) out.push(`"http.${k}" is not supported by this server and is ignored`);
   for (const section of ["store", "checkpointer", "auth"] as const) {
     const v = raw[section];
     if (!v || typeof v !== "object") continue;
-    const known = section === "store" ? ["index", "ttl"] : section === "checkpointer" ? ["ttl", "path", "serde"] : ["path", "disable_studio_auth", "cache"];
-    for (const k of Object.keys(v)) if (!known.includes(k)) out.push(`"${section}.${k}" is not supported by this server and is ignored`);
+    const known =
+      section === "store"
+        ? ["index", "ttl"]
+        : section === "checkpointer"
+          ? ["ttl", "path", "serde"]
+          : ["path", "disable_studio_auth", "cache"];
+    for (const k of Object.keys(v))
+      if (!known.includes(k)) out.push(`"${section}.${k}" is not supported by this server and is ignored`);
   }
   return out;
 }
 
 /** `.`, `./pkg`, `/abs`: a local folder (pure); `langchain-openai>=1`, `git+https://…`: a package. */
-export const isLocalDependency = (d: string): boolean => d === "." || d === ".." || d.startsWith("./") || d.startsWith("../") || path.isAbsolute(d);
+export const isLocalDependency = (d: string): boolean =>
+  d === "." || d === ".." || d.startsWith("./") || d.startsWith("../") || path.isAbsolute(d);
 
 /** `./src/agent.ts:graph` → file and export name (`default` when omitted). */
 export function splitRef(dir: string, ref: string): { file: string; exportName: string } {
@@ -230,7 +321,8 @@ export function parseDotenv(text: string): Record<string, string> {
     const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*)$/.exec(line);
     if (!m) continue;
     let value = m[2].trim();
-    if ((value.startsWith('"') && value.endsWith('"')) || (value.startsWith("'") && value.endsWith("'"))) value = value.slice(1, -1);
+    if ((value.startsWith('"') && value.endsWith('"')) || (value.startsWith("'") && value.endsWith("'")))
+      value = value.slice(1, -1);
     else value = value.replace(/\s+#.*$/, "");
     out[m[1]] = value;
   }
@@ -259,7 +351,8 @@ export function loadProject(dirOrFile: string): AgentProject {
     const description = typeof spec === "string" ? null : (spec.description ?? null);
     const runtime = graphRuntime(ref);
     // A module-syntax graph is found on the Python path at import; the worker reports it if not.
-    if (runtime === "python" && !ref.slice(0, ref.lastIndexOf(":")).endsWith(".py")) return { graphId, file: dir, exportName: ref.slice(ref.lastIndexOf(":") + 1), description, runtime, ref };
+    if (runtime === "python" && !ref.slice(0, ref.lastIndexOf(":")).endsWith(".py"))
+      return { graphId, file: dir, exportName: ref.slice(ref.lastIndexOf(":") + 1), description, runtime, ref };
     const { file, exportName } = splitRef(dir, ref);
     if (!fs.existsSync(file)) throw new ProjectError(`graph "${graphId}" in ${configFile}: file not found: ${file}`);
     return { graphId, file, exportName, description, runtime, ref };
@@ -280,16 +373,25 @@ export function loadProject(dirOrFile: string): AgentProject {
     const runtime = graphRuntime(ref);
     const { file, exportName } = splitRef(dir, ref);
     const moduleSyntax = runtime === "python" && !ref.slice(0, ref.lastIndexOf(":")).endsWith(".py");
-    if (!moduleSyntax && !fs.existsSync(file)) throw new ProjectError(`auth.path in ${configFile}: file not found: ${file}`);
+    if (!moduleSyntax && !fs.existsSync(file))
+      throw new ProjectError(`auth.path in ${configFile}: file not found: ${file}`);
     const c = cfg.auth.cache;
-    const cache = c ? { cacheKeys: c.cache_keys.map((k) => k.toLowerCase()), ttlSeconds: c.ttl_seconds ?? 60, maxSize: c.max_size ?? 1000 } : null;
-    if (cache && runtime !== "python") warnings.push(`"auth.cache" applies to Python auth handlers only; it is ignored for ${ref}`);
+    const cache = c
+      ? {
+          cacheKeys: c.cache_keys.map((k) => k.toLowerCase()),
+          ttlSeconds: c.ttl_seconds ?? 60,
+          maxSize: c.max_size ?? 1000,
+        }
+      : null;
+    if (cache && runtime !== "python")
+      warnings.push(`"auth.cache" applies to Python auth handlers only; it is ignored for ${ref}`);
     auth = { file, exportName, disableStudioAuth: cfg.auth.disable_studio_auth ?? false, runtime, ref, cache };
   }
   // Local folders are resolved and checked; anything else is a package (PyPI name, `git+https` URL) for the Python installer.
   const dependencies = (cfg.dependencies ?? []).map((d) => (isLocalDependency(d) ? path.resolve(dir, d) : d));
   for (const d of dependencies) {
-    if (path.isAbsolute(d) && !fs.existsSync(d)) throw new ProjectError(`dependency ${d} named in ${configFile} does not exist`);
+    if (path.isAbsolute(d) && !fs.existsSync(d))
+      throw new ProjectError(`dependency ${d} named in ${configFile} does not exist`);
   }
   const ref = (where: string, r: string) => {
     const out = splitRef(dir, r);
@@ -300,11 +402,21 @@ export function loadProject(dirOrFile: string): AgentProject {
   const httpApp = (r: string) => {
     const runtime = graphRuntime(r);
     const moduleSyntax = runtime === "python" && !r.slice(0, r.lastIndexOf(":")).endsWith(".py");
-    return { ...(moduleSyntax ? { file: dir, exportName: r.slice(r.lastIndexOf(":") + 1) } : ref("http.app", r)), runtime, ref: r };
+    return {
+      ...(moduleSyntax ? { file: dir, exportName: r.slice(r.lastIndexOf(":") + 1) } : ref("http.app", r)),
+      runtime,
+      ref: r,
+    };
   };
   const http: ProjectHttp = {
     app: h.app ? httpApp(h.app) : null,
-    disable: { assistants: !!h.disable_assistants, threads: !!h.disable_threads, runs: !!h.disable_runs, store: !!h.disable_store, meta: !!h.disable_meta },
+    disable: {
+      assistants: !!h.disable_assistants,
+      threads: !!h.disable_threads,
+      runs: !!h.disable_runs,
+      store: !!h.disable_store,
+      meta: !!h.disable_meta,
+    },
     cors: h.cors ?? null,
   };
   const idx = cfg.store?.index;
@@ -314,29 +426,78 @@ export function loadProject(dirOrFile: string): AgentProject {
   const embedIsPath = !!idx && (idx.embed.startsWith(".") || path.isAbsolute(idx.embed));
   const pythonProject = graphs.some((g) => g.runtime === "python");
   // In a project with Python graphs, a provider string or module syntax is the Python worker's to resolve.
-  const embedRuntime: GraphRuntime = idx && (embedIsPath ? graphRuntime(idx.embed) === "python" && idx.embed.slice(0, idx.embed.lastIndexOf(":")).endsWith(".py") : pythonProject) ? "python" : "js";
-  if (idx && !embedIsPath && embedRuntime === "js") warnings.push(`"store.index.embed" = "${idx.embed}" names a provider model; give a module path ("./src/embed.ts:embed") instead: semantic search is off`);
-  const embed = idx && (embedIsPath || embedRuntime === "python") ? { ...(embedIsPath ? ref("store.index.embed", idx.embed) : { file: dir, exportName: "" }), runtime: embedRuntime, ref: idx.embed } : null;
+  const embedRuntime: GraphRuntime =
+    idx &&
+    (embedIsPath
+      ? graphRuntime(idx.embed) === "python" && idx.embed.slice(0, idx.embed.lastIndexOf(":")).endsWith(".py")
+      : pythonProject)
+      ? "python"
+      : "js";
+  if (idx && !embedIsPath && embedRuntime === "js")
+    warnings.push(
+      `"store.index.embed" = "${idx.embed}" names a provider model; give a module path ("./src/embed.ts:embed") instead: semantic search is off`,
+    );
+  const embed =
+    idx && (embedIsPath || embedRuntime === "python")
+      ? {
+          ...(embedIsPath ? ref("store.index.embed", idx.embed) : { file: dir, exportName: "" }),
+          runtime: embedRuntime,
+          ref: idx.embed,
+        }
+      : null;
   const store: ProjectStore = {
     index: idx && embed ? { dims: idx.dims, embed, fields: idx.fields?.length ? idx.fields : ["$"] } : null,
-    ttl: ttl ? { defaultTtlMinutes: ttl.default_ttl ?? null, refreshOnRead: ttl.refresh_on_read ?? true, sweepMinutes: ttl.sweep_interval_minutes ?? 60 } : null,
+    ttl: ttl
+      ? {
+          defaultTtlMinutes: ttl.default_ttl ?? null,
+          refreshOnRead: ttl.refresh_on_read ?? true,
+          sweepMinutes: ttl.sweep_interval_minutes ?? 60,
+        }
+      : null,
   };
   const cttl = cfg.checkpointer?.ttl;
-  const checkpointerTtl = cttl ? { strategy: cttl.strategy ?? "delete", defaultTtlMinutes: cttl.default_ttl, sweepMinutes: cttl.sweep_interval_minutes ?? 60 } : null;
+  const checkpointerTtl = cttl
+    ? {
+        strategy: cttl.strategy ?? "delete",
+        defaultTtlMinutes: cttl.default_ttl,
+        sweepMinutes: cttl.sweep_interval_minutes ?? 60,
+      }
+    : null;
   const cp = cfg.checkpointer;
-  if (cp?.path && graphRuntime(cp.path) === "python" && cp.path.slice(0, cp.path.lastIndexOf(":")).endsWith(".py")) ref("checkpointer.path", cp.path);
+  if (cp?.path && graphRuntime(cp.path) === "python" && cp.path.slice(0, cp.path.lastIndexOf(":")).endsWith(".py"))
+    ref("checkpointer.path", cp.path);
   const pythonCheckpointer = { path: cp?.path ?? null, serde: cp?.serde ?? null };
-  const ui = Object.fromEntries(Object.entries(cfg.ui ?? {}).map(([name, file]) => {
-    const abs = path.resolve(dir, file);
-    if (!fs.existsSync(abs)) throw new ProjectError(`ui "${name}" in ${configFile}: file not found: ${abs}`);
-    return [name, abs];
-  }));
+  const ui = Object.fromEntries(
+    Object.entries(cfg.ui ?? {}).map(([name, file]) => {
+      const abs = path.resolve(dir, file);
+      if (!fs.existsSync(abs)) throw new ProjectError(`ui "${name}" in ${configFile}: file not found: ${abs}`);
+      return [name, abs];
+    }),
+  );
   const pythonVersion = cfg.python_version !== undefined ? String(cfg.python_version) : null;
   const hasPython = graphs.some((g) => g.runtime === "python") || auth?.runtime === "python";
-  if (pythonVersion && !hasPython) warnings.push(`"python_version" applies to Python graphs and this project has none: it is ignored`);
-  for (const k of ["path", "serde"] as const) if (cp?.[k] && !hasPython) warnings.push(`"checkpointer.${k}" applies to Python graphs and this project has none: it is ignored`);
+  if (pythonVersion && !hasPython)
+    warnings.push(`"python_version" applies to Python graphs and this project has none: it is ignored`);
+  for (const k of ["path", "serde"] as const)
+    if (cp?.[k] && !hasPython)
+      warnings.push(`"checkpointer.${k}" applies to Python graphs and this project has none: it is ignored`);
   const pythonBuild = pythonBuildOf(cfg, dir, configFile);
-  return { dir, configFile, graphs, env, auth, dependencies, pythonVersion, pythonBuild, http, store, checkpointerTtl, pythonCheckpointer, ui, warnings };
+  return {
+    dir,
+    configFile,
+    graphs,
+    env,
+    auth,
+    dependencies,
+    pythonVersion,
+    pythonBuild,
+    http,
+    store,
+    checkpointerTtl,
+    pythonCheckpointer,
+    ui,
+    warnings,
+  };
 }
 
 /** `pip_installer`, `pip_config_file` and `source`, resolved and checked as the LangGraph CLI does. */
@@ -344,14 +505,24 @@ function pythonBuildOf(cfg: z.infer<typeof configSchema>, dir: string, configFil
   let pipConfigFile: string | null = null;
   if (cfg.pip_config_file) {
     pipConfigFile = path.resolve(dir, cfg.pip_config_file);
-    if (!fs.existsSync(pipConfigFile)) throw new ProjectError(`pip_config_file in ${configFile}: file not found: ${pipConfigFile}`);
+    if (!fs.existsSync(pipConfigFile))
+      throw new ProjectError(`pip_config_file in ${configFile}: file not found: ${pipConfigFile}`);
   }
   let uv: PythonBuild["uv"] = null;
   if (cfg.source) {
-    if (cfg.dependencies?.length) throw new ProjectError(`${configFile}: "dependencies" cannot be combined with source kind "uv": uv.lock decides what is installed`);
-    if (cfg.pip_installer === "pip") throw new ProjectError(`${configFile}: source kind "uv" is installed with uv; pip_installer "pip" contradicts it`);
+    if (cfg.dependencies?.length)
+      throw new ProjectError(
+        `${configFile}: "dependencies" cannot be combined with source kind "uv": uv.lock decides what is installed`,
+      );
+    if (cfg.pip_installer === "pip")
+      throw new ProjectError(
+        `${configFile}: source kind "uv" is installed with uv; pip_installer "pip" contradicts it`,
+      );
     const root = path.resolve(dir, cfg.source.root ?? ".");
-    if (!fs.existsSync(path.join(root, "uv.lock"))) throw new ProjectError(`source kind "uv" in ${configFile}: no uv.lock in ${root} (run \`uv lock\` and commit it)`);
+    if (!fs.existsSync(path.join(root, "uv.lock")))
+      throw new ProjectError(
+        `source kind "uv" in ${configFile}: no uv.lock in ${root} (run \`uv lock\` and commit it)`,
+      );
     uv = { root, package: cfg.source.package ?? null };
   }
   return { installer: cfg.pip_installer ?? "auto", pipConfigFile, uv };

@@ -31,7 +31,10 @@ interface StateSchemaLike {
 const PARTIAL_STATE = Symbol.for("langgraph.state.partial");
 
 const isStateSchema = (v: unknown): v is StateSchemaLike =>
-  typeof v === "object" && v !== null && typeof (v as StateSchemaLike).getJsonSchema === "function" && typeof (v as StateSchemaLike).getInputJsonSchema === "function";
+  typeof v === "object" &&
+  v !== null &&
+  typeof (v as StateSchemaLike).getJsonSchema === "function" &&
+  typeof (v as StateSchemaLike).getInputJsonSchema === "function";
 
 /** `exports[subpath]`'s ESM file of a package manifest (pure: table-tested). */
 export function esmEntry(exportsField: unknown, subpath: string): string | null {
@@ -62,7 +65,10 @@ function zodSchemaModule(graphFile: string | null): Promise<ZodSchemaModule | nu
   if (!p) {
     p = (async () => {
       if (root) {
-        const entry = esmEntry(JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).exports, "./zod/schema");
+        const entry = esmEntry(
+          JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).exports,
+          "./zod/schema",
+        );
         if (entry) return (await import(pathToFileURL(path.join(root, entry)).href)) as ZodSchemaModule;
       }
       return (await import("@langchain/langgraph/zod/schema")) as unknown as ZodSchemaModule;
@@ -88,7 +94,11 @@ function fromStateSchema(b: Builder): StaticGraphSchema | undefined {
   if (!isStateSchema(state) && !isStateSchema(input) && !isStateSchema(output)) return undefined;
   const s: StaticGraphSchema = {
     state: isStateSchema(state) ? attempt(() => state.getJsonSchema()) : undefined,
-    input: isStateSchema(input) ? attempt(() => input.getInputJsonSchema()) : input === PARTIAL_STATE && isStateSchema(state) ? attempt(() => state.getInputJsonSchema()) : undefined,
+    input: isStateSchema(input)
+      ? attempt(() => input.getInputJsonSchema())
+      : input === PARTIAL_STATE && isStateSchema(state)
+        ? attempt(() => state.getInputJsonSchema())
+        : undefined,
     output: isStateSchema(output) ? attempt(() => output.getJsonSchema()) : undefined,
   };
   return s.state || s.input || s.output ? s : undefined;
@@ -108,7 +118,8 @@ function fromZodRegistry(graph: RunnableGraph, m: ZodSchemaModule | null): Stati
 
 /** zod definitions converted directly (no registry metadata). */
 function fromPlainZod(b: Builder): StaticGraphSchema | undefined {
-  const convert = (def: unknown) => (isZodSchemaV4(def) || isZodSchemaV3(def) ? attempt(() => toJsonSchema(def as never)) : undefined);
+  const convert = (def: unknown) =>
+    isZodSchemaV4(def) || isZodSchemaV3(def) ? attempt(() => toJsonSchema(def as never)) : undefined;
   const state = convert(b._schemaRuntimeDefinition) as Record<string, unknown> | undefined;
   const s: StaticGraphSchema = {
     state,
@@ -124,7 +135,10 @@ function fromPlainZod(b: Builder): StaticGraphSchema | undefined {
  * zod through LangGraph's registry, plain zod. Undefined for Annotation state (its types are
  * TypeScript only: see GraphSchemaCache).
  */
-export async function runtimeSchema(graph: RunnableGraph, graphFile: string | null): Promise<StaticGraphSchema | undefined> {
+export async function runtimeSchema(
+  graph: RunnableGraph,
+  graphFile: string | null,
+): Promise<StaticGraphSchema | undefined> {
   const b = graph.builder as Builder | undefined;
   if (!b || typeof b !== "object") return undefined;
   return fromStateSchema(b) ?? fromZodRegistry(graph, await zodSchemaModule(graphFile)) ?? fromPlainZod(b);

@@ -31,7 +31,12 @@ export function candidateFiles(fromFile: string, specifier: string): string[] {
  * (transitively, within the project), the project's tsconfig and lockfile, and the parser's
  * version. Their hash keys the cache, so an edit to any of them derives the schemas again.
  */
-export function schemaCacheKey(input: { projectDir: string; file: string; exportName: string; parserVersion: string }): string {
+export function schemaCacheKey(input: {
+  projectDir: string;
+  file: string;
+  exportName: string;
+  parserVersion: string;
+}): string {
   const hash = crypto.createHash("sha256").update(`${input.parserVersion}\0${input.exportName}\0`);
   const seen = new Set<string>();
   const queue = [input.file];
@@ -48,7 +53,9 @@ export function schemaCacheKey(input: { projectDir: string; file: string; export
     }
     hash.update(`${path.relative(input.projectDir, file)}\0${text}\0`);
     for (const spec of localImports(text)) {
-      const found = candidateFiles(file, spec).find((f) => f.startsWith(input.projectDir + path.sep) && fs.existsSync(f) && fs.statSync(f).isFile());
+      const found = candidateFiles(file, spec).find(
+        (f) => f.startsWith(input.projectDir + path.sep) && fs.existsSync(f) && fs.statSync(f).isFile(),
+      );
       if (found) queue.push(found);
     }
   }

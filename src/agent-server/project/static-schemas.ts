@@ -63,7 +63,10 @@ export class GraphSchemaCache {
   }
 
   /** The graph's schema sources: its file, and its derived schemas awaited (`wait`) or only if known. */
-  sources(graphId: string, wait = true): { file: string | null; static: () => Promise<StaticSchemas | null> | StaticSchemas | null } {
+  sources(
+    graphId: string,
+    wait = true,
+  ): { file: string | null; static: () => Promise<StaticSchemas | null> | StaticSchemas | null } {
     return { file: this.fileOf(graphId), static: () => (wait ? this.get(graphId) : this.peek(graphId)) };
   }
 
@@ -74,7 +77,9 @@ export class GraphSchemaCache {
 
   /** Derives, in the background and in one checker program, the schemas of every graph not cached yet. */
   warm(graphIds: string[]): void {
-    const missing = graphIds.filter((id) => !this.memory.has(id) && !this.inFlight.has(id) && this.fromDisk(id) === undefined);
+    const missing = graphIds.filter(
+      (id) => !this.memory.has(id) && !this.inFlight.has(id) && this.fromDisk(id) === undefined,
+    );
     if (missing.length) this.extract(missing);
   }
 
@@ -88,7 +93,12 @@ export class GraphSchemaCache {
     if (k) return k;
     const g = this.graphs.find((x) => x.graphId === graphId && x.runtime === "js");
     if (!g) return null;
-    k = schemaCacheKey({ projectDir: this.projectDir, file: g.file, exportName: g.exportName, parserVersion: this.version });
+    k = schemaCacheKey({
+      projectDir: this.projectDir,
+      file: g.file,
+      exportName: g.exportName,
+      parserVersion: this.version,
+    });
     this.keys.set(graphId, k);
     return k;
   }
@@ -101,7 +111,9 @@ export class GraphSchemaCache {
       return null;
     }
     try {
-      const value = JSON.parse(fs.readFileSync(path.join(this.dir, `${k}.json`), "utf8")) as { schemas: StaticSchemas | null };
+      const value = JSON.parse(fs.readFileSync(path.join(this.dir, `${k}.json`), "utf8")) as {
+        schemas: StaticSchemas | null;
+      };
       this.memory.set(graphId, value.schemas);
       return value.schemas;
     } catch {
@@ -117,10 +129,12 @@ export class GraphSchemaCache {
       return false;
     });
     if (!todo.length) return out;
-    const specs = Object.fromEntries(todo.flatMap((id) => {
-      const g = this.graphs.find((x) => x.graphId === id && x.runtime === "js");
-      return g ? [[id, { sourceFile: g.file, exportSymbol: g.exportName }]] : [];
-    }));
+    const specs = Object.fromEntries(
+      todo.flatMap((id) => {
+        const g = this.graphs.find((x) => x.graphId === id && x.runtime === "js");
+        return g ? [[id, { sourceFile: g.file, exportSymbol: g.exportName }]] : [];
+      }),
+    );
     const started = Date.now();
     const all = runChild(specs, this.projectDir, this.children).then(
       (result) => {
@@ -128,7 +142,10 @@ export class GraphSchemaCache {
         return result;
       },
       (err: Error) => {
-        this.log.warn({ graphs: todo, error: err.message }, `graph schemas could not be derived from TypeScript types: ${err.message}`);
+        this.log.warn(
+          { graphs: todo, error: err.message },
+          `graph schemas could not be derived from TypeScript types: ${err.message}`,
+        );
         return null;
       },
     );
@@ -156,13 +173,20 @@ export class GraphSchemaCache {
       fs.writeFileSync(tmp, JSON.stringify({ graphId, schemas }));
       fs.renameSync(tmp, path.join(this.dir, `${k}.json`));
     } catch (err) {
-      this.log.warn({ graphId, error: (err as Error).message }, "graph schemas could not be cached on disk; they are derived again at the next start");
+      this.log.warn(
+        { graphId, error: (err as Error).message },
+        "graph schemas could not be cached on disk; they are derived again at the next start",
+      );
     }
   }
 }
 
 /** Runs the extraction child and parses its answer. */
-function runChild(specs: Record<string, unknown>, cwd: string, children: Set<ChildProcess>): Promise<Record<string, StaticSchemas>> {
+function runChild(
+  specs: Record<string, unknown>,
+  cwd: string,
+  children: Set<ChildProcess>,
+): Promise<Record<string, StaticSchemas>> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [fileURLToPath(CHILD)], { cwd, stdio: ["pipe", "pipe", "pipe"] });
     children.add(child);
@@ -181,7 +205,12 @@ function runChild(specs: Record<string, unknown>, cwd: string, children: Set<Chi
     child.once("close", (code, signal) => {
       clearTimeout(timer);
       children.delete(child);
-      if (code !== 0) return reject(new Error(`the schema extractor ended with ${signal ?? `code ${code}`}: ${err.trim().split("\n").slice(-5).join(" | ")}`));
+      if (code !== 0)
+        return reject(
+          new Error(
+            `the schema extractor ended with ${signal ?? `code ${code}`}: ${err.trim().split("\n").slice(-5).join(" | ")}`,
+          ),
+        );
       try {
         resolve(JSON.parse(Buffer.concat(out).toString("utf8")) as Record<string, StaticSchemas>);
       } catch (e) {

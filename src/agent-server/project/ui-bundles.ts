@@ -29,7 +29,11 @@ function createRenderer(components) {
 `;
 
 /** The client provides React and the SDK to the bundle through this global, not `require`. */
-const requireShim = (text: string) => text.replaceAll(`typeof require !== "undefined" ? require`, `typeof globalThis[Symbol.for("LGUI_REQUIRE")] !== "undefined" ? globalThis[Symbol.for("LGUI_REQUIRE")]`);
+const requireShim = (text: string) =>
+  text.replaceAll(
+    `typeof require !== "undefined" ? require`,
+    `typeof globalThis[Symbol.for("LGUI_REQUIRE")] !== "undefined" ? globalThis[Symbol.for("LGUI_REQUIRE")]`,
+  );
 
 /** Bundles one graph's UI module with esbuild, as the LangGraph server does (React and the SDK external). */
 async function bundle(agentName: string, file: string): Promise<UiFile[]> {
@@ -50,10 +54,17 @@ async function bundle(agentName: string, file: string): Promise<UiFile[]> {
       {
         name: "entrypoint",
         setup(b) {
-          b.onResolve({ filter: /^entrypoint$/ }, () => ({ path: path.join(dir, "ui.entrypoint.tsx"), namespace: "entrypoint-ns" }));
+          b.onResolve({ filter: /^entrypoint$/ }, () => ({
+            path: path.join(dir, "ui.entrypoint.tsx"),
+            namespace: "entrypoint-ns",
+          }));
           b.onLoad({ filter: /.*/, namespace: "entrypoint-ns" }, () => ({
             resolveDir: dir,
-            contents: [`import ui from ${JSON.stringify(file)}`, RENDER_TEMPLATE, "export const render = createRenderer(ui)"].join("\n"),
+            contents: [
+              `import ui from ${JSON.stringify(file)}`,
+              RENDER_TEMPLATE,
+              "export const render = createRenderer(ui)",
+            ].join("\n"),
             loader: "tsx",
           }));
         },
@@ -62,7 +73,10 @@ async function bundle(agentName: string, file: string): Promise<UiFile[]> {
   });
   return (result.outputFiles ?? []).map((f) => {
     const basename = path.basename(f.path);
-    return { basename, contents: basename.endsWith(".js") ? new TextEncoder().encode(requireShim(f.text)) : f.contents };
+    return {
+      basename,
+      contents: basename.endsWith(".js") ? new TextEncoder().encode(requireShim(f.text)) : f.contents,
+    };
   });
 }
 

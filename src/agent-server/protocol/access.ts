@@ -9,10 +9,17 @@ import { findThreadRow, toThread, type Thread } from "../storage/threads.ts";
  * must be readable by the caller, as for `GET /threads/{id}`. Throws a 404 `AgentError` for
  * another user's thread (it is not theirs to know about), or the auth handler's own refusal.
  */
-export async function checkThreadAccess(ctx: AgentServerContext, auth: AuthContext | null, threadId: string): Promise<Thread | null> {
-  const filters = ctx.customAuth ? (await ctx.customAuth.authorize(auth, "threads:read", { thread_id: threadId })).filters : undefined;
+export async function checkThreadAccess(
+  ctx: AgentServerContext,
+  auth: AuthContext | null,
+  threadId: string,
+): Promise<Thread | null> {
+  const filters = ctx.customAuth
+    ? (await ctx.customAuth.authorize(auth, "threads:read", { thread_id: threadId })).filters
+    : undefined;
   const visible = await findThreadRow(ctx.db, ctx, threadId, filters);
   if (visible) return toThread(visible);
-  if (filters && (await findThreadRow(ctx.db, ctx, threadId, undefined))) throw new AgentError(404, `Thread with ID ${threadId} not found`);
+  if (filters && (await findThreadRow(ctx.db, ctx, threadId, undefined)))
+    throw new AgentError(404, `Thread with ID ${threadId} not found`);
   return null;
 }

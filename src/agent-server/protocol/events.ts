@@ -44,4 +44,9 @@ export interface ProtocolError {
 
 export type ProtocolResponse = ProtocolSuccess | ProtocolError;
 
-export const protocolError = (id: number | null, error: ErrorCode, message: string): ProtocolError => ({ type: "error", id, error, message });
+export const protocolError = (id: number | null, error: ErrorCode, message: string): ProtocolError => ({
+  type: "error",
+  id,
+  error,
+  message,
+});

@@ -33,5 +33,9 @@ export function matches(filter: EventFilter, event: ProtocolEvent): boolean {
   if (channel == null) return false;
   if (!filter.channels.has(channel) && !(channel.startsWith("custom:") && filter.channels.has("custom"))) return false;
   if (!filter.namespaces?.length) return true;
-  return filter.namespaces.some((prefix) => isPrefixMatch(event.params.namespace, prefix) && (filter.depth == null || event.params.namespace.length - prefix.length <= filter.depth));
+  return filter.namespaces.some(
+    (prefix) =>
+      isPrefixMatch(event.params.namespace, prefix) &&
+      (filter.depth == null || event.params.namespace.length - prefix.length <= filter.depth),
+  );
 }

@@ -29,6 +29,9 @@ export function registerProtocolRoutes(app: Hono<AgentEnv>, ctx: AgentServerCont
 }
 
 /** The protocol's WebSocket (`GET /threads/{id}/stream/events` with an upgrade) on the server that serves the app. */
-export function attachProtocolUpgrades(server: http.Server, agent: { ctx: AgentServerContext; engine: RunEngine }): void {
+export function attachProtocolUpgrades(
+  server: http.Server,
+  agent: { ctx: AgentServerContext; engine: RunEngine },
+): void {
   attachProtocolWebSocket(server, agent.ctx, serviceFor(agent.ctx, agent.engine), agent.engine.stopSignal);
 }

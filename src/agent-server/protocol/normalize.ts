@@ -25,7 +25,13 @@ function normalizeToolCalls(raw: unknown): { valid: unknown[]; invalid: unknown[
         args = args.trim() ? JSON.parse(args) : {};
       } catch {
         // Arguments that are not JSON make an invalid tool call, as the model produced them.
-        invalid.push({ ...(id ? { id } : {}), ...(name ? { name } : {}), args, error: "Malformed args.", type: "invalid_tool_call" });
+        invalid.push({
+          ...(id ? { id } : {}),
+          ...(name ? { name } : {}),
+          args,
+          error: "Malformed args.",
+          type: "invalid_tool_call",
+        });
         continue;
       }
     }
@@ -41,7 +47,8 @@ export function protocolMessage(m: Record<string, unknown>): Record<string, unkn
   const out: Record<string, unknown> = { type, content: "content" in m ? m.content : "" };
   if (typeof m.id === "string") out.id = m.id;
   if (typeof m.name === "string") out.name = m.name;
-  if (isRecord(m.response_metadata) && Object.keys(m.response_metadata).length) out.response_metadata = m.response_metadata;
+  if (isRecord(m.response_metadata) && Object.keys(m.response_metadata).length)
+    out.response_metadata = m.response_metadata;
   // `example: false` is every message's default (Wharf's wire dicts spell it out): left out, as the reference does.
   if ((type === "ai" || type === "human") && m.example === true) out.example = true;
   if (type === "tool") {
@@ -60,7 +67,8 @@ export function protocolMessage(m: Record<string, unknown>): Record<string, unkn
   return out;
 }
 
-const isMessage = (v: unknown): v is Record<string, unknown> => isRecord(v) && MESSAGE_TYPES.has(messageType(v.type) as string);
+const isMessage = (v: unknown): v is Record<string, unknown> =>
+  isRecord(v) && MESSAGE_TYPES.has(messageType(v.type) as string);
 
 /** A state payload with its messages in the protocol's shape and without `__interrupt__`. */
 export function protocolState(value: unknown, depth = 0): unknown {
@@ -70,15 +78,24 @@ export function protocolState(value: unknown, depth = 0): unknown {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) {
     if (k === "__interrupt__") continue;
-    out[k] = k === "messages" && Array.isArray(v) ? v.map((m) => (isMessage(m) ? protocolMessage(m) : m)) : protocolState(v, depth + 1);
+    out[k] =
+      k === "messages" && Array.isArray(v)
+        ? v.map((m) => (isMessage(m) ? protocolMessage(m) : m))
+        : protocolState(v, depth + 1);
   }
   return out;
 }
 
 /** The interrupts of a state chunk or an `__interrupt__` update, as `input.requested` payloads. */
 export function inputRequests(value: unknown): Array<{ interrupt_id: string; payload: unknown }> {
-  const list = Array.isArray(value) ? value : isRecord(value) && Array.isArray(value.__interrupt__) ? value.__interrupt__ : [];
-  return list.flatMap((e: unknown) => (isRecord(e) && typeof e.id === "string" ? [{ interrupt_id: e.id, payload: e.value }] : []));
+  const list = Array.isArray(value)
+    ? value
+    : isRecord(value) && Array.isArray(value.__interrupt__)
+      ? value.__interrupt__
+      : [];
+  return list.flatMap((e: unknown) =>
+    isRecord(e) && typeof e.id === "string" ? [{ interrupt_id: e.id, payload: e.value }] : [],
+  );
 }
 
 /** Per-run memory of the conversion: interrupts already announced are not announced twice. */
@@ -106,14 +123,22 @@ export function convertProtocolEvent(src: EventBody, state: ConvertState): Event
     case "values": {
       const out = requested(ns, src.data, state);
       const values = protocolState(src.data);
-      if (!isRecord(values) || Object.keys(values).length > 0) out.push({ method: "values", namespace: ns, data: values });
+      if (!isRecord(values) || Object.keys(values).length > 0)
+        out.push({ method: "values", namespace: ns, data: values });
       return out;
     }
     case "updates": {
       const d = isRecord(src.data) ? src.data : {};
       const node = typeof d.node === "string" ? d.node : src.node;
       if (node === "__interrupt__") return requested(ns, d.values, state);
-      return [{ method: "updates", namespace: ns, ...(node ? { node } : {}), data: protocolState(isRecord(d.values) ? d.values : { value: d.values }) }];
+      return [
+        {
+          method: "updates",
+          namespace: ns,
+          ...(node ? { node } : {}),
+          data: protocolState(isRecord(d.values) ? d.values : { value: d.values }),
+        },
+      ];
     }
     case "messages":
     case "tools":
@@ -124,7 +149,8 @@ export function convertProtocolEvent(src: EventBody, state: ConvertState): Event
     case "tasks":
       return [src];
     default:
-      if (src.method.startsWith("custom:") && src.method.length > 7) return [{ method: "custom", namespace: ns, data: { name: src.method.slice(7), payload: src.data } }];
+      if (src.method.startsWith("custom:") && src.method.length > 7)
+        return [{ method: "custom", namespace: ns, data: { name: src.method.slice(7), payload: src.data } }];
       // An event kind this server does not know yet reaches `custom` subscribers under its name.
       return [{ method: "custom", namespace: ns, data: { name: src.method, payload: src.data } }];
   }
@@ -138,7 +164,9 @@ export function convertClassicEvent(event: string, data: unknown, state: Convert
   const [mode, ...ns] = event.split("|");
   if (mode === "values") return convertProtocolEvent({ method: "values", namespace: ns, data }, state);
   if (mode === "updates" && isRecord(data)) {
-    return Object.entries(data).flatMap(([node, values]) => convertProtocolEvent({ method: "updates", namespace: ns, data: { node, values } }, state));
+    return Object.entries(data).flatMap(([node, values]) =>
+      convertProtocolEvent({ method: "updates", namespace: ns, data: { node, values } }, state),
+    );
   }
   if (mode === "custom") return [{ method: "custom", namespace: ns, data: { payload: data } }];
   return [];

@@ -13,8 +13,7 @@ export interface ReconnectView {
 }
 
 export type ReconnectPlan =
-  | { error: ErrorCode; message: string }
-  | { restore: Array<[string, EventFilter]>; after: number; complete: boolean };
+  { error: ErrorCode; message: string } | { restore: Array<[string, EventFilter]>; after: number; complete: boolean };
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -26,17 +25,20 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "obj
  */
 export function planReconnect(params: unknown, view: ReconnectView): ReconnectPlan {
   const p = isRecord(params) ? params : {};
-  if (typeof p.run_id !== "string" || !p.run_id) return { error: "invalid_argument", message: "subscription.reconnect requires a run_id." };
+  if (typeof p.run_id !== "string" || !p.run_id)
+    return { error: "invalid_argument", message: "subscription.reconnect requires a run_id." };
   const runStart = view.runStarts.get(p.run_id);
   if (runStart === undefined) return { error: "no_such_run", message: `Unknown run on this thread: ${p.run_id}` };
   let after = runStart;
   if (p.last_event_id !== undefined) {
     const s = typeof p.last_event_id === "string" && /^\d{1,15}$/.test(p.last_event_id) ? Number(p.last_event_id) : NaN;
-    if (!Number.isSafeInteger(s) || s > view.lastSeq) return { error: "invalid_argument", message: "last_event_id must be the event_id of an event this thread sent." };
+    if (!Number.isSafeInteger(s) || s > view.lastSeq)
+      return { error: "invalid_argument", message: "last_event_id must be the event_id of an event this thread sent." };
     after = s;
   }
   const ids = p.subscriptions ?? [];
-  if (!Array.isArray(ids) || !ids.every((i) => typeof i === "string")) return { error: "invalid_argument", message: "subscriptions must be an array of subscription ids." };
+  if (!Array.isArray(ids) || !ids.every((i) => typeof i === "string"))
+    return { error: "invalid_argument", message: "subscriptions must be an array of subscription ids." };
   const unknown = (ids as string[]).filter((id) => !view.subscriptions.has(id));
   if (unknown.length) return { error: "no_such_subscription", message: `Unknown subscription: ${unknown.join(", ")}` };
   const restore = [...new Set(ids as string[])].map((id) => [id, view.subscriptions.get(id)!] as [string, EventFilter]);

@@ -9,7 +9,13 @@ import { graphForThread } from "../storage/thread-state.ts";
 import type { Thread } from "../storage/threads.ts";
 import { checkThreadAccess } from "./access.ts";
 import { protocolError, type ErrorCode, type ProtocolResponse } from "./events.ts";
-import { convertClassicEvent, convertProtocolEvent, lifecycleOf, protocolState, type ConvertState } from "./normalize.ts";
+import {
+  convertClassicEvent,
+  convertProtocolEvent,
+  lifecycleOf,
+  protocolState,
+  type ConvertState,
+} from "./normalize.ts";
 import type { LogOrigin, ThreadLog, ThreadLogs } from "./thread-log.ts";
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -44,7 +50,11 @@ export class ProtocolService {
   }
 
   /** Answers one command (already checked to have an integer `id` and a string `method`). */
-  async handle(threadId: string, command: { id: number; method: string; params?: unknown }, caller: Caller): Promise<ProtocolResponse> {
+  async handle(
+    threadId: string,
+    command: { id: number; method: string; params?: unknown },
+    caller: Caller,
+  ): Promise<ProtocolResponse> {
     const params = isRecord(command.params) ? command.params : {};
     try {
       const thread = await checkThreadAccess(this.ctx, caller.auth, threadId);
@@ -53,14 +63,25 @@ export class ProtocolService {
         case "run.start":
           return await this.runStart(threadId, log, command.id, params, caller);
         case "input.respond":
-          return await this.inputRespond(threadId, log, command.id, params, caller, await this.settledInterrupts(threadId, log, caller, thread));
+          return await this.inputRespond(
+            threadId,
+            log,
+            command.id,
+            params,
+            caller,
+            await this.settledInterrupts(threadId, log, caller, thread),
+          );
         case "state.get":
           return await this.stateGet(threadId, log, command.id, params, thread);
         case "agent.getTree":
           return this.success(command.id, threadId, log, { tree: log.tree([]) });
         case "subscription.reconnect":
           // Over SSE each stream is its own subscription: reopening it with `since` is the reconnect.
-          return protocolError(command.id, "not_supported", "subscription.reconnect is a WebSocket command; over SSE reopen the event stream with `since`.");
+          return protocolError(
+            command.id,
+            "not_supported",
+            "subscription.reconnect is a WebSocket command; over SSE reopen the event stream with `since`.",
+          );
         default:
           return protocolError(command.id, "unknown_command", `Unknown protocol command: ${command.method}`);
       }
@@ -71,53 +92,90 @@ export class ProtocolService {
     }
   }
 
-  private async runStart(threadId: string, log: ThreadLog, id: number, params: Record<string, unknown>, caller: Caller): Promise<ProtocolResponse> {
+  private async runStart(
+    threadId: string,
+    log: ThreadLog,
+    id: number,
+    params: Record<string, unknown>,
+    caller: Caller,
+  ): Promise<ProtocolResponse> {
     const assistantId = typeof params.assistant_id === "string" ? params.assistant_id : "";
     if (!assistantId) return protocolError(id, "invalid_argument", "run.start requires an assistant_id.");
     if (log.assistantId !== null && log.assistantId !== assistantId) {
-      return protocolError(id, "invalid_argument", `Thread ${threadId} is bound to assistant ${log.assistantId}; cannot run ${assistantId}.`);
+      return protocolError(
+        id,
+        "invalid_argument",
+        `Thread ${threadId} is bound to assistant ${log.assistantId}; cannot run ${assistantId}.`,
+      );
     }
     const thread = await checkThreadAccess(this.ctx, caller.auth, threadId);
     // Input given to a thread paused on an interrupt answers it, as on the reference server.
     const resume = params.input != null && hasInterrupts(thread?.interrupts);
-    const runId = await this.start(threadId, log, {
-      assistant_id: assistantId,
-      ...(resume ? { command: { resume: params.input } } : { input: params.input }),
-      config: isRecord(params.config) ? (params.config as RunCreate["config"]) : undefined,
-      metadata: isRecord(params.metadata) ? params.metadata : undefined,
-      multitask_strategy: typeof params.multitaskStrategy === "string" && MULTITASK.has(params.multitaskStrategy) ? (params.multitaskStrategy as MultitaskStrategy) : "enqueue",
-    }, caller);
+    const runId = await this.start(
+      threadId,
+      log,
+      {
+        assistant_id: assistantId,
+        ...(resume ? { command: { resume: params.input } } : { input: params.input }),
+        config: isRecord(params.config) ? (params.config as RunCreate["config"]) : undefined,
+        metadata: isRecord(params.metadata) ? params.metadata : undefined,
+        multitask_strategy:
+          typeof params.multitaskStrategy === "string" && MULTITASK.has(params.multitaskStrategy)
+            ? (params.multitaskStrategy as MultitaskStrategy)
+            : "enqueue",
+      },
+      caller,
+    );
     log.assistantId = assistantId;
     return this.success(id, threadId, log, { run_id: runId });
   }
 
-  private async inputRespond(threadId: string, log: ThreadLog, id: number, params: Record<string, unknown>, caller: Caller, interrupts: unknown): Promise<ProtocolResponse> {
+  private async inputRespond(
+    threadId: string,
+    log: ThreadLog,
+    id: number,
+    params: Record<string, unknown>,
+    caller: Caller,
+    interrupts: unknown,
+  ): Promise<ProtocolResponse> {
     const resume: Record<string, unknown> = {};
     if (Array.isArray(params.responses)) {
       for (const r of params.responses) {
-        if (!isRecord(r) || typeof r.interrupt_id !== "string") return protocolError(id, "invalid_argument", "input.respond responses entries require an interrupt_id.");
+        if (!isRecord(r) || typeof r.interrupt_id !== "string")
+          return protocolError(id, "invalid_argument", "input.respond responses entries require an interrupt_id.");
         resume[r.interrupt_id] = r.response;
       }
-      if (!Object.keys(resume).length) return protocolError(id, "invalid_argument", "input.respond requires at least one response.");
+      if (!Object.keys(resume).length)
+        return protocolError(id, "invalid_argument", "input.respond requires at least one response.");
     } else if (typeof params.interrupt_id === "string") resume[params.interrupt_id] = params.response;
     else return protocolError(id, "invalid_argument", "input.respond requires an interrupt_id.");
     const assistantId = log.assistantId ?? (await this.threadAssistant(threadId));
     if (!assistantId) return protocolError(id, "no_such_run", "Thread has no active assistant; call run.start first.");
-    if (!hasInterrupts(interrupts)) return protocolError(id, "no_such_interrupt", "The thread has no pending interrupt to answer.");
-    const known = new Set(Object.values(interrupts as Record<string, Array<{ id?: string }>>).flat().map((i) => i?.id));
+    if (!hasInterrupts(interrupts))
+      return protocolError(id, "no_such_interrupt", "The thread has no pending interrupt to answer.");
+    const known = new Set(
+      Object.values(interrupts as Record<string, Array<{ id?: string }>>)
+        .flat()
+        .map((i) => i?.id),
+    );
     const unknown = Object.keys(resume).filter((k) => !known.has(k));
     if (unknown.length) return protocolError(id, "no_such_interrupt", `Unknown interrupt: ${unknown.join(", ")}`);
-    await this.start(threadId, log, {
-      assistant_id: assistantId,
-      command: {
-        resume,
-        ...(isRecord(params.update) || Array.isArray(params.update) ? { update: params.update } : {}),
-        ...(params.goto != null ? { goto: params.goto } : {}),
+    await this.start(
+      threadId,
+      log,
+      {
+        assistant_id: assistantId,
+        command: {
+          resume,
+          ...(isRecord(params.update) || Array.isArray(params.update) ? { update: params.update } : {}),
+          ...(params.goto != null ? { goto: params.goto } : {}),
+        },
+        config: isRecord(params.config) ? (params.config as RunCreate["config"]) : undefined,
+        metadata: isRecord(params.metadata) ? params.metadata : undefined,
+        multitask_strategy: "enqueue",
       },
-      config: isRecord(params.config) ? (params.config as RunCreate["config"]) : undefined,
-      metadata: isRecord(params.metadata) ? params.metadata : undefined,
-      multitask_strategy: "enqueue",
-    }, caller);
+      caller,
+    );
     log.assistantId = assistantId;
     return this.success(id, threadId, log, {});
   }
@@ -127,15 +185,29 @@ export class ProtocolService {
    * while the run that asked still ends (it records the interrupts on the thread as it does): that
    * run's end is awaited first (a few seconds at most).
    */
-  private async settledInterrupts(threadId: string, log: ThreadLog, caller: Caller, thread: Thread | null): Promise<unknown> {
+  private async settledInterrupts(
+    threadId: string,
+    log: ThreadLog,
+    caller: Caller,
+    thread: Thread | null,
+  ): Promise<unknown> {
     if (hasInterrupts(thread?.interrupts) || !log.currentRunId) return thread?.interrupts;
-    const ended = this.engine.waitForEnd(log.currentRunId).then(() => true, () => false);
-    if (!(await Promise.race([ended, new Promise<boolean>((r) => setTimeout(() => r(false), 5000).unref())]))) return thread?.interrupts;
+    const ended = this.engine.waitForEnd(log.currentRunId).then(
+      () => true,
+      () => false,
+    );
+    if (!(await Promise.race([ended, new Promise<boolean>((r) => setTimeout(() => r(false), 5000).unref())])))
+      return thread?.interrupts;
     return (await checkThreadAccess(this.ctx, caller.auth, threadId))?.interrupts;
   }
 
   private async threadAssistant(threadId: string): Promise<string | null> {
-    const row = await this.ctx.db.selectFrom("agent_threads").select("metadata").where("thread_id", "=", threadId).where("server_id", "=", this.ctx.serverId).executeTakeFirst();
+    const row = await this.ctx.db
+      .selectFrom("agent_threads")
+      .select("metadata")
+      .where("thread_id", "=", threadId)
+      .where("server_id", "=", this.ctx.serverId)
+      .executeTakeFirst();
     const meta = row ? (JSON.parse(String(row.metadata ?? "{}")) as Record<string, unknown>) : {};
     return typeof meta.assistant_id === "string" ? meta.assistant_id : null;
   }
@@ -145,28 +217,54 @@ export class ProtocolService {
     const threadId = thread?.thread_id;
     if (!threadId) return undefined;
     const graph = await graphForThread(this.ctx, thread).catch(() => null);
-    if (isPythonGraph(graph)) return ((await graph.state(threadId, {}, false).catch(() => null))?.checkpoint as Record<string, unknown> | undefined) ?? undefined;
-    const tuple = await this.ctx.checkpointer.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } }).catch(() => undefined);
+    if (isPythonGraph(graph))
+      return (
+        ((await graph.state(threadId, {}, false).catch(() => null))?.checkpoint as
+          Record<string, unknown> | undefined) ?? undefined
+      );
+    const tuple = await this.ctx.checkpointer.saver
+      .getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } })
+      .catch(() => undefined);
     return tuple?.config.configurable;
   }
 
-  private async stateGet(threadId: string, log: ThreadLog, id: number, params: Record<string, unknown>, thread: Thread | null): Promise<ProtocolResponse> {
+  private async stateGet(
+    threadId: string,
+    log: ThreadLog,
+    id: number,
+    params: Record<string, unknown>,
+    thread: Thread | null,
+  ): Promise<ProtocolResponse> {
     const cfg = await this.latestCheckpoint(thread);
     const state = (protocolState(thread?.values ?? {}) ?? {}) as Record<string, unknown>;
-    const keys = Array.isArray(params.keys) && params.keys.every((k) => typeof k === "string") ? (params.keys as string[]) : null;
+    const keys =
+      Array.isArray(params.keys) && params.keys.every((k) => typeof k === "string") ? (params.keys as string[]) : null;
     const picked = keys ? Object.fromEntries(Object.entries(state).filter(([k]) => keys.includes(k))) : state;
     return this.success(id, threadId, log, {
       values: picked,
-      ...(typeof cfg?.checkpoint_id === "string" ? { checkpoint: { id: cfg.checkpoint_id, ns: typeof cfg.checkpoint_ns === "string" ? cfg.checkpoint_ns : "" } } : {}),
+      ...(typeof cfg?.checkpoint_id === "string"
+        ? { checkpoint: { id: cfg.checkpoint_id, ns: typeof cfg.checkpoint_ns === "string" ? cfg.checkpoint_ns : "" } }
+        : {}),
     });
   }
 
   /** Creates the run (a thread created on the way) and queues its pump into the thread's log. */
-  private async start(threadId: string, log: ThreadLog, body: Omit<RunCreate, "stream_mode">, caller: Caller): Promise<string> {
+  private async start(
+    threadId: string,
+    log: ThreadLog,
+    body: Omit<RunCreate, "stream_mode">,
+    caller: Caller,
+  ): Promise<string> {
     const { run } = await this.engine.create(
       threadId,
       // A Python graph ignores `protocol` and streams these modes; they are converted instead.
-      { ...body, stream_mode: ["values", "updates", "custom"], stream_subgraphs: true, stream_resumable: true, if_not_exists: "create" },
+      {
+        ...body,
+        stream_mode: ["values", "updates", "custom"],
+        stream_subgraphs: true,
+        stream_resumable: true,
+        if_not_exists: "create",
+      },
       caller.auth,
       caller.headers,
       { protocol: true },
@@ -175,12 +273,19 @@ export class ProtocolService {
     log.noteRun(run.run_id, log.lastSeq);
     const graphName = await this.graphName(run.assistant_id);
     const origin = { runId: run.run_id, assistantId: body.assistant_id };
-    log.pumping = log.pumping.then(() => this.pump(log, origin, graphName)).catch((err) => this.ctx.log.warn({ err, runId: run.run_id }, "protocol: following a run failed"));
+    log.pumping = log.pumping
+      .then(() => this.pump(log, origin, graphName))
+      .catch((err) => this.ctx.log.warn({ err, runId: run.run_id }, "protocol: following a run failed"));
     return run.run_id;
   }
 
   private async graphName(assistantId: string): Promise<string> {
-    const row = await this.ctx.db.selectFrom("agent_assistants").select("graph_id").where("assistant_id", "=", assistantId).executeTakeFirst().catch(() => undefined);
+    const row = await this.ctx.db
+      .selectFrom("agent_assistants")
+      .select("graph_id")
+      .where("assistant_id", "=", assistantId)
+      .executeTakeFirst()
+      .catch(() => undefined);
     return row?.graph_id ?? assistantId;
   }
 
@@ -194,7 +299,9 @@ export class ProtocolService {
     log.append({ method: "lifecycle", namespace: [], data: { event: "running", graph_name: graphName } }, origin);
     // Executing here: its channel; elsewhere (replicas): its stream in Redis.
     const active = await this.engine.whenStarted(runId, this.engine.stopSignal);
-    const events = active ? active.channel.follow(-1, this.engine.stopSignal) : await this.engine.follow(runId, -1, this.engine.stopSignal, true);
+    const events = active
+      ? active.channel.follow(-1, this.engine.stopSignal)
+      : await this.engine.follow(runId, -1, this.engine.stopSignal, true);
     const state: ConvertState = { announced: new Set() };
     let failed = false;
     if (events) {
@@ -203,20 +310,40 @@ export class ProtocolService {
         if (ev.event === "error") {
           failed = true;
           const e = JSON.parse(ev.json) as { message?: string };
-          log.append({ method: "lifecycle", namespace: [], data: { event: "failed", graph_name: graphName, error: e.message ?? "Run failed" } }, origin);
+          log.append(
+            {
+              method: "lifecycle",
+              namespace: [],
+              data: { event: "failed", graph_name: graphName, error: e.message ?? "Run failed" },
+            },
+            origin,
+          );
           continue;
         }
-        const bodies = ev.event === PROTOCOL_EVENT ? convertProtocolEvent(JSON.parse(ev.json), state) : convertClassicEvent(ev.event, JSON.parse(ev.json), state);
+        const bodies =
+          ev.event === PROTOCOL_EVENT
+            ? convertProtocolEvent(JSON.parse(ev.json), state)
+            : convertClassicEvent(ev.event, JSON.parse(ev.json), state);
         for (const b of bodies) log.append(b, origin);
       }
     }
     if (failed) return;
     const outcome = active ? await active.done : null;
-    const row = outcome ? null : await this.ctx.db.selectFrom("agent_runs").select("status").where("run_id", "=", runId).executeTakeFirst();
+    const row = outcome
+      ? null
+      : await this.ctx.db.selectFrom("agent_runs").select("status").where("run_id", "=", runId).executeTakeFirst();
     let status = lifecycleOf(outcome ? outcome.status : (row?.status ?? "error"));
-    if (status === "completed" && (state.announced.size > 0 || outcome?.threadStatus === "interrupted")) status = "interrupted";
+    if (status === "completed" && (state.announced.size > 0 || outcome?.threadStatus === "interrupted"))
+      status = "interrupted";
     if (status === "running") return;
-    log.append({ method: "lifecycle", namespace: [], data: { event: status, graph_name: graphName, ...(outcome?.error ? { error: outcome.error.message } : {}) } }, origin);
+    log.append(
+      {
+        method: "lifecycle",
+        namespace: [],
+        data: { event: status, graph_name: graphName, ...(outcome?.error ? { error: outcome.error.message } : {}) },
+      },
+      origin,
+    );
   }
 }
 

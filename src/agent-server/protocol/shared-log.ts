@@ -27,7 +27,12 @@ export class SharedLogWriter implements LogSink {
   ) {}
 
   push(body: string, origin: LogOrigin | undefined): void {
-    this.queue.push({ uid: `${this.prefix}.${++this.n}`, body, runId: origin?.runId ?? "", assistantId: origin?.assistantId ?? "" });
+    this.queue.push({
+      uid: `${this.prefix}.${++this.n}`,
+      body,
+      runId: origin?.runId ?? "",
+      assistantId: origin?.assistantId ?? "",
+    });
     if (!this.flushing && !this.retry.pending) void this.flush();
   }
 
@@ -73,7 +78,8 @@ export function shareThroughRedis(store: ThreadEventStore, logger: Logger): Shar
       if (detached) return;
       unsubscribe = store.follow(threadId, log.lastSeq, {
         entries: (list) => log.ingest(list),
-        failed: (err) => logger.warn({ err: err.message, threadId }, "following a thread's protocol events: redis unreachable"),
+        failed: (err) =>
+          logger.warn({ err: err.message, threadId }, "following a thread's protocol events: redis unreachable"),
       });
     })();
   };

@@ -22,7 +22,12 @@ export const commandBody = z.object({
  * its body; `POST /threads/{id}/stream/events` is an SSE stream of the thread's events that match
  * the body's filter, from `since` on (else every event kept), open until the client leaves.
  */
-export function registerProtocolSseRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, service: ProtocolService, stopSignal: AbortSignal): void {
+export function registerProtocolSseRoutes(
+  app: Hono<AgentEnv>,
+  ctx: AgentServerContext,
+  service: ProtocolService,
+  stopSignal: AbortSignal,
+): void {
   app.post("/threads/:thread_id/commands", async (c) => {
     const threadId = uuidAt(c, "thread_id");
     const command = parseWith("body", commandBody, await readJson(c.req));
@@ -30,7 +35,11 @@ export function registerProtocolSseRoutes(app: Hono<AgentEnv>, ctx: AgentServerC
   });
 
   app.get("/threads/:thread_id/stream/events", () => {
-    throw new AgentError(426, "The protocol's GET /threads/{id}/stream/events is a WebSocket: send an Upgrade request, or POST for SSE", { upgrade: "websocket" });
+    throw new AgentError(
+      426,
+      "The protocol's GET /threads/{id}/stream/events is a WebSocket: send an Upgrade request, or POST for SSE",
+      { upgrade: "websocket" },
+    );
   });
 
   app.post("/threads/:thread_id/stream/events", async (c) => {
@@ -38,13 +47,24 @@ export function registerProtocolSseRoutes(app: Hono<AgentEnv>, ctx: AgentServerC
     const b = parseWith("body", eventsBody, await readJson(c.req));
     const unknown = unknownChannels(b.channels);
     if (unknown.length) {
-      throw new ValidationFailed(unknown.map((ch) => ({ loc: ["body", "channels", b.channels.indexOf(ch)], msg: `Unknown channel: ${ch}`, type: "value_error" })));
+      throw new ValidationFailed(
+        unknown.map((ch) => ({
+          loc: ["body", "channels", b.channels.indexOf(ch)],
+          msg: `Unknown channel: ${ch}`,
+          type: "value_error",
+        })),
+      );
     }
     await checkThreadAccess(ctx, c.get("auth"), threadId);
     const filter: EventFilter = { channels: new Set(b.channels), namespaces: b.namespaces, depth: b.depth };
     const log = await service.logs.open(threadId);
 
     // Pull-driven: a client that stops reading stops the follow; the log stays bounded.
-    return followSse(c.req.raw, stopSignal, (signal) => log.follow(b.since ?? 0, signal), (e) => (matches(filter, e) ? sseFrame(e.method, JSON.stringify(e), e.event_id) : null));
+    return followSse(
+      c.req.raw,
+      stopSignal,
+      (signal) => log.follow(b.since ?? 0, signal),
+      (e) => (matches(filter, e) ? sseFrame(e.method, JSON.stringify(e), e.event_id) : null),
+    );
   });
 }

@@ -89,7 +89,12 @@ export class ThreadLog {
 
   /** Adds an event; a shared log numbers it in the store, and it arrives here through `ingest`. */
   append(body: EventBody, origin?: LogOrigin): void {
-    const params = { namespace: body.namespace, timestamp: Date.now(), ...(body.node ? { node: body.node } : {}), data: body.data };
+    const params = {
+      namespace: body.namespace,
+      timestamp: Date.now(),
+      ...(body.node ? { node: body.node } : {}),
+      data: body.data,
+    };
     if (this.sink) {
       this.sink.push(JSON.stringify({ method: body.method, params }), origin);
       return;
@@ -130,7 +135,8 @@ export class ThreadLog {
   }
 
   private keep(event: ProtocolEvent): void {
-    if (event.method === "lifecycle") this.track({ method: event.method, namespace: event.params.namespace, data: event.params.data });
+    if (event.method === "lifecycle")
+      this.track({ method: event.method, namespace: event.params.namespace, data: event.params.data });
     this.events.push(event);
     if (this.events.length > MAX_EVENTS) this.events.splice(0, this.events.length - MAX_EVENTS);
     this.lastUsed = Date.now();
@@ -158,7 +164,11 @@ export class ThreadLog {
     const d = body.data as { event?: string; graph_name?: string };
     const key = JSON.stringify(body.namespace);
     const prev = this.namespaces.get(key);
-    this.namespaces.set(key, { namespace: body.namespace, status: d.event ?? prev?.status ?? "started", graphName: d.graph_name ?? prev?.graphName ?? "root" });
+    this.namespaces.set(key, {
+      namespace: body.namespace,
+      status: d.event ?? prev?.status ?? "started",
+      graphName: d.graph_name ?? prev?.graphName ?? "root",
+    });
   }
 
   /** Wakes followers without an event (their consumer went away, or the server stops). */

@@ -19,7 +19,9 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 
 function reject(socket: Duplex, status: number, message: string): void {
   const body = JSON.stringify({ detail: message });
-  socket.end(`HTTP/1.1 ${status} ${status === 401 ? "Unauthorized" : status === 403 ? "Forbidden" : "Error"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${status === 401 ? "Unauthorized" : status === 403 ? "Forbidden" : "Error"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 /**
@@ -27,7 +29,12 @@ function reject(socket: Duplex, status: number, message: string): void {
  * events out; the socket's subscriptions choose the events (a new one first replays what the
  * current run already sent). Authentication is the REST routes' (headers of the upgrade request).
  */
-export function attachProtocolWebSocket(server: http.Server, ctx: AgentServerContext, service: ProtocolService, stopSignal: AbortSignal): void {
+export function attachProtocolWebSocket(
+  server: http.Server,
+  ctx: AgentServerContext,
+  service: ProtocolService,
+  stopSignal: AbortSignal,
+): void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 4 << 20 });
   server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     const m = PATH.exec((req.url ?? "").split("?")[0]);
@@ -57,7 +64,12 @@ export function attachProtocolWebSocket(server: http.Server, ctx: AgentServerCon
           serveSocket(ws, threadId, { auth, headers }, service, stopSignal);
         });
       } catch (err) {
-        if (err instanceof HttpError || err instanceof AgentError) reject(socket, err.status, err instanceof HttpError && typeof err.detail === "string" ? err.detail : err.message);
+        if (err instanceof HttpError || err instanceof AgentError)
+          reject(
+            socket,
+            err.status,
+            err instanceof HttpError && typeof err.detail === "string" ? err.detail : err.message,
+          );
         else {
           ctx.log.error({ err }, "protocol websocket upgrade failed");
           reject(socket, 500, "Internal server error");
@@ -74,15 +86,25 @@ interface Subscription extends EventFilter {
 /** Parses a subscribe command's params into a subscription, or says what is wrong. */
 export function parseSubscribe(params: unknown): Omit<Subscription, "id"> | string {
   const p = isRecord(params) ? params : {};
-  if (!Array.isArray(p.channels) || p.channels.length === 0 || !p.channels.every((c) => typeof c === "string")) return "subscription.subscribe requires a non-empty channels array.";
+  if (!Array.isArray(p.channels) || p.channels.length === 0 || !p.channels.every((c) => typeof c === "string"))
+    return "subscription.subscribe requires a non-empty channels array.";
   const unknown = unknownChannels(p.channels as string[]);
   if (unknown.length) return `subscription.subscribe received an unsupported channel: ${unknown.join(", ")}`;
-  const namespaces = Array.isArray(p.namespaces) && p.namespaces.every((n) => Array.isArray(n) && n.every((s) => typeof s === "string")) ? (p.namespaces as string[][]) : undefined;
+  const namespaces =
+    Array.isArray(p.namespaces) && p.namespaces.every((n) => Array.isArray(n) && n.every((s) => typeof s === "string"))
+      ? (p.namespaces as string[][])
+      : undefined;
   const depth = typeof p.depth === "number" && Number.isInteger(p.depth) && p.depth >= 0 ? p.depth : undefined;
   return { channels: new Set(p.channels as string[]), namespaces, depth };
 }
 
-function serveSocket(ws: WebSocket, threadId: string, caller: { auth: AuthContext | null; headers: Headers }, service: ProtocolService, stopSignal: AbortSignal): void {
+function serveSocket(
+  ws: WebSocket,
+  threadId: string,
+  caller: { auth: AuthContext | null; headers: Headers },
+  service: ProtocolService,
+  stopSignal: AbortSignal,
+): void {
   const log = service.logs.get(threadId);
   const subs = new Map<string, Subscription>();
   const stop = new AbortController();
@@ -97,7 +119,11 @@ function serveSocket(ws: WebSocket, threadId: string, caller: { auth: AuthContex
     if (ws.bufferedAmount > MAX_BUFFERED) {
       // The client does not read: this socket alone ends, with the reason.
       overflowed = true;
-      ws.send(JSON.stringify(protocolError(null, "unknown_error", "The client is not reading its events; closing this stream.")));
+      ws.send(
+        JSON.stringify(
+          protocolError(null, "unknown_error", "The client is not reading its events; closing this stream."),
+        ),
+      );
       ws.close(1013, "client not reading");
       return;
     }
@@ -123,8 +149,16 @@ function serveSocket(ws: WebSocket, threadId: string, caller: { auth: AuthContex
     } catch {
       return send(protocolError(null, "invalid_argument", "Protocol commands must be valid JSON."));
     }
-    if (!isRecord(payload) || typeof payload.id !== "number" || !Number.isInteger(payload.id) || payload.id < 0 || typeof payload.method !== "string") {
-      return send(protocolError(null, "invalid_argument", "Protocol commands must include an integer id and string method."));
+    if (
+      !isRecord(payload) ||
+      typeof payload.id !== "number" ||
+      !Number.isInteger(payload.id) ||
+      payload.id < 0 ||
+      typeof payload.method !== "string"
+    ) {
+      return send(
+        protocolError(null, "invalid_argument", "Protocol commands must include an integer id and string method."),
+      );
     }
     const id = payload.id;
     const meta = () => ({ thread_id: threadId, applied_through_seq: log.lastSeq });
@@ -142,7 +176,8 @@ function serveSocket(ws: WebSocket, threadId: string, caller: { auth: AuthContex
     }
     if (payload.method === "subscription.unsubscribe") {
       const subId = isRecord(payload.params) ? payload.params.subscription_id : undefined;
-      if (typeof subId !== "string") return send(protocolError(id, "invalid_argument", "subscription.unsubscribe requires a subscription_id."));
+      if (typeof subId !== "string")
+        return send(protocolError(id, "invalid_argument", "subscription.unsubscribe requires a subscription_id."));
       if (!subs.delete(subId)) return send(protocolError(id, "no_such_subscription", `Unknown subscription: ${subId}`));
       log.subscriptions.delete(subId);
       return send({ type: "success", id, result: {}, meta: meta() });
@@ -153,9 +188,19 @@ function serveSocket(ws: WebSocket, threadId: string, caller: { auth: AuthContex
       for (const [subId, filter] of plan.restore) subs.set(subId, { id: subId, ...filter });
       // The restored subscriptions' events after the client's last one, each once; live ones follow.
       const restored = plan.restore.map(([, f]) => f);
-      const missed = log.events.filter((e) => e.seq > plan.after && e.seq <= cursor && restored.some((f) => matches(f, e)));
-      const current_namespaces = [...log.namespaces.values()].map((n) => ({ namespace: n.namespace, status: n.status }));
-      send({ type: "success", id, result: { restored: plan.complete, missed_events: missed.length, current_namespaces }, meta: meta() });
+      const missed = log.events.filter(
+        (e) => e.seq > plan.after && e.seq <= cursor && restored.some((f) => matches(f, e)),
+      );
+      const current_namespaces = [...log.namespaces.values()].map((n) => ({
+        namespace: n.namespace,
+        status: n.status,
+      }));
+      send({
+        type: "success",
+        id,
+        result: { restored: plan.complete, missed_events: missed.length, current_namespaces },
+        meta: meta(),
+      });
       for (const e of missed) send(e);
       return;
     }
@@ -165,7 +210,9 @@ function serveSocket(ws: WebSocket, threadId: string, caller: { auth: AuthContex
   // Commands are answered in the order they came.
   let queue = Promise.resolve();
   ws.on("message", (raw) => {
-    queue = queue.then(() => onCommand(raw)).catch(() => send(protocolError(null, "unknown_error", "The command could not be handled.")));
+    queue = queue
+      .then(() => onCommand(raw))
+      .catch(() => send(protocolError(null, "unknown_error", "The command could not be handled.")));
   });
   ws.on("close", () => {
     stop.abort();

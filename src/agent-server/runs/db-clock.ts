@@ -31,7 +31,9 @@ export class DbClock {
   async refresh(): Promise<void> {
     if (!this.db || this.now() - this.sampledAt < RESAMPLE_MS) return;
     const sent = this.now();
-    const r = await sql<{ ms: string }>`select (extract(epoch from clock_timestamp()) * 1000)::bigint::text as ms`.execute(this.db);
+    const r = await sql<{
+      ms: string;
+    }>`select (extract(epoch from clock_timestamp()) * 1000)::bigint::text as ms`.execute(this.db);
     const received = this.now();
     this.offset = clockOffset(sent, received, Number(r.rows[0].ms));
     this.sampledAt = received;

@@ -31,7 +31,10 @@ function taskCheckpoint(state: unknown): Record<string, unknown> | null {
 function withoutInternal(config: Config): Config {
   if (!config?.configurable) return config;
   const { callbacks: _callbacks, ...rest } = config;
-  return { ...rest, configurable: Object.fromEntries(Object.entries(config.configurable).filter(([k]) => !k.startsWith("__"))) };
+  return {
+    ...rest,
+    configurable: Object.fromEntries(Object.entries(config.configurable).filter(([k]) => !k.startsWith("__"))),
+  };
 }
 
 export function debugTask(task: Record<string, unknown>): Record<string, unknown> {
@@ -47,7 +50,9 @@ export function debugCheckpoint(payload: Record<string, unknown>): Record<string
     ...rest,
     checkpoint: configToCheckpoint(payload.config as Config),
     parent_checkpoint: configToCheckpoint(parentConfig as Config),
-    tasks: Array.isArray(payload.tasks) ? payload.tasks.map((t) => debugTask(t as Record<string, unknown>)) : payload.tasks,
+    tasks: Array.isArray(payload.tasks)
+      ? payload.tasks.map((t) => debugTask(t as Record<string, unknown>))
+      : payload.tasks,
     config: withoutInternal(payload.config as Config),
     parent_config: withoutInternal(parentConfig as Config),
   };

@@ -3,7 +3,12 @@ import { LANGGRAPH_VERSION } from "./run-types.ts";
 import type { Run, RunKwargs, RunPrivate } from "./runs.ts";
 
 /** The configurable a run's graph sees: the request's, the caller's, then the run's identity. */
-export function runConfigurable(run: Run, kwargs: RunKwargs, priv: RunPrivate, assistant: Assistant): Record<string, unknown> {
+export function runConfigurable(
+  run: Run,
+  kwargs: RunKwargs,
+  priv: RunPrivate,
+  assistant: Assistant,
+): Record<string, unknown> {
   return {
     ...kwargs.config.configurable,
     ...priv.configurable,
@@ -15,7 +20,14 @@ export function runConfigurable(run: Run, kwargs: RunKwargs, priv: RunPrivate, a
 }
 
 /** The LangGraph config a run's graph is invoked with. */
-export function graphRunConfig(run: Run, kwargs: RunKwargs, configurable: Record<string, unknown>, assistant: Assistant, store: unknown, apiUrl: string | undefined): Record<string, unknown> {
+export function graphRunConfig(
+  run: Run,
+  kwargs: RunKwargs,
+  configurable: Record<string, unknown>,
+  assistant: Assistant,
+  store: unknown,
+  apiUrl: string | undefined,
+): Record<string, unknown> {
   const { configurable: _c, tags, recursion_limit, ...restConfig } = kwargs.config;
   return {
     ...restConfig,

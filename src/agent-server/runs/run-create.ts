@@ -33,9 +33,21 @@ export interface PrepareHost {
 }
 
 /** Validates a run request against its assistant, lets custom auth see it, and builds its row. */
-export async function prepareRun(ctx: AgentServerContext, host: PrepareHost, threadId: string | null, body: RunCreate, auth: AuthContext | null, headers: Headers | null, opts: { protocol?: boolean }): Promise<PreparedRun> {
+export async function prepareRun(
+  ctx: AgentServerContext,
+  host: PrepareHost,
+  threadId: string | null,
+  body: RunCreate,
+  auth: AuthContext | null,
+  headers: Headers | null,
+  opts: { protocol?: boolean },
+): Promise<PreparedRun> {
   const assistant = await getAssistant(ctx, body.assistant_id, undefined, () => noAssistant(body.assistant_id));
-  const streamMode = Array.isArray(body.stream_mode) ? [...body.stream_mode] : body.stream_mode ? [body.stream_mode] : [];
+  const streamMode = Array.isArray(body.stream_mode)
+    ? [...body.stream_mode]
+    : body.stream_mode
+      ? [body.stream_mode]
+      : [];
   if (streamMode.length === 0) streamMode.push("values");
   const config = mergeConfig(assistant, body.config);
   if (body.checkpoint_id) config.configurable = { ...config.configurable, checkpoint_id: body.checkpoint_id };
@@ -75,7 +87,9 @@ export async function prepareRun(ctx: AgentServerContext, host: PrepareHost, thr
     after_seconds: body.after_seconds ?? null,
     kwargs,
   };
-  const { filters } = ctx.customAuth ? await ctx.customAuth.authorize(auth, "threads:create_run", value) : { filters: undefined };
+  const { filters } = ctx.customAuth
+    ? await ctx.customAuth.authorize(auth, "threads:create_run", value)
+    : { filters: undefined };
   const metadata = value.metadata ?? {};
   const priv: RunPrivate = { configurable: privateConfigurable(auth, headers) };
   const now = nowIso();
@@ -101,6 +115,12 @@ export async function prepareRun(ctx: AgentServerContext, host: PrepareHost, thr
     created_at: startAt,
     updated_at: now,
   };
-  const queued = (r: AgentRunsTable): AgentRunsTable => ({ ...r, status: "pending", worker_id: null, lease_until: null, kwargs: toJson({ ...kwargs, sealed_private: sealed ?? host.seal(runId, priv) }, false) });
+  const queued = (r: AgentRunsTable): AgentRunsTable => ({
+    ...r,
+    status: "pending",
+    worker_id: null,
+    lease_until: null,
+    kwargs: toJson({ ...kwargs, sealed_private: sealed ?? host.seal(runId, priv) }, false),
+  });
   return { assistant, runId, kwargs, priv, row, queued, metadata, multitask, temporary, delayMs, now, filters };
 }

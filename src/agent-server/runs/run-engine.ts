@@ -132,7 +132,12 @@ export class RunEngine {
    */
   private fencedSaver<S extends object>(saver: S, runId: string, onLost: () => void): S {
     if (!this.streams.enabled) return saver;
-    return fencedSaver(saver, () => (this.leaseHeld.get(runId) ?? 0) > performance.now(), { runId, workerId: this.workerId }, onLost);
+    return fencedSaver(
+      saver,
+      () => (this.leaseHeld.get(runId) ?? 0) > performance.now(),
+      { runId, workerId: this.workerId },
+      onLost,
+    );
   }
 
   /** Drain controls of the runs executing here (SIGTERM stops them at a superstep): LangGraph's, or a Python run's. */
@@ -164,7 +169,13 @@ export class RunEngine {
   async runningOnThread(threadId: string): Promise<string | undefined> {
     const local = this.activeOnThread(threadId);
     if (local || !this.streams.enabled) return local?.run.run_id;
-    const row = await this.ctx.db.selectFrom("agent_runs").select("run_id").where("thread_id", "=", threadId).where("status", "=", "running").where("temporary", "=", 0).executeTakeFirst();
+    const row = await this.ctx.db
+      .selectFrom("agent_runs")
+      .select("run_id")
+      .where("thread_id", "=", threadId)
+      .where("status", "=", "running")
+      .where("temporary", "=", 0)
+      .executeTakeFirst();
     return row?.run_id;
   }
 
@@ -185,10 +196,25 @@ export class RunEngine {
   }
 
   /** Validates and records a run; starts it at once when its thread is free. */
-  async create(threadId: string | null, body: RunCreate, auth: AuthContext | null, headers: Headers | null, opts: { protocol?: boolean } = {}): Promise<{ run: Run; active: ActiveRun | null }> {
+  async create(
+    threadId: string | null,
+    body: RunCreate,
+    auth: AuthContext | null,
+    headers: Headers | null,
+    opts: { protocol?: boolean } = {},
+  ): Promise<{ run: Run; active: ActiveRun | null }> {
     const ctx = this.ctx;
-    const prepared = await prepareRun(ctx, { workerId: this.workerId, leaseUntil: () => this.leaseUntil(), seal: (runId, priv) => this.seal(runId, priv) }, threadId, body, auth, headers, opts);
-    const { assistant, runId, kwargs, priv, row, queued, metadata, multitask, temporary, delayMs, now, filters } = prepared;
+    const prepared = await prepareRun(
+      ctx,
+      { workerId: this.workerId, leaseUntil: () => this.leaseUntil(), seal: (runId, priv) => this.seal(runId, priv) },
+      threadId,
+      body,
+      auth,
+      headers,
+      opts,
+    );
+    const { assistant, runId, kwargs, priv, row, queued, metadata, multitask, temporary, delayMs, now, filters } =
+      prepared;
 
     if (temporary && delayMs > 0) {
       await ctx.db.insertInto("agent_runs").values(queued(row)).execute();
@@ -209,7 +235,11 @@ export class RunEngine {
     }
 
     const threadMetadata = { graph_id: assistant.graph_id, assistant_id: assistant.assistant_id };
-    const { inflight, startNow } = await this.queue.insertThreadRun(threadId, { row, queued, metadata, threadMetadata, multitask, ifNotExists: body.if_not_exists, delayMs, now, filters }, () => this.hasSlot());
+    const { inflight, startNow } = await this.queue.insertThreadRun(
+      threadId,
+      { row, queued, metadata, threadMetadata, multitask, ifNotExists: body.if_not_exists, delayMs, now, filters },
+      () => this.hasSlot(),
+    );
 
     const run = toRun(startNow ? row : { ...row, status: "pending" });
     if (startNow) return { run, active: this.launch(run, kwargs, priv, assistant) };
@@ -253,7 +283,12 @@ export class RunEngine {
 
   /** Starts executing a run this process has claimed. */
   private launch(run: Run, kwargs: RunKwargs, priv: RunPrivate, assistant: Assistant | null): ActiveRun {
-    const active: ActiveRun = { run, channel: new RunChannel(), abort: new AbortController(), done: null as unknown as Promise<RunOutcome> };
+    const active: ActiveRun = {
+      run,
+      channel: new RunChannel(),
+      abort: new AbortController(),
+      done: null as unknown as Promise<RunOutcome>,
+    };
     this.active.set(run.run_id, active);
     // Claimed just now with a full lease (a little less: the claim was written a moment ago).
     this.leaseHeld.set(run.run_id, performance.now() + this.options.leaseMs - 250);
@@ -267,7 +302,12 @@ export class RunEngine {
     return active;
   }
 
-  private async execute(active: ActiveRun, kwargs: RunKwargs, priv: RunPrivate, knownAssistant: Assistant | null): Promise<RunOutcome> {
+  private async execute(
+    active: ActiveRun,
+    kwargs: RunKwargs,
+    priv: RunPrivate,
+    knownAssistant: Assistant | null,
+  ): Promise<RunOutcome> {
     const { run, channel, abort } = active;
     const ctx = this.ctx;
     const stateful = !kwargs.temporary;
@@ -283,7 +323,8 @@ export class RunEngine {
     this.controls.set(run.run_id, control);
     channel.push("metadata", { run_id: run.run_id, attempt: kwargs.attempt ?? 1 });
     try {
-      const assistant = knownAssistant ?? (await getAssistant(ctx, run.assistant_id, undefined, () => noAssistant(run.assistant_id)));
+      const assistant =
+        knownAssistant ?? (await getAssistant(ctx, run.assistant_id, undefined, () => noAssistant(run.assistant_id)));
       const loaded = ctx.graphs.get(assistant.graph_id);
       if (!loaded) throw new Error(`graph "${assistant.graph_id}" is not part of this server`);
       const configurable = runConfigurable(run, kwargs, priv, assistant);
@@ -295,13 +336,22 @@ export class RunEngine {
         const graph = loaded;
         this.controls.set(run.run_id, {
           requestDrain: () =>
-            void graph.drain(run.run_id).catch((err) => ctx.log.warn({ err, runId: run.run_id }, "cannot ask a Python run to drain")),
+            void graph
+              .drain(run.run_id)
+              .catch((err) => ctx.log.warn({ err, runId: run.run_id }, "cannot ask a Python run to drain")),
         });
         outcome = await loaded.execute(kwargs, runConfig, channel, abort.signal, stateful);
       } else {
-        const graph = await loaded.get({ configurable, context: kwargs.context }, stateful ? this.fencedSaver(ctx.checkpointer.saver, run.run_id, () => abort.signal.aborted || abort.abort("fenced")) : null);
+        const graph = await loaded.get(
+          { configurable, context: kwargs.context },
+          stateful
+            ? this.fencedSaver(ctx.checkpointer.saver, run.run_id, () => abort.signal.aborted || abort.abort("fenced"))
+            : null,
+        );
         if (stateful) {
-          const tuple = await ctx.checkpointer.saver.getTuple({ configurable: { thread_id: run.thread_id, checkpoint_ns: "" } });
+          const tuple = await ctx.checkpointer.saver.getTuple({
+            configurable: { thread_id: run.thread_id, checkpoint_ns: "" },
+          });
           rollbackTo = tuple?.config.configurable?.checkpoint_id ?? null;
         }
         outcome = await executeGraph(graph, kwargs, { ...runConfig, control }, channel, abort.signal, stateful);
@@ -313,7 +363,11 @@ export class RunEngine {
           reason === "fenced"
             ? { status: "error", threadStatus: "error", fenced: true }
             : reason === "shutdown"
-              ? { status: "error", threadStatus: "error", error: { error: "Error", message: "the agent server stopped during the run" } }
+              ? {
+                  status: "error",
+                  threadStatus: "error",
+                  error: { error: "Error", message: "the agent server stopped during the run" },
+                }
               : { status: "interrupted", threadStatus: "idle" };
       } else {
         const error = serializeError(err);
@@ -326,18 +380,23 @@ export class RunEngine {
     const rollback = abort.signal.aborted && abort.signal.reason === "rollback";
     if (rollback && python && stateful) {
       // The run's own checkpoints go; the JS saver below has none of this thread's.
-      await python.deleteRunCheckpoints(run.thread_id, run.run_id).catch((err) => ctx.log.error({ err, runId: run.run_id }, "cannot roll back a Python run's checkpoints"));
+      await python
+        .deleteRunCheckpoints(run.thread_id, run.run_id)
+        .catch((err) => ctx.log.error({ err, runId: run.run_id }, "cannot roll back a Python run's checkpoints"));
     }
     this.controls.delete(run.run_id);
     this.leaseHeld.delete(run.run_id);
     const handBack = !!outcome.drained && stateful;
     try {
-      if (outcome.fenced) ctx.log.warn({ runId: run.run_id, attempt: kwargs.attempt ?? 1 }, "this replica lost the run's lease: another attempt owns it; stopped without recording an outcome");
+      if (outcome.fenced)
+        ctx.log.warn(
+          { runId: run.run_id, attempt: kwargs.attempt ?? 1 },
+          "this replica lost the run's lease: another attempt owns it; stopped without recording an outcome",
+        );
       else if (handBack) {
         await this.queue.handBack(run, kwargs);
         this.wakeOthers();
-      }
-      else await this.finish(run, outcome, stateful, rollback ? (rollbackTo ?? null) : undefined);
+      } else await this.finish(run, outcome, stateful, rollback ? (rollbackTo ?? null) : undefined);
     } catch (err) {
       ctx.log.error({ err, runId: run.run_id }, "cannot record the end of a run");
     }
@@ -346,16 +405,36 @@ export class RunEngine {
     runEnded({ serverId: ctx.serverId, status: outcome.status, seconds: runSeconds(run.created_at, startedAt) });
     channel.close();
     this.active.delete(run.run_id);
-    for (const fn of this.endListeners) fn({ runId: run.run_id, status: outcome.status, seconds: (Date.now() - startedAt.getTime()) / 1000 });
+    for (const fn of this.endListeners)
+      fn({ runId: run.run_id, status: outcome.status, seconds: (Date.now() - startedAt.getTime()) / 1000 });
     this.ended.retain(active, kwargs.resumable ? RESUMABLE_KEEP_MS : ENDED_KEEP_MS);
     // A slot is free: a run queued for one (on any thread) starts now, not at the next timer tick.
     if (this.timer && !this.stopping && this.slots !== Number.MAX_SAFE_INTEGER) this.fillSlots();
-    if (kwargs.webhook) void sendWebhook(ctx.log, kwargs.webhook, { ...run, status: outcome.status, values: outcome.values, error: outcome.error, run_started_at: startedAt.toISOString(), run_ended_at: nowIso() }, this.options.apiUrl?.(), this.options.webhookGate);
+    if (kwargs.webhook)
+      void sendWebhook(
+        ctx.log,
+        kwargs.webhook,
+        {
+          ...run,
+          status: outcome.status,
+          values: outcome.values,
+          error: outcome.error,
+          run_started_at: startedAt.toISOString(),
+          run_ended_at: nowIso(),
+        },
+        this.options.apiUrl?.(),
+        this.options.webhookGate,
+      );
     return outcome;
   }
 
   /** Records the end of a run; the thread's next queued run, claimed meanwhile, starts here at once. */
-  private async finish(run: Run, outcome: RunOutcome, stateful: boolean, rollbackTo: string | null | undefined): Promise<void> {
+  private async finish(
+    run: Run,
+    outcome: RunOutcome,
+    stateful: boolean,
+    rollbackTo: string | null | undefined,
+  ): Promise<void> {
     const next = await this.queue.recordEnd(run, outcome, stateful, rollbackTo);
     if (next) this.startClaimed(next);
   }
@@ -402,19 +481,27 @@ export class RunEngine {
 
   /** Listens for cancels sent by other processes (PostgreSQL). */
   async listen(): Promise<void> {
-    this.signals = await openRunSignals(this.options.databaseUrl ?? null, this.ctx.log, (s) => {
-      if (s.serverId !== this.ctx.serverId) return;
-      const local = this.active.get(s.runId);
-      if (local && !local.abort.signal.aborted) local.abort.abort(s.action);
-    }, signalChannel(this.ctx.serverId, this.options.signalSecret), (s) => {
-      // A run waits for a slot: claim it now if this process has one (the poll stays the fallback).
-      if (s.serverId === this.ctx.serverId && this.timer && !this.stopping && this.hasSlot()) this.tick();
-    });
+    this.signals = await openRunSignals(
+      this.options.databaseUrl ?? null,
+      this.ctx.log,
+      (s) => {
+        if (s.serverId !== this.ctx.serverId) return;
+        const local = this.active.get(s.runId);
+        if (local && !local.abort.signal.aborted) local.abort.abort(s.action);
+      },
+      signalChannel(this.ctx.serverId, this.options.signalSecret),
+      (s) => {
+        // A run waits for a slot: claim it now if this process has one (the poll stays the fallback).
+        if (s.serverId === this.ctx.serverId && this.timer && !this.stopping && this.hasSlot()) this.tick();
+      },
+    );
   }
 
   /** A run was left `pending` for a free slot: other processes look for it at once. */
   private wakeOthers(): void {
-    void this.signals.wake(this.ctx.serverId).catch((err) => this.ctx.log.warn({ err }, "cannot wake other processes for a queued run"));
+    void this.signals
+      .wake(this.ctx.serverId)
+      .catch((err) => this.ctx.log.warn({ err }, "cannot wake other processes for a queued run"));
   }
 
   /** Periodic housekeeping (one timer per process): renew our leases, end runs whose process died. */
@@ -468,7 +555,6 @@ export class RunEngine {
   async recoverAbandoned(): Promise<number> {
     return this.housekeeper.recoverAbandoned();
   }
-
 
   /** Stops: runs still executing end as errors (a restart must not leave them `running`). */
   async stop(graceMs = 2000): Promise<void> {

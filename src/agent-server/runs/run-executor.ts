@@ -36,8 +36,17 @@ interface ProtocolSourceEvent {
  * method is private-field based and refuses the per-checkpointer variants runs execute on
  * (objects created from the loaded graph), so the same stream and transformers are set up here.
  */
-function protocolEvents(graph: RunnableGraph, input: unknown, options: Record<string, unknown>): AsyncIterable<ProtocolSourceEvent> {
-  const source = graph.stream(input, { ...options, version: "v3", streamMode: STREAM_EVENTS_V3_MODES, subgraphs: true } as never);
+function protocolEvents(
+  graph: RunnableGraph,
+  input: unknown,
+  options: Record<string, unknown>,
+): AsyncIterable<ProtocolSourceEvent> {
+  const source = graph.stream(input, {
+    ...options,
+    version: "v3",
+    streamMode: STREAM_EVENTS_V3_MODES,
+    subgraphs: true,
+  } as never);
   const transformers = (graph as { streamTransformers?: unknown[] }).streamTransformers ?? [];
   const chunks = {
     async *[Symbol.asyncIterator]() {
@@ -49,13 +58,16 @@ function protocolEvents(graph: RunnableGraph, input: unknown, options: Record<st
 
 export function toCommand(c: NonNullable<RunKwargs["command"]>): Command {
   const toSend = (g: unknown): unknown =>
-    g && typeof g === "object" && "node" in (g as Record<string, unknown>) ? new Send((g as { node: string }).node, (g as { input?: unknown }).input) : g;
+    g && typeof g === "object" && "node" in (g as Record<string, unknown>)
+      ? new Send((g as { node: string }).node, (g as { input?: unknown }).input)
+      : g;
   const goto = Array.isArray(c.goto) ? c.goto.map(toSend) : c.goto != null ? toSend(c.goto) : undefined;
   return new Command({ update: c.update as never, resume: c.resume, goto: goto as never });
 }
 
 export function serializeError(err: unknown): { error: string; message: string } {
-  if (err instanceof Error) return { error: err.name && err.name !== "Error" ? err.name : "Error", message: err.message };
+  if (err instanceof Error)
+    return { error: err.name && err.name !== "Error" ? err.name : "Error", message: err.message };
   return { error: "Error", message: String(err) };
 }
 
@@ -104,7 +116,8 @@ export async function executeGraph(
     const topLevel = !ns || ns.length === 0;
     const name = (base: string) => (subgraphs && !topLevel ? `${base}|${ns!.join("|")}` : base);
     if (mode === "values" && topLevel) {
-      if (data && typeof data === "object" && "__interrupt__" in data && Object.keys(data).length === 1) interrupt = (data as Record<string, unknown>).__interrupt__;
+      if (data && typeof data === "object" && "__interrupt__" in data && Object.keys(data).length === 1)
+        interrupt = (data as Record<string, unknown>).__interrupt__;
       else lastValues = data;
     }
     if (mode === "messages") {
@@ -125,8 +138,11 @@ export async function executeGraph(
     // chunk, in the LangGraph server's order.
     if (userModes.includes(mode)) channel.push(name(mode), serverChunk(mode, data));
     if (mode === "values" && wantLegacy && (subgraphs || topLevel)) {
-      const msgs = data && typeof data === "object" && "messages" in data ? (data as { messages: unknown }).messages : undefined;
-      const fresh = (Array.isArray(msgs) ? msgs : msgs ? [msgs] : []).filter((m) => isBaseMessage(m) && m.id && !seenIds.has(m.id)) as BaseMessage[];
+      const msgs =
+        data && typeof data === "object" && "messages" in data ? (data as { messages: unknown }).messages : undefined;
+      const fresh = (Array.isArray(msgs) ? msgs : msgs ? [msgs] : []).filter(
+        (m) => isBaseMessage(m) && m.id && !seenIds.has(m.id),
+      ) as BaseMessage[];
       for (const m of fresh) seenIds.add(m.id!);
       if (fresh.length) channel.push("messages/complete", fresh);
     }
@@ -140,7 +156,8 @@ export async function executeGraph(
         const ns = ev.params.namespace;
         if (ev.method === "values" && ns.length === 0) {
           const data = ev.params.data;
-          if (data && typeof data === "object" && "__interrupt__" in data && Object.keys(data).length === 1) interrupt = (data as Record<string, unknown>).__interrupt__;
+          if (data && typeof data === "object" && "__interrupt__" in data && Object.keys(data).length === 1)
+            interrupt = (data as Record<string, unknown>).__interrupt__;
           else lastValues = data;
         }
         channel.push(PROTOCOL_EVENT, { method: ev.method, namespace: ns, node: ev.params.node, data: ev.params.data });
@@ -172,7 +189,9 @@ export async function executeGraph(
   }
 
   if (stateful) {
-    const state = await graph.getState({ configurable: { thread_id: (runConfig.configurable as Record<string, unknown>).thread_id } });
+    const state = await graph.getState({
+      configurable: { thread_id: (runConfig.configurable as Record<string, unknown>).thread_id },
+    });
     const interrupts: Record<string, unknown[]> = {};
     const flat: unknown[] = [];
     for (const t of state.tasks ?? []) {
@@ -191,5 +210,9 @@ export async function executeGraph(
     };
   }
   const values = (lastValues ?? {}) as Record<string, unknown>;
-  return { status: "success", threadStatus: "idle", values: interrupt ? { ...values, __interrupt__: interrupt } : values };
+  return {
+    status: "success",
+    threadStatus: "idle",
+    values: interrupt ? { ...values, __interrupt__: interrupt } : values,
+  };
 }

@@ -37,7 +37,11 @@ export class RunFollowers {
     for (;;) {
       const local = this.host.active(runId);
       if (local) return local;
-      const row = await this.host.ctx.db.selectFrom("agent_runs").select(["status"]).where("run_id", "=", runId).executeTakeFirst();
+      const row = await this.host.ctx.db
+        .selectFrom("agent_runs")
+        .select(["status"])
+        .where("run_id", "=", runId)
+        .executeTakeFirst();
       if (!row || row.status !== "pending") return this.host.active(runId) ?? null;
       if (signal?.aborted) return null;
       let onAbort: (() => void) | null = null;
@@ -70,7 +74,8 @@ export class RunFollowers {
       if (streams.enabled) {
         // Executing elsewhere (or queued): its stream's end marker says when it is over.
         let failed = false;
-        for await (const ev of streams.follow(runId, -1, this.host.stopSignal, () => this.isOver(runId))) if (ev.event === "error" && /StreamUnavailable/.test(ev.json)) failed = true;
+        for await (const ev of streams.follow(runId, -1, this.host.stopSignal, () => this.isOver(runId)))
+          if (ev.event === "error" && /StreamUnavailable/.test(ev.json)) failed = true;
         if (!failed && !this.host.isStopping()) continue;
       }
       if (this.host.isStopping()) return null;
@@ -79,7 +84,11 @@ export class RunFollowers {
   }
 
   private async inflight(runId: string): Promise<boolean> {
-    const row = await this.host.ctx.db.selectFrom("agent_runs").select(["status"]).where("run_id", "=", runId).executeTakeFirst();
+    const row = await this.host.ctx.db
+      .selectFrom("agent_runs")
+      .select(["status"])
+      .where("run_id", "=", runId)
+      .executeTakeFirst();
     return !!row && INFLIGHT.includes(row.status as never);
   }
 
@@ -92,7 +101,12 @@ export class RunFollowers {
    * memory when it executes here (the fast path), else, on replicas, from Redis. Null when there is
    * nothing to follow (the run is over and `replay` was not asked for, or its events are gone).
    */
-  async follow(runId: string, after: number, signal: AbortSignal, replay: boolean): Promise<AsyncGenerator<RunEvent> | null> {
+  async follow(
+    runId: string,
+    after: number,
+    signal: AbortSignal,
+    replay: boolean,
+  ): Promise<AsyncGenerator<RunEvent> | null> {
     const { streams } = this.host;
     if (!streams.enabled) {
       const active = (await this.whenStarted(runId, signal)) ?? (replay ? this.host.endedChannel(runId) : undefined);

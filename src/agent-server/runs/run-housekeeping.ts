@@ -55,7 +55,12 @@ export class RunHousekeeper {
     if (this.host.activeCount() && Date.now() - this.renewedAt >= this.host.renewEveryMs - 50) {
       this.renewedAt = Date.now();
       const sentAt = performance.now();
-      await ctx.db.updateTable("agent_runs").set({ lease_until: this.host.leaseUntil() }).where("worker_id", "=", this.host.workerId).where("status", "=", "running").execute();
+      await ctx.db
+        .updateTable("agent_runs")
+        .set({ lease_until: this.host.leaseUntil() })
+        .where("worker_id", "=", this.host.workerId)
+        .where("status", "=", "running")
+        .execute();
       this.host.leasesRenewed(sentAt);
     }
     const expired = await ctx.db
@@ -65,7 +70,8 @@ export class RunHousekeeper {
       .where("status", "=", "running")
       .where("lease_until", "<", now)
       .execute();
-    for (const r of expired) await this.unlessBusy(r.run_id, () => this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error"));
+    for (const r of expired)
+      await this.unlessBusy(r.run_id, () => this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error"));
     // Runs of a process of this machine that died (kill -9) end now, not when their lease expires.
     const others = await ctx.db
       .selectFrom("agent_runs")
@@ -75,7 +81,11 @@ export class RunHousekeeper {
       .where("worker_id", "!=", this.host.workerId)
       .where("lease_until", ">=", now)
       .execute();
-    for (const r of others) if (r.worker_id && isDeadLocalWorker(r.worker_id)) await this.unlessBusy(r.run_id, () => this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id!));
+    for (const r of others)
+      if (r.worker_id && isDeadLocalWorker(r.worker_id))
+        await this.unlessBusy(r.run_id, () =>
+          this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id!),
+        );
     await this.startQueued(now);
   }
 
@@ -94,7 +104,14 @@ export class RunHousekeeper {
       .where("r.status", "=", "pending")
       .where("r.created_at", "<=", now)
       .where(({ not, exists, selectFrom }) =>
-        not(exists(selectFrom("agent_runs as o").select(sql`1`.as("one")).whereRef("o.thread_id", "=", "r.thread_id").where("o.status", "=", "running"))),
+        not(
+          exists(
+            selectFrom("agent_runs as o")
+              .select(sql`1`.as("one"))
+              .whereRef("o.thread_id", "=", "r.thread_id")
+              .where("o.status", "=", "running"),
+          ),
+        ),
       )
       .groupBy("r.thread_id")
       .limit(Math.min(20, this.host.freeSlots()))
@@ -103,7 +120,12 @@ export class RunHousekeeper {
       if (this.host.isStopping() || this.host.freeSlots() <= 0) break;
       const next = await ctx.db.transaction().execute(async (trx) => {
         await this.host.lockThread(trx, o.thread_id);
-        const running = await trx.selectFrom("agent_runs").select("run_id").where("thread_id", "=", o.thread_id).where("status", "=", "running").executeTakeFirst();
+        const running = await trx
+          .selectFrom("agent_runs")
+          .select("run_id")
+          .where("thread_id", "=", o.thread_id)
+          .where("status", "=", "running")
+          .executeTakeFirst();
         return running ? null : this.host.claimNext(trx, o.thread_id);
       });
       if (next) this.host.startClaimed(next);
@@ -121,7 +143,10 @@ export class RunHousekeeper {
       await settle();
     } catch (err) {
       if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
-      this.host.ctx.log.info({ runId }, "a run to take over is still locked by its previous owner's checkpoint write; trying again at the next pass");
+      this.host.ctx.log.info(
+        { runId },
+        "a run to take over is still locked by its previous owner's checkpoint write; trying again at the next pass",
+      );
     }
   }
 
@@ -130,31 +155,67 @@ export class RunHousekeeper {
    * held it is known to be gone. A thread run resumes once (`planRecovery`), else it ends as
    * `error` with the reason and the thread's next queued run starts.
    */
-  private async endOrphan(runId: string, threadId: string, temporary: boolean, _status: "error", deadWorker?: string): Promise<void> {
+  private async endOrphan(
+    runId: string,
+    threadId: string,
+    temporary: boolean,
+    _status: "error",
+    deadWorker?: string,
+  ): Promise<void> {
     const ctx = this.host.ctx;
-    const orphaned = (q: any) => (deadWorker ? q.where("worker_id", "=", deadWorker) : q.where("lease_until", "<", this.host.clock.iso()));
+    const orphaned = (q: any) =>
+      deadWorker ? q.where("worker_id", "=", deadWorker) : q.where("lease_until", "<", this.host.clock.iso());
     if (temporary) {
-      await orphaned(ctx.db.deleteFrom("agent_runs").where("run_id", "=", runId).where("status", "=", "running")).execute();
+      await orphaned(
+        ctx.db.deleteFrom("agent_runs").where("run_id", "=", runId).where("status", "=", "running"),
+      ).execute();
       return;
     }
-    const head = await ctx.checkpointer.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } }).catch(() => undefined);
+    const head = await ctx.checkpointer.saver
+      .getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } })
+      .catch(() => undefined);
     const headMeta = (head?.metadata ?? {}) as Record<string, unknown>;
     const headRunId = typeof headMeta.run_id === "string" ? headMeta.run_id : null;
     const next = await ctx.db.transaction().execute(async (trx) => {
-      if (ctx.dialect === "postgres") await sql.raw(`SET LOCAL lock_timeout = ${takeoverLockTimeoutMs(this.host.renewEveryMs)}`).execute(trx);
+      if (ctx.dialect === "postgres")
+        await sql.raw(`SET LOCAL lock_timeout = ${takeoverLockTimeoutMs(this.host.renewEveryMs)}`).execute(trx);
       await this.host.lockThread(trx, threadId);
-      const row = await orphaned(trx.selectFrom("agent_runs").selectAll().where("run_id", "=", runId).where("status", "=", "running")).executeTakeFirst();
+      const row = await orphaned(
+        trx.selectFrom("agent_runs").selectAll().where("run_id", "=", runId).where("status", "=", "running"),
+      ).executeTakeFirst();
       if (!row) return null;
-      const plan = planRecovery(parseJson<RunKwargs>(row.kwargs, {} as RunKwargs), { temporary: false, headRunId, runId });
+      const plan = planRecovery(parseJson<RunKwargs>(row.kwargs, {} as RunKwargs), {
+        temporary: false,
+        headRunId,
+        runId,
+      });
       if (plan.action === "resume") {
-        await trx.updateTable("agent_runs").set({ status: "pending", worker_id: null, lease_until: null, kwargs: toJson(plan.kwargs, false), updated_at: nowIso() }).where("run_id", "=", runId).execute();
-        ctx.log.warn({ runId, threadId, attempt: plan.kwargs.attempt, fromCheckpoint: plan.fromCheckpoint }, "the process running a run died; the run resumes");
+        await trx
+          .updateTable("agent_runs")
+          .set({
+            status: "pending",
+            worker_id: null,
+            lease_until: null,
+            kwargs: toJson(plan.kwargs, false),
+            updated_at: nowIso(),
+          })
+          .where("run_id", "=", runId)
+          .execute();
+        ctx.log.warn(
+          { runId, threadId, attempt: plan.kwargs.attempt, fromCheckpoint: plan.fromCheckpoint },
+          "the process running a run died; the run resumes",
+        );
       } else {
         const reason = plan.action === "error" ? plan.reason : "the process running it died";
-        await trx.updateTable("agent_runs").set({ status: "error", updated_at: nowIso(), worker_id: null, lease_until: null }).where("run_id", "=", runId).execute();
+        await trx
+          .updateTable("agent_runs")
+          .set({ status: "error", updated_at: nowIso(), worker_id: null, lease_until: null })
+          .where("run_id", "=", runId)
+          .execute();
         ctx.log.warn({ runId, threadId, reason }, `run ended as error: ${reason}`);
       }
-      const claimed = this.host.isStopping() || this.host.freeSlots() <= 0 ? null : await this.host.claimNext(trx, threadId);
+      const claimed =
+        this.host.isStopping() || this.host.freeSlots() <= 0 ? null : await this.host.claimNext(trx, threadId);
       if (!claimed && plan.action !== "resume") await setThreadOutcome(trx, threadId, { status: "error" });
       return claimed;
     });
@@ -174,7 +235,10 @@ export class RunHousekeeper {
       .where("status", "=", "running")
       .where("worker_id", "!=", this.host.workerId)
       .execute();
-    for (const r of rows) await this.unlessBusy(r.run_id, () => this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id ?? undefined));
+    for (const r of rows)
+      await this.unlessBusy(r.run_id, () =>
+        this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id ?? undefined),
+      );
     return rows.length;
   }
 }

@@ -7,7 +7,12 @@ export function sealRunPrivate(ctx: AgentServerContext, runId: string, priv: Run
 }
 
 /** A run's caller data: kept in memory when created here, else opened from its row (empty if it cannot be). */
-export function openRunPrivate(ctx: AgentServerContext, runId: string, kwargs: RunKwargs, known: RunPrivate | undefined): RunPrivate {
+export function openRunPrivate(
+  ctx: AgentServerContext,
+  runId: string,
+  kwargs: RunKwargs,
+  known: RunPrivate | undefined,
+): RunPrivate {
   if (known) return known;
   if (!kwargs.sealed_private) return { configurable: {} };
   try {

@@ -37,7 +37,11 @@ export class RunQueue {
   ) {}
 
   lockThread(trx: Transaction<Database>, threadId: string) {
-    let q = trx.selectFrom("agent_threads").selectAll().where("thread_id", "=", threadId).where("server_id", "=", this.ctx.serverId);
+    let q = trx
+      .selectFrom("agent_threads")
+      .selectAll()
+      .where("thread_id", "=", threadId)
+      .where("server_id", "=", this.ctx.serverId);
     if (this.ctx.dialect === "postgres") q = q.forUpdate();
     return q.executeTakeFirst();
   }
@@ -46,7 +50,11 @@ export class RunQueue {
    * Records a thread run under its thread's lock (creating the thread if asked): started here when
    * the thread is free and `hasSlot()`, else queued. Returns the runs in flight before it.
    */
-  async insertThreadRun(threadId: string | null, r: ThreadRunInsert, hasSlot: () => boolean): Promise<{ inflight: string[]; startNow: boolean }> {
+  async insertThreadRun(
+    threadId: string | null,
+    r: ThreadRunInsert,
+    hasSlot: () => boolean,
+  ): Promise<{ inflight: string[]; startNow: boolean }> {
     const ctx = this.ctx;
     const { row, queued, metadata, threadMetadata, multitask, delayMs, now, filters } = r;
     return ctx.db.transaction().execute(async (trx) => {
@@ -69,9 +77,13 @@ export class RunQueue {
           })
           .onConflict((oc) => oc.column("thread_id").doNothing())
           .executeTakeFirst();
-        if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) throw new AgentError(409, `Thread with ID ${row.thread_id} already exists`);
+        if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0)
+          throw new AgentError(409, `Thread with ID ${row.thread_id} already exists`);
         const startHere = delayMs === 0 && hasSlot();
-        await trx.insertInto("agent_runs").values(startHere ? row : queued(row)).execute();
+        await trx
+          .insertInto("agent_runs")
+          .values(startHere ? row : queued(row))
+          .execute();
         return { inflight: [] as string[], startNow: startHere };
       }
       const inflightRows = await trx
@@ -82,14 +94,21 @@ export class RunQueue {
         .execute();
       const inflight = inflightRows.map((r) => r.run_id);
       if (inflight.length && multitask === "reject") {
-        throw new AgentError(409, "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.");
+        throw new AgentError(
+          409,
+          "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
+        );
       }
       const startNow = inflight.length === 0 && delayMs === 0 && hasSlot();
       const stored: AgentRunsTable = startNow ? row : queued(row);
       await trx.insertInto("agent_runs").values(stored).execute();
       await trx
         .updateTable("agent_threads")
-        .set({ status: "busy", updated_at: now, metadata: asJson({ ...parseJson(thread.metadata, {}), ...threadMetadata }) })
+        .set({
+          status: "busy",
+          updated_at: now,
+          metadata: asJson({ ...parseJson(thread.metadata, {}), ...threadMetadata }),
+        })
         .where("thread_id", "=", thread.thread_id)
         .execute();
       return { inflight, startNow };
@@ -100,7 +119,12 @@ export class RunQueue {
    * Records the end of a run and, under the thread's lock, claims the thread's next queued run
    * (returned, for the caller to start) or sets the thread's status from the outcome.
    */
-  async recordEnd(run: Run, outcome: RunOutcome, stateful: boolean, rollbackTo: string | null | undefined): Promise<AgentRunsTable | null> {
+  async recordEnd(
+    run: Run,
+    outcome: RunOutcome,
+    stateful: boolean,
+    rollbackTo: string | null | undefined,
+  ): Promise<AgentRunsTable | null> {
     const ctx = this.ctx;
     if (!stateful) {
       await ctx.db.deleteFrom("agent_runs").where("run_id", "=", run.run_id).execute();
@@ -108,7 +132,10 @@ export class RunQueue {
     }
     if (rollbackTo !== undefined) await deleteCheckpointsAfter(ctx, run.thread_id, rollbackTo);
     let threadValues: unknown = undefined;
-    if (outcome.values !== undefined && !(outcome.values && typeof outcome.values === "object" && "__error__" in outcome.values)) {
+    if (
+      outcome.values !== undefined &&
+      !(outcome.values && typeof outcome.values === "object" && "__error__" in outcome.values)
+    ) {
       const { __interrupt__: _i, ...rest } = outcome.values as Record<string, unknown>;
       threadValues = rest;
     }
@@ -118,15 +145,27 @@ export class RunQueue {
       else {
         // Only while this process still holds the run: one whose lease another replica took over
         // records nothing, neither the run's status nor its thread's (the new attempt's are).
-        const ended = await trx.updateTable("agent_runs").set({ status: outcome.status, updated_at: nowIso(), worker_id: null, lease_until: null }).where("run_id", "=", run.run_id).where("worker_id", "=", this.workerId).executeTakeFirst();
+        const ended = await trx
+          .updateTable("agent_runs")
+          .set({ status: outcome.status, updated_at: nowIso(), worker_id: null, lease_until: null })
+          .where("run_id", "=", run.run_id)
+          .where("worker_id", "=", this.workerId)
+          .executeTakeFirst();
         if (Number(ended.numUpdatedRows) === 0) {
-          ctx.log.warn({ runId: run.run_id, status: outcome.status }, "this process no longer holds the run (another attempt owns it): its end is not recorded");
+          ctx.log.warn(
+            { runId: run.run_id, status: outcome.status },
+            "this process no longer holds the run (another attempt owns it): its end is not recorded",
+          );
           return null;
         }
       }
       const claimed = await this.claimNext(trx, run.thread_id);
       if (!claimed) {
-        await setThreadOutcome(trx, run.thread_id, { status: outcome.threadStatus, values: threadValues, interrupts: outcome.interrupts ?? (rollbackTo !== undefined ? undefined : {}) });
+        await setThreadOutcome(trx, run.thread_id, {
+          status: outcome.threadStatus,
+          values: threadValues,
+          interrupts: outcome.interrupts ?? (rollbackTo !== undefined ? undefined : {}),
+        });
       }
       return claimed;
     });
@@ -138,21 +177,42 @@ export class RunQueue {
    */
   async handBack(run: Run, kwargs: RunKwargs): Promise<void> {
     // The stored kwargs carry the caller's sealed data (the in-memory ones of a run created here do not).
-    const row = await this.ctx.db.selectFrom("agent_runs").select("kwargs").where("run_id", "=", run.run_id).executeTakeFirst();
+    const row = await this.ctx.db
+      .selectFrom("agent_runs")
+      .select("kwargs")
+      .where("run_id", "=", run.run_id)
+      .executeTakeFirst();
     const stored = row ? parseJson<RunKwargs>(row.kwargs, kwargs) : kwargs;
-    const next: RunKwargs = { ...stored, attempt: (kwargs.attempt ?? 1) + 1, handbacks: (stored.handbacks ?? 0) + 1, input: null, command: null };
+    const next: RunKwargs = {
+      ...stored,
+      attempt: (kwargs.attempt ?? 1) + 1,
+      handbacks: (stored.handbacks ?? 0) + 1,
+      input: null,
+      command: null,
+    };
     await this.ctx.db
       .updateTable("agent_runs")
       .set({ status: "pending", worker_id: null, lease_until: null, kwargs: toJson(next, false), updated_at: nowIso() })
       .where("run_id", "=", run.run_id)
       .where("worker_id", "=", this.workerId)
       .execute();
-    this.ctx.log.info({ runId: run.run_id, attempt: next.attempt }, "run drained at a superstep boundary and handed back");
+    this.ctx.log.info(
+      { runId: run.run_id, attempt: next.attempt },
+      "run drained at a superstep boundary and handed back",
+    );
   }
 
   /** Claims the oldest queued run of a thread (caller holds the thread lock). */
   async claimNext(trx: Kysely<Database>, threadId: string): Promise<AgentRunsTable | null> {
-    let q = trx.selectFrom("agent_runs").selectAll().where("thread_id", "=", threadId).where("status", "=", "pending").where("created_at", "<=", nowIso()).orderBy("created_at").orderBy("run_id").limit(1);
+    let q = trx
+      .selectFrom("agent_runs")
+      .selectAll()
+      .where("thread_id", "=", threadId)
+      .where("status", "=", "pending")
+      .where("created_at", "<=", nowIso())
+      .orderBy("created_at")
+      .orderBy("run_id")
+      .limit(1);
     if (this.ctx.dialect === "postgres") q = q.forUpdate().skipLocked();
     const next = await q.executeTakeFirst();
     if (!next) return null;
@@ -163,7 +223,11 @@ export class RunQueue {
       .where("status", "=", "pending")
       .executeTakeFirst();
     if (Number(claimed.numUpdatedRows) !== 1) return null;
-    await trx.updateTable("agent_threads").set({ status: "busy", updated_at: nowIso() }).where("thread_id", "=", threadId).execute();
+    await trx
+      .updateTable("agent_threads")
+      .set({ status: "busy", updated_at: nowIso() })
+      .where("thread_id", "=", threadId)
+      .execute();
     return { ...next, status: "running" };
   }
 
@@ -171,21 +235,36 @@ export class RunQueue {
   async claimDelayed(threadId: string, hasSlot: () => boolean): Promise<AgentRunsTable | null> {
     return this.ctx.db.transaction().execute(async (trx) => {
       await this.lockThread(trx, threadId);
-      const running = await trx.selectFrom("agent_runs").select("run_id").where("thread_id", "=", threadId).where("status", "=", "running").executeTakeFirst();
+      const running = await trx
+        .selectFrom("agent_runs")
+        .select("run_id")
+        .where("thread_id", "=", threadId)
+        .where("status", "=", "running")
+        .executeTakeFirst();
       return running || !hasSlot() ? null : this.claimNext(trx, threadId);
     });
   }
 
   /** A queued run's status and owner (null: no such run). */
   async owner(runId: string) {
-    return this.ctx.db.selectFrom("agent_runs").select(["status", "worker_id"]).where("run_id", "=", runId).executeTakeFirst();
+    return this.ctx.db
+      .selectFrom("agent_runs")
+      .select(["status", "worker_id"])
+      .where("run_id", "=", runId)
+      .executeTakeFirst();
   }
 
   /** Ends a queued (not yet started) run: `rollback` removes it, `interrupt` marks it interrupted. */
   async cancelQueued(threadId: string, runId: string, action: CancelAction): Promise<void> {
     const scope = { run: runId, server: this.ctx.serverId, thread: threadId };
     if (action === "rollback") {
-      await this.ctx.db.deleteFrom("agent_runs").where("run_id", "=", scope.run).where("status", "=", "pending").where("server_id", "=", scope.server).where("thread_id", "=", scope.thread).execute();
+      await this.ctx.db
+        .deleteFrom("agent_runs")
+        .where("run_id", "=", scope.run)
+        .where("status", "=", "pending")
+        .where("server_id", "=", scope.server)
+        .where("thread_id", "=", scope.thread)
+        .execute();
     } else {
       await this.ctx.db
         .updateTable("agent_runs")
@@ -203,14 +282,29 @@ export class RunQueue {
   private async idleIfNothingLeft(threadId: string): Promise<void> {
     await this.ctx.db.transaction().execute(async (trx) => {
       await this.lockThread(trx, threadId);
-      const left = await trx.selectFrom("agent_runs").select("run_id").where("thread_id", "=", threadId).where("status", "in", INFLIGHT).executeTakeFirst();
-      if (!left) await trx.updateTable("agent_threads").set({ status: "idle", updated_at: nowIso() }).where("thread_id", "=", threadId).where("status", "=", "busy").execute();
+      const left = await trx
+        .selectFrom("agent_runs")
+        .select("run_id")
+        .where("thread_id", "=", threadId)
+        .where("status", "in", INFLIGHT)
+        .executeTakeFirst();
+      if (!left)
+        await trx
+          .updateTable("agent_threads")
+          .set({ status: "idle", updated_at: nowIso() })
+          .where("thread_id", "=", threadId)
+          .where("status", "=", "busy")
+          .execute();
     });
   }
 }
 
 /** Removes the checkpoints a rolled-back run wrote (everything after the one it started from). */
-async function deleteCheckpointsAfter(ctx: AgentServerContext, threadId: string, checkpointId: string | null): Promise<void> {
+async function deleteCheckpointsAfter(
+  ctx: AgentServerContext,
+  threadId: string,
+  checkpointId: string | null,
+): Promise<void> {
   if (checkpointId === null) {
     await ctx.checkpointer.saver.deleteThread(threadId);
     return;

@@ -15,13 +15,18 @@ export type Recovery =
  * from its own input; the caller's sealed user and headers are needed to run it as them. Anything
  * else ends as `error` with the reason.
  */
-export function planRecovery(kwargs: RunKwargs, opts: { temporary: boolean; headRunId: string | null; runId: string }): Recovery {
+export function planRecovery(
+  kwargs: RunKwargs,
+  opts: { temporary: boolean; headRunId: string | null; runId: string },
+): Recovery {
   if (opts.temporary) return { action: "delete" };
   const attempt = kwargs.attempt ?? 1;
   // Drained attempts handed their run back cleanly: only crashed ones count against the limit.
   const crashed = attempt - (kwargs.handbacks ?? 0);
-  if (crashed >= MAX_ATTEMPTS) return { action: "error", reason: `the process running it died during attempt ${attempt} of ${MAX_ATTEMPTS}` };
-  if (!kwargs.sealed_private) return { action: "error", reason: "the process running it died and the caller's data to resume it was not kept" };
+  if (crashed >= MAX_ATTEMPTS)
+    return { action: "error", reason: `the process running it died during attempt ${attempt} of ${MAX_ATTEMPTS}` };
+  if (!kwargs.sealed_private)
+    return { action: "error", reason: "the process running it died and the caller's data to resume it was not kept" };
   const fromCheckpoint = opts.headRunId === opts.runId;
   const next: RunKwargs = { ...kwargs, attempt: attempt + 1 };
   if (fromCheckpoint) {

@@ -42,7 +42,11 @@ export function signalChannel(serverId: string, secret?: string): string {
  * infrastructure. With SQLite (one host) there is nothing to signal: runs are cancelled locally.
  */
 /** Signals of a process that has no other process to tell (SQLite, one host): runs are cancelled locally. */
-export const NO_RUN_SIGNALS: RunSignals = { cancel: async () => undefined, wake: async () => undefined, close: async () => undefined };
+export const NO_RUN_SIGNALS: RunSignals = {
+  cancel: async () => undefined,
+  wake: async () => undefined,
+  close: async () => undefined,
+};
 
 /** A notification's payload as a signal (pure: table-tested); null for anything else. */
 export function parseSignal(payload: string): CancelSignal | WakeSignal | null {
@@ -56,7 +60,8 @@ export function parseSignal(payload: string): CancelSignal | WakeSignal | null {
   const s = v as Record<string, unknown>;
   if (typeof s.serverId !== "string") return null;
   if (s.wake === true) return { serverId: s.serverId, wake: true };
-  if (typeof s.runId === "string" && (s.action === "interrupt" || s.action === "rollback")) return { serverId: s.serverId, runId: s.runId, action: s.action };
+  if (typeof s.runId === "string" && (s.action === "interrupt" || s.action === "rollback"))
+    return { serverId: s.serverId, runId: s.runId, action: s.action };
   return null;
 }
 
@@ -85,7 +90,10 @@ export async function openRunSignals(
       await sender.query("SELECT pg_notify($1, $2)", [channel, JSON.stringify(s)]);
     },
     wake: async (serverId) => {
-      await sender.query("SELECT pg_notify($1, $2)", [channel, JSON.stringify({ serverId, wake: true } satisfies WakeSignal)]);
+      await sender.query("SELECT pg_notify($1, $2)", [
+        channel,
+        JSON.stringify({ serverId, wake: true } satisfies WakeSignal),
+      ]);
     },
     close: async () => {
       // Closing: a connection that already failed has nothing left to end.

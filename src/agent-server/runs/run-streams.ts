@@ -56,7 +56,10 @@ export class RunStreams {
         } catch (err) {
           // Redis down: numbering unknown; wait a little, then start from 0 (followers see a gap and an error).
           if (i >= 20) {
-            this.log.warn({ err: (err as Error).message, runId }, "cannot take the run's stream in redis; its followers lose the earlier attempt's events");
+            this.log.warn(
+              { err: (err as Error).message, runId },
+              "cannot take the run's stream in redis; its followers lose the earlier attempt's events",
+            );
             break;
           }
           await new Promise((r) => setTimeout(r, 250));
@@ -103,7 +106,11 @@ export class RunStreams {
 
   /** Records a thread run's start for the thread streams of every replica. */
   threadRunStarted(threadId: string, runId: string): void {
-    void this.bus?.threadRunStarted(threadId, runId).catch((err) => this.log.warn({ err: (err as Error).message, threadId }, "cannot record a thread run's start in redis"));
+    void this.bus
+      ?.threadRunStarted(threadId, runId)
+      .catch((err) =>
+        this.log.warn({ err: (err as Error).message, threadId }, "cannot record a thread run's start in redis"),
+      );
   }
 
   /**
@@ -111,7 +118,12 @@ export class RunStreams {
    * unreachable the follow ends with an `error` event: a clean end, after which a client falls back
    * to `join` and the thread's state (the run itself is in PostgreSQL, not lost).
    */
-  async *follow(runId: string, after: number, signal: AbortSignal, isOver: () => Promise<boolean>): AsyncGenerator<RunEvent> {
+  async *follow(
+    runId: string,
+    after: number,
+    signal: AbortSignal,
+    isOver: () => Promise<boolean>,
+  ): AsyncGenerator<RunEvent> {
     if (!this.bus) return;
     let last = after;
     try {
@@ -120,7 +132,10 @@ export class RunStreams {
         yield new RemoteEvent(e.n, e.event, e.json);
       }
     } catch (err) {
-      const message = err instanceof StreamGapError ? err.message : `the run's event stream is unavailable: ${(err as Error).message}`;
+      const message =
+        err instanceof StreamGapError
+          ? err.message
+          : `the run's event stream is unavailable: ${(err as Error).message}`;
       this.log.warn({ runId, after: last, err: message }, "run stream follow ended early");
       yield new RemoteEvent(last, "error", JSON.stringify({ error: "StreamUnavailable", message }));
     }

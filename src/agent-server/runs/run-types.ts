@@ -45,7 +45,10 @@ const REQUEST_HEADERS_SKIPPED = new Set(["x-api-key", "x-tenant-id", "x-service-
 export const LANGGRAPH_VERSION = "1.7.3";
 
 export const noAssistant = (id: string) =>
-  new AgentError(404, `No assistant found for "${id}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`);
+  new AgentError(
+    404,
+    `No assistant found for "${id}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`,
+  );
 
 /** What the graph reads about the caller: the interface's key and the ones LangGraph graphs read. */
 export function privateConfigurable(auth: AuthContext | null, headers: Headers | null): Record<string, unknown> {
@@ -65,10 +68,17 @@ export function privateConfigurable(auth: AuthContext | null, headers: Headers |
   return out;
 }
 
-export function mergeConfig(assistant: Assistant, requested: RunKwargs["config"] | null | undefined): RunKwargs["config"] {
+export function mergeConfig(
+  assistant: Assistant,
+  requested: RunKwargs["config"] | null | undefined,
+): RunKwargs["config"] {
   const a = assistant.config as RunKwargs["config"];
   const r = requested ?? {};
-  const config: RunKwargs["config"] = { ...a, ...r, configurable: { ...(a.configurable ?? {}), ...(r.configurable ?? {}) } };
+  const config: RunKwargs["config"] = {
+    ...a,
+    ...r,
+    configurable: { ...(a.configurable ?? {}), ...(r.configurable ?? {}) },
+  };
   const tags = [...(a.tags ?? []), ...(r.tags ?? [])];
   if (tags.length) config.tags = [...new Set(tags)];
   return config;

@@ -53,7 +53,14 @@ export interface Run {
 }
 
 export function toRun(row: AgentRunsTable): Run {
-  const { sealed_private: _s, ...kwargs } = parseJson<RunKwargs>(row.kwargs, { config: {}, stream_mode: ["values"], temporary: false, subgraphs: false, resumable: false, on_disconnect: "cancel" });
+  const { sealed_private: _s, ...kwargs } = parseJson<RunKwargs>(row.kwargs, {
+    config: {},
+    stream_mode: ["values"],
+    temporary: false,
+    subgraphs: false,
+    resumable: false,
+    on_disconnect: "cancel",
+  });
   return {
     run_id: row.run_id,
     thread_id: row.thread_id,
@@ -67,14 +74,27 @@ export function toRun(row: AgentRunsTable): Run {
   };
 }
 
-export async function getRunRow(db: Kysely<Database>, ctx: AgentServerContext, runId: string, threadId?: string): Promise<AgentRunsTable | undefined> {
+export async function getRunRow(
+  db: Kysely<Database>,
+  ctx: AgentServerContext,
+  runId: string,
+  threadId?: string,
+): Promise<AgentRunsTable | undefined> {
   let q = db.selectFrom("agent_runs").selectAll().where("run_id", "=", runId).where("server_id", "=", ctx.serverId);
   if (threadId) q = q.where("thread_id", "=", threadId);
   return q.executeTakeFirst();
 }
 
-export async function listRuns(ctx: AgentServerContext, threadId: string, query: { limit?: number; offset?: number; status?: string | null }): Promise<Run[]> {
-  let q = ctx.db.selectFrom("agent_runs").selectAll().where("server_id", "=", ctx.serverId).where("thread_id", "=", threadId);
+export async function listRuns(
+  ctx: AgentServerContext,
+  threadId: string,
+  query: { limit?: number; offset?: number; status?: string | null },
+): Promise<Run[]> {
+  let q = ctx.db
+    .selectFrom("agent_runs")
+    .selectAll()
+    .where("server_id", "=", ctx.serverId)
+    .where("thread_id", "=", threadId);
   if (query.status) q = q.where("status", "=", query.status);
   const rows = await q
     .orderBy("created_at", "desc")

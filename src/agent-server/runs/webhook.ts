@@ -35,12 +35,19 @@ export function egressWebhookGate(settings: OutboundSettings): NonNullable<Webho
  * goes through `gate` first.
  * Best effort: one attempt with a timeout; a failure is logged, never fails the run.
  */
-export async function sendWebhook(log: Logger, url: string, payload: Record<string, unknown>, selfUrl: string | undefined, gate: WebhookGate): Promise<void> {
+export async function sendWebhook(
+  log: Logger,
+  url: string,
+  payload: Record<string, unknown>,
+  selfUrl: string | undefined,
+  gate: WebhookGate,
+): Promise<void> {
   let target: URL;
   try {
     if (isWebhookPath(url) && !selfUrl) throw new Error("a webhook path needs the server's own URL");
     target = isWebhookPath(url) ? new URL(url, selfUrl) : new URL(url);
-    if (target.protocol !== "http:" && target.protocol !== "https:") throw new Error("only http and https webhooks are sent");
+    if (target.protocol !== "http:" && target.protocol !== "https:")
+      throw new Error("only http and https webhooks are sent");
   } catch (err) {
     log.warn({ runId: payload.run_id, err }, "run webhook not sent: invalid URL");
     return;
@@ -50,13 +57,22 @@ export async function sendWebhook(log: Logger, url: string, payload: Record<stri
     if (!isWebhookPath(url) && gate) {
       const verdict = await gate(target);
       if ("refused" in verdict) {
-        log.warn({ runId: payload.run_id, host: target.host, reason: verdict.refused }, "run webhook not sent: refused by the egress address policy");
+        log.warn(
+          { runId: payload.run_id, host: target.host, reason: verdict.refused },
+          "run webhook not sent: refused by the egress address policy",
+        );
         return;
       }
       address = verdict.address;
     }
-    const status = await post(target, address, toJson({ ...payload, webhook_sent_at: new Date().toISOString() }, false), 10_000);
-    if (status < 200 || status > 299) log.warn({ runId: payload.run_id, status, host: target.host }, "run webhook answered with an error status");
+    const status = await post(
+      target,
+      address,
+      toJson({ ...payload, webhook_sent_at: new Date().toISOString() }, false),
+      10_000,
+    );
+    if (status < 200 || status > 299)
+      log.warn({ runId: payload.run_id, status, host: target.host }, "run webhook answered with an error status");
   } catch (err) {
     log.warn({ runId: payload.run_id, host: target.host, err }, "run webhook failed");
   }
@@ -67,14 +83,29 @@ function post(target: URL, address: string | null, body: string, timeoutMs: numb
   const family = address ? net.isIP(address) : 0;
   // Node calls `lookup` for names only (a literal is the address it checked); `all` with autoSelectFamily.
   const lookup: net.LookupFunction | undefined = address
-    ? (_host, opts, cb) => (opts.all ? (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]) : cb(null, address, family))
+    ? (_host, opts, cb) =>
+        opts.all
+          ? (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [
+              { address, family },
+            ])
+          : cb(null, address, family)
     : undefined;
   const request = target.protocol === "https:" ? https.request : http.request;
   return new Promise((resolve, reject) => {
-    const req = request(target, { method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) }, lookup, timeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
+    const req = request(
+      target,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+        lookup,
+        timeout: timeoutMs,
+        signal: AbortSignal.timeout(timeoutMs),
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
     req.on("timeout", () => req.destroy(new Error(`no answer in ${timeoutMs} ms`)));
     req.on("error", reject);
     req.end(body);

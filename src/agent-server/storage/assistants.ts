@@ -75,16 +75,33 @@ export async function ensureSystemAssistants(ctx: AgentServerContext, defaults: 
       created_at: now,
       updated_at: now,
     };
-    await ctx.db.insertInto("agent_assistants").values(row).onConflict((oc) => oc.columns(["server_id", "assistant_id"]).doNothing()).execute();
+    await ctx.db
+      .insertInto("agent_assistants")
+      .values(row)
+      .onConflict((oc) => oc.columns(["server_id", "assistant_id"]).doNothing())
+      .execute();
     const { updated_at: _u, ...version } = row;
-    await ctx.db.insertInto("agent_assistant_versions").values(version).onConflict((oc) => oc.columns(["server_id", "assistant_id", "version"]).doNothing()).execute();
+    await ctx.db
+      .insertInto("agent_assistant_versions")
+      .values(version)
+      .onConflict((oc) => oc.columns(["server_id", "assistant_id", "version"]).doNothing())
+      .execute();
   }
 }
 
 /** Reads an assistant visible under the filters; hidden and missing both read as 404. */
-export async function getAssistant(ctx: AgentServerContext, assistantId: string, filters: AuthFilters, missing?: () => AgentError): Promise<Assistant> {
+export async function getAssistant(
+  ctx: AgentServerContext,
+  assistantId: string,
+  filters: AuthFilters,
+  missing?: () => AgentError,
+): Promise<Assistant> {
   const id = resolveAssistantId(ctx, assistantId);
-  let q = ctx.db.selectFrom("agent_assistants").selectAll().where("server_id", "=", ctx.serverId).where("assistant_id", "=", id);
+  let q = ctx.db
+    .selectFrom("agent_assistants")
+    .selectAll()
+    .where("server_id", "=", ctx.serverId)
+    .where("assistant_id", "=", id);
   for (const cond of jsonCondsSql(ctx.dialect, "metadata", authConds(filters))) q = q.where(cond);
   const row = await q.executeTakeFirst();
   if (!row) throw missing ? missing() : new AgentError(404, "Assistant not found");
@@ -108,12 +125,20 @@ function searchQuery(ctx: AgentServerContext, query: AssistantQuery, filters: Au
   let q = ctx.db.selectFrom("agent_assistants").where("server_id", "=", ctx.serverId);
   if (query.graph_id) q = q.where("graph_id", "=", query.graph_id);
   // Case-insensitive substring, as the LangGraph server's `ILIKE '%name%'` (LIKE wildcards escaped).
-  if (query.name) q = q.where(sql<boolean>`lower(name) like ${`%${query.name.toLowerCase().replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`} escape '\\'`);
-  for (const cond of jsonCondsSql(ctx.dialect, "metadata", [...equalityConds(query.metadata), ...authConds(filters)])) q = q.where(cond);
+  if (query.name)
+    q = q.where(
+      sql<boolean>`lower(name) like ${`%${query.name.toLowerCase().replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`} escape '\\'`,
+    );
+  for (const cond of jsonCondsSql(ctx.dialect, "metadata", [...equalityConds(query.metadata), ...authConds(filters)]))
+    q = q.where(cond);
   return q;
 }
 
-export async function searchAssistants(ctx: AgentServerContext, query: AssistantQuery, filters: AuthFilters): Promise<{ items: Assistant[]; total: number }> {
+export async function searchAssistants(
+  ctx: AgentServerContext,
+  query: AssistantQuery,
+  filters: AuthFilters,
+): Promise<{ items: Assistant[]; total: number }> {
   const page = searchPage(query, SORTABLE);
   const rows = await searchQuery(ctx, query, filters)
     .selectAll()
@@ -126,8 +151,14 @@ export async function searchAssistants(ctx: AgentServerContext, query: Assistant
   return { items: rows.map(toAssistant), total };
 }
 
-export async function countAssistants(ctx: AgentServerContext, query: AssistantQuery, filters: AuthFilters): Promise<number> {
-  const r = await searchQuery(ctx, query, filters).select(sql<number>`count(*)`.as("n")).executeTakeFirst();
+export async function countAssistants(
+  ctx: AgentServerContext,
+  query: AssistantQuery,
+  filters: AuthFilters,
+): Promise<number> {
+  const r = await searchQuery(ctx, query, filters)
+    .select(sql<number>`count(*)`.as("n"))
+    .executeTakeFirst();
   return Number(r?.n ?? 0);
 }
 
@@ -162,7 +193,11 @@ export async function createAssistant(
     updated_at: now,
   };
   const inserted = await ctx.db.transaction().execute(async (trx) => {
-    const r = await trx.insertInto("agent_assistants").values(row).onConflict((oc) => oc.columns(["server_id", "assistant_id"]).doNothing()).executeTakeFirst();
+    const r = await trx
+      .insertInto("agent_assistants")
+      .values(row)
+      .onConflict((oc) => oc.columns(["server_id", "assistant_id"]).doNothing())
+      .executeTakeFirst();
     if (Number(r.numInsertedOrUpdatedRows ?? 0) === 0) return false;
     const { updated_at: _u, ...version } = row;
     await trx.insertInto("agent_assistant_versions").values(version).execute();
@@ -176,9 +211,15 @@ export async function createAssistant(
 }
 
 /** A patch makes a new version (the latest becomes current); metadata is merged. */
-export async function patchAssistant(ctx: AgentServerContext, assistantId: string, patch: AssistantWrite, filters: AuthFilters): Promise<Assistant> {
+export async function patchAssistant(
+  ctx: AgentServerContext,
+  assistantId: string,
+  patch: AssistantWrite,
+  filters: AuthFilters,
+): Promise<Assistant> {
   const current = await getAssistant(ctx, assistantId, filters);
-  if (patch.graph_id && !ctx.graphs.has(patch.graph_id)) throw new AgentError(404, `Graph "${patch.graph_id}" not found`);
+  if (patch.graph_id && !ctx.graphs.has(patch.graph_id))
+    throw new AgentError(404, `Graph "${patch.graph_id}" not found`);
   const now = nowIso();
   return ctx.db.transaction().execute(async (trx) => {
     const max = await trx
@@ -197,18 +238,33 @@ export async function patchAssistant(ctx: AgentServerContext, assistantId: strin
       description: patch.description !== undefined ? patch.description : current.description,
       version,
     };
-    await trx.insertInto("agent_assistant_versions").values({ server_id: ctx.serverId, assistant_id: current.assistant_id, created_at: now, ...next }).execute();
+    await trx
+      .insertInto("agent_assistant_versions")
+      .values({ server_id: ctx.serverId, assistant_id: current.assistant_id, created_at: now, ...next })
+      .execute();
     await trx
       .updateTable("agent_assistants")
       .set({ ...next, updated_at: now })
       .where("server_id", "=", ctx.serverId)
       .where("assistant_id", "=", current.assistant_id)
       .execute();
-    return { ...current, ...next, config: JSON.parse(next.config), context: JSON.parse(next.context), metadata: JSON.parse(next.metadata), updated_at: now };
+    return {
+      ...current,
+      ...next,
+      config: JSON.parse(next.config),
+      context: JSON.parse(next.context),
+      metadata: JSON.parse(next.metadata),
+      updated_at: now,
+    };
   });
 }
 
-export async function setLatestVersion(ctx: AgentServerContext, assistantId: string, version: number, filters: AuthFilters): Promise<Assistant> {
+export async function setLatestVersion(
+  ctx: AgentServerContext,
+  assistantId: string,
+  version: number,
+  filters: AuthFilters,
+): Promise<Assistant> {
   const current = await getAssistant(ctx, assistantId, filters);
   const v = await ctx.db
     .selectFrom("agent_assistant_versions")
@@ -219,8 +275,22 @@ export async function setLatestVersion(ctx: AgentServerContext, assistantId: str
     .executeTakeFirst();
   if (!v) throw new AgentError(404, `Assistant "${assistantId}" has no version ${version}`);
   const now = nowIso();
-  const next = { graph_id: v.graph_id, config: v.config, context: v.context, metadata: v.metadata, name: v.name, description: v.description, version: v.version, updated_at: now };
-  await ctx.db.updateTable("agent_assistants").set(next).where("server_id", "=", ctx.serverId).where("assistant_id", "=", current.assistant_id).execute();
+  const next = {
+    graph_id: v.graph_id,
+    config: v.config,
+    context: v.context,
+    metadata: v.metadata,
+    name: v.name,
+    description: v.description,
+    version: v.version,
+    updated_at: now,
+  };
+  await ctx.db
+    .updateTable("agent_assistants")
+    .set(next)
+    .where("server_id", "=", ctx.serverId)
+    .where("assistant_id", "=", current.assistant_id)
+    .execute();
   return toAssistant({ ...v, server_id: ctx.serverId, created_at: current.created_at, updated_at: now });
 }
 
@@ -231,9 +301,17 @@ export async function listVersions(
   filters: AuthFilters,
 ): Promise<Array<Omit<Assistant, "updated_at">>> {
   const current = await getAssistant(ctx, assistantId, filters);
-  let q = ctx.db.selectFrom("agent_assistant_versions").selectAll().where("server_id", "=", ctx.serverId).where("assistant_id", "=", current.assistant_id);
+  let q = ctx.db
+    .selectFrom("agent_assistant_versions")
+    .selectAll()
+    .where("server_id", "=", ctx.serverId)
+    .where("assistant_id", "=", current.assistant_id);
   for (const cond of jsonCondsSql(ctx.dialect, "metadata", equalityConds(query.metadata))) q = q.where(cond);
-  const rows = await q.orderBy("version", "desc").limit(query.limit ?? 10).offset(query.offset ?? 0).execute();
+  const rows = await q
+    .orderBy("version", "desc")
+    .limit(query.limit ?? 10)
+    .offset(query.offset ?? 0)
+    .execute();
   return rows.map((r) => ({
     assistant_id: r.assistant_id,
     graph_id: r.graph_id,
@@ -247,11 +325,23 @@ export async function listVersions(
   }));
 }
 
-export async function deleteAssistant(ctx: AgentServerContext, assistantId: string, filters: AuthFilters): Promise<string> {
+export async function deleteAssistant(
+  ctx: AgentServerContext,
+  assistantId: string,
+  filters: AuthFilters,
+): Promise<string> {
   const current = await getAssistant(ctx, assistantId, filters);
   await ctx.db.transaction().execute(async (trx) => {
-    await trx.deleteFrom("agent_assistant_versions").where("server_id", "=", ctx.serverId).where("assistant_id", "=", current.assistant_id).execute();
-    await trx.deleteFrom("agent_assistants").where("server_id", "=", ctx.serverId).where("assistant_id", "=", current.assistant_id).execute();
+    await trx
+      .deleteFrom("agent_assistant_versions")
+      .where("server_id", "=", ctx.serverId)
+      .where("assistant_id", "=", current.assistant_id)
+      .execute();
+    await trx
+      .deleteFrom("agent_assistants")
+      .where("server_id", "=", ctx.serverId)
+      .where("assistant_id", "=", current.assistant_id)
+      .execute();
   });
   return current.assistant_id;
 }

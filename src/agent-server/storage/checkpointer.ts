@@ -37,7 +37,8 @@ function withRunMetadata<S extends BaseCheckpointSaver>(saver: S): S {
   const put = saver.put.bind(saver);
   saver.put = (config, checkpoint, metadata, newVersions) => {
     const extra: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries((config.metadata ?? {}) as Record<string, unknown>)) if (!k.startsWith("__") && !NOT_RUN_METADATA.has(k) && v !== undefined) extra[k] = v;
+    for (const [k, v] of Object.entries((config.metadata ?? {}) as Record<string, unknown>))
+      if (!k.startsWith("__") && !NOT_RUN_METADATA.has(k) && v !== undefined) extra[k] = v;
     return put(config, checkpoint, { ...extra, ...metadata } as typeof metadata, newVersions);
   };
   return saver;
@@ -49,13 +50,19 @@ function withRunMetadata<S extends BaseCheckpointSaver>(saver: S): S {
  * first): a deployment's role owns its schema and nothing more. When the schema exists, setup
  * runs on a connection that answers that one statement itself.
  */
-async function setupSaver(saver: PostgresSaver, pool: pg.Pool, schema: string | undefined, saverPool: pg.Pool): Promise<void> {
+async function setupSaver(
+  saver: PostgresSaver,
+  pool: pg.Pool,
+  schema: string | undefined,
+  saverPool: pg.Pool,
+): Promise<void> {
   const exists = schema ? (await pool.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema])).rowCount : 0;
   if (!exists) return saver.setup();
   const client = await pool.connect();
   const skipped = /^CREATE SCHEMA IF NOT EXISTS /i;
   const facade = {
-    query: (text: string, values?: unknown[]) => (skipped.test(text) ? Promise.resolve({ rows: [], rowCount: 0 }) : client.query(text, values)),
+    query: (text: string, values?: unknown[]) =>
+      skipped.test(text) ? Promise.resolve({ rows: [], rowCount: 0 }) : client.query(text, values),
     release: () => client.release(),
   };
   // setup() is the only user of `pool.connect()` here; every other call goes to the real pool.
@@ -73,12 +80,19 @@ async function setupSaver(saver: PostgresSaver, pool: pg.Pool, schema: string | 
  * database is PostgreSQL (same server, optional schema), otherwise a SQLite file under the home
  * folder, opened in WAL mode so several agent-server processes can share it.
  */
-export async function openCheckpointer(options: { databaseUrl: string | null; home: string; pgSchema?: string; leaseMs?: number }): Promise<Checkpointer> {
+export async function openCheckpointer(options: {
+  databaseUrl: string | null;
+  home: string;
+  pgSchema?: string;
+  leaseMs?: number;
+}): Promise<Checkpointer> {
   const url = options.databaseUrl;
   if (url && /^postgres(ql)?:\/\//.test(url)) {
     // With run leases, a frozen process's open checkpoint transaction is ended before its run can be
     // taken over (see checkpoint-fence.ts).
-    const idle = options.leaseMs ? `-c idle_in_transaction_session_timeout=${idleInTransactionMs(options.leaseMs)}` : undefined;
+    const idle = options.leaseMs
+      ? `-c idle_in_transaction_session_timeout=${idleInTransactionMs(options.leaseMs)}`
+      : undefined;
     const pool = new pg.Pool({ connectionString: url, max: 10, options: idle });
     pool.on("error", () => {
       // An idle client's error (the server closed it): the pool replaces it; a query that needs it fails with its own error.
@@ -90,7 +104,9 @@ export async function openCheckpointer(options: { databaseUrl: string | null; ho
       }),
     );
     const saverPool = fencingPool(pool, options.pgSchema);
-    const saver = withRunMetadata(new PostgresSaver(saverPool, undefined, options.pgSchema ? { schema: options.pgSchema } : undefined));
+    const saver = withRunMetadata(
+      new PostgresSaver(saverPool, undefined, options.pgSchema ? { schema: options.pgSchema } : undefined),
+    );
     await setupSaver(saver, pool, options.pgSchema, saverPool);
     const schema = options.pgSchema ? `"${options.pgSchema.replace(/"/g, "")}".` : "";
     return {
@@ -98,7 +114,10 @@ export async function openCheckpointer(options: { databaseUrl: string | null; ho
       location: "postgres",
       deleteAfter: async (threadId, checkpointId) => {
         for (const table of ["checkpoint_writes", "checkpoints"]) {
-          await pool.query(`DELETE FROM ${schema}${table} WHERE thread_id = $1 AND checkpoint_id > $2`, [threadId, checkpointId]);
+          await pool.query(`DELETE FROM ${schema}${table} WHERE thread_id = $1 AND checkpoint_id > $2`, [
+            threadId,
+            checkpointId,
+          ]);
         }
       },
       close: () => pool.end(),
@@ -117,7 +136,8 @@ export async function openCheckpointer(options: { databaseUrl: string | null; ho
     saver,
     location: file,
     deleteAfter: async (threadId, checkpointId) => {
-      for (const table of ["writes", "checkpoints"]) db.prepare(`DELETE FROM ${table} WHERE thread_id = ? AND checkpoint_id > ?`).run(threadId, checkpointId);
+      for (const table of ["writes", "checkpoints"])
+        db.prepare(`DELETE FROM ${table} WHERE thread_id = ? AND checkpoint_id > ?`).run(threadId, checkpointId);
     },
     close: async () => {
       db.close();

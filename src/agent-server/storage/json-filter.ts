@@ -21,7 +21,8 @@ export function authConds(filters: AuthFilters): JsonCond[] {
     if (cond !== null && typeof cond === "object" && !Array.isArray(cond) && ("$eq" in cond || "$contains" in cond)) {
       const c = cond as { $eq?: unknown; $contains?: unknown };
       if ("$eq" in c) out.push({ key, op: "eq", value: c.$eq });
-      if ("$contains" in c) out.push({ key, op: "contains", value: Array.isArray(c.$contains) ? c.$contains : [c.$contains] });
+      if ("$contains" in c)
+        out.push({ key, op: "contains", value: Array.isArray(c.$contains) ? c.$contains : [c.$contains] });
     } else out.push({ key, op: "eq", value: cond });
   }
   return out;

@@ -44,7 +44,9 @@ export function fieldTexts(value: unknown, field: string): string[] {
     }
     current = next;
   }
-  return current.filter((v) => v !== null && v !== undefined).map((v) => (typeof v === "string" ? v : JSON.stringify(v)));
+  return current
+    .filter((v) => v !== null && v !== undefined)
+    .map((v) => (typeof v === "string" ? v : JSON.stringify(v)));
 }
 
 export function cosine(a: number[], b: number[]): number {

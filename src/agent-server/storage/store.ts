@@ -1,5 +1,13 @@
 import { sql } from "kysely";
-import { BaseStore, type Item, type ListNamespacesOperation, type Operation, type OperationResults, type PutOperation, type SearchOperation } from "@langchain/langgraph";
+import {
+  BaseStore,
+  type Item,
+  type ListNamespacesOperation,
+  type Operation,
+  type OperationResults,
+  type PutOperation,
+  type SearchOperation,
+} from "@langchain/langgraph";
 import { nowIso, type Dialect } from "../../store/database.ts";
 import type { Kysely } from "kysely";
 import type { Database } from "../../store/schema.ts";
@@ -15,16 +23,25 @@ export class InvalidNamespace extends Error {}
  * Labels are non-empty strings without "." (the stored separator) or ":" (LangGraph's `BaseStore`
  * refuses it); `langgraph` is a reserved root for writes.
  */
-export function checkNamespace(namespace: unknown, opts: { allowEmpty?: boolean; allowWildcard?: boolean; reservedRoot?: boolean } = {}): string[] {
+export function checkNamespace(
+  namespace: unknown,
+  opts: { allowEmpty?: boolean; allowWildcard?: boolean; reservedRoot?: boolean } = {},
+): string[] {
   if (!Array.isArray(namespace)) throw new InvalidNamespace("Namespace must be a list of labels");
   if (namespace.length === 0 && !opts.allowEmpty) throw new InvalidNamespace("Namespace is required");
   for (const label of namespace) {
     if (typeof label !== "string" || !label || label.includes(".") || label.includes(":") || label.includes("\0")) {
-      throw new InvalidNamespace(`Namespace labels cannot be empty or contain periods or colons. Received: ${namespace.join(".")}`);
+      throw new InvalidNamespace(
+        `Namespace labels cannot be empty or contain periods or colons. Received: ${namespace.join(".")}`,
+      );
     }
-    if (label === "*" && !opts.allowWildcard) throw new InvalidNamespace(`Namespace label "*" is only allowed in list conditions. Received: ${namespace.join(".")}`);
+    if (label === "*" && !opts.allowWildcard)
+      throw new InvalidNamespace(
+        `Namespace label "*" is only allowed in list conditions. Received: ${namespace.join(".")}`,
+      );
   }
-  if (opts.reservedRoot && namespace[0] === "langgraph") throw new InvalidNamespace(`Root label for namespace cannot be "langgraph". Got: ${namespace.join(".")}`);
+  if (opts.reservedRoot && namespace[0] === "langgraph")
+    throw new InvalidNamespace(`Root label for namespace cannot be "langgraph". Got: ${namespace.join(".")}`);
   return namespace as string[];
 }
 
@@ -45,14 +62,26 @@ export function filterConds(filter: Record<string, unknown> | null | undefined):
   for (const [key, cond] of Object.entries(filter ?? {})) {
     if (key === "$and" && Array.isArray(cond)) {
       for (const f of cond) out.push(...filterConds(f as Record<string, unknown>));
-    } else if (cond !== null && typeof cond === "object" && !Array.isArray(cond) && Object.keys(cond).length > 0 && Object.keys(cond).every((k) => OPS.has(k))) {
+    } else if (
+      cond !== null &&
+      typeof cond === "object" &&
+      !Array.isArray(cond) &&
+      Object.keys(cond).length > 0 &&
+      Object.keys(cond).every((k) => OPS.has(k))
+    ) {
       for (const [op, v] of Object.entries(cond)) out.push({ key, op: op as Op, value: v });
     } else out.push({ key, op: "$eq", value: cond });
   }
   return out;
 }
 
-const same = (a: unknown, b: unknown) => a === b || (typeof a === "object" && typeof b === "object" && a !== null && b !== null && JSON.stringify(a) === JSON.stringify(b));
+const same = (a: unknown, b: unknown) =>
+  a === b ||
+  (typeof a === "object" &&
+    typeof b === "object" &&
+    a !== null &&
+    b !== null &&
+    JSON.stringify(a) === JSON.stringify(b));
 
 function matches(value: Record<string, unknown>, c: Cond): boolean {
   const v = value[c.key];
@@ -81,7 +110,8 @@ function matches(value: Record<string, unknown>, c: Cond): boolean {
 }
 
 /** Equality on a scalar is exact in SQL on both dialects; everything else is checked in memory. */
-const inSql = (c: Cond) => c.op === "$eq" && (c.value === null || ["string", "number", "boolean"].includes(typeof c.value));
+const inSql = (c: Cond) =>
+  c.op === "$eq" && (c.value === null || ["string", "number", "boolean"].includes(typeof c.value));
 
 function matchesPath(path: string[], ns: string[], from: "prefix" | "suffix"): boolean {
   if (path.length > ns.length) return false;
@@ -90,7 +120,13 @@ function matchesPath(path: string[], ns: string[], from: "prefix" | "suffix"): b
 }
 
 function toItem(row: AgentStoreItemsTable): Item {
-  return { namespace: row.namespace.split("."), key: row.key, value: parseJson(row.value, {}), createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at) };
+  return {
+    namespace: row.namespace.split("."),
+    key: row.key,
+    value: parseJson(row.value, {}),
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+  };
 }
 
 export interface AgentStoreOptions {
@@ -101,7 +137,8 @@ export interface AgentStoreOptions {
 }
 
 const notExpired = (now: string) => (eb: any) => eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now)]);
-const expiryOf = (minutes: number | null, from = Date.now()) => (minutes ? new Date(from + minutes * 60_000).toISOString() : null);
+const expiryOf = (minutes: number | null, from = Date.now()) =>
+  minutes ? new Date(from + minutes * 60_000).toISOString() : null;
 
 /**
  * The LangGraph store kept in the platform database, scoped by server. One implementation serves
@@ -132,7 +169,13 @@ export class AgentStore extends BaseStore {
   }
 
   /** A put with a TTL in minutes (`PUT /store/items` `ttl`; undefined = the project's default). */
-  async putItem(namespace: string[], key: string, value: Record<string, unknown>, index: false | string[] | undefined | null, ttlMinutes: number | null | undefined): Promise<void> {
+  async putItem(
+    namespace: string[],
+    key: string,
+    value: Record<string, unknown>,
+    index: false | string[] | undefined | null,
+    ttlMinutes: number | null | undefined,
+  ): Promise<void> {
     await this.putOp({ namespace, key, value, index: index ?? undefined }, ttlMinutes);
   }
 
@@ -143,10 +186,26 @@ export class AgentStore extends BaseStore {
 
   /** Deletes expired items (the `store.ttl` sweep); returns how many. */
   async sweepExpired(now = nowIso()): Promise<number> {
-    const expired = await this.db.selectFrom("agent_store_items").select(["namespace", "key"]).where("server_id", "=", this.serverId).where("expires_at", "<=", now).execute();
+    const expired = await this.db
+      .selectFrom("agent_store_items")
+      .select(["namespace", "key"])
+      .where("server_id", "=", this.serverId)
+      .where("expires_at", "<=", now)
+      .execute();
     for (const r of expired) {
-      await this.db.deleteFrom("agent_store_vectors").where("server_id", "=", this.serverId).where("namespace", "=", r.namespace).where("key", "=", r.key).execute();
-      await this.db.deleteFrom("agent_store_items").where("server_id", "=", this.serverId).where("namespace", "=", r.namespace).where("key", "=", r.key).where("expires_at", "<=", now).execute();
+      await this.db
+        .deleteFrom("agent_store_vectors")
+        .where("server_id", "=", this.serverId)
+        .where("namespace", "=", r.namespace)
+        .where("key", "=", r.key)
+        .execute();
+      await this.db
+        .deleteFrom("agent_store_items")
+        .where("server_id", "=", this.serverId)
+        .where("namespace", "=", r.namespace)
+        .where("key", "=", r.key)
+        .where("expires_at", "<=", now)
+        .execute();
     }
     return expired.length;
   }
@@ -164,15 +223,29 @@ export class AgentStore extends BaseStore {
       .executeTakeFirst();
     if (!row) return null;
     if (row.ttl_minutes && (refreshTtl ?? this.options.ttl?.refreshOnRead ?? true)) {
-      await this.db.updateTable("agent_store_items").set({ expires_at: expiryOf(row.ttl_minutes) }).where("server_id", "=", this.serverId).where("namespace", "=", ns).where("key", "=", key).execute();
+      await this.db
+        .updateTable("agent_store_items")
+        .set({ expires_at: expiryOf(row.ttl_minutes) })
+        .where("server_id", "=", this.serverId)
+        .where("namespace", "=", ns)
+        .where("key", "=", key)
+        .execute();
     }
     return toItem(row);
   }
 
   private async putOp(op: PutOperation, ttlMinutes?: number | null): Promise<void> {
     const namespace = checkNamespace(op.namespace, { reservedRoot: op.value !== null }).join(".");
-    const scope = this.db.deleteFrom("agent_store_items").where("server_id", "=", this.serverId).where("namespace", "=", namespace).where("key", "=", op.key);
-    const vectors = this.db.deleteFrom("agent_store_vectors").where("server_id", "=", this.serverId).where("namespace", "=", namespace).where("key", "=", op.key);
+    const scope = this.db
+      .deleteFrom("agent_store_items")
+      .where("server_id", "=", this.serverId)
+      .where("namespace", "=", namespace)
+      .where("key", "=", op.key);
+    const vectors = this.db
+      .deleteFrom("agent_store_vectors")
+      .where("server_id", "=", this.serverId)
+      .where("namespace", "=", namespace)
+      .where("key", "=", op.key);
     if (op.value === null) {
       await scope.execute();
       await vectors.execute();
@@ -186,15 +259,36 @@ export class AgentStore extends BaseStore {
     const embedded = await this.embedFields(op);
     await this.db
       .insertInto("agent_store_items")
-      .values({ server_id: this.serverId, namespace, key: op.key, value, created_at: now, updated_at: now, expires_at, ttl_minutes: ttl })
-      .onConflict((oc) => oc.columns(["server_id", "namespace", "key"]).doUpdateSet({ value, updated_at: now, expires_at, ttl_minutes: ttl }))
+      .values({
+        server_id: this.serverId,
+        namespace,
+        key: op.key,
+        value,
+        created_at: now,
+        updated_at: now,
+        expires_at,
+        ttl_minutes: ttl,
+      })
+      .onConflict((oc) =>
+        oc
+          .columns(["server_id", "namespace", "key"])
+          .doUpdateSet({ value, updated_at: now, expires_at, ttl_minutes: ttl }),
+      )
       .execute();
     if (!this.options.index) return;
     await vectors.execute();
     if (embedded.length) {
       await this.db
         .insertInto("agent_store_vectors")
-        .values(embedded.map((e) => ({ server_id: this.serverId, namespace, key: op.key, field: e.field, embedding: JSON.stringify(e.vector) })))
+        .values(
+          embedded.map((e) => ({
+            server_id: this.serverId,
+            namespace,
+            key: op.key,
+            field: e.field,
+            embedding: JSON.stringify(e.vector),
+          })),
+        )
         .execute();
     }
   }
@@ -218,8 +312,18 @@ export class AgentStore extends BaseStore {
     const rest = conds.filter((c) => !inSql(c));
     const limit = op.limit ?? 10;
     const offset = op.offset ?? 0;
-    let q = this.db.selectFrom("agent_store_items").selectAll().where("server_id", "=", this.serverId).where(notExpired(nowIso()));
-    if (prefix) q = q.where((eb) => eb.or([eb("namespace", "=", prefix), eb(sql<string>`substr(namespace, 1, ${prefix.length + 1})`, "=", `${prefix}.`)]));
+    let q = this.db
+      .selectFrom("agent_store_items")
+      .selectAll()
+      .where("server_id", "=", this.serverId)
+      .where(notExpired(nowIso()));
+    if (prefix)
+      q = q.where((eb) =>
+        eb.or([
+          eb("namespace", "=", prefix),
+          eb(sql<string>`substr(namespace, 1, ${prefix.length + 1})`, "=", `${prefix}.`),
+        ]),
+      );
     for (const cond of jsonCondsSql(this.dialect, "value", sqlConds)) q = q.where(cond);
     q = q.orderBy("updated_at", "desc").orderBy("namespace").orderBy("key");
     const semantic = this.options.index && op.query;
@@ -237,7 +341,12 @@ export class AgentStore extends BaseStore {
     const keyOf = (ns: string, key: string) => `${ns}\u0000${key}`;
     const namespaces = [...new Set(rows.map((r) => r.namespace))];
     for (let i = 0; i < namespaces.length; i += 500) {
-      const vectors = await this.db.selectFrom("agent_store_vectors").selectAll().where("server_id", "=", this.serverId).where("namespace", "in", namespaces.slice(i, i + 500)).execute();
+      const vectors = await this.db
+        .selectFrom("agent_store_vectors")
+        .selectAll()
+        .where("server_id", "=", this.serverId)
+        .where("namespace", "in", namespaces.slice(i, i + 500))
+        .execute();
       for (const v of vectors) {
         const score = cosine(qv, JSON.parse(v.embedding) as number[]);
         const k = keyOf(v.namespace, v.key);
@@ -249,13 +358,24 @@ export class AgentStore extends BaseStore {
       .sort((a, b) => (b.score ?? -Infinity) - (a.score ?? -Infinity));
   }
   private async listOp(op: ListNamespacesOperation): Promise<string[][]> {
-    let q = this.db.selectFrom("agent_store_items").select("namespace").distinct().where("server_id", "=", this.serverId).where(notExpired(nowIso()));
+    let q = this.db
+      .selectFrom("agent_store_items")
+      .select("namespace")
+      .distinct()
+      .where("server_id", "=", this.serverId)
+      .where(notExpired(nowIso()));
     const fixed = op.matchConditions?.find((c) => c.matchType === "prefix" && !c.path.includes("*"));
-    if (fixed) q = q.where(sql<string>`substr(namespace, 1, ${fixed.path.join(".").length + 1})`, "in", [`${fixed.path.join(".")}.`, fixed.path.join(".")]);
+    if (fixed)
+      q = q.where(sql<string>`substr(namespace, 1, ${fixed.path.join(".").length + 1})`, "in", [
+        `${fixed.path.join(".")}.`,
+        fixed.path.join("."),
+      ]);
     const rows = await q.execute();
     let namespaces = rows.map((r) => r.namespace.split("."));
-    for (const c of op.matchConditions ?? []) namespaces = namespaces.filter((ns) => matchesPath(c.path, ns, c.matchType));
-    if (op.maxDepth !== undefined && op.maxDepth !== null) namespaces = [...new Set(namespaces.map((ns) => ns.slice(0, op.maxDepth).join(".")))].map((s) => s.split("."));
+    for (const c of op.matchConditions ?? [])
+      namespaces = namespaces.filter((ns) => matchesPath(c.path, ns, c.matchType));
+    if (op.maxDepth !== undefined && op.maxDepth !== null)
+      namespaces = [...new Set(namespaces.map((ns) => ns.slice(0, op.maxDepth).join(".")))].map((s) => s.split("."));
     namespaces.sort((a, b) => (a.join(".") < b.join(".") ? -1 : a.join(".") > b.join(".") ? 1 : 0));
     return namespaces.slice(op.offset ?? 0, (op.offset ?? 0) + (op.limit ?? 100));
   }

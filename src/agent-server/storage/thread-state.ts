@@ -8,7 +8,12 @@ import { getAssistant } from "./assistants.ts";
 const checkpointOf = (config: { configurable?: Record<string, unknown> } | undefined | null) => {
   const c = config?.configurable;
   if (!c?.checkpoint_id) return null;
-  return { thread_id: c.thread_id, checkpoint_ns: c.checkpoint_ns ?? "", checkpoint_id: c.checkpoint_id, checkpoint_map: c.checkpoint_map ?? null };
+  return {
+    thread_id: c.thread_id,
+    checkpoint_ns: c.checkpoint_ns ?? "",
+    checkpoint_id: c.checkpoint_id,
+    checkpoint_map: c.checkpoint_map ?? null,
+  };
 };
 
 /**
@@ -60,8 +65,16 @@ export const emptyState = (threadId: string) => ({
 });
 
 /** The graph a thread's state belongs to: its `graph_id` metadata, or the only graph of the project. */
-export async function graphForThread(ctx: AgentServerContext, thread: Thread): Promise<RunnableGraph | PythonGraph | null> {
-  const graphId = typeof thread.metadata.graph_id === "string" ? thread.metadata.graph_id : ctx.graphs.size === 1 ? [...ctx.graphs.keys()][0] : null;
+export async function graphForThread(
+  ctx: AgentServerContext,
+  thread: Thread,
+): Promise<RunnableGraph | PythonGraph | null> {
+  const graphId =
+    typeof thread.metadata.graph_id === "string"
+      ? thread.metadata.graph_id
+      : ctx.graphs.size === 1
+        ? [...ctx.graphs.keys()][0]
+        : null;
   if (!graphId) return null;
   const loaded = ctx.graphs.get(graphId);
   if (!loaded) throw new AgentError(404, `Graph "${graphId}" of thread ${thread.thread_id} not found`);
@@ -71,7 +84,8 @@ export async function graphForThread(ctx: AgentServerContext, thread: Thread): P
   const assistantId = typeof thread.metadata.assistant_id === "string" ? thread.metadata.assistant_id : null;
   // A deleted assistant leaves the graph built without its config, as for a thread that never ran.
   const assistant = assistantId ? await getAssistant(ctx, assistantId, undefined).catch(() => null) : null;
-  const fromAssistant = assistant?.graph_id === graphId ? ((assistant.config?.configurable ?? {}) as Record<string, unknown>) : {};
+  const fromAssistant =
+    assistant?.graph_id === graphId ? ((assistant.config?.configurable ?? {}) as Record<string, unknown>) : {};
   return loaded.get({ configurable: { ...fromAssistant, thread_id: thread.thread_id } }, ctx.checkpointer.saver);
 }
 
@@ -83,12 +97,22 @@ export async function copyCheckpoints(ctx: AgentServerContext, from: string, to:
   for (const t of tuples.reverse()) {
     const ns = t.config.configurable?.checkpoint_ns ?? "";
     const parent = t.parentConfig?.configurable?.checkpoint_id;
-    await saver.put({ configurable: { thread_id: to, checkpoint_ns: ns, ...(parent ? { checkpoint_id: parent } : {}) } }, t.checkpoint, t.metadata, t.checkpoint.channel_versions);
+    await saver.put(
+      { configurable: { thread_id: to, checkpoint_ns: ns, ...(parent ? { checkpoint_id: parent } : {}) } },
+      t.checkpoint,
+      t.metadata,
+      t.checkpoint.channel_versions,
+    );
     const byTask = new Map<string, Array<[string, unknown]>>();
     for (const [taskId, channel, value] of t.pendingWrites ?? []) {
       if (!byTask.has(taskId)) byTask.set(taskId, []);
       byTask.get(taskId)!.push([channel, value]);
     }
-    for (const [taskId, writes] of byTask) await saver.putWrites({ configurable: { thread_id: to, checkpoint_ns: ns, checkpoint_id: t.checkpoint.id } }, writes as never, taskId);
+    for (const [taskId, writes] of byTask)
+      await saver.putWrites(
+        { configurable: { thread_id: to, checkpoint_ns: ns, checkpoint_id: t.checkpoint.id } },
+        writes as never,
+        taskId,
+      );
   }
 }

@@ -40,8 +40,17 @@ export function toThread(row: AgentThreadsTable): Thread {
 
 export const threadNotFound = (threadId: string) => new AgentError(404, `Thread with ID ${threadId} not found`);
 
-export async function findThreadRow(db: Kysely<Database>, ctx: AgentServerContext, threadId: string, filters: AuthFilters): Promise<AgentThreadsTable | undefined> {
-  let q = db.selectFrom("agent_threads").selectAll().where("thread_id", "=", threadId).where("server_id", "=", ctx.serverId);
+export async function findThreadRow(
+  db: Kysely<Database>,
+  ctx: AgentServerContext,
+  threadId: string,
+  filters: AuthFilters,
+): Promise<AgentThreadsTable | undefined> {
+  let q = db
+    .selectFrom("agent_threads")
+    .selectAll()
+    .where("thread_id", "=", threadId)
+    .where("server_id", "=", ctx.serverId);
   for (const cond of jsonCondsSql(ctx.dialect, "metadata", authConds(filters))) q = q.where(cond);
   return q.executeTakeFirst();
 }
@@ -54,7 +63,11 @@ export async function getThread(ctx: AgentServerContext, threadId: string, filte
 
 export async function createThread(
   ctx: AgentServerContext,
-  input: { thread_id?: string | null; metadata?: Record<string, unknown> | null; if_exists?: "raise" | "do_nothing" | null },
+  input: {
+    thread_id?: string | null;
+    metadata?: Record<string, unknown> | null;
+    if_exists?: "raise" | "do_nothing" | null;
+  },
   filters: AuthFilters,
 ): Promise<Thread> {
   const now = nowIso();
@@ -69,7 +82,11 @@ export async function createThread(
     created_at: now,
     updated_at: now,
   };
-  const r = await ctx.db.insertInto("agent_threads").values(row).onConflict((oc) => oc.column("thread_id").doNothing()).executeTakeFirst();
+  const r = await ctx.db
+    .insertInto("agent_threads")
+    .values(row)
+    .onConflict((oc) => oc.column("thread_id").doNothing())
+    .executeTakeFirst();
   if (Number(r.numInsertedOrUpdatedRows ?? 0) === 0) {
     // Thread ids are unique across servers; another server's thread is just "exists" (no content leak).
     if (input.if_exists === "do_nothing") {
@@ -81,7 +98,12 @@ export async function createThread(
   return toThread(row);
 }
 
-export async function patchThread(ctx: AgentServerContext, threadId: string, metadata: Record<string, unknown> | null | undefined, filters: AuthFilters): Promise<Thread> {
+export async function patchThread(
+  ctx: AgentServerContext,
+  threadId: string,
+  metadata: Record<string, unknown> | null | undefined,
+  filters: AuthFilters,
+): Promise<Thread> {
   return ctx.db.transaction().execute(async (trx) => {
     const row = await findThreadRow(trx, ctx, threadId, filters);
     if (!row) throw threadNotFound(threadId);
@@ -108,12 +130,17 @@ function threadQuery(ctx: AgentServerContext, query: ThreadQuery, filters: AuthF
   let q = ctx.db.selectFrom("agent_threads").where("server_id", "=", ctx.serverId);
   if (query.ids?.length) q = q.where("thread_id", "in", query.ids);
   if (query.status) q = q.where("status", "=", query.status);
-  for (const cond of jsonCondsSql(ctx.dialect, "metadata", [...equalityConds(query.metadata), ...authConds(filters)])) q = q.where(cond);
+  for (const cond of jsonCondsSql(ctx.dialect, "metadata", [...equalityConds(query.metadata), ...authConds(filters)]))
+    q = q.where(cond);
   for (const cond of jsonCondsSql(ctx.dialect, "state_values", equalityConds(query.values))) q = q.where(cond);
   return q;
 }
 
-export async function searchThreads(ctx: AgentServerContext, query: ThreadQuery, filters: AuthFilters): Promise<{ items: Thread[]; total: number }> {
+export async function searchThreads(
+  ctx: AgentServerContext,
+  query: ThreadQuery,
+  filters: AuthFilters,
+): Promise<{ items: Thread[]; total: number }> {
   const page = searchPage(query, SORTABLE);
   const rows = await threadQuery(ctx, query, filters)
     .selectAll()
@@ -126,7 +153,9 @@ export async function searchThreads(ctx: AgentServerContext, query: ThreadQuery,
 }
 
 export async function countThreads(ctx: AgentServerContext, query: ThreadQuery, filters: AuthFilters): Promise<number> {
-  const r = await threadQuery(ctx, query, filters).select(sql<number>`count(*)`.as("n")).executeTakeFirst();
+  const r = await threadQuery(ctx, query, filters)
+    .select(sql<number>`count(*)`.as("n"))
+    .executeTakeFirst();
   return Number(r?.n ?? 0);
 }
 

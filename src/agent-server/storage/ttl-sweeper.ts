@@ -31,12 +31,21 @@ export class TtlSweeper {
 
   start(): void {
     const every = (minutes: number, fn: () => Promise<unknown>) => {
-      const t = setInterval(() => void (this.running = fn().catch((err) => this.ctx.log.warn({ err }, "TTL sweep failed; retried at the next interval"))), minutes * 60_000);
+      const t = setInterval(
+        () =>
+          void (this.running = fn().catch((err) =>
+            this.ctx.log.warn({ err }, "TTL sweep failed; retried at the next interval"),
+          )),
+        minutes * 60_000,
+      );
       t.unref();
       this.timers.push(t);
     };
     if (this.plan.storeMinutes) every(this.plan.storeMinutes, () => this.ctx.store.sweepExpired());
-    if (this.plan.threads) every(this.plan.threads.sweepMinutes, () => (this.plan.threads?.strategy === "keep_latest" ? this.pruneThreads() : this.sweepThreads()));
+    if (this.plan.threads)
+      every(this.plan.threads.sweepMinutes, () =>
+        this.plan.threads?.strategy === "keep_latest" ? this.pruneThreads() : this.sweepThreads(),
+      );
   }
 
   async stop(): Promise<void> {
@@ -58,11 +67,25 @@ export class TtlSweeper {
     let n = 0;
     // Every idle thread, a batch at a time (pruned threads stay idle, so an offset-free cursor).
     for (;;) {
-      const rows = await ctx.db.selectFrom("agent_threads").select(["thread_id", "metadata"]).where("server_id", "=", ctx.serverId).where("status", "!=", "busy").where("updated_at", "<", cutoff).where("thread_id", ">", after).orderBy("thread_id").limit(BATCH).execute();
+      const rows = await ctx.db
+        .selectFrom("agent_threads")
+        .select(["thread_id", "metadata"])
+        .where("server_id", "=", ctx.serverId)
+        .where("status", "!=", "busy")
+        .where("updated_at", "<", cutoff)
+        .where("thread_id", ">", after)
+        .orderBy("thread_id")
+        .limit(BATCH)
+        .execute();
       if (!rows.length) break;
       after = rows[rows.length - 1].thread_id;
-      const python = rows.filter((r) => isPythonGraph(ctx.graphs.get(String(parseJson<Record<string, unknown>>(r.metadata, {}).graph_id)))).map((r) => r.thread_id);
-      if (python.length) n += (await ctx.python.call<{ pruned: number }>("checkpoints.prune", { thread_ids: python })).pruned;
+      const python = rows
+        .filter((r) =>
+          isPythonGraph(ctx.graphs.get(String(parseJson<Record<string, unknown>>(r.metadata, {}).graph_id))),
+        )
+        .map((r) => r.thread_id);
+      if (python.length)
+        n += (await ctx.python.call<{ pruned: number }>("checkpoints.prune", { thread_ids: python })).pruned;
       if (rows.length < BATCH) break;
     }
     if (n) ctx.log.info({ threads: n }, "checkpointer.ttl: pruned idle threads to their latest checkpoint");
@@ -74,14 +97,35 @@ export class TtlSweeper {
     if (!this.plan.threads) return 0;
     const ctx = this.ctx;
     const cutoff = new Date(now - this.plan.threads.ttlMinutes * 60_000).toISOString();
-    const rows = await ctx.db.selectFrom("agent_threads").select("thread_id").where("server_id", "=", ctx.serverId).where("status", "!=", "busy").where("updated_at", "<", cutoff).limit(500).execute();
+    const rows = await ctx.db
+      .selectFrom("agent_threads")
+      .select("thread_id")
+      .where("server_id", "=", ctx.serverId)
+      .where("status", "!=", "busy")
+      .where("updated_at", "<", cutoff)
+      .limit(500)
+      .execute();
     let n = 0;
     for (const { thread_id } of rows) {
       const deleted = await ctx.db.transaction().execute(async (trx) => {
-        const inflight = await trx.selectFrom("agent_runs").select("run_id").where("thread_id", "=", thread_id).where("status", "in", ["pending", "running"]).executeTakeFirst();
+        const inflight = await trx
+          .selectFrom("agent_runs")
+          .select("run_id")
+          .where("thread_id", "=", thread_id)
+          .where("status", "in", ["pending", "running"])
+          .executeTakeFirst();
         if (inflight) return false;
-        await trx.deleteFrom("agent_runs").where("thread_id", "=", thread_id).where("server_id", "=", ctx.serverId).execute();
-        const r = await trx.deleteFrom("agent_threads").where("thread_id", "=", thread_id).where("server_id", "=", ctx.serverId).where("updated_at", "<", cutoff).executeTakeFirst();
+        await trx
+          .deleteFrom("agent_runs")
+          .where("thread_id", "=", thread_id)
+          .where("server_id", "=", ctx.serverId)
+          .execute();
+        const r = await trx
+          .deleteFrom("agent_threads")
+          .where("thread_id", "=", thread_id)
+          .where("server_id", "=", ctx.serverId)
+          .where("updated_at", "<", cutoff)
+          .executeTakeFirst();
         return Number(r.numDeletedRows) > 0;
       });
       if (!deleted) continue;

@@ -1,5 +1,10 @@
 import type { Kysely } from "kysely";
-import { prepareProxyConfig, presentProxyConfig, releaseEgressValues, type StoredProxyConfig } from "../../egress/index.ts";
+import {
+  prepareProxyConfig,
+  presentProxyConfig,
+  releaseEgressValues,
+  type StoredProxyConfig,
+} from "../../egress/index.ts";
 import type { PlatformContext } from "../../platform/context.ts";
 import type { Database } from "../../store/schema.ts";
 import type { CreateDeploymentBody } from "./schemas.ts";
@@ -14,7 +19,11 @@ import type { CreateDeploymentBody } from "./schemas.ts";
 type Input = CreateDeploymentBody["proxy_config"];
 
 /** The column's text for a request's `proxy_config`: undefined when absent, null when cleared. */
-export async function storedProxyConfig(ctx: PlatformContext, workspaceId: string, input: Input | undefined): Promise<string | null | undefined> {
+export async function storedProxyConfig(
+  ctx: PlatformContext,
+  workspaceId: string,
+  input: Input | undefined,
+): Promise<string | null | undefined> {
   if (input === undefined) return undefined;
   if (input === null) return null;
   return JSON.stringify(await prepareProxyConfig({ db: ctx.db, box: ctx.box }, workspaceId, input));
@@ -30,7 +39,11 @@ export function presentStoredProxyConfig(text: string | null | undefined): Recor
 }
 
 /** Deletes the sealed values a stored config refers to (it was replaced, or its deployment deleted). */
-export async function releaseProxyConfig(db: Kysely<Database>, workspaceId: string, text: string | null | undefined): Promise<void> {
+export async function releaseProxyConfig(
+  db: Kysely<Database>,
+  workspaceId: string,
+  text: string | null | undefined,
+): Promise<void> {
   const stored = parseProxyConfig(text);
   if (stored) await releaseEgressValues(db, workspaceId, stored);
 }

@@ -26,7 +26,11 @@ export function headerOfScheme(scheme: Principal["scheme"]): CredentialHeader | 
  * `Authorization`, a header of its own named `x-api-key`) are not the platform's and pass. The
  * header the admitted principal came from is known already; any other is checked on its own.
  */
-export async function platformCredentialHeaders(headers: Headers, authenticate: Authenticate, admitted: Principal | null): Promise<CredentialHeader[]> {
+export async function platformCredentialHeaders(
+  headers: Headers,
+  authenticate: Authenticate,
+  admitted: Principal | null,
+): Promise<CredentialHeader[]> {
   const known = admitted ? headerOfScheme(admitted.scheme) : null;
   const found: CredentialHeader[] = [];
   for (const name of CREDENTIAL_HEADERS) {
@@ -37,7 +41,11 @@ export async function platformCredentialHeaders(headers: Headers, authenticate: 
   return found;
 }
 
-async function isPlatformCredential(name: CredentialHeader, value: string, authenticate: Authenticate): Promise<boolean> {
+async function isPlatformCredential(
+  name: CredentialHeader,
+  value: string,
+  authenticate: Authenticate,
+): Promise<boolean> {
   try {
     await authenticate(new Headers({ [name]: value }), "GET");
     return true;

@@ -30,7 +30,12 @@ export const projectLogsBody = logsQuery
   .loose();
 
 export function filterOf(body: z.infer<typeof projectLogsBody>): LogFilter {
-  return { level: body.level ?? undefined, query: body.query || undefined, since: body.start_time ?? undefined, until: body.end_time ?? undefined };
+  return {
+    level: body.level ?? undefined,
+    query: body.query || undefined,
+    since: body.start_time ?? undefined,
+    until: body.end_time ?? undefined,
+  };
 }
 
 /**
@@ -42,7 +47,10 @@ export function filterOf(body: z.infer<typeof projectLogsBody>): LogFilter {
 export function registerProjectLogRoutes(router: Router, ctx: PlatformContext): void {
   const db = ctx.db;
   const revisionParams = z.object({ project_id: idParam, revision_id: idParam });
-  const responses = { 200: { description: "Log lines (next_offset: the last line's id, null on an empty page)", schema: logsPage }, 404: { description: "Not found" } };
+  const responses = {
+    200: { description: "Log lines (next_offset: the last line's id, null on an empty page)", schema: logsPage },
+    404: { description: "Not found" },
+  };
   for (const kind of ["build", "deploy"] as LogKind[]) {
     router.add({
       method: "post",
@@ -56,7 +64,14 @@ export function registerProjectLogRoutes(router: Router, ctx: PlatformContext): 
       handler: async ({ c, principal, params, body }) => {
         const rev = await getRevisionRow(db, principal.workspaceId, params.project_id, params.revision_id);
         if (!rev) throw new HttpError(404, `Revision ID ${params.revision_id} not found.`);
-        return c.json(await queryLogs(db, [rev.id], kind, { after: body.offset, limit: body.limit, order: body.order, filter: filterOf(body) }));
+        return c.json(
+          await queryLogs(db, [rev.id], kind, {
+            after: body.offset,
+            limit: body.limit,
+            order: body.order,
+            filter: filterOf(body),
+          }),
+        );
       },
     });
   }
@@ -72,8 +87,20 @@ export function registerProjectLogRoutes(router: Router, ctx: PlatformContext): 
     handler: async ({ c, principal, params, body }) => {
       const dep = await getDeploymentRow(db, principal.workspaceId, params.project_id);
       if (!dep) throw new HttpError(404, `Deployment ID ${params.project_id} not found.`);
-      const revisions = await db.selectFrom("deployment_revisions").select("id").where("deployment_id", "=", dep.id).where("workspace_id", "=", principal.workspaceId).execute();
-      return c.json(await queryLogs(db, revisions.map((r) => r.id), "deploy", { after: body.offset, limit: body.limit, order: body.order, filter: filterOf(body) }));
+      const revisions = await db
+        .selectFrom("deployment_revisions")
+        .select("id")
+        .where("deployment_id", "=", dep.id)
+        .where("workspace_id", "=", principal.workspaceId)
+        .execute();
+      return c.json(
+        await queryLogs(
+          db,
+          revisions.map((r) => r.id),
+          "deploy",
+          { after: body.offset, limit: body.limit, order: body.order, filter: filterOf(body) },
+        ),
+      );
     },
   });
 }

@@ -6,7 +6,12 @@ import type { AppEnv } from "../../http/principal.ts";
 import type { LiveRevision } from "../rollout/live-revision.ts";
 import type { Authenticate } from "../../http/authenticate.ts";
 import { HttpError } from "../../http/errors.ts";
-import { allowedSetCookies, CONSOLE_ORIGIN_CONTENT_HEADERS, parseTenantHost, withoutPlatformCookies } from "../../http/tenant-hosts.ts";
+import {
+  allowedSetCookies,
+  CONSOLE_ORIGIN_CONTENT_HEADERS,
+  parseTenantHost,
+  withoutPlatformCookies,
+} from "../../http/tenant-hosts.ts";
 import type { RolloutEngine } from "../rollout/rollout-engine.ts";
 import type { Route, RouteAccess } from "../rollout/route-cache.ts";
 import { UUIDISH } from "./schemas.ts";
@@ -18,7 +23,18 @@ import { upstreamFailure } from "./upstream-failure.ts";
 import type { Logger } from "../../log/logger.ts";
 
 /** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+]);
 
 /**
  * @hono/node-server's answer for "the handler wrote the Node response itself". It must be a real
@@ -37,7 +53,10 @@ export const proxyTuning = { pipeResponses: true, nodeSignals: true };
 const PUBLIC_PATHS = new Set(["/ok", "/info"]);
 
 function problem(status: number, detail: string): Response {
-  return new Response(JSON.stringify({ detail }), { status, headers: { "content-type": "application/json", ...(status === 503 ? { "retry-after": "1" } : {}) } });
+  return new Response(JSON.stringify({ detail }), {
+    status,
+    headers: { "content-type": "application/json", ...(status === 503 ? { "retry-after": "1" } : {}) },
+  });
 }
 
 interface Upstream {
@@ -50,7 +69,11 @@ interface Upstream {
  * the stable URL (`prefix`, empty on the deployment's own host). On the console's origin the
  * deployment's bytes get an opaque origin and set no cookie; elsewhere they never set the platform's.
  */
-export function responseHeaders(upstream: http.IncomingHttpHeaders, prefix: string, onConsoleOrigin: boolean): http.OutgoingHttpHeaders {
+export function responseHeaders(
+  upstream: http.IncomingHttpHeaders,
+  prefix: string,
+  onConsoleOrigin: boolean,
+): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(upstream)) {
     if (v === undefined || HOP_BY_HOP.has(k) || k === "set-cookie") continue;
@@ -124,7 +147,13 @@ function nodeResponseOf(c: Context<AppEnv>): http.ServerResponse | null {
  * probes whether the body is already complete; piping keeps SSE frames unbuffered all the same.
  * Hono is told the response is already sent.
  */
-function pipeToClient(res: http.IncomingMessage, outgoing: http.ServerResponse, status: number, headers: http.OutgoingHttpHeaders, bodyless: boolean): Response {
+function pipeToClient(
+  res: http.IncomingMessage,
+  outgoing: http.ServerResponse,
+  status: number,
+  headers: http.OutgoingHttpHeaders,
+  bodyless: boolean,
+): Response {
   outgoing.writeHead(status, headers);
   if (bodyless) {
     res.resume();
@@ -150,19 +179,31 @@ function pipeToClient(res: http.IncomingMessage, outgoing: http.ServerResponse, 
  * by the platform's body limit) are read first so a request refused by a server that just stopped
  * can be sent again to the new one.
  */
-export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEngine, authenticate: Authenticate, tenantDomain: string, log: Logger): void {
+export function mountDeploymentProxy(
+  app: Hono<AppEnv>,
+  engine: () => RolloutEngine,
+  authenticate: Authenticate,
+  tenantDomain: string,
+  log: Logger,
+): void {
   /**
    * Without custom auth the agent server accepts any platform key; the stable URL narrows that to
    * keys of the deployment's own workspace (another workspace's key reads as "not found", as on the
    * control plane). With custom auth the project's handler decides, as on LangSmith Deployment.
    */
-  const admit = async (c: Context<AppEnv>, id: string, route: RouteAccess, rest: string): Promise<Response | Principal | null> => {
+  const admit = async (
+    c: Context<AppEnv>,
+    id: string,
+    route: RouteAccess,
+    rest: string,
+  ): Promise<Response | Principal | null> => {
     if (PUBLIC_PATHS.has(rest)) return null;
     const headers = c.req.raw.headers;
     if (route.customAuth) {
       // The project's handler decides; a developer (Studio) request with a platform credential of
       // the deployment's workspace is passed on as that caller.
-      if (headers.get("x-auth-scheme") !== "langsmith" || !(headers.get("x-api-key") || headers.get("authorization"))) return null;
+      if (headers.get("x-auth-scheme") !== "langsmith" || !(headers.get("x-api-key") || headers.get("authorization")))
+        return null;
       const principal = await authenticate(headers).catch(() => null);
       return principal && principal.workspaceId === route.workspaceId ? principal : null;
     }
@@ -170,7 +211,11 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
       const principal = await authenticate(headers);
       return principal.workspaceId === route.workspaceId ? principal : problem(404, `Deployment ID ${id} not found.`);
     } catch (err) {
-      if (err instanceof HttpError) return new Response(JSON.stringify({ detail: err.detail }), { status: err.status, headers: { "content-type": "application/json", ...err.headers } });
+      if (err instanceof HttpError)
+        return new Response(JSON.stringify({ detail: err.detail }), {
+          status: err.status,
+          headers: { "content-type": "application/json", ...err.headers },
+        });
       throw err;
     }
   };
@@ -227,7 +272,8 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
         if (admitted instanceof Response) return admitted;
         if (admitted) headers[PRINCIPAL_HEADER] = encodePrincipal(admitted);
         // The caller's platform credentials stay here: deployed code learns who calls from the principal header.
-        for (const name of await platformCredentialHeaders(c.req.raw.headers, authenticate, admitted)) delete headers[name];
+        for (const name of await platformCredentialHeaders(c.req.raw.headers, authenticate, admitted))
+          delete headers[name];
       }
       const live: LiveRevision | null = route.kind === "live" ? route.live : null;
       const base = route.kind === "live" ? route.live.url : route.url;
@@ -253,7 +299,18 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
     if (!upstream) {
       if (signal.aborted) return problem(499, "client closed the request");
       const e = lastError as (NodeJS.ErrnoException & { reusedSocket?: boolean }) | null;
-      log.warn({ deploymentId: id, method, path: rest, code: e?.code, reusedSocket: e?.reusedSocket, err: e?.message, requestId: c.get("requestId") }, "the deployment's agent server did not answer");
+      log.warn(
+        {
+          deploymentId: id,
+          method,
+          path: rest,
+          code: e?.code,
+          reusedSocket: e?.reusedSocket,
+          err: e?.message,
+          requestId: c.get("requestId"),
+        },
+        "the deployment's agent server did not answer",
+      );
       return problem(502, `The deployment's agent server did not answer: ${lastError?.message ?? "unknown error"}`);
     }
     const { res, done } = upstream;
@@ -265,9 +322,11 @@ export function mountDeploymentProxy(app: Hono<AppEnv>, engine: () => RolloutEng
     const out = responseHeaders(res.headers, clientPrefix, !ownHost);
     const outgoing = nodeResponseOf(c);
     // Not for HEAD: Hono answers HEAD by running the GET route and copying its Response.
-    if (outgoing && alreadySentUsable && proxyTuning.pipeResponses && method !== "HEAD") return pipeToClient(res, outgoing, status, { ...out, "x-request-id": c.get("requestId") }, bodyless);
+    if (outgoing && alreadySentUsable && proxyTuning.pipeResponses && method !== "HEAD")
+      return pipeToClient(res, outgoing, status, { ...out, "x-request-id": c.get("requestId") }, bodyless);
     const webHeaders = new Headers();
-    for (const [k, v] of Object.entries(out)) for (const one of Array.isArray(v) ? v : [String(v)]) webHeaders.append(k, one);
+    for (const [k, v] of Object.entries(out))
+      for (const one of Array.isArray(v) ? v : [String(v)]) webHeaders.append(k, one);
     if (bodyless) {
       res.resume();
       return new Response(null, { status, headers: webHeaders });

@@ -18,10 +18,23 @@ import {
   toRevisionRecord,
 } from "../store/deployment-store.ts";
 import type { DeploymentsTable } from "../store/deployments-tables.ts";
-import { checkBuildable, checkSourceConfig, checkSourceSupported, duplicateSecretNames, mergeRevisionConfig, type RevisionPlan } from "../rollout/revision-plan.ts";
+import {
+  checkBuildable,
+  checkSourceConfig,
+  checkSourceSupported,
+  duplicateSecretNames,
+  mergeRevisionConfig,
+  type RevisionPlan,
+} from "../rollout/revision-plan.ts";
 import { readLogs, type LogKind } from "../store/revision-logs.ts";
 import { planPatch } from "../rollout/patch-plan.ts";
-import { recordCreated, transition, TERMINAL_STATUSES, LostRevision, type RevisionStatus } from "../rollout/revision-states.ts";
+import {
+  recordCreated,
+  transition,
+  TERMINAL_STATUSES,
+  LostRevision,
+  type RevisionStatus,
+} from "../rollout/revision-states.ts";
 import type { RolloutEngine } from "../rollout/rollout-engine.ts";
 import {
   bulkDeleteQuery,
@@ -56,7 +69,14 @@ function isUniqueViolation(err: unknown): boolean {
  * Inserts a revision in CREATING, points the deployment's `latest_revision_id` at it, and (after
  * the caller's transaction) queues it; waiting older revisions are superseded (SKIPPED).
  */
-async function insertRevision(tx: Kysely<Database>, deploymentId: string, workspaceId: string, plan: RevisionPlan, reuseBuildOf: string | null, now: string): Promise<string> {
+async function insertRevision(
+  tx: Kysely<Database>,
+  deploymentId: string,
+  workspaceId: string,
+  plan: RevisionPlan,
+  reuseBuildOf: string | null,
+  now: string,
+): Promise<string> {
   const id = newId();
   await tx
     .insertInto("deployment_revisions")
@@ -94,7 +114,10 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
   const localSource = { localRoots: localSourceRoots(ctx.config.settings), home: ctx.config.home };
 
   async function record(row: DeploymentsTable) {
-    return { ...toDeploymentRecord(row, ctx.baseUrl(), await latestCommitSha(db, row)), proxy_config: presentStoredProxyConfig(row.proxy_config) };
+    return {
+      ...toDeploymentRecord(row, ctx.baseUrl(), await latestCommitSha(db, row)),
+      proxy_config: presentStoredProxyConfig(row.proxy_config),
+    };
   }
 
   async function queue(deploymentId: string, revisionId: string): Promise<void> {
@@ -114,7 +137,12 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
     path: "/deployments/upload-url",
     summary: "Get a signed URL to PUT a source tarball to (then create or patch a deployment with its object_path)",
     tags: TAGS,
-    responses: { 200: { description: "Upload URL", schema: z.object({ upload_url: z.string(), object_path: z.string(), expires_at: z.string() }) } },
+    responses: {
+      200: {
+        description: "Upload URL",
+        schema: z.object({ upload_url: z.string(), object_path: z.string(), expires_at: z.string() }),
+      },
+    },
     handler: ({ c, principal }) => c.json(createUploadUrl(ctx.box, ctx.baseUrl(), principal.workspaceId)),
   });
 
@@ -124,23 +152,56 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
     summary: "Create a deployment (and its first revision when there is something to build)",
     tags: TAGS,
     body: createDeploymentBody,
-    responses: { 201: { description: "Created", schema: deploymentRecord }, 409: { description: "Name taken" }, 422: { description: "Invalid body" } },
+    responses: {
+      201: { description: "Created", schema: deploymentRecord },
+      409: { description: "Name taken" },
+      422: { description: "Invalid body" },
+    },
     handler: async ({ c, principal, body }) => {
       const ws = principal.workspaceId;
       checkSourceSupported(body.source, ["body", "source"]);
-      if (body.secret_references?.length) throw invalidAt(["body", "secret_references"], "secret_references are for external_docker sources, which this platform does not run");
+      if (body.secret_references?.length)
+        throw invalidAt(
+          ["body", "secret_references"],
+          "secret_references are for external_docker sources, which this platform does not run",
+        );
       checkSourceConfig(body.source_config, null);
       duplicateSecretNames(body.secrets);
       const repoUrl = body.source_config.repo_url ?? null;
-      if (body.source === "github" && !repoUrl) throw invalidAt(["body", "source_config", "repo_url"], "Field required for github sources (the repository's https:// URL)", "missing");
+      if (body.source === "github" && !repoUrl)
+        throw invalidAt(
+          ["body", "source_config", "repo_url"],
+          "Field required for github sources (the repository's https:// URL)",
+          "missing",
+        );
       const { merged } = mergeRevisionConfig({}, body.source_revision_config);
-      const what = await checkBuildable(merged, repoUrl, { workspaceId: ws, layout: engine().layout, requireSource: false, ...localSource });
-      if (await db.selectFrom("deployments").select("id").where("workspace_id", "=", ws).where("name", "=", body.name).executeTakeFirst()) {
+      const what = await checkBuildable(merged, repoUrl, {
+        workspaceId: ws,
+        layout: engine().layout,
+        requireSource: false,
+        ...localSource,
+      });
+      if (
+        await db
+          .selectFrom("deployments")
+          .select("id")
+          .where("workspace_id", "=", ws)
+          .where("name", "=", body.name)
+          .executeTakeFirst()
+      ) {
         throw conflict(`A deployment named ${body.name} already exists in this workspace`);
       }
       const max = ctx.config.settings.WHARF_DEPLOYMENT_WORKSPACE_MAX;
-      const have = await db.selectFrom("deployments").select((eb) => eb.fn.countAll<number>().as("n")).where("workspace_id", "=", ws).executeTakeFirstOrThrow();
-      if (Number(have.n) >= max) throw new HttpError(429, `Deployment quota reached: this workspace may have ${max} deployments (WHARF_DEPLOYMENT_WORKSPACE_MAX) and has ${Number(have.n)}; delete one first`);
+      const have = await db
+        .selectFrom("deployments")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("workspace_id", "=", ws)
+        .executeTakeFirstOrThrow();
+      if (Number(have.n) >= max)
+        throw new HttpError(
+          429,
+          `Deployment quota reached: this workspace may have ${max} deployments (WHARF_DEPLOYMENT_WORKSPACE_MAX) and has ${Number(have.n)}; delete one first`,
+        );
       const id = newId();
       const now = nowIso();
       const sourceConfig = { ...body.source_config, custom_url: null };
@@ -149,7 +210,11 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
       let revisionId: string | null = null;
       try {
         await db.transaction().execute(async (tx) => {
-          const { key, summary } = await createApiKey(tx, { workspaceId: ws, userId: principal.userId, name: `deployment:${body.name}` });
+          const { key, summary } = await createApiKey(tx, {
+            workspaceId: ws,
+            userId: principal.userId,
+            name: `deployment:${body.name}`,
+          });
           const sealedKey = ctx.box.seal(key, apiKeyAad(ws, id));
           await tx
             .insertInto("deployments")
@@ -182,7 +247,11 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
             const plan: RevisionPlan = {
               source: body.source,
               sourceRevisionConfig: merged,
-              buildConfig: { repo_url: repoUrl, install_command: body.source_config.install_command ?? null, build_command: body.source_config.build_command ?? null },
+              buildConfig: {
+                repo_url: repoUrl,
+                install_command: body.source_config.install_command ?? null,
+                build_command: body.source_config.build_command ?? null,
+              },
             };
             revisionId = await insertRevision(tx, id, ws, plan, null, now);
             await tx.updateTable("deployments").set({ latest_revision_id: revisionId }).where("id", "=", id).execute();
@@ -205,10 +274,19 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
     summary: "List deployments",
     tags: TAGS,
     query: listDeploymentsQuery,
-    responses: { 200: { description: "Deployments", schema: z.object({ resources: z.array(deploymentRecord), offset: z.number() }) } },
+    responses: {
+      200: {
+        description: "Deployments",
+        schema: z.object({ resources: z.array(deploymentRecord), offset: z.number() }),
+      },
+    },
     handler: async ({ c, principal, query }) => {
-      const ids = query.deployment_ids?.split(",").map((s) => s.trim()).filter(Boolean);
-      if (ids?.some((i) => !UUIDISH.test(i))) throw invalidAt(["query", "deployment_ids"], "Input should be a comma-separated list of UUIDs");
+      const ids = query.deployment_ids
+        ?.split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
+      if (ids?.some((i) => !UUIDISH.test(i)))
+        throw invalidAt(["query", "deployment_ids"], "Input should be a comma-separated list of UUIDs");
       const rows = await listDeploymentRows(db, principal.workspaceId, { ...query, ids });
       const resources = await Promise.all(rows.map(record));
       return c.json({ resources, offset: query.offset + resources.length });
@@ -221,10 +299,18 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
     summary: "Delete several deployments (200 when all were deleted, 207 when some were not found)",
     tags: TAGS,
     query: bulkDeleteQuery,
-    responses: { 200: { description: "All deleted" }, 207: { description: "Some deleted" }, 404: { description: "None found" } },
+    responses: {
+      200: { description: "All deleted" },
+      207: { description: "Some deleted" },
+      404: { description: "None found" },
+    },
     handler: async ({ c, principal, query }) => {
-      const ids = (Array.isArray(query.deployment_ids) ? query.deployment_ids : [query.deployment_ids]).flatMap((s) => s.split(",")).map((s) => s.trim()).filter(Boolean);
-      if (ids.length === 0 || ids.length > 100 || ids.some((i) => !UUIDISH.test(i))) throw invalidAt(["query", "deployment_ids"], "Input should be 1 to 100 deployment UUIDs");
+      const ids = (Array.isArray(query.deployment_ids) ? query.deployment_ids : [query.deployment_ids])
+        .flatMap((s) => s.split(","))
+        .map((s) => s.trim())
+        .filter(Boolean);
+      if (ids.length === 0 || ids.length > 100 || ids.some((i) => !UUIDISH.test(i)))
+        throw invalidAt(["query", "deployment_ids"], "Input should be 1 to 100 deployment UUIDs");
       const deleted: string[] = [];
       const notFoundIds: string[] = [];
       for (const id of [...new Set(ids)]) {
@@ -243,7 +329,8 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
     tags: TAGS,
     params: deploymentParams,
     responses: { 200: { description: "Deployment", schema: deploymentRecord }, 404: { description: "Not found" } },
-    handler: async ({ c, principal, params }) => c.json(await record(await requireDeployment(principal.workspaceId, params.deployment_id))),
+    handler: async ({ c, principal, params }) =>
+      c.json(await record(await requireDeployment(principal.workspaceId, params.deployment_id))),
   });
 
   router.add({
@@ -253,19 +340,31 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
     tags: TAGS,
     params: deploymentParams,
     body: patchDeploymentBody,
-    responses: { 200: { description: "Updated deployment", schema: deploymentRecord }, 404: { description: "Not found" }, 422: { description: "Invalid body" } },
+    responses: {
+      200: { description: "Updated deployment", schema: deploymentRecord },
+      404: { description: "Not found" },
+      422: { description: "Invalid body" },
+    },
     handler: async ({ c, principal, params, body }) => {
       const ws = principal.workspaceId;
       const row = await requireDeployment(ws, params.deployment_id);
       if (body.revision_source) checkSourceSupported(body.revision_source, ["body", "revision_source"]);
-      if (body.secret_references?.length) throw invalidAt(["body", "secret_references"], "secret_references are for external_docker sources, which this platform does not run");
+      if (body.secret_references?.length)
+        throw invalidAt(
+          ["body", "secret_references"],
+          "secret_references are for external_docker sources, which this platform does not run",
+        );
       checkSourceConfig(body.source_config, JSON.parse(row.source_config) as Record<string, unknown>);
       let secrets = openSecrets(ctx.box, row);
       let secretsChanged = false;
       if (body.secrets) {
         duplicateSecretNames(body.secrets);
         const m = mergeSecrets(secrets, body.secrets);
-        if (m.unknown.length) throw invalidAt(["body", "secrets", m.unknown[0], "value"], "value may be null only for a secret the deployment already has (null keeps its value)");
+        if (m.unknown.length)
+          throw invalidAt(
+            ["body", "secrets", m.unknown[0], "value"],
+            "value may be null only for a secret the deployment already has (null keeps its value)",
+          );
         secretsChanged = !sameSecrets(secrets, m.secrets);
         secrets = m.secrets;
       }
@@ -273,7 +372,12 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
       const { nextSource, merged, sourceChanged } = patch;
       let plan: RevisionPlan | null = null;
       if (patch.newRevision) {
-        const what = await checkBuildable(merged, patch.revision.buildConfig.repo_url, { workspaceId: ws, layout: engine().layout, requireSource: sourceChanged, ...localSource });
+        const what = await checkBuildable(merged, patch.revision.buildConfig.repo_url, {
+          workspaceId: ws,
+          layout: engine().layout,
+          requireSource: sourceChanged,
+          ...localSource,
+        });
         if (what === "build") plan = patch.revision;
       }
       const reuse = plan ? patch.reuseBuildOf : null;
@@ -303,7 +407,16 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
         await releaseProxyConfig(db, ws, row.proxy_config);
       }
       if (revisionId) await queue(row.id, revisionId);
-      ctx.log.info({ deployment: row.id, revision: revisionId, secretsChanged, sourceChanged, proxyConfigChanged: proxyConfig !== undefined }, "deployment updated");
+      ctx.log.info(
+        {
+          deployment: row.id,
+          revision: revisionId,
+          secretsChanged,
+          sourceChanged,
+          proxyConfigChanged: proxyConfig !== undefined,
+        },
+        "deployment updated",
+      );
       return c.json(await record((await getDeploymentRow(db, ws, row.id))!));
     },
   });
@@ -311,10 +424,21 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
   async function deleteDeployment(workspaceId: string, id: string): Promise<boolean> {
     const row = await getDeploymentRow(db, workspaceId, id);
     if (!row) return false;
-    await db.updateTable("deployments").set({ status: "AWAITING_DELETE", updated_at: nowIso() }).where("id", "=", id).execute();
-    const revisions = await db.selectFrom("deployment_revisions").select("id").where("deployment_id", "=", id).execute();
+    await db
+      .updateTable("deployments")
+      .set({ status: "AWAITING_DELETE", updated_at: nowIso() })
+      .where("id", "=", id)
+      .execute();
+    const revisions = await db
+      .selectFrom("deployment_revisions")
+      .select("id")
+      .where("deployment_id", "=", id)
+      .execute();
     await db.updateTable("deployment_revisions").set({ cancel_requested: 1 }).where("deployment_id", "=", id).execute();
-    await engine().forget(id, revisions.map((r) => r.id));
+    await engine().forget(
+      id,
+      revisions.map((r) => r.id),
+    );
     // Gone on this machine before the answer: a server start racing the deletion included.
     await engine().runtime.purge(id);
     await revokeApiKey(db, workspaceId, row.api_key_id);
@@ -334,7 +458,8 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
     query: z.object({ delete_tracing_project: z.enum(["true", "false"]).optional() }),
     responses: { 204: { description: "Deleted" }, 404: { description: "Not found" } },
     handler: async ({ c, principal, params }) => {
-      if (!(await deleteDeployment(principal.workspaceId, params.deployment_id))) throw deploymentNotFound(params.deployment_id);
+      if (!(await deleteDeployment(principal.workspaceId, params.deployment_id)))
+        throw deploymentNotFound(params.deployment_id);
       return c.body(null, 204);
     },
   });
@@ -345,7 +470,13 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
     summary: "Get a signed URL to PUT this deployment's next source tarball to",
     tags: TAGS,
     params: deploymentParams,
-    responses: { 200: { description: "Upload URL", schema: z.object({ upload_url: z.string(), object_path: z.string(), expires_at: z.string() }) }, 404: { description: "Not found" } },
+    responses: {
+      200: {
+        description: "Upload URL",
+        schema: z.object({ upload_url: z.string(), object_path: z.string(), expires_at: z.string() }),
+      },
+      404: { description: "Not found" },
+    },
     handler: async ({ c, principal, params }) => {
       await requireDeployment(principal.workspaceId, params.deployment_id);
       return c.json(createUploadUrl(ctx.box, ctx.baseUrl(), principal.workspaceId));
@@ -359,11 +490,21 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
     tags: TAGS,
     params: deploymentParams,
     query: listRevisionsQuery,
-    responses: { 200: { description: "Revisions", schema: z.object({ resources: z.array(revisionRecord), offset: z.number() }) }, 404: { description: "Not found" } },
+    responses: {
+      200: { description: "Revisions", schema: z.object({ resources: z.array(revisionRecord), offset: z.number() }) },
+      404: { description: "Not found" },
+    },
     handler: async ({ c, principal, params, query }) => {
       await requireDeployment(principal.workspaceId, params.deployment_id);
-      const statuses = query.status?.split(",").map((s) => s.trim()).filter(Boolean);
-      const rows = await listRevisionRows(db, params.deployment_id, { limit: query.limit, offset: query.offset, statuses });
+      const statuses = query.status
+        ?.split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
+      const rows = await listRevisionRows(db, params.deployment_id, {
+        limit: query.limit,
+        offset: query.offset,
+        statuses,
+      });
       return c.json({ resources: rows.map(toRevisionRecord), offset: query.offset + rows.length });
     },
   });
@@ -388,19 +529,36 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
     summary: "Redeploy a revision's build (rollback without rebuilding): a new revision that reuses it",
     tags: TAGS,
     params: revisionParams,
-    responses: { 200: { description: "The deployment, its latest revision being the redeploy", schema: deploymentRecord }, 400: { description: "Nothing to redeploy" }, 404: { description: "Not found" } },
+    responses: {
+      200: { description: "The deployment, its latest revision being the redeploy", schema: deploymentRecord },
+      400: { description: "Nothing to redeploy" },
+      404: { description: "Not found" },
+    },
     handler: async ({ c, principal, params }) => {
       const ws = principal.workspaceId;
       const row = await requireDeployment(ws, params.deployment_id);
       const target = await getRevisionRow(db, ws, params.deployment_id, params.revision_id);
       if (!target) throw revisionNotFound(params.revision_id);
-      if (!target.project_dir) throw new HttpError(400, `Revision ${target.id} has no build to redeploy (its status is ${target.status})`);
-      const plan: RevisionPlan = { source: target.source, sourceRevisionConfig: JSON.parse(target.source_revision_config), buildConfig: JSON.parse(target.build_config) };
+      if (!target.project_dir)
+        throw new HttpError(400, `Revision ${target.id} has no build to redeploy (its status is ${target.status})`);
+      const plan: RevisionPlan = {
+        source: target.source,
+        sourceRevisionConfig: JSON.parse(target.source_revision_config),
+        buildConfig: JSON.parse(target.build_config),
+      };
       const now = nowIso();
       let revisionId = "";
       await db.transaction().execute(async (tx) => {
         revisionId = await insertRevision(tx, row.id, ws, plan, target.id, now);
-        await tx.updateTable("deployments").set({ latest_revision_id: revisionId, source_revision_config: target.source_revision_config, updated_at: now }).where("id", "=", row.id).execute();
+        await tx
+          .updateTable("deployments")
+          .set({
+            latest_revision_id: revisionId,
+            source_revision_config: target.source_revision_config,
+            updated_at: now,
+          })
+          .where("id", "=", row.id)
+          .execute();
       });
       await queue(row.id, revisionId);
       ctx.log.info({ deployment: row.id, revision: revisionId, of: target.id }, "redeploy requested");
@@ -414,15 +572,24 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
     summary: "Interrupt a revision that is not finished (it ends INTERRUPTED; the live revision keeps serving)",
     tags: TAGS,
     params: revisionParams,
-    responses: { 200: { description: "Revision", schema: revisionRecord }, 400: { description: "Already finished" }, 404: { description: "Not found" } },
+    responses: {
+      200: { description: "Revision", schema: revisionRecord },
+      400: { description: "Already finished" },
+      404: { description: "Not found" },
+    },
     handler: async ({ c, principal, params }) => {
       const ws = principal.workspaceId;
       const rev = await getRevisionRow(db, ws, params.deployment_id, params.revision_id);
       if (!rev) throw revisionNotFound(params.revision_id);
-      if (TERMINAL_STATUSES.has(rev.status as RevisionStatus)) throw new HttpError(400, `Revision ${rev.id} is already ${rev.status}`);
+      if (TERMINAL_STATUSES.has(rev.status as RevisionStatus))
+        throw new HttpError(400, `Revision ${rev.id} is already ${rev.status}`);
       await db.updateTable("deployment_revisions").set({ cancel_requested: 1 }).where("id", "=", rev.id).execute();
       if (!engine().abortRollout(rev.id, "cancel") && !rev.owner) {
-        await transition(db, rev.id, [rev.status as RevisionStatus], "INTERRUPTED", { owner: null, reason: "interrupted on request", set: { status_message: "Interrupted on request" } }).catch((err) => {
+        await transition(db, rev.id, [rev.status as RevisionStatus], "INTERRUPTED", {
+          owner: null,
+          reason: "interrupted on request",
+          set: { status_message: "Interrupted on request" },
+        }).catch((err) => {
           if (!(err instanceof LostRevision)) throw err;
         });
       }
@@ -451,7 +618,9 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
       handler: async ({ c, principal, params, query }) => {
         const rev = await getRevisionRow(db, principal.workspaceId, params.deployment_id, params.revision_id);
         if (!rev) throw revisionNotFound(params.revision_id);
-        return c.json(await readLogs(db, rev.id, kind, { after: query.offset ?? null, limit: query.limit, order: query.order }));
+        return c.json(
+          await readLogs(db, rev.id, kind, { after: query.offset ?? null, limit: query.limit, order: query.order }),
+        );
       },
     });
   }
@@ -462,13 +631,30 @@ export function registerDeploymentRoutes(router: Router, ctx: PlatformContext, e
     summary: "A revision's status history with timestamps",
     tags: TAGS,
     params: revisionParams,
-    responses: { 200: { description: "Transitions", schema: z.array(z.object({ from_status: z.string().nullable(), to_status: z.string(), reason: z.string().nullable(), at: z.string() })) } },
+    responses: {
+      200: {
+        description: "Transitions",
+        schema: z.array(
+          z.object({
+            from_status: z.string().nullable(),
+            to_status: z.string(),
+            reason: z.string().nullable(),
+            at: z.string(),
+          }),
+        ),
+      },
+    },
     handler: async ({ c, principal, params }) => {
       const rev = await getRevisionRow(db, principal.workspaceId, params.deployment_id, params.revision_id);
       if (!rev) throw revisionNotFound(params.revision_id);
-      const rows = await db.selectFrom("deployment_revision_transitions").select(["from_status", "to_status", "reason", "at"]).where("revision_id", "=", rev.id).orderBy("at").orderBy("id").execute();
+      const rows = await db
+        .selectFrom("deployment_revision_transitions")
+        .select(["from_status", "to_status", "reason", "at"])
+        .where("revision_id", "=", rev.id)
+        .orderBy("at")
+        .orderBy("id")
+        .execute();
       return c.json(rows);
     },
   });
-
 }

@@ -12,18 +12,42 @@ export const UUIDISH = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 export const idParam = z.string().regex(UUIDISH, "Input should be a valid UUID");
 
 /** Names the platform sets itself for every agent server; a secret may not override them. */
-export const RESERVED_SECRET_NAMES = new Set(["PATH", "PORT", "HOST", "NODE_OPTIONS", "NODE_PATH", "DATABASE_URL", "DATABASE_URI", "POSTGRES_URI", "HOME"]);
+export const RESERVED_SECRET_NAMES = new Set([
+  "PATH",
+  "PORT",
+  "HOST",
+  "NODE_OPTIONS",
+  "NODE_PATH",
+  "DATABASE_URL",
+  "DATABASE_URI",
+  "POSTGRES_URI",
+  "HOME",
+]);
 const MAX_SECRET_VALUE_BYTES = 64 * 1024;
 
 export const secretName = z
   .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "Secret names are environment variable names: letters, digits and _, not starting with a digit, at most 128")
-  .refine((n) => !RESERVED_SECRET_NAMES.has(n) && !n.startsWith("WHARF_"), "This name is set by the platform for every agent server and cannot be a secret");
-const secretValue = z.string().refine((v) => Buffer.byteLength(v) <= MAX_SECRET_VALUE_BYTES, `Secret values are at most ${MAX_SECRET_VALUE_BYTES} bytes`);
+  .regex(
+    /^[A-Za-z_][A-Za-z0-9_]{0,127}$/,
+    "Secret names are environment variable names: letters, digits and _, not starting with a digit, at most 128",
+  )
+  .refine(
+    (n) => !RESERVED_SECRET_NAMES.has(n) && !n.startsWith("WHARF_"),
+    "This name is set by the platform for every agent server and cannot be a secret",
+  );
+const secretValue = z
+  .string()
+  .refine(
+    (v) => Buffer.byteLength(v) <= MAX_SECRET_VALUE_BYTES,
+    `Secret values are at most ${MAX_SECRET_VALUE_BYTES} bytes`,
+  );
 
 export const deploymentName = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}$/, "Names are 1-128 characters: letters, digits, space, . _ - and start with a letter or digit");
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}$/,
+    "Names are 1-128 characters: letters, digits, space, . _ - and start with a letter or digit",
+  );
 
 /** `dev_zero` is what today's `langgraph deploy` sends for its default "serverless" type; Wharf runs every type alike. */
 const deploymentType = z.enum(["dev_free", "dev_zero", "dev", "prod"]);
@@ -69,7 +93,10 @@ export const createDeploymentBody = z.object({
   source: z.enum(SOURCES),
   source_config: sourceConfigSchema,
   source_revision_config: sourceRevisionConfigSchema,
-  secrets: z.array(z.object({ name: secretName, value: secretValue })).max(100).default([]),
+  secrets: z
+    .array(z.object({ name: secretName, value: secretValue }))
+    .max(100)
+    .default([]),
   secret_references: z.array(secretReference).nullish(),
   /** Egress of the deployment's agent servers and build steps: the sandboxes' proxy_config. */
   proxy_config: proxyConfigSchema.nullish(),
@@ -81,7 +108,10 @@ export const patchDeploymentBody = z.object({
   source_config: sourceConfigSchema.nullish(),
   source_revision_config: sourceRevisionConfigSchema.nullish(),
   /** The list replaces the set; `value: null` keeps the current value of that name. */
-  secrets: z.array(z.object({ name: secretName, value: secretValue.nullable() })).max(100).nullish(),
+  secrets: z
+    .array(z.object({ name: secretName, value: secretValue.nullable() }))
+    .max(100)
+    .nullish(),
   secret_references: z.array(secretReference).nullish(),
   tracked_packages: z.array(z.string()).nullish(),
   /** Replaces the egress rules of the running revision at once (no new revision); null = the default posture. */

@@ -51,14 +51,18 @@ function usage(dir: string): { count: number; bytes: number } {
 export function admitUpload(dir: string, limits: UploadLimits): { add(bytes: number): void; release(): void } {
   const now = usage(dir);
   if (now.count >= limits.maxCount) {
-    throw new UploadQuotaExceeded(`this workspace keeps ${now.count} uploaded tarballs, the most it may (WHARF_DEPLOYMENT_UPLOADS_MAX); unused ones expire after ${Math.round(limits.ttlMs / 3_600_000)} h`);
+    throw new UploadQuotaExceeded(
+      `this workspace keeps ${now.count} uploaded tarballs, the most it may (WHARF_DEPLOYMENT_UPLOADS_MAX); unused ones expire after ${Math.round(limits.ttlMs / 3_600_000)} h`,
+    );
   }
   let mine = 0;
   return {
     add(bytes) {
       const others = inflight.get(dir) ?? 0;
       if (now.bytes + others + bytes > limits.maxBytes) {
-        throw new UploadQuotaExceeded(`this workspace's uploaded tarballs would pass ${limits.maxBytes} bytes in all (WHARF_DEPLOYMENT_UPLOADS_MAX_BYTES); unused ones expire after ${Math.round(limits.ttlMs / 3_600_000)} h`);
+        throw new UploadQuotaExceeded(
+          `this workspace's uploaded tarballs would pass ${limits.maxBytes} bytes in all (WHARF_DEPLOYMENT_UPLOADS_MAX_BYTES); unused ones expire after ${Math.round(limits.ttlMs / 3_600_000)} h`,
+        );
       }
       mine += bytes;
       inflight.set(dir, others + bytes);
@@ -76,7 +80,11 @@ export function admitUpload(dir: string, limits: UploadLimits): { add(bytes: num
 async function uploadsInUse(db: Kysely<Database>): Promise<Set<string>> {
   const configs = [
     ...(await db.selectFrom("deployments").select("source_revision_config").execute()),
-    ...(await db.selectFrom("deployment_revisions").select("source_revision_config").where("status", "not in", [...TERMINAL_STATUSES]).execute()),
+    ...(await db
+      .selectFrom("deployment_revisions")
+      .select("source_revision_config")
+      .where("status", "not in", [...TERMINAL_STATUSES])
+      .execute()),
   ];
   const used = new Set<string>();
   for (const c of configs) {
@@ -94,7 +102,12 @@ async function uploadsInUse(db: Kysely<Database>): Promise<Set<string>> {
  * Removes uploads older than the TTL that nothing uses, and partial files a crash left (a live
  * upload's file is written to all the time). Returns how many files went.
  */
-export async function sweepUploads(db: Kysely<Database>, layout: DeploymentsLayout, ttlMs: number, now = Date.now()): Promise<number> {
+export async function sweepUploads(
+  db: Kysely<Database>,
+  layout: DeploymentsLayout,
+  ttlMs: number,
+  now = Date.now(),
+): Promise<number> {
   const workspaces = entries(layout.uploads);
   if (workspaces.length === 0) return 0;
   const used = await uploadsInUse(db);

@@ -28,11 +28,19 @@ function sign(box: SecretBox, payload: string): string {
  * A signed, expiring URL to PUT one source tarball to (the way the real CLI uploads to a signed
  * bucket URL), and the `object_path` to name it by in `source_revision_config.source_tarball_path`.
  */
-export function createUploadUrl(box: SecretBox, baseUrl: string, workspaceId: string): { upload_url: string; object_path: string; expires_at: string } {
+export function createUploadUrl(
+  box: SecretBox,
+  baseUrl: string,
+  workspaceId: string,
+): { upload_url: string; object_path: string; expires_at: string } {
   const objectPath = `uploads/${workspaceId}/${newId()}.tar.gz`;
   const claim: UploadClaim = { w: workspaceId, o: objectPath, e: Date.now() + UPLOAD_TTL_MS };
   const payload = Buffer.from(JSON.stringify(claim)).toString("base64url");
-  return { upload_url: `${baseUrl}/deployments-uploads/${payload}.${sign(box, payload)}`, object_path: objectPath, expires_at: new Date(claim.e).toISOString() };
+  return {
+    upload_url: `${baseUrl}/deployments-uploads/${payload}.${sign(box, payload)}`,
+    object_path: objectPath,
+    expires_at: new Date(claim.e).toISOString(),
+  };
 }
 
 export function verifyUploadToken(box: SecretBox, token: string): UploadClaim | null {
@@ -53,7 +61,13 @@ export function verifyUploadToken(box: SecretBox, token: string): UploadClaim | 
 /** Streams an upload body to its file (written aside, then renamed: a reader never sees half a file). */
 export class UploadTooLarge extends Error {}
 
-export async function storeUpload(layout: DeploymentsLayout, claim: UploadClaim, body: ReadableStream<Uint8Array>, maxBytes: number, limits: UploadLimits): Promise<number> {
+export async function storeUpload(
+  layout: DeploymentsLayout,
+  claim: UploadClaim,
+  body: ReadableStream<Uint8Array>,
+  maxBytes: number,
+  limits: UploadLimits,
+): Promise<number> {
   const file = layout.uploadFile(claim.o);
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const quota = admitUpload(path.dirname(file), limits);
@@ -61,7 +75,8 @@ export async function storeUpload(layout: DeploymentsLayout, claim: UploadClaim,
   let bytes = 0;
   const counted = Readable.fromWeb(body as import("node:stream/web").ReadableStream).on("data", (c: Buffer) => {
     bytes += c.length;
-    if (bytes > maxBytes) counted.destroy(new UploadTooLarge(`the upload is larger than ${maxBytes} bytes (WHARF_UPLOAD_LIMIT_BYTES)`));
+    if (bytes > maxBytes)
+      counted.destroy(new UploadTooLarge(`the upload is larger than ${maxBytes} bytes (WHARF_UPLOAD_LIMIT_BYTES)`));
     try {
       quota.add(c.length);
     } catch (err) {

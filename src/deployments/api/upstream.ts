@@ -29,11 +29,18 @@ export async function sendUpstream(base: string, pathAndQuery: string, init: Ini
   }
 }
 
-function sendOnce(base: string, pathAndQuery: string, init: Init, via: http.Agent | false): Promise<http.IncomingMessage> {
+function sendOnce(
+  base: string,
+  pathAndQuery: string,
+  init: Init,
+  via: http.Agent | false,
+): Promise<http.IncomingMessage> {
   const socketPath = socketOf(base);
   return new Promise((resolve, reject) => {
     const opts: http.RequestOptions = { method: init.method, headers: init.headers, agent: via, signal: init.signal };
-    const req = socketPath ? http.request({ ...opts, socketPath, path: pathAndQuery }, resolve) : http.request(new URL(pathAndQuery, base), opts, resolve);
+    const req = socketPath
+      ? http.request({ ...opts, socketPath, path: pathAndQuery }, resolve)
+      : http.request(new URL(pathAndQuery, base), opts, resolve);
     req.once("error", (err: NodeJS.ErrnoException & { reusedSocket?: boolean }) => {
       err.reusedSocket = req.reusedSocket;
       reject(err);
@@ -43,10 +50,26 @@ function sendOnce(base: string, pathAndQuery: string, init: Init, via: http.Agen
 }
 
 /** A whole small request: status and body text. */
-export async function fetchUpstream(base: string, pathAndQuery: string, init: { method?: string; headers?: http.OutgoingHttpHeaders; json?: unknown; signal?: AbortSignal; timeoutMs?: number }): Promise<{ status: number; text: string }> {
+export async function fetchUpstream(
+  base: string,
+  pathAndQuery: string,
+  init: {
+    method?: string;
+    headers?: http.OutgoingHttpHeaders;
+    json?: unknown;
+    signal?: AbortSignal;
+    timeoutMs?: number;
+  },
+): Promise<{ status: number; text: string }> {
   const body = init.json === undefined ? null : Buffer.from(JSON.stringify(init.json));
-  const headers: http.OutgoingHttpHeaders = { ...init.headers, ...(body ? { "content-type": "application/json", "content-length": String(body.length) } : {}) };
-  const signal = AbortSignal.any([...(init.signal ? [init.signal] : []), AbortSignal.timeout(init.timeoutMs ?? 10_000)]);
+  const headers: http.OutgoingHttpHeaders = {
+    ...init.headers,
+    ...(body ? { "content-type": "application/json", "content-length": String(body.length) } : {}),
+  };
+  const signal = AbortSignal.any([
+    ...(init.signal ? [init.signal] : []),
+    AbortSignal.timeout(init.timeoutMs ?? 10_000),
+  ]);
   const res = await sendUpstream(base, pathAndQuery, { method: init.method ?? "GET", headers, body, signal });
   const chunks: Buffer[] = [];
   for await (const c of res) chunks.push(c as Buffer);

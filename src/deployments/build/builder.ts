@@ -55,7 +55,16 @@ export interface BuildOutput {
  */
 export async function buildRevision(
   input: BuildInput,
-  ctx: { layout: DeploymentsLayout; log: RevisionLog; signal: AbortSignal; home: string; sources: SourcePolicy; workspaceId: string; step: BuildStep; afterFetch: (artifactDir: string) => void },
+  ctx: {
+    layout: DeploymentsLayout;
+    log: RevisionLog;
+    signal: AbortSignal;
+    home: string;
+    sources: SourcePolicy;
+    workspaceId: string;
+    step: BuildStep;
+    afterFetch: (artifactDir: string) => void;
+  },
 ): Promise<BuildOutput> {
   const { layout, log, signal } = ctx;
   const artifactDir = layout.buildDir(input.revisionId);
@@ -70,32 +79,83 @@ export async function buildRevision(
   } catch (err) {
     throw new BuildError((err as Error).message, { cause: err });
   }
-  log.line(`graphs in ${input.langgraphConfigPath}: ${config.graphIds.join(", ")}${config.hasCustomAuth ? " (custom auth)" : ""}`);
+  log.line(
+    `graphs in ${input.langgraphConfigPath}: ${config.graphIds.join(", ")}${config.hasCustomAuth ? " (custom auth)" : ""}`,
+  );
   const childEnv: Record<string, string> = { ...input.env, NODE_ENV: "production" };
-  await installDependencies(config.dir, { layout, workspaceId: ctx.workspaceId, installCommand: input.installCommand, log, step: ctx.step, env: childEnv });
+  await installDependencies(config.dir, {
+    layout,
+    workspaceId: ctx.workspaceId,
+    installCommand: input.installCommand,
+    log,
+    step: ctx.step,
+    env: childEnv,
+  });
   if (input.buildCommand) {
     log.line(`running build command: ${input.buildCommand}`);
-    await ctx.step({ what: "build command", argv: ["/bin/sh", "-c", input.buildCommand], cwd: config.dir, env: childEnv, writable: true });
+    await ctx.step({
+      what: "build command",
+      argv: ["/bin/sh", "-c", input.buildCommand],
+      cwd: config.dir,
+      env: childEnv,
+      writable: true,
+    });
   }
   const python = projectNeedsPython(config.file);
-  if (python) await installPythonEnvironment(config, { layout, workspaceId: ctx.workspaceId, revisionId: input.revisionId, log, step: ctx.step, env: childEnv });
+  if (python)
+    await installPythonEnvironment(config, {
+      layout,
+      workspaceId: ctx.workspaceId,
+      revisionId: input.revisionId,
+      log,
+      step: ctx.step,
+      env: childEnv,
+    });
   log.line("loading graphs");
-  const out = await ctx.step({ what: "loading the graphs", argv: [process.execPath, "--import", TSX_LOADER, LOAD_CHECK, config.file], cwd: config.dir, env: childEnv, writable: false, capture: true });
+  const out = await ctx.step({
+    what: "loading the graphs",
+    argv: [process.execPath, "--import", TSX_LOADER, LOAD_CHECK, config.file],
+    cwd: config.dir,
+    env: childEnv,
+    writable: false,
+    capture: true,
+  });
   const last = out.trim().split("\n").pop() ?? "";
-  let result: { graphs: Array<{ id: string; ok: boolean; error?: string }>; auth: { ok: boolean; error?: string } | null };
+  let result: {
+    graphs: Array<{ id: string; ok: boolean; error?: string }>;
+    auth: { ok: boolean; error?: string } | null;
+  };
   try {
     result = JSON.parse(last);
   } catch {
     throw new BuildError(`loading the graphs printed no result: ${last.slice(0, 500)}`);
   }
-  if (python) result.graphs.push(...(await checkPythonGraphs(config, { layout, workspaceId: ctx.workspaceId, log, step: ctx.step, env: childEnv })));
+  if (python)
+    result.graphs.push(
+      ...(await checkPythonGraphs(config, {
+        layout,
+        workspaceId: ctx.workspaceId,
+        log,
+        step: ctx.step,
+        env: childEnv,
+      })),
+    );
   const failed = result.graphs.filter((g) => !g.ok);
-  for (const g of failed) for (const l of (g.error ?? "").split("\n").slice(0, 15)) log.line(`graph ${g.id}: ${l}`, "error");
+  for (const g of failed)
+    for (const l of (g.error ?? "").split("\n").slice(0, 15)) log.line(`graph ${g.id}: ${l}`, "error");
   if (result.auth && !result.auth.ok) log.line(`auth: ${result.auth.error}`, "error");
-  if (failed.length) throw new BuildError(`graph${failed.length > 1 ? "s" : ""} ${failed.map((g) => g.id).join(", ")} failed to load`);
+  if (failed.length)
+    throw new BuildError(`graph${failed.length > 1 ? "s" : ""} ${failed.map((g) => g.id).join(", ")} failed to load`);
   if (result.auth && !result.auth.ok) throw new BuildError(`the auth module failed to load: ${result.auth.error}`);
   log.line(`build finished in ${Math.round(performance.now() - started)} ms`);
-  return { artifactDir, projectDir: config.dir, configFile: config.file, graphs: config.graphIds, hasCustomAuth: config.hasCustomAuth, commitSha };
+  return {
+    artifactDir,
+    projectDir: config.dir,
+    configFile: config.file,
+    graphs: config.graphIds,
+    hasCustomAuth: config.hasCustomAuth,
+    commitSha,
+  };
 }
 
 /** Whether an earlier build can be deployed again (rollbacks reuse it without rebuilding). */

@@ -33,7 +33,8 @@ async function linkTarget(src: string, root: string, rel: string): Promise<strin
   // inside. A dangling link has no answer, so it may not climb at all.
   const real = await fs.promises.realpath(src).catch(() => null);
   const climbs = target.split("/").includes("..");
-  if (!isWithin(lexical, root) || (real === null ? climbs : !isWithin(real, root))) throw new CopyRefused(`${rel} is a link that leaves the source folder (${target}): refusing to copy it`);
+  if (!isWithin(lexical, root) || (real === null ? climbs : !isWithin(real, root)))
+    throw new CopyRefused(`${rel} is a link that leaves the source folder (${target}): refusing to copy it`);
   return path.isAbsolute(target) ? path.relative(path.dirname(src), lexical) || "." : target;
 }
 
@@ -42,8 +43,13 @@ async function copyFile(src: string, dest: string, expect: fs.Stats, budget: num
   try {
     const st = await input.stat();
     // Replaced between the listing and the open: whatever it is now, it is not what was checked.
-    if (!st.isFile() || st.ino !== expect.ino || st.dev !== expect.dev) throw new CopyRefused(`${rel} changed while it was being copied`);
-    const output = await fs.promises.open(dest, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, st.mode & 0o777);
+    if (!st.isFile() || st.ino !== expect.ino || st.dev !== expect.dev)
+      throw new CopyRefused(`${rel} changed while it was being copied`);
+    const output = await fs.promises.open(
+      dest,
+      fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW,
+      st.mode & 0o777,
+    );
     try {
       const buf = Buffer.allocUnsafe(CHUNK);
       let copied = 0;
@@ -51,7 +57,8 @@ async function copyFile(src: string, dest: string, expect: fs.Stats, budget: num
         const { bytesRead } = await input.read(buf, 0, CHUNK, null);
         if (bytesRead === 0) return copied;
         copied += bytesRead;
-        if (copied > budget) throw new CopyRefused(`the source folder is larger than the limit (WHARF_UPLOAD_LIMIT_BYTES) at ${rel}`);
+        if (copied > budget)
+          throw new CopyRefused(`the source folder is larger than the limit (WHARF_UPLOAD_LIMIT_BYTES) at ${rel}`);
         await output.write(buf, 0, bytesRead);
       }
     } finally {

@@ -32,7 +32,14 @@ export function dependencyKey(projectDir: string, installCommand: string | null)
  */
 export async function installDependencies(
   projectDir: string,
-  opts: { layout: DeploymentsLayout; workspaceId: string; installCommand: string | null; log: RevisionLog; step: BuildStep; env: Record<string, string> },
+  opts: {
+    layout: DeploymentsLayout;
+    workspaceId: string;
+    installCommand: string | null;
+    log: RevisionLog;
+    step: BuildStep;
+    env: Record<string, string>;
+  },
 ): Promise<{ key: string | null; cached: boolean }> {
   const key = dependencyKey(projectDir, opts.installCommand);
   const target = path.join(projectDir, "node_modules");
@@ -56,9 +63,17 @@ export async function installDependencies(
   const env = { ...opts.env, npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false" };
   if (opts.installCommand) {
     opts.log.line(`running install command: ${opts.installCommand}`);
-    await opts.step({ what: "install command", argv: ["/bin/sh", "-c", opts.installCommand], cwd: projectDir, env, writable: true });
+    await opts.step({
+      what: "install command",
+      argv: ["/bin/sh", "-c", opts.installCommand],
+      cwd: projectDir,
+      env,
+      writable: true,
+    });
   } else {
-    const args = hasLock ? ["ci", "--prefer-offline", "--no-audit", "--no-fund"] : ["install", "--prefer-offline", "--no-audit", "--no-fund", "--no-package-lock"];
+    const args = hasLock
+      ? ["ci", "--prefer-offline", "--no-audit", "--no-fund"]
+      : ["install", "--prefer-offline", "--no-audit", "--no-fund", "--no-package-lock"];
     opts.log.line(`npm ${args.join(" ")}`);
     await opts.step({ what: "npm install", argv: ["/usr/bin/npm", ...args], cwd: projectDir, env, writable: true });
   }
@@ -66,7 +81,10 @@ export async function installDependencies(
   // would walk (and move into the shared cache) whatever a link there points at.
   const made = fs.lstatSync(target, { throwIfNoEntry: false });
   if (!made) fs.mkdirSync(target);
-  else if (!made.isDirectory()) throw new ProjectFileError(`the install left node_modules as ${made.isSymbolicLink() ? "a symbolic link" : "something other than a folder"}; refusing to use it`);
+  else if (!made.isDirectory())
+    throw new ProjectFileError(
+      `the install left node_modules as ${made.isSymbolicLink() ? "a symbolic link" : "something other than a folder"}; refusing to use it`,
+    );
   materializeLocalLinks(target, projectDir);
   const staging = `${cached}.${process.pid}.${Date.now()}`;
   fs.mkdirSync(staging, { recursive: true, mode: 0o755 });
@@ -76,7 +94,8 @@ export async function installDependencies(
     fs.renameSync(staging, cached);
   } catch {
     fs.rmSync(staging, { recursive: true, force: true });
-    if (!fs.existsSync(path.join(cached, ".complete"))) throw new Error(`dependency cache ${cached} is in an unexpected state`);
+    if (!fs.existsSync(path.join(cached, ".complete")))
+      throw new Error(`dependency cache ${cached} is in an unexpected state`);
   }
   fs.symlinkSync(path.relative(projectDir, path.join(cached, "node_modules")), target, "dir");
   opts.log.line(`dependencies installed and cached as ${key}`);
@@ -89,9 +108,13 @@ export async function installDependencies(
  * stay broken on purpose (a build sees nothing of the platform's machine beyond itself).
  */
 function materializeLocalLinks(nodeModules: string, projectDir: string): void {
-  const entries = fs.readdirSync(nodeModules, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() && e.name.startsWith("@") ? fs.readdirSync(path.join(nodeModules, e.name), { withFileTypes: true }).map((s) => path.join(e.name, s.name)) : [e.name],
-  );
+  const entries = fs
+    .readdirSync(nodeModules, { withFileTypes: true })
+    .flatMap((e) =>
+      e.isDirectory() && e.name.startsWith("@")
+        ? fs.readdirSync(path.join(nodeModules, e.name), { withFileTypes: true }).map((s) => path.join(e.name, s.name))
+        : [e.name],
+    );
   for (const name of entries) {
     const link = path.join(nodeModules, name);
     if (!fs.lstatSync(link).isSymbolicLink()) continue;

@@ -12,7 +12,10 @@ export interface HostRegistries {
   pip: { indexUrl: string | null; extraIndexUrls: string[]; cert: string | null };
 }
 
-export const NO_HOST_REGISTRIES: HostRegistries = { npm: { registry: null, cafile: null }, pip: { indexUrl: null, extraIndexUrls: [], cert: null } };
+export const NO_HOST_REGISTRIES: HostRegistries = {
+  npm: { registry: null, cafile: null },
+  pip: { indexUrl: null, extraIndexUrls: [], cert: null },
+};
 
 const unset = (v: string | undefined) => (v === undefined || v === "" || v === "null" || v === "undefined" ? null : v);
 
@@ -39,14 +42,21 @@ export function parsePipConfigList(stdout: string): HostRegistries["pip"] {
     if ((v.startsWith("'") && v.endsWith("'")) || (v.startsWith('"') && v.endsWith('"'))) v = v.slice(1, -1);
     values.set(`${m[1]}.${m[2]}`, v);
   }
-  const get = (key: string) => unset(values.get(`:env:.${key}`) ?? values.get(`install.${key}`) ?? values.get(`global.${key}`));
-  return { indexUrl: get("index-url"), extraIndexUrls: (get("extra-index-url") ?? "").split(/\s+/).filter(Boolean), cert: get("cert") };
+  const get = (key: string) =>
+    unset(values.get(`:env:.${key}`) ?? values.get(`install.${key}`) ?? values.get(`global.${key}`));
+  return {
+    indexUrl: get("index-url"),
+    extraIndexUrls: (get("extra-index-url") ?? "").split(/\s+/).filter(Boolean),
+    cert: get("cert"),
+  };
 }
 
 function run(command: string, args: string[], env: NodeJS.ProcessEnv | undefined): Promise<string | null> {
   return new Promise((resolve) => {
     // No host package manager (or a broken one): builds keep their defaults.
-    execFile(command, args, { env, cwd: "/", timeout: 15_000, encoding: "utf8" }, (err, stdout) => resolve(err ? null : stdout));
+    execFile(command, args, { env, cwd: "/", timeout: 15_000, encoding: "utf8" }, (err, stdout) =>
+      resolve(err ? null : stdout),
+    );
   });
 }
 
@@ -55,6 +65,12 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv | undefined
  * given). A tool that is missing or fails counts as unconfigured.
  */
 export async function readHostRegistries(env?: NodeJS.ProcessEnv): Promise<HostRegistries> {
-  const [npm, pip] = await Promise.all([run("npm", ["config", "get", "registry", "cafile"], env), run("python3", ["-m", "pip", "config", "list"], env)]);
-  return { npm: npm === null ? NO_HOST_REGISTRIES.npm : parseNpmConfigGet(npm), pip: pip === null ? NO_HOST_REGISTRIES.pip : parsePipConfigList(pip) };
+  const [npm, pip] = await Promise.all([
+    run("npm", ["config", "get", "registry", "cafile"], env),
+    run("python3", ["-m", "pip", "config", "list"], env),
+  ]);
+  return {
+    npm: npm === null ? NO_HOST_REGISTRIES.npm : parseNpmConfigGet(npm),
+    pip: pip === null ? NO_HOST_REGISTRIES.pip : parsePipConfigList(pip),
+  };
 }

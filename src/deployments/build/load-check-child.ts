@@ -26,7 +26,8 @@ async function loadExport(dir: string, ref: string): Promise<unknown> {
   const full = path.resolve(dir, file);
   if (!fs.existsSync(full)) throw new Error(`file ${file} does not exist`);
   const mod = (await import(pathToFileURL(full).href)) as Record<string, unknown>;
-  if (!(exportName in mod) || mod[exportName] === undefined) throw new Error(`${file} has no export named ${exportName}`);
+  if (!(exportName in mod) || mod[exportName] === undefined)
+    throw new Error(`${file} has no export named ${exportName}`);
   return mod[exportName];
 }
 
@@ -38,7 +39,10 @@ function looksLikeGraph(value: unknown): boolean {
 }
 
 const configFile = process.argv[2];
-const config = JSON.parse(fs.readFileSync(configFile, "utf8")) as { graphs?: Record<string, string | { path: string }>; auth?: { path?: string } };
+const config = JSON.parse(fs.readFileSync(configFile, "utf8")) as {
+  graphs?: Record<string, string | { path: string }>;
+  auth?: { path?: string };
+};
 const dir = path.dirname(configFile);
 const result: Result = { graphs: [], auth: null };
 for (const [id, entry] of Object.entries(config.graphs ?? {})) {
@@ -47,7 +51,8 @@ for (const [id, entry] of Object.entries(config.graphs ?? {})) {
   if (graphRuntime(ref) === "python") continue;
   try {
     const value = await loadExport(dir, ref);
-    if (!looksLikeGraph(value)) throw new Error(`${ref} is not a graph (expected a compiled graph, a StateGraph or a factory function)`);
+    if (!looksLikeGraph(value))
+      throw new Error(`${ref} is not a graph (expected a compiled graph, a StateGraph or a factory function)`);
     result.graphs.push({ id, ok: true });
   } catch (err) {
     result.graphs.push({ id, ok: false, error: (err as Error).stack ?? String(err) });

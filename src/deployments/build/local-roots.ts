@@ -11,7 +11,8 @@ export class LocalPathRefused extends Error {}
 
 export const LOCAL_PATH_OFF =
   "local_path is turned off on this platform: the operator enables it by listing folders in WHARF_DEPLOY_LOCAL_ROOTS. Upload a tarball instead (wharf deploy without --local).";
-export const LOCAL_PATH_OUTSIDE = "local_path must be an existing folder under one of the folders in the platform's WHARF_DEPLOY_LOCAL_ROOTS";
+export const LOCAL_PATH_OUTSIDE =
+  "local_path must be an existing folder under one of the folders in the platform's WHARF_DEPLOY_LOCAL_ROOTS";
 
 /** Kernel and device trees are never a source, whatever the roots say. */
 const NEVER = ["/proc", "/sys", "/dev"];
@@ -23,7 +24,13 @@ export function isWithin(child: string, parent: string): boolean {
 }
 
 /** The decision on already-resolved paths (pure): null when the folder may be copied. */
-export function localPathProblem(p: { written: string; real: string | null; roots: string[]; realRoots: string[]; realHome: string | null }): string | null {
+export function localPathProblem(p: {
+  written: string;
+  real: string | null;
+  roots: string[];
+  realRoots: string[];
+  realHome: string | null;
+}): string | null {
   if (p.roots.length === 0) return LOCAL_PATH_OFF;
   if (!path.isAbsolute(p.written)) return LOCAL_PATH_OUTSIDE;
   if (!p.roots.some((r) => isWithin(path.resolve(p.written), path.resolve(r)))) return LOCAL_PATH_OUTSIDE;

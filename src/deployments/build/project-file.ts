@@ -36,7 +36,8 @@ export function readProjectFile(root: string, rel: string, maxBytes = PROJECT_FI
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
       throw new ProjectFileError(`${rel} cannot be read: ${(err as Error).message}`, { cause: err });
     }
-    if (st.isSymbolicLink()) throw new ProjectFileError(`${rel} is below a symbolic link (${path.relative(root, dir)}); refusing to read it`);
+    if (st.isSymbolicLink())
+      throw new ProjectFileError(`${rel} is below a symbolic link (${path.relative(root, dir)}); refusing to read it`);
     if (!st.isDirectory()) return null;
   }
   let fd: number;
@@ -55,7 +56,7 @@ export function readProjectFile(root: string, rel: string, maxBytes = PROJECT_FI
     // Read one byte more than allowed: a file that grows meanwhile is caught too.
     const buf = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
     let n = 0;
-    for (let r; n < buf.length && (r = fs.readSync(fd, buf, n, buf.length - n, null)) > 0; ) n += r;
+    for (let r; n < buf.length && (r = fs.readSync(fd, buf, n, buf.length - n, null)) > 0;) n += r;
     if (n > maxBytes) throw new ProjectFileError(`${rel} is larger than ${maxBytes} bytes`);
     return buf.subarray(0, n).toString("utf8");
   } finally {

@@ -17,7 +17,10 @@ const KEY = /^[0-9a-f]{16}$/;
 export class PythonBuildError extends Error {}
 
 /** Whether a langgraph.json has Python graphs or Python auth (pure over the file's text). */
-export function needsPython(config: { graphs?: Record<string, string | { path?: string }>; auth?: { path?: unknown } }): boolean {
+export function needsPython(config: {
+  graphs?: Record<string, string | { path?: string }>;
+  auth?: { path?: unknown };
+}): boolean {
   const refs = Object.values(config.graphs ?? {}).map((g) => (typeof g === "string" ? g : (g?.path ?? "")));
   if (typeof config.auth?.path === "string") refs.push(config.auth.path);
   return refs.some((r) => typeof r === "string" && r !== "" && graphRuntime(r) === "python");
@@ -50,17 +53,39 @@ function lastJson(out: string, what: string): Record<string, unknown> {
  * platform's side (never followed, capped): `pip_config_file`, `git+https` dependencies, `uv.lock`.
  */
 export function pythonInstallHosts(config: { dir: string; file: string }, buildRoot: string): string[] {
-  const raw = JSON.parse(fs.readFileSync(config.file, "utf8")) as { pip_config_file?: unknown; dependencies?: unknown; source?: { kind?: unknown; root?: unknown } };
+  const raw = JSON.parse(fs.readFileSync(config.file, "utf8")) as {
+    pip_config_file?: unknown;
+    dependencies?: unknown;
+    source?: { kind?: unknown; root?: unknown };
+  };
   const rel = (p: string) => path.relative(buildRoot, path.resolve(config.dir, p));
-  const pipConfig = typeof raw.pip_config_file === "string" ? readProjectFile(buildRoot, rel(raw.pip_config_file)) : null;
-  const dependencies = Array.isArray(raw.dependencies) ? raw.dependencies.filter((d): d is string => typeof d === "string") : [];
+  const pipConfig =
+    typeof raw.pip_config_file === "string" ? readProjectFile(buildRoot, rel(raw.pip_config_file)) : null;
+  const dependencies = Array.isArray(raw.dependencies)
+    ? raw.dependencies.filter((d): d is string => typeof d === "string")
+    : [];
   const uvRoot = raw.source?.kind === "uv" ? (typeof raw.source.root === "string" ? raw.source.root : ".") : null;
   const uvLock = uvRoot !== null ? readProjectFile(buildRoot, rel(path.join(uvRoot, "uv.lock")), LOCKFILE_MAX) : null;
   return pythonProjectHosts({ pipConfig, dependencies, uvLock });
 }
 
-async function runChild(mode: "key" | "create" | "check", config: { dir: string; file: string }, o: Opts, python: { envs: string; writable: boolean; hosts?: string[] }, what: string, writable: boolean): Promise<Record<string, unknown>> {
-  const out = await o.step({ what, argv: [process.execPath, "--import", TSX_LOADER, CHILD, mode, config.file, o.layout.pythonEnvsFor(o.workspaceId)], cwd: config.dir, env: o.env, writable, capture: true, python });
+async function runChild(
+  mode: "key" | "create" | "check",
+  config: { dir: string; file: string },
+  o: Opts,
+  python: { envs: string; writable: boolean; hosts?: string[] },
+  what: string,
+  writable: boolean,
+): Promise<Record<string, unknown>> {
+  const out = await o.step({
+    what,
+    argv: [process.execPath, "--import", TSX_LOADER, CHILD, mode, config.file, o.layout.pythonEnvsFor(o.workspaceId)],
+    cwd: config.dir,
+    env: o.env,
+    writable,
+    capture: true,
+    python,
+  });
   const r = lastJson(out, what);
   if (typeof r.error === "string") throw new PythonBuildError(r.error);
   return r;
@@ -73,7 +98,10 @@ async function runChild(mode: "key" | "create" | "check", config: { dir: string;
  * shared folder by the platform; builds never get that folder writable, so no build changes an
  * environment another revision runs.
  */
-export async function installPythonEnvironment(config: { dir: string; file: string }, o: Opts & { revisionId: string }): Promise<void> {
+export async function installPythonEnvironment(
+  config: { dir: string; file: string },
+  o: Opts & { revisionId: string },
+): Promise<void> {
   const envs = o.layout.pythonEnvsFor(o.workspaceId);
   fs.mkdirSync(envs, { recursive: true, mode: 0o755 });
   let hosts: string[];
@@ -83,8 +111,16 @@ export async function installPythonEnvironment(config: { dir: string; file: stri
     throw new PythonBuildError((err as Error).message, { cause: err });
   }
   if (hosts.length) o.log.line(`Python package sources reachable for this build besides PyPI: ${hosts.join(", ")}`);
-  const { key } = await runChild("key", config, o, { envs, writable: false }, "computing the Python environment's key", false);
-  if (typeof key !== "string" || !KEY.test(key)) throw new PythonBuildError(`unexpected Python environment key ${String(key)}`);
+  const { key } = await runChild(
+    "key",
+    config,
+    o,
+    { envs, writable: false },
+    "computing the Python environment's key",
+    false,
+  );
+  if (typeof key !== "string" || !KEY.test(key))
+    throw new PythonBuildError(`unexpected Python environment key ${String(key)}`);
   const target = path.join(envs, key);
   if (fs.existsSync(path.join(target, ".wharf-ready"))) {
     o.log.line(`Python environment ${key} is cached: reusing it`);
@@ -94,18 +130,29 @@ export async function installPythonEnvironment(config: { dir: string; file: stri
   fs.rmSync(staging, { recursive: true, force: true });
   fs.mkdirSync(staging, { mode: 0o755 });
   try {
-    o.log.line(`creating the Python environment ${key} (the base image has no C compiler: sdists with C extensions fail)`);
-    const made0 = await runChild("create", config, o, { envs: staging, writable: true, hosts }, "installing the Python dependencies", true);
+    o.log.line(
+      `creating the Python environment ${key} (the base image has no C compiler: sdists with C extensions fail)`,
+    );
+    const made0 = await runChild(
+      "create",
+      config,
+      o,
+      { envs: staging, writable: true, hosts },
+      "installing the Python dependencies",
+      true,
+    );
     o.log.line(`Python environment ${key} installed with ${String(made0.installer)}`);
     const made = path.join(staging, key);
     const st = fs.lstatSync(made, { throwIfNoEntry: false });
     // Without isolation the step wrote the shared folder itself (no staging bind): nothing to move.
     if (st && !fs.existsSync(path.join(target, ".wharf-ready"))) {
-      if (!st.isDirectory() || !fs.existsSync(path.join(made, ".wharf-ready"))) throw new PythonBuildError("the Python install step left no complete environment");
+      if (!st.isDirectory() || !fs.existsSync(path.join(made, ".wharf-ready")))
+        throw new PythonBuildError("the Python install step left no complete environment");
       fs.rmSync(target, { recursive: true, force: true });
       fs.renameSync(made, target);
     }
-    if (!fs.existsSync(path.join(target, ".wharf-ready"))) throw new PythonBuildError(`Python environment ${key} is missing after its install`);
+    if (!fs.existsSync(path.join(target, ".wharf-ready")))
+      throw new PythonBuildError(`Python environment ${key} is missing after its install`);
     o.log.line(`Python environment installed and cached as ${key}`);
   } finally {
     fs.rmSync(staging, { recursive: true, force: true });
@@ -113,7 +160,17 @@ export async function installPythonEnvironment(config: { dir: string; file: stri
 }
 
 /** Imports the Python graphs in their worker, confined and read-only: one entry per graph. */
-export async function checkPythonGraphs(config: { dir: string; file: string }, o: Opts): Promise<Array<{ id: string; ok: boolean; error?: string }>> {
-  const r = await runChild("check", config, o, { envs: o.layout.pythonEnvsFor(o.workspaceId), writable: false }, "loading the Python graphs", false);
+export async function checkPythonGraphs(
+  config: { dir: string; file: string },
+  o: Opts,
+): Promise<Array<{ id: string; ok: boolean; error?: string }>> {
+  const r = await runChild(
+    "check",
+    config,
+    o,
+    { envs: o.layout.pythonEnvsFor(o.workspaceId), writable: false },
+    "loading the Python graphs",
+    false,
+  );
   return (r.graphs as Array<{ id: string; ok: boolean; error?: string }>) ?? [];
 }

@@ -24,7 +24,8 @@ try {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-check-"));
     const runtime = await startPythonRuntime({ ...opts, home });
     const graphs = [...(runtime?.graphs.keys() ?? [])].map((id) => ({ id, ok: true }));
-    for (const [id, f] of runtime?.failures ?? []) graphs.push({ id, ok: false, error: `${f.module}: ${f.error}` } as { id: string; ok: boolean });
+    for (const [id, f] of runtime?.failures ?? [])
+      graphs.push({ id, ok: false, error: `${f.module}: ${f.error}` } as { id: string; ok: boolean });
     await runtime?.worker.stop();
     print({ graphs, auth: null });
   } else throw new Error(`unknown mode ${mode}`);

@@ -18,7 +18,10 @@ function expand(value: string, env: Record<string, string>): string {
 }
 
 /** What an .npmrc text sets: the default `registry` (last one wins, as in npm) and `@scope:registry` URLs. */
-export function npmrcRegistries(npmrc: string, env: Record<string, string> = {}): { registry: string | null; scoped: string[] } {
+export function npmrcRegistries(
+  npmrc: string,
+  env: Record<string, string> = {},
+): { registry: string | null; scoped: string[] } {
   let registry: string | null = null;
   const scoped: string[] = [];
   for (const raw of npmrc.split(/\r?\n/)) {
@@ -28,7 +31,8 @@ export function npmrcRegistries(npmrc: string, env: Record<string, string> = {})
     if (eq < 0) continue;
     const key = line.slice(0, eq).trim();
     let value = line.slice(eq + 1).trim();
-    if ((value.startsWith('"') && value.endsWith('"')) || (value.startsWith("'") && value.endsWith("'"))) value = value.slice(1, -1);
+    if ((value.startsWith('"') && value.endsWith('"')) || (value.startsWith("'") && value.endsWith("'")))
+      value = value.slice(1, -1);
     if (key === "registry") registry = expand(value, env);
     else if (/^@[^:\s]+:registry$/.test(key)) scoped.push(expand(value, env));
   }
@@ -74,7 +78,9 @@ export const PYPI_HOSTS = ["pypi.org", "files.pythonhosted.org"];
  * as pip and uv read them.
  */
 export function pythonRegistryHosts(env: Record<string, string>): string[] {
-  const urls = ["PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL"].flatMap((k) => (env[k] ?? "").split(/\s+/).filter(Boolean));
+  const urls = ["PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL"].flatMap((k) =>
+    (env[k] ?? "").split(/\s+/).filter(Boolean),
+  );
   return [...new Set([...PYPI_HOSTS, ...urls.map(registryEntry).filter((e): e is string => e !== null)])];
 }
 
@@ -83,7 +89,11 @@ export function pythonRegistryHosts(env: Record<string, string>): string[] {
  * indexes of its `pip_config_file`, the hosts of its `git+https` dependencies and every source its
  * `uv.lock` names, as the npm registries of its `.npmrc` are.
  */
-export function pythonProjectHosts(input: { pipConfig: string | null; dependencies: string[]; uvLock: string | null }): string[] {
+export function pythonProjectHosts(input: {
+  pipConfig: string | null;
+  dependencies: string[];
+  uvLock: string | null;
+}): string[] {
   const urls = [
     ...(input.pipConfig ? pipConfigUrls(pipConfigIndexes(input.pipConfig)) : []),
     ...input.dependencies.map(gitDependencyUrl).filter((u): u is string => u !== null),
@@ -115,12 +125,22 @@ const httpUrl = (u: string | null): u is string => u !== null && /^https?:\/\//i
  * from the host may be reached at an internal address, and only with the operator's setting: a
  * project's own `.npmrc` naming an internal host stays refused.
  */
-export function buildRegistryPlan(input: { npmrc: string | null; env: Record<string, string>; host: HostRegistries; python: boolean; allowInternal: boolean }): BuildRegistryPlan {
+export function buildRegistryPlan(input: {
+  npmrc: string | null;
+  env: Record<string, string>;
+  host: HostRegistries;
+  python: boolean;
+  allowInternal: boolean;
+}): BuildRegistryPlan {
   const env: Record<string, string> = {};
   const hostUrls: string[] = [];
   const rc = input.npmrc ? npmrcRegistries(input.npmrc, input.env) : { registry: null };
   const stepRegistry = input.env.npm_config_registry || input.env.NPM_CONFIG_REGISTRY || rc.registry;
-  if (!stepRegistry && httpUrl(input.host.npm.registry) && registryEntry(input.host.npm.registry) !== registryEntry(NPM_DEFAULT_REGISTRY)) {
+  if (
+    !stepRegistry &&
+    httpUrl(input.host.npm.registry) &&
+    registryEntry(input.host.npm.registry) !== registryEntry(NPM_DEFAULT_REGISTRY)
+  ) {
     env.npm_config_registry = input.host.npm.registry;
     hostUrls.push(input.host.npm.registry);
   }
@@ -139,6 +159,8 @@ export function buildRegistryPlan(input: { npmrc: string | null; env: Record<str
   const npm = registryHosts({ npmrc: input.npmrc, env: stepEnv });
   const allow = input.python ? [...new Set([...npm, ...pythonRegistryHosts(stepEnv)])] : npm;
   const hostEntries = [...new Set(hostUrls.map(registryEntry).filter((e): e is string => e !== null))];
-  const caFiles = [input.host.npm.cafile, input.python ? input.host.pip.cert : null].filter((f): f is string => !!f && f.startsWith("/"));
+  const caFiles = [input.host.npm.cafile, input.python ? input.host.pip.cert : null].filter(
+    (f): f is string => !!f && f.startsWith("/"),
+  );
   return { env, allow, hostEntries, internal: input.allowInternal ? hostEntries : [], caFiles: [...new Set(caFiles)] };
 }

@@ -3,7 +3,8 @@
  * (`ext::`, `ssh://`, `git://`) would let a tenant read the platform's own disk or run commands,
  * and only HTTP(S) goes through the egress address policy's proxy.
  */
-export const REPO_URL_RULE = "repo_url must be an https:// (or http://) URL of a git repository: local paths, file:// and other git transports are not accepted";
+export const REPO_URL_RULE =
+  "repo_url must be an https:// (or http://) URL of a git repository: local paths, file:// and other git transports are not accepted";
 
 /** Why `url` may not be cloned, or null (pure). */
 export function repoUrlProblem(url: string): string | null {

@@ -10,10 +10,22 @@ export class CommandFailed extends Error {}
 export async function runCommand(
   command: string,
   args: string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv; log: RevisionLog; signal: AbortSignal; what: string; capture?: boolean },
+  options: {
+    cwd: string;
+    env: NodeJS.ProcessEnv;
+    log: RevisionLog;
+    signal: AbortSignal;
+    what: string;
+    capture?: boolean;
+  },
 ): Promise<string> {
   options.signal.throwIfAborted();
-  const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   let captured = "";
   const out = options.log.lineSink("info");
   const err = options.log.lineSink("info");
@@ -39,7 +51,8 @@ export async function runCommand(
     if (code !== 0) throw new CommandFailed(`${options.what} failed (exit ${code ?? "signal"})`);
     return captured;
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") throw new CommandFailed(`${options.what}: \`${command}\` is not installed on the platform's machine`);
+    if ((e as NodeJS.ErrnoException).code === "ENOENT")
+      throw new CommandFailed(`${options.what}: \`${command}\` is not installed on the platform's machine`);
     throw e;
   } finally {
     options.signal.removeEventListener("abort", kill);

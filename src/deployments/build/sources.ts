@@ -44,7 +44,11 @@ interface FetchContext {
  * Puts a revision's source tree into `dest`: an uploaded tarball, a git repository at `repo_ref`,
  * or a copy of a local directory. Returns the commit for git sources.
  */
-export async function fetchSource(spec: SourceSpec, dest: string, ctx: FetchContext): Promise<{ commitSha: string | null }> {
+export async function fetchSource(
+  spec: SourceSpec,
+  dest: string,
+  ctx: FetchContext,
+): Promise<{ commitSha: string | null }> {
   await fs.promises.rm(dest, { recursive: true, force: true });
   if (spec.source_tarball_path) {
     const file = ctx.layout.uploadFile(spec.source_tarball_path);
@@ -95,23 +99,70 @@ async function copyLocal(localPath: string, dest: string, ctx: FetchContext): Pr
  * included); no file transport even for submodules, and none of the operator's git configuration
  * (a `http.<url>.proxy` there would route around the proxy).
  */
-async function cloneRepo(repoUrl: string, ref: string | null, dest: string, ctx: FetchContext): Promise<{ commitSha: string }> {
+async function cloneRepo(
+  repoUrl: string,
+  ref: string | null,
+  dest: string,
+  ctx: FetchContext,
+): Promise<{ commitSha: string }> {
   const problem = repoUrlProblem(repoUrl);
   if (problem) throw new SourceError(problem);
   const proxy = await startOutboundProxy(ctx.sources.outbound);
   try {
-    const inherited = Object.fromEntries(Object.entries(processEnvironment()).filter(([k]) => !/^(https?|all|no)_proxy$/i.test(k) && !k.startsWith("GIT_")));
-    const env = { ...inherited, GIT_TERMINAL_PROMPT: "0", GIT_ALLOW_PROTOCOL: "http:https", GIT_PROTOCOL_FROM_USER: "0", GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
-    const config = ["-c", "protocol.file.allow=never", "-c", "protocol.allow=never", "-c", "protocol.https.allow=always", "-c", "protocol.http.allow=always", "-c", `http.proxy=${proxy.url}`, "-c", "http.followRedirects=initial"];
-    const git = (args: string[], cwd: string, what: string, capture = false) => runCommand("git", [...config, ...args], { cwd, env, log: ctx.log, signal: ctx.signal, what, capture });
+    const inherited = Object.fromEntries(
+      Object.entries(processEnvironment()).filter(
+        ([k]) => !/^(https?|all|no)_proxy$/i.test(k) && !k.startsWith("GIT_"),
+      ),
+    );
+    const env = {
+      ...inherited,
+      GIT_TERMINAL_PROMPT: "0",
+      GIT_ALLOW_PROTOCOL: "http:https",
+      GIT_PROTOCOL_FROM_USER: "0",
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_CONFIG_GLOBAL: "/dev/null",
+    };
+    const config = [
+      "-c",
+      "protocol.file.allow=never",
+      "-c",
+      "protocol.allow=never",
+      "-c",
+      "protocol.https.allow=always",
+      "-c",
+      "protocol.http.allow=always",
+      "-c",
+      `http.proxy=${proxy.url}`,
+      "-c",
+      "http.followRedirects=initial",
+    ];
+    const git = (args: string[], cwd: string, what: string, capture = false) =>
+      runCommand("git", [...config, ...args], { cwd, env, log: ctx.log, signal: ctx.signal, what, capture });
     const isSha = ref !== null && /^[0-9a-f]{7,40}$/i.test(ref);
     const branch = ref && !isSha ? ref.replace(/^refs\/(heads|tags)\//, "") : null;
     ctx.log.line(`cloning ${redactUrl(repoUrl)}${ref ? ` at ${ref}` : ""}`);
     try {
-      await git(["clone", "--quiet", "--no-tags", ...(isSha ? [] : ["--depth", "1"]), ...(branch ? ["--branch", branch] : []), "--", repoUrl, dest], ctx.layout.builds, "git clone");
+      await git(
+        [
+          "clone",
+          "--quiet",
+          "--no-tags",
+          ...(isSha ? [] : ["--depth", "1"]),
+          ...(branch ? ["--branch", branch] : []),
+          "--",
+          repoUrl,
+          dest,
+        ],
+        ctx.layout.builds,
+        "git clone",
+      );
     } catch (err) {
       // The policy's reason rather than git's: the same text whether or not anything listens there.
-      if (proxy.refusals.length) throw new SourceError(`git clone was refused by the platform's egress policy: ${proxy.refusals[0]} (${REFUSAL_HINT})`, { cause: err });
+      if (proxy.refusals.length)
+        throw new SourceError(
+          `git clone was refused by the platform's egress policy: ${proxy.refusals[0]} (${REFUSAL_HINT})`,
+          { cause: err },
+        );
       throw err;
     }
     if (isSha) await git(["-C", dest, "checkout", "--quiet", "--detach", ref], dest, "git checkout");

@@ -52,7 +52,8 @@ export const RUNTIME_INSIDE = "/opt/wharf";
  * (tsx's loader) is moved the same way.
  */
 export function insidePath(layout: DeploymentsLayout, hostPath: string, runtimeRoot = WHARF_ROOT): string {
-  if (hostPath.startsWith("file://")) return pathToFileURL(insidePath(layout, fileURLToPath(hostPath), runtimeRoot)).href;
+  if (hostPath.startsWith("file://"))
+    return pathToFileURL(insidePath(layout, fileURLToPath(hostPath), runtimeRoot)).href;
   const moves = [
     { from: layout.root, to: DEPLOYMENTS_INSIDE },
     { from: runtimeRoot, to: RUNTIME_INSIDE },
@@ -88,16 +89,33 @@ export function runtimeBinds(): Bind[] {
  */
 function resolutionLinks(layout: DeploymentsLayout): MountPlan {
   return {
-    binds: [{ src: path.join(layout.builds, "package.json"), dest: insidePath(layout, path.join(layout.builds, "package.json")), copy: true }],
+    binds: [
+      {
+        src: path.join(layout.builds, "package.json"),
+        dest: insidePath(layout, path.join(layout.builds, "package.json")),
+        copy: true,
+      },
+    ],
     symlinks: [
-      { link: insidePath(layout, path.join(layout.builds, "node_modules")), target: insidePath(layout, WHARF_NODE_MODULES) },
-      { link: insidePath(layout, path.join(layout.deps, "node_modules")), target: insidePath(layout, WHARF_NODE_MODULES) },
+      {
+        link: insidePath(layout, path.join(layout.builds, "node_modules")),
+        target: insidePath(layout, WHARF_NODE_MODULES),
+      },
+      {
+        link: insidePath(layout, path.join(layout.deps, "node_modules")),
+        target: insidePath(layout, WHARF_NODE_MODULES),
+      },
     ],
   };
 }
 
 /** A bind of a folder under the deployments root at its inside path, resolved below `beneath` without links. */
-const under = (layout: DeploymentsLayout, src: string, beneath: string, rw = false): Bind => ({ src, dest: insidePath(layout, src), rw, beneath });
+const under = (layout: DeploymentsLayout, src: string, beneath: string, rw = false): Bind => ({
+  src,
+  dest: insidePath(layout, src),
+  rw,
+  beneath,
+});
 
 /** A platform-made folder (state, socket, npm cache) whose own name is the only part to check. */
 const own = (src: string, dest: string): Bind => ({ src, dest, rw: true, beneath: path.dirname(src) });
@@ -111,16 +129,29 @@ const DEP_KEY = /^[0-9a-f]{32}$/;
  * sets (that set is bound), or something inside the project (nothing to bind). Anything else
  * fails the build: a link repointed into a planted link, another workspace's set, the host.
  */
-export function dependencyLinkTarget(input: { projectDir: string; artifactDir: string; layout: DeploymentsLayout; workspaceId: string; target: string }): { deps: string | null } | { problem: string } {
+export function dependencyLinkTarget(input: {
+  projectDir: string;
+  artifactDir: string;
+  layout: DeploymentsLayout;
+  workspaceId: string;
+  target: string;
+}): { deps: string | null } | { problem: string } {
   const resolved = path.resolve(input.projectDir, input.target);
   if (resolved.startsWith(input.artifactDir + path.sep)) return { deps: null };
   const rel = path.relative(input.layout.depsFor(input.workspaceId), resolved).split(path.sep);
   if (rel.length === 2 && DEP_KEY.test(rel[0]) && rel[1] === "node_modules") return { deps: path.dirname(resolved) };
-  return { problem: `the project's node_modules link was changed to point elsewhere than its installed dependencies (${input.target}); refusing to build or run it` };
+  return {
+    problem: `the project's node_modules link was changed to point elsewhere than its installed dependencies (${input.target}); refusing to build or run it`,
+  };
 }
 
 /** The installed dependencies a project links to (a folder of the shared cache), if any. */
-export function linkedDependencies(input: { projectDir: string; artifactDir: string; layout: DeploymentsLayout; workspaceId: string }): string | null {
+export function linkedDependencies(input: {
+  projectDir: string;
+  artifactDir: string;
+  layout: DeploymentsLayout;
+  workspaceId: string;
+}): string | null {
   let target: string;
   try {
     target = fs.readlinkSync(path.join(input.projectDir, "node_modules"));
@@ -136,14 +167,31 @@ export function linkedDependencies(input: { projectDir: string; artifactDir: str
  * A revision's agent server: the build read-only, its dependencies read-only, state and socket
  * writable. The state folder is the deployment's disk image when it has one (a hard size).
  */
-export function servePlan(input: { layout: DeploymentsLayout; workspaceId: string; artifactDir: string; projectDir: string; stateDir: string; stateImage?: string | null; socketDir: string }): MountPlan {
+export function servePlan(input: {
+  layout: DeploymentsLayout;
+  workspaceId: string;
+  artifactDir: string;
+  projectDir: string;
+  stateDir: string;
+  stateImage?: string | null;
+  socketDir: string;
+}): MountPlan {
   const links = resolutionLinks(input.layout);
-  const binds: Bind[] = [...runtimeBinds(), ...links.binds, under(input.layout, input.artifactDir, input.layout.builds)];
+  const binds: Bind[] = [
+    ...runtimeBinds(),
+    ...links.binds,
+    under(input.layout, input.artifactDir, input.layout.builds),
+  ];
   const deps = linkedDependencies(input);
   if (deps) binds.push(under(input.layout, deps, input.layout.deps));
   if (!input.stateImage) binds.push(own(input.stateDir, STATE_INSIDE));
   binds.push({ ...own(input.socketDir, SOCKET_DIR_INSIDE), sockets: true });
-  return { binds, symlinks: links.symlinks, overlays: compileCacheOverlay(), disk: input.stateImage ? { image: input.stateImage, dest: STATE_INSIDE } : null };
+  return {
+    binds,
+    symlinks: links.symlinks,
+    overlays: compileCacheOverlay(),
+    disk: input.stateImage ? { image: input.stateImage, dest: STATE_INSIDE } : null,
+  };
 }
 
 /**
@@ -159,9 +207,21 @@ function npmBinds(): Bind[] {
  * A build step (install, build command, load check): the build writable while it is being made
  * (install and build commands) or read-only (the load check), the workspace's npm cache writable.
  */
-export function buildPlan(input: { layout: DeploymentsLayout; workspaceId: string; artifactDir: string; projectDir: string; npmCache: string | null; writable: boolean }): MountPlan {
+export function buildPlan(input: {
+  layout: DeploymentsLayout;
+  workspaceId: string;
+  artifactDir: string;
+  projectDir: string;
+  npmCache: string | null;
+  writable: boolean;
+}): MountPlan {
   const links = resolutionLinks(input.layout);
-  const binds: Bind[] = [...runtimeBinds(), ...npmBinds(), ...links.binds, under(input.layout, input.artifactDir, input.layout.builds, input.writable)];
+  const binds: Bind[] = [
+    ...runtimeBinds(),
+    ...npmBinds(),
+    ...links.binds,
+    under(input.layout, input.artifactDir, input.layout.builds, input.writable),
+  ];
   const deps = linkedDependencies(input);
   if (deps) binds.push(under(input.layout, deps, input.layout.deps));
   if (input.npmCache) binds.push(own(input.npmCache, "/npm-cache"));
@@ -181,7 +241,11 @@ export function limitsFor(resourceSpec: Record<string, unknown> | null | undefin
   };
   const memMb = num("memory_limit_mb") ?? (num("memory_mb") !== null ? num("memory_mb")! * 2 : 1024);
   const cpus = num("cpu_limit") ?? (num("cpu") !== null ? num("cpu")! * 2 : 2);
-  return { memBytes: Math.max(256, Math.round(memMb)) * MIB, cpuMillicores: Math.max(100, Math.round(cpus * 1000)), pidsMax };
+  return {
+    memBytes: Math.max(256, Math.round(memMb)) * MIB,
+    cpuMillicores: Math.max(100, Math.round(cpus * 1000)),
+    pidsMax,
+  };
 }
 
 /** Build steps get at least 2 GiB: npm is hungrier than the server it installs for. */

@@ -31,12 +31,19 @@ export interface BuildStepTrust {
  * reaches every registry on 80/443. `trust` (the host's registries at internal addresses, their CA
  * files) goes into platform-only fields the proxy reads for this step alone.
  */
-export function buildStepProxyConfig<T>(stored: T, registries: string[], trust: BuildStepTrust = { internalHosts: [], upstreamCaFiles: [] }): T {
+export function buildStepProxyConfig<T>(
+  stored: T,
+  registries: string[],
+  trust: BuildStepTrust = { internalHosts: [], upstreamCaFiles: [] },
+): T {
   const extra = {
     ...(trust.internalHosts.length ? { internal_hosts: trust.internalHosts } : {}),
     ...(trust.upstreamCaFiles.length ? { upstream_ca_files: trust.upstreamCaFiles } : {}),
   };
-  const withTrust = (cfg: T): T => (Object.keys(extra).length ? ({ ...(cfg ?? { version: 1, rules: [], callbacks: [], access_control: null, no_proxy: [] }), ...extra } as T) : cfg);
+  const withTrust = (cfg: T): T =>
+    Object.keys(extra).length
+      ? ({ ...(cfg ?? { version: 1, rules: [], callbacks: [], access_control: null, no_proxy: [] }), ...extra } as T)
+      : cfg;
   if (!stored || typeof stored !== "object" || registries.length === 0) return withTrust(stored);
   const ac = (stored as { access_control?: unknown }).access_control as { allow_list?: unknown } | null | undefined;
   if (!ac || !Array.isArray(ac.allow_list)) return withTrust(stored);
@@ -74,7 +81,10 @@ const ON_ROOT = ["/home/", "/root/"];
  * it; a file under `/home` or `/root` by a file bind whose parents bubblewrap creates; anything
  * else (a new file under `/etc` or `/usr`) cannot appear on the read-only trees and is reported.
  */
-export function egressMounts(files: Record<string, string>, baseHas: (insidePath: string) => "file" | "dir" | null): EgressMounts {
+export function egressMounts(
+  files: Record<string, string>,
+  baseHas: (insidePath: string) => "file" | "dir" | null,
+): EgressMounts {
   const out: EgressMounts = { writes: {}, binds: [], unplaced: [] };
   const folders = new Set<(typeof OWN_FOLDERS)[number]>();
   for (const [file, content] of Object.entries(files)) {

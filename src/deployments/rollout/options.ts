@@ -33,7 +33,11 @@ export interface DeploymentsOptions {
 export type Resolved = Required<DeploymentsOptions>;
 
 /** The options with their defaults; `isolation` by the operator's setting and the host. */
-export function resolveOptions(options: DeploymentsOptions, isolationSetting: "on" | "off" | undefined, defaultRunner: RunnerCommand): Resolved {
+export function resolveOptions(
+  options: DeploymentsOptions,
+  isolationSetting: "on" | "off" | undefined,
+  defaultRunner: RunnerCommand,
+): Resolved {
   return {
     runnerCommand: options.runnerCommand ?? defaultRunner,
     buildTimeoutMs: options.buildTimeoutMs ?? 10 * 60_000,

@@ -35,7 +35,10 @@ export interface PatchPlan {
  * whether they changed). Pure: the route validates, checks buildability and writes.
  */
 export function planPatch(
-  row: Pick<DeploymentsTable, "source" | "source_config" | "source_revision_config" | "active_revision_id" | "latest_revision_id">,
+  row: Pick<
+    DeploymentsTable,
+    "source" | "source_config" | "source_revision_config" | "active_revision_id" | "latest_revision_id"
+  >,
   body: DeploymentPatch,
   secretsChanged: boolean,
 ): PatchPlan {
@@ -45,13 +48,22 @@ export function planPatch(
   for (const [k, v] of Object.entries(body.source_config ?? {})) {
     // custom_url is read-only (checked before); undefined means "not in the body".
     if (v === undefined || k === "custom_url") continue;
-    if ((k === "install_command" || k === "build_command") && (v ?? null) !== (currentSource[k] ?? null)) commandsChanged = true;
+    if ((k === "install_command" || k === "build_command") && (v ?? null) !== (currentSource[k] ?? null))
+      commandsChanged = true;
     // null keeps a field, except the commands, where null clears them.
     if (v !== null || k === "install_command" || k === "build_command") nextSource[k] = v;
   }
   const resourceSpecChanged = body.source_config?.resource_spec != null;
-  const { merged, changed: sourceChanged } = mergeRevisionConfig(JSON.parse(row.source_revision_config), body.source_revision_config);
-  const newRevision = sourceChanged || commandsChanged || secretsChanged || resourceSpecChanged || (body.revision_source != null && body.revision_source !== row.source);
+  const { merged, changed: sourceChanged } = mergeRevisionConfig(
+    JSON.parse(row.source_revision_config),
+    body.source_revision_config,
+  );
+  const newRevision =
+    sourceChanged ||
+    commandsChanged ||
+    secretsChanged ||
+    resourceSpecChanged ||
+    (body.revision_source != null && body.revision_source !== row.source);
   const revision: RevisionPlan = {
     source: body.revision_source ?? row.source,
     sourceRevisionConfig: merged,
@@ -61,6 +73,7 @@ export function planPatch(
       build_command: (nextSource.build_command as string | null) ?? null,
     },
   };
-  const reuseBuildOf = newRevision && !sourceChanged && !commandsChanged ? (row.active_revision_id ?? row.latest_revision_id) : null;
+  const reuseBuildOf =
+    newRevision && !sourceChanged && !commandsChanged ? (row.active_revision_id ?? row.latest_revision_id) : null;
   return { nextSource, merged, sourceChanged, commandsChanged, newRevision, revision, reuseBuildOf };
 }

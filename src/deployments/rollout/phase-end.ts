@@ -15,7 +15,10 @@ export interface PhaseDeps {
 }
 
 /** Arms a phase's deadline; the returned signal aborts on deadline, interrupt or shutdown. */
-export function phaseSignal(entry: { controller: AbortController; reason: AbortReason | null }, ms: number): { signal: AbortSignal; clear(): void } {
+export function phaseSignal(
+  entry: { controller: AbortController; reason: AbortReason | null },
+  ms: number,
+): { signal: AbortSignal; clear(): void } {
   const t = setTimeout(() => {
     entry.reason ??= "deadline";
     entry.controller.abort();
@@ -24,7 +27,16 @@ export function phaseSignal(entry: { controller: AbortController; reason: AbortR
 }
 
 /** Ends a phase that threw: FAILED with the reason, INTERRUPTED on request, or handed back on shutdown. */
-export async function endFailedPhase(d: PhaseDeps, rev: DeploymentRevisionsTable, from: RevisionStatus, failed: RevisionStatus, reason: AbortReason | null, err: Error, log: RevisionLog, deadlineMs: number): Promise<void> {
+export async function endFailedPhase(
+  d: PhaseDeps,
+  rev: DeploymentRevisionsTable,
+  from: RevisionStatus,
+  failed: RevisionStatus,
+  reason: AbortReason | null,
+  err: Error,
+  log: RevisionLog,
+  deadlineMs: number,
+): Promise<void> {
   const me = d.nodeId;
   const base = { owner: null, lease_until: null, pid: null, serving_url: null };
   if (reason === "shutdown") {
@@ -35,13 +47,32 @@ export async function endFailedPhase(d: PhaseDeps, rev: DeploymentRevisionsTable
   }
   if (reason === "cancel") {
     log.line("interrupted on request", "warning");
-    await transition(d.db, rev.id, [from], "INTERRUPTED", { owner: me, reason: "interrupted on request", set: { ...base, status_message: "Interrupted on request" } });
+    await transition(d.db, rev.id, [from], "INTERRUPTED", {
+      owner: me,
+      reason: "interrupted on request",
+      set: { ...base, status_message: "Interrupted on request" },
+    });
     return;
   }
-  const message = reason === "deadline" ? `${from === "BUILDING" ? "build" : "deploy"} deadline of ${Math.round(deadlineMs / 1000)} s exceeded` : err.message;
+  const message =
+    reason === "deadline"
+      ? `${from === "BUILDING" ? "build" : "deploy"} deadline of ${Math.round(deadlineMs / 1000)} s exceeded`
+      : err.message;
   log.line(`${failed}: ${message}`, "error");
-  if (reason !== "deadline" && !(err.name === "BuildError" || err.name === "HealthError" || err.name === "CommandFailed" || err.name === "SourceError")) {
+  if (
+    reason !== "deadline" &&
+    !(
+      err.name === "BuildError" ||
+      err.name === "HealthError" ||
+      err.name === "CommandFailed" ||
+      err.name === "SourceError"
+    )
+  ) {
     d.log.warn({ err, revision: rev.id }, "revision phase failed");
   }
-  await transition(d.db, rev.id, [from], failed, { owner: me, reason: message, set: { ...base, status_message: message } });
+  await transition(d.db, rev.id, [from], failed, {
+    owner: me,
+    reason: message,
+    set: { ...base, status_message: message },
+  });
 }

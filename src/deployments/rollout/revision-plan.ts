@@ -31,19 +31,36 @@ export function checkSourceConfig(cfg: SourceConfig | null | undefined, current:
   if (!cfg) return;
   const issues: ValidationIssue[] = [];
   if (cfg.custom_url != null && cfg.custom_url !== current?.custom_url) {
-    issues.push({ loc: ["body", "source_config", "custom_url"], msg: "custom_url is read-only for buildable sources: it is the deployment's stable URL on this platform", type: "value_error" });
+    issues.push({
+      loc: ["body", "source_config", "custom_url"],
+      msg: "custom_url is read-only for buildable sources: it is the deployment's stable URL on this platform",
+      type: "value_error",
+    });
   }
   if (current) {
     for (const k of ["deployment_type", "repo_url", "integration_id", "listener_id"] as const) {
-      if (cfg[k] != null && cfg[k] !== (current[k] ?? null)) issues.push({ loc: ["body", "source_config", k], msg: `${k} cannot be changed after creation`, type: "value_error" });
+      if (cfg[k] != null && cfg[k] !== (current[k] ?? null))
+        issues.push({
+          loc: ["body", "source_config", k],
+          msg: `${k} cannot be changed after creation`,
+          type: "value_error",
+        });
     }
   }
-  if (cfg.listener_id != null || cfg.listener_config != null) issues.push({ loc: ["body", "source_config", "listener_id"], msg: "listeners are for external_docker sources, which this platform does not run", type: "value_error" });
+  if (cfg.listener_id != null || cfg.listener_config != null)
+    issues.push({
+      loc: ["body", "source_config", "listener_id"],
+      msg: "listeners are for external_docker sources, which this platform does not run",
+      type: "value_error",
+    });
   if (issues.length) throw new ValidationFailed(issues);
 }
 
 /** Merges a PATCH's non-null revision fields into the current ones (null means "unchanged"). */
-export function mergeRevisionConfig(current: Record<string, string | null>, patch: SourceRevisionConfig | null | undefined): { merged: Record<string, string | null>; changed: boolean } {
+export function mergeRevisionConfig(
+  current: Record<string, string | null>,
+  patch: SourceRevisionConfig | null | undefined,
+): { merged: Record<string, string | null>; changed: boolean } {
   const merged: Record<string, string | null> = { ...current };
   let changed = false;
   if (!patch) return { merged, changed };
@@ -71,22 +88,43 @@ export async function checkBuildable(
 ): Promise<"build" | "nothing"> {
   const at = (k: string) => ["body", "source_revision_config", k];
   const issues: ValidationIssue[] = [];
-  if (rc.image_uri) issues.push({ loc: at("image_uri"), msg: "image_uri must be null for buildable sources", type: "value_error" });
-  if (repoUrl && !rc.source_tarball_path && !rc.local_path && repoUrlProblem(repoUrl)) issues.push({ loc: ["body", "source_config", "repo_url"], msg: REPO_URL_RULE, type: "value_error" });
-  if (rc.source_tarball_path && rc.local_path) issues.push({ loc: at("local_path"), msg: "give either source_tarball_path or local_path, not both", type: "value_error" });
+  if (rc.image_uri)
+    issues.push({ loc: at("image_uri"), msg: "image_uri must be null for buildable sources", type: "value_error" });
+  if (repoUrl && !rc.source_tarball_path && !rc.local_path && repoUrlProblem(repoUrl))
+    issues.push({ loc: ["body", "source_config", "repo_url"], msg: REPO_URL_RULE, type: "value_error" });
+  if (rc.source_tarball_path && rc.local_path)
+    issues.push({
+      loc: at("local_path"),
+      msg: "give either source_tarball_path or local_path, not both",
+      type: "value_error",
+    });
   const hasSource = !!(rc.source_tarball_path || rc.local_path || repoUrl);
   if (!hasSource) {
-    if (ctx.requireSource) issues.push({ loc: at("source_tarball_path"), msg: "nothing to build: upload a tarball (source_tarball_path from upload-url), or set source_config.repo_url", type: "missing" });
+    if (ctx.requireSource)
+      issues.push({
+        loc: at("source_tarball_path"),
+        msg: "nothing to build: upload a tarball (source_tarball_path from upload-url), or set source_config.repo_url",
+        type: "missing",
+      });
     if (issues.length) throw new ValidationFailed(issues);
     return "nothing";
   }
-  if (!rc.langgraph_config_path) issues.push({ loc: at("langgraph_config_path"), msg: "Field required for buildable sources (for example langgraph.json)", type: "missing" });
+  if (!rc.langgraph_config_path)
+    issues.push({
+      loc: at("langgraph_config_path"),
+      msg: "Field required for buildable sources (for example langgraph.json)",
+      type: "missing",
+    });
   else {
     const problem = configPathProblem(rc.langgraph_config_path);
     if (problem) issues.push({ loc: at("langgraph_config_path"), msg: problem, type: "value_error" });
   }
   if (rc.source_tarball_path && !uploadExists(ctx.layout, ctx.workspaceId, rc.source_tarball_path)) {
-    issues.push({ loc: at("source_tarball_path"), msg: "no uploaded tarball at this path: request one with POST /v2/deployments/upload-url and PUT the tarball to its upload_url", type: "value_error" });
+    issues.push({
+      loc: at("source_tarball_path"),
+      msg: "no uploaded tarball at this path: request one with POST /v2/deployments/upload-url and PUT the tarball to its upload_url",
+      type: "value_error",
+    });
   }
   if (rc.local_path) {
     try {
@@ -103,7 +141,11 @@ export async function checkBuildable(
 export function duplicateSecretNames(secrets: Array<{ name: string }>): void {
   const seen = new Map<string, number>();
   secrets.forEach((s, i) => {
-    if (seen.has(s.name)) throw invalidAt(["body", "secrets", i, "name"], `Value error, duplicate secret name ${s.name} (also at index ${seen.get(s.name)})`);
+    if (seen.has(s.name))
+      throw invalidAt(
+        ["body", "secrets", i, "name"],
+        `Value error, duplicate secret name ${s.name} (also at index ${seen.get(s.name)})`,
+      );
     seen.set(s.name, i);
   });
 }

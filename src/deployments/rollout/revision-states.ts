@@ -23,8 +23,22 @@ export const REVISION_STATUSES = [
 ] as const;
 export type RevisionStatus = (typeof REVISION_STATUSES)[number];
 
-export const TERMINAL_STATUSES: ReadonlySet<RevisionStatus> = new Set(["CREATE_FAILED", "BUILD_FAILED", "DEPLOY_FAILED", "DEPLOYED", "SKIPPED", "INTERRUPTED"]);
-export const TRANSITIONAL_STATUSES: RevisionStatus[] = ["CREATING", "QUEUED", "AWAITING_BUILD", "BUILDING", "AWAITING_DEPLOY", "DEPLOYING"];
+export const TERMINAL_STATUSES: ReadonlySet<RevisionStatus> = new Set([
+  "CREATE_FAILED",
+  "BUILD_FAILED",
+  "DEPLOY_FAILED",
+  "DEPLOYED",
+  "SKIPPED",
+  "INTERRUPTED",
+]);
+export const TRANSITIONAL_STATUSES: RevisionStatus[] = [
+  "CREATING",
+  "QUEUED",
+  "AWAITING_BUILD",
+  "BUILDING",
+  "AWAITING_DEPLOY",
+  "DEPLOYING",
+];
 /** States a revision waits in without an owner, from which a platform process may claim it. */
 export const CLAIMABLE_STATUSES: RevisionStatus[] = ["QUEUED", "AWAITING_BUILD", "AWAITING_DEPLOY"];
 
@@ -68,27 +82,61 @@ export interface TransitionOptions {
  * so that two processes on one database can never both make the same move, and records the move
  * with its timestamp. Throws LostRevision when the row was not in an expected state.
  */
-export async function transition(db: Kysely<Database>, revisionId: string, from: RevisionStatus[], to: RevisionStatus, options: TransitionOptions = {}): Promise<void> {
+export async function transition(
+  db: Kysely<Database>,
+  revisionId: string,
+  from: RevisionStatus[],
+  to: RevisionStatus,
+  options: TransitionOptions = {},
+): Promise<void> {
   for (const f of from) if (!canTransition(f, to)) throw new Error(`illegal revision transition ${f} -> ${to}`);
   const now = nowIso();
   await db.transaction().execute(async (tx) => {
-    const before = await tx.selectFrom("deployment_revisions").select(["status"]).where("id", "=", revisionId).executeTakeFirst();
+    const before = await tx
+      .selectFrom("deployment_revisions")
+      .select(["status"])
+      .where("id", "=", revisionId)
+      .executeTakeFirst();
     let q = tx
       .updateTable("deployment_revisions")
-      .set({ ...options.set, status: to, updated_at: now, ...(to === "DEPLOYED" || TERMINAL_STATUSES.has(to) ? { phase_deadline: null } : {}) })
+      .set({
+        ...options.set,
+        status: to,
+        updated_at: now,
+        ...(to === "DEPLOYED" || TERMINAL_STATUSES.has(to) ? { phase_deadline: null } : {}),
+      })
       .where("id", "=", revisionId)
       .where("status", "in", from);
-    if (options.owner !== undefined) q = options.owner === null ? q.where("owner", "is", null) : q.where("owner", "=", options.owner);
+    if (options.owner !== undefined)
+      q = options.owner === null ? q.where("owner", "is", null) : q.where("owner", "=", options.owner);
     const res = await q.executeTakeFirst();
-    if (Number(res.numUpdatedRows) !== 1) throw new LostRevision(`revision ${revisionId} is no longer in ${from.join("/")} (now ${before?.status ?? "deleted"})`);
+    if (Number(res.numUpdatedRows) !== 1)
+      throw new LostRevision(
+        `revision ${revisionId} is no longer in ${from.join("/")} (now ${before?.status ?? "deleted"})`,
+      );
     await tx
       .insertInto("deployment_revision_transitions")
-      .values({ id: newId(), revision_id: revisionId, from_status: before?.status ?? null, to_status: to, reason: options.reason ?? null, at: now })
+      .values({
+        id: newId(),
+        revision_id: revisionId,
+        from_status: before?.status ?? null,
+        to_status: to,
+        reason: options.reason ?? null,
+        at: now,
+      })
       .execute();
   });
 }
 
 /** Records the first state of a new revision (inside the caller's transaction). */
-export async function recordCreated(db: Kysely<Database>, revisionId: string, status: RevisionStatus, at: string): Promise<void> {
-  await db.insertInto("deployment_revision_transitions").values({ id: newId(), revision_id: revisionId, from_status: null, to_status: status, reason: "created", at }).execute();
+export async function recordCreated(
+  db: Kysely<Database>,
+  revisionId: string,
+  status: RevisionStatus,
+  at: string,
+): Promise<void> {
+  await db
+    .insertInto("deployment_revision_transitions")
+    .values({ id: newId(), revision_id: revisionId, from_status: null, to_status: status, reason: "created", at })
+    .execute();
 }

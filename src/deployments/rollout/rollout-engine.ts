@@ -28,11 +28,7 @@ import type { SourcePolicy } from "../build/sources.ts";
 import { localSourceRoots } from "../example-deployment.ts";
 import { outboundPolicy } from "../../egress/index.ts";
 
-
-
 type Revision = DeploymentRevisionsTable;
-
-
 
 /**
  * Runs the deployments of this platform process: claims queued revisions (one rollout per
@@ -45,7 +41,10 @@ export class RolloutEngine {
   private readonly opts: Resolved;
   private readonly db: Kysely<Database>;
   private readonly live = new Map<string, LiveRevision>();
-  private readonly rollouts = new Map<string, { controller: AbortController; reason: AbortReason | null; deploymentId: string }>();
+  private readonly rollouts = new Map<
+    string,
+    { controller: AbortController; reason: AbortReason | null; deploymentId: string }
+  >();
   private readonly routes: RouteCache;
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
@@ -65,15 +64,26 @@ export class RolloutEngine {
     this.layout = new DeploymentsLayout(ctx.config.home);
     this.nodeId = readNodeId(this.layout);
     this.routes = new RouteCache(this.db, this.nodeId, this.live);
-    const baseCacheDir = ctx.config.settings.WHARF_SANDBOX_BASE_CACHE || path.join(ctx.config.home, "sandboxes", "images");
-    this.runtime = new RevisionRuntime(ctx, this.layout, new Launcher({ isolation: this.opts.isolation, scratchRoot: this.layout.scratch, baseCacheDir }), this.opts.runnerCommand, this.opts.runnerBinds, this.opts.packageManagerEnv ?? undefined);
+    const baseCacheDir =
+      ctx.config.settings.WHARF_SANDBOX_BASE_CACHE || path.join(ctx.config.home, "sandboxes", "images");
+    this.runtime = new RevisionRuntime(
+      ctx,
+      this.layout,
+      new Launcher({ isolation: this.opts.isolation, scratchRoot: this.layout.scratch, baseCacheDir }),
+      this.opts.runnerCommand,
+      this.opts.runnerBinds,
+      this.opts.packageManagerEnv ?? undefined,
+    );
   }
 
   // ---------------------------------------------------------------- lifecycle
 
   async start(): Promise<void> {
     this.layout.prepare();
-    if (!this.opts.isolation) this.ctx.log.warn("deployments run WITHOUT isolation (not root, no bubblewrap, or WHARF_DEPLOYMENT_ISOLATION=off): deployed code runs as the platform's user");
+    if (!this.opts.isolation)
+      this.ctx.log.warn(
+        "deployments run WITHOUT isolation (not root, no bubblewrap, or WHARF_DEPLOYMENT_ISOLATION=off): deployed code runs as the platform's user",
+      );
     await this.reconcileOwnWork();
     this.timer = setInterval(() => this.kick(), this.opts.pollIntervalMs);
     this.timer.unref();
@@ -99,7 +109,12 @@ export class RolloutEngine {
       .where("owner", "=", this.nodeId)
       .where("status", "=", "DEPLOYED")
       .execute()
-      .catch((err) => this.ctx.log.warn({ err }, "could not clear this process's servers from its DEPLOYED revisions at shutdown (the next start does)"));
+      .catch((err) =>
+        this.ctx.log.warn(
+          { err },
+          "could not clear this process's servers from its DEPLOYED revisions at shutdown (the next start does)",
+        ),
+      );
     this.live.clear();
   }
 
@@ -123,7 +138,9 @@ export class RolloutEngine {
 
   private track<T>(p: Promise<T>): void {
     this.tasks.add(p);
-    void p.finally(() => this.tasks.delete(p)).catch((err) => this.ctx.log.error({ err }, "a deployments background task failed"));
+    void p
+      .finally(() => this.tasks.delete(p))
+      .catch((err) => this.ctx.log.error({ err }, "a deployments background task failed"));
   }
 
   // ---------------------------------------------------------------- work loop
@@ -144,14 +161,29 @@ export class RolloutEngine {
     const until = this.leaseUntil();
     const revisionIds = [...this.rollouts.keys(), ...this.live.keys()];
     if (revisionIds.length) {
-      await this.db.updateTable("deployment_revisions").set({ lease_until: until }).where("owner", "=", this.nodeId).where("id", "in", revisionIds).execute();
+      await this.db
+        .updateTable("deployment_revisions")
+        .set({ lease_until: until })
+        .where("owner", "=", this.nodeId)
+        .where("id", "in", revisionIds)
+        .execute();
       const deploymentIds = [...new Set([...this.rollouts.values()].map((r) => r.deploymentId))];
       if (deploymentIds.length) {
-        await this.db.updateTable("deployments").set({ rollout_lease_until: until }).where("rollout_owner", "=", this.nodeId).where("id", "in", deploymentIds).execute();
+        await this.db
+          .updateTable("deployments")
+          .set({ rollout_lease_until: until })
+          .where("rollout_owner", "=", this.nodeId)
+          .where("id", "in", deploymentIds)
+          .execute();
       }
     }
     if (this.rollouts.size) {
-      const cancelled = await this.db.selectFrom("deployment_revisions").select("id").where("id", "in", [...this.rollouts.keys()]).where("cancel_requested", "=", 1).execute();
+      const cancelled = await this.db
+        .selectFrom("deployment_revisions")
+        .select("id")
+        .where("id", "in", [...this.rollouts.keys()])
+        .where("cancel_requested", "=", 1)
+        .execute();
       for (const { id } of cancelled) this.abortRollout(id, "cancel");
     }
   }
@@ -176,7 +208,6 @@ export class RolloutEngine {
   private takeover(): TakeoverDeps {
     return { db: this.db, nodeId: this.nodeId, runtime: this.runtime, log: this.ctx.log };
   }
-
 
   private releaseLock(deploymentId: string, revisionId: string, owner: string | null): Promise<void> {
     return releaseLock(this.db, deploymentId, revisionId, owner);
@@ -227,7 +258,11 @@ export class RolloutEngine {
       .where("owner", "is", null)
       .execute();
     for (const o of older) {
-      await transition(this.db, o.id, [o.status as RevisionStatus], "SKIPPED", { owner: null, reason: `superseded by revision ${newestId}`, set: { status_message: `Skipped: superseded by revision ${newestId}` } }).catch((err) => {
+      await transition(this.db, o.id, [o.status as RevisionStatus], "SKIPPED", {
+        owner: null,
+        reason: `superseded by revision ${newestId}`,
+        set: { status_message: `Skipped: superseded by revision ${newestId}` },
+      }).catch((err) => {
         if (!(err instanceof LostRevision)) throw err;
       });
     }
@@ -241,7 +276,9 @@ export class RolloutEngine {
       .catch((err) => this.ctx.log.error({ err, revision: rev.id }, "rollout failed unexpectedly"))
       .finally(async () => {
         this.rollouts.delete(rev.id);
-        await this.releaseLock(rev.deployment_id, rev.id, this.nodeId).catch((err) => this.ctx.log.warn({ err, revision: rev.id }, "rollout lock not released (it lapses with its lease)"));
+        await this.releaseLock(rev.deployment_id, rev.id, this.nodeId).catch((err) =>
+          this.ctx.log.warn({ err, revision: rev.id }, "rollout lock not released (it lapses with its lease)"),
+        );
         this.kick();
       });
     this.track(task);
@@ -249,7 +286,10 @@ export class RolloutEngine {
 
   // ---------------------------------------------------------------- one rollout
 
-  private async rollout(rev: Revision, entry: { controller: AbortController; reason: AbortReason | null }): Promise<void> {
+  private async rollout(
+    rev: Revision,
+    entry: { controller: AbortController; reason: AbortReason | null },
+  ): Promise<void> {
     const claim = await this.db
       .updateTable("deployment_revisions")
       .set({ owner: this.nodeId, lease_until: this.leaseUntil(), updated_at: nowIso() })
@@ -258,7 +298,11 @@ export class RolloutEngine {
       .where("owner", "is", null)
       .executeTakeFirst();
     if (Number(claim.numUpdatedRows) !== 1) return;
-    const deployment = await this.db.selectFrom("deployments").selectAll().where("id", "=", rev.deployment_id).executeTakeFirst();
+    const deployment = await this.db
+      .selectFrom("deployments")
+      .selectAll()
+      .where("id", "=", rev.deployment_id)
+      .executeTakeFirst();
     if (!deployment) return;
     const secrets = openSecrets(this.ctx.box, deployment);
     const redactions = secrets.map((s) => s.value);
@@ -271,7 +315,13 @@ export class RolloutEngine {
         await transition(this.db, rev.id, ["QUEUED"], "AWAITING_BUILD", { owner: me, reason: `claimed by ${me}` });
         status = "AWAITING_BUILD";
       }
-      let project = { artifactDir: rev.artifact_dir, projectDir: rev.project_dir, configFile: null as string | null, graphs: rev.graphs ? (JSON.parse(rev.graphs) as string[]) : [], hasCustomAuth: false };
+      let project = {
+        artifactDir: rev.artifact_dir,
+        projectDir: rev.project_dir,
+        configFile: null as string | null,
+        graphs: rev.graphs ? (JSON.parse(rev.graphs) as string[]) : [],
+        hasCustomAuth: false,
+      };
       if (status === "AWAITING_BUILD") {
         const reused = rev.reuse_build_of ? await this.reusableBuild(rev.reuse_build_of) : null;
         if (reused) {
@@ -279,12 +329,29 @@ export class RolloutEngine {
           await transition(this.db, rev.id, ["AWAITING_BUILD"], "AWAITING_DEPLOY", {
             owner: me,
             reason: `reusing the build of ${rev.reuse_build_of}`,
-            set: { artifact_dir: reused.artifact_dir, project_dir: reused.project_dir, graphs: reused.graphs, repo_commit_sha: reused.repo_commit_sha },
+            set: {
+              artifact_dir: reused.artifact_dir,
+              project_dir: reused.project_dir,
+              graphs: reused.graphs,
+              repo_commit_sha: reused.repo_commit_sha,
+            },
           });
-          project = { ...project, artifactDir: reused.artifact_dir, projectDir: reused.project_dir, graphs: JSON.parse(reused.graphs ?? "[]") as string[] };
+          project = {
+            ...project,
+            artifactDir: reused.artifact_dir,
+            projectDir: reused.project_dir,
+            graphs: JSON.parse(reused.graphs ?? "[]") as string[],
+          };
         } else {
-          if (rev.reuse_build_of) buildLog.line(`the build of revision ${rev.reuse_build_of} is gone: building again`, "warning");
-          const built = await this.buildPhase(rev, deployment, entry, buildLog, Object.fromEntries(secrets.map((s) => [s.name, s.value])));
+          if (rev.reuse_build_of)
+            buildLog.line(`the build of revision ${rev.reuse_build_of} is gone: building again`, "warning");
+          const built = await this.buildPhase(
+            rev,
+            deployment,
+            entry,
+            buildLog,
+            Object.fromEntries(secrets.map((s) => [s.name, s.value])),
+          );
           if (!built) return;
           project = { ...project, ...built };
         }
@@ -293,8 +360,22 @@ export class RolloutEngine {
       await buildLog.flush();
       const configPath = JSON.parse(rev.source_revision_config).langgraph_config_path as string;
       project.configFile ??= path.join(rev.artifact_dir ?? this.layout.buildDir(rev.id), configPath);
-      if (project.projectDir) project.hasCustomAuth = hasCustomAuth(path.join(project.projectDir, path.basename(configPath)));
-      await this.deployPhase(rev, deployment, entry, deployLog, secrets, project as { artifactDir: string | null; projectDir: string; configFile: string; graphs: string[]; hasCustomAuth: boolean });
+      if (project.projectDir)
+        project.hasCustomAuth = hasCustomAuth(path.join(project.projectDir, path.basename(configPath)));
+      await this.deployPhase(
+        rev,
+        deployment,
+        entry,
+        deployLog,
+        secrets,
+        project as {
+          artifactDir: string | null;
+          projectDir: string;
+          configFile: string;
+          graphs: string[];
+          hasCustomAuth: boolean;
+        },
+      );
     } catch (err) {
       if (err instanceof LostRevision) {
         buildLog.line(`stopped working on this revision: ${err.message}`, "warning");
@@ -308,8 +389,14 @@ export class RolloutEngine {
   }
 
   private async reusableBuild(revisionId: string) {
-    const r = await this.db.selectFrom("deployment_revisions").select(["artifact_dir", "project_dir", "graphs", "repo_commit_sha"]).where("id", "=", revisionId).executeTakeFirst();
-    return r && r.project_dir && r.graphs && buildStillThere(r.project_dir) ? (r as typeof r & { project_dir: string }) : null;
+    const r = await this.db
+      .selectFrom("deployment_revisions")
+      .select(["artifact_dir", "project_dir", "graphs", "repo_commit_sha"])
+      .where("id", "=", revisionId)
+      .executeTakeFirst();
+    return r && r.project_dir && r.graphs && buildStillThere(r.project_dir)
+      ? (r as typeof r & { project_dir: string })
+      : null;
   }
 
   /** What builds may fetch from, once read (see `sourcePolicy`). */
@@ -317,15 +404,28 @@ export class RolloutEngine {
   /** What builds may fetch from (operator settings, read once). */
   private sourcePolicy(): SourcePolicy {
     const s = this.ctx.config.settings;
-    this.sources ??= { localRoots: localSourceRoots(s), maxLocalBytes: s.WHARF_UPLOAD_LIMIT_BYTES, outbound: outboundPolicy(s) };
+    this.sources ??= {
+      localRoots: localSourceRoots(s),
+      maxLocalBytes: s.WHARF_UPLOAD_LIMIT_BYTES,
+      outbound: outboundPolicy(s),
+    };
     return this.sources;
   }
 
-
-  private async buildPhase(rev: Revision, deployment: Database["deployments"], entry: { controller: AbortController; reason: AbortReason | null }, log: RevisionLog, env: Record<string, string>) {
+  private async buildPhase(
+    rev: Revision,
+    deployment: Database["deployments"],
+    entry: { controller: AbortController; reason: AbortReason | null },
+    log: RevisionLog,
+    env: Record<string, string>,
+  ) {
     const me = this.nodeId;
     const deadline = new Date(Date.now() + this.opts.buildTimeoutMs).toISOString();
-    await transition(this.db, rev.id, ["AWAITING_BUILD"], "BUILDING", { owner: me, reason: "build started", set: { phase_deadline: deadline } });
+    await transition(this.db, rev.id, ["AWAITING_BUILD"], "BUILDING", {
+      owner: me,
+      reason: "build started",
+      set: { phase_deadline: deadline },
+    });
     const phase = phaseSignal(entry, this.opts.buildTimeoutMs);
     const src = JSON.parse(rev.source_revision_config) as Record<string, string | null>;
     const bc = JSON.parse(rev.build_config) as Record<string, string | null>;
@@ -334,7 +434,12 @@ export class RolloutEngine {
       const out = await buildRevision(
         {
           revisionId: rev.id,
-          source: { source_tarball_path: src.source_tarball_path, local_path: src.local_path, repo_url: bc.repo_url, repo_ref: src.repo_ref },
+          source: {
+            source_tarball_path: src.source_tarball_path,
+            local_path: src.local_path,
+            repo_url: bc.repo_url,
+            repo_ref: src.repo_ref,
+          },
           langgraphConfigPath: src.langgraph_config_path!,
           installCommand: bc.install_command ?? null,
           buildCommand: bc.build_command ?? null,
@@ -354,9 +459,20 @@ export class RolloutEngine {
       await transition(this.db, rev.id, ["BUILDING"], "AWAITING_DEPLOY", {
         owner: me,
         reason: "build succeeded",
-        set: { artifact_dir: out.artifactDir, project_dir: out.projectDir, graphs: JSON.stringify(out.graphs), repo_commit_sha: out.commitSha },
+        set: {
+          artifact_dir: out.artifactDir,
+          project_dir: out.projectDir,
+          graphs: JSON.stringify(out.graphs),
+          repo_commit_sha: out.commitSha,
+        },
       });
-      return { artifactDir: out.artifactDir, projectDir: out.projectDir, configFile: out.configFile, graphs: out.graphs, hasCustomAuth: out.hasCustomAuth };
+      return {
+        artifactDir: out.artifactDir,
+        projectDir: out.projectDir,
+        configFile: out.configFile,
+        graphs: out.graphs,
+        hasCustomAuth: out.hasCustomAuth,
+      };
     } catch (err) {
       if (err instanceof LostRevision) throw err;
       await this.failPhase(rev, "BUILDING", "BUILD_FAILED", entry.reason, err as Error, log, this.opts.buildTimeoutMs);
@@ -367,8 +483,25 @@ export class RolloutEngine {
   }
 
   /** Ends a phase that threw (see `endFailedPhase`). */
-  private failPhase(rev: Revision, from: RevisionStatus, failed: RevisionStatus, reason: AbortReason | null, err: Error, log: RevisionLog, deadlineMs: number): Promise<void> {
-    return endFailedPhase({ db: this.db, nodeId: this.nodeId, log: this.ctx.log }, rev, from, failed, reason, err, log, deadlineMs);
+  private failPhase(
+    rev: Revision,
+    from: RevisionStatus,
+    failed: RevisionStatus,
+    reason: AbortReason | null,
+    err: Error,
+    log: RevisionLog,
+    deadlineMs: number,
+  ): Promise<void> {
+    return endFailedPhase(
+      { db: this.db, nodeId: this.nodeId, log: this.ctx.log },
+      rev,
+      from,
+      failed,
+      reason,
+      err,
+      log,
+      deadlineMs,
+    );
   }
 
   /**
@@ -389,14 +522,21 @@ export class RolloutEngine {
       const waitStarted = performance.now();
       const theirTurnEnded = await here.turn(signal);
       const waited = Math.round(performance.now() - waitStarted);
-      if (!theirTurnEnded) log.line(`another server of the deployment starting here did not answer GET /ok within ${waited} ms: starting beside it`, "warning");
-      else if (waited >= 100) log.line(`waited ${waited} ms for another server of the deployment starting here to answer GET /ok`);
+      if (!theirTurnEnded)
+        log.line(
+          `another server of the deployment starting here did not answer GET /ok within ${waited} ms: starting beside it`,
+          "warning",
+        );
+      else if (waited >= 100)
+        log.line(`waited ${waited} ms for another server of the deployment starting here to answer GET /ok`);
       // The wait may have ended with the platform's shutdown (the other start was aborted by it).
       if (this.stopped) throw new Error("the platform is shutting down");
       const exclusive = await this.soleServerOf(here);
       const proc = await this.runtime.startServer(deployment, revisionId, project, secrets, log, { exclusive });
       void proc.exited.then(() => here.end());
-      log.line(`started the agent server (pid ${proc.pid}${this.opts.isolation ? ", confined" : ""}${exclusive ? ", the deployment's only server" : ""}) on ${proc.url}`);
+      log.line(
+        `started the agent server (pid ${proc.pid}${this.opts.isolation ? ", confined" : ""}${exclusive ? ", the deployment's only server" : ""}) on ${proc.url}`,
+      );
       return new LiveRevision(deployment.id, revisionId, proc, log, here);
     } catch (err) {
       here.end();
@@ -413,7 +553,12 @@ export class RolloutEngine {
       .where("id", "!=", here.revisionId)
       .where("owner", "is not", null)
       .execute();
-    const others: OtherRevision[] = rows.map((r) => ({ runningHere: false, owner: r.owner, leaseUntil: r.lease_until, hasServer: r.pid !== null || r.serving_url !== null }));
+    const others: OtherRevision[] = rows.map((r) => ({
+      runningHere: false,
+      owner: r.owner,
+      leaseUntil: r.lease_until,
+      hasServer: r.pid !== null || r.serving_url !== null,
+    }));
     return soleServer([...others, ...here.others()], this.nodeId, nowIso());
   }
 
@@ -423,16 +568,37 @@ export class RolloutEngine {
     entry: { controller: AbortController; reason: AbortReason | null },
     log: RevisionLog,
     secrets: Array<{ name: string; value: string }>,
-    project: { artifactDir: string | null; projectDir: string; configFile: string; graphs: string[]; hasCustomAuth: boolean },
+    project: {
+      artifactDir: string | null;
+      projectDir: string;
+      configFile: string;
+      graphs: string[];
+      hasCustomAuth: boolean;
+    },
   ): Promise<void> {
     const me = this.nodeId;
     const deadline = new Date(Date.now() + this.opts.deployTimeoutMs).toISOString();
-    await transition(this.db, rev.id, ["AWAITING_DEPLOY"], "DEPLOYING", { owner: me, reason: "deploy started", set: { phase_deadline: deadline } });
+    await transition(this.db, rev.id, ["AWAITING_DEPLOY"], "DEPLOYING", {
+      owner: me,
+      reason: "deploy started",
+      set: { phase_deadline: deadline },
+    });
     const phase = phaseSignal(entry, this.opts.deployTimeoutMs);
     let live: LiveRevision | null = null;
     try {
-      live = await this.startProcess(deployment, rev.id, { ...project, artifactDir: project.artifactDir ?? this.layout.buildDir(rev.id) }, secrets, log, phase.signal);
-      await this.db.updateTable("deployment_revisions").set({ pid: live.proc.pid ?? null }).where("id", "=", rev.id).execute();
+      live = await this.startProcess(
+        deployment,
+        rev.id,
+        { ...project, artifactDir: project.artifactDir ?? this.layout.buildDir(rev.id) },
+        secrets,
+        log,
+        phase.signal,
+      );
+      await this.db
+        .updateTable("deployment_revisions")
+        .set({ pid: live.proc.pid ?? null })
+        .where("id", "=", rev.id)
+        .execute();
       await waitUntilUp(live.proc, phase.signal, log);
       live.here.up();
       await checkReady(live.proc, project.graphs, {
@@ -452,7 +618,15 @@ export class RolloutEngine {
       live?.here.up();
       await live?.proc.stop(2000);
       if (exited) log.line(`the agent server exited with code ${await live!.proc.exited}`, "error");
-      await this.failPhase(rev, "DEPLOYING", "DEPLOY_FAILED", entry.reason, err as Error, log, this.opts.deployTimeoutMs);
+      await this.failPhase(
+        rev,
+        "DEPLOYING",
+        "DEPLOY_FAILED",
+        entry.reason,
+        err as Error,
+        log,
+        this.opts.deployTimeoutMs,
+      );
     } finally {
       phase.clear();
       if (live) await live.proc.stop(2000);
@@ -469,19 +643,45 @@ export class RolloutEngine {
     const now = nowIso();
     let previous: string | null = null;
     await this.db.transaction().execute(async (tx) => {
-      const dep = await tx.selectFrom("deployments").select(["active_revision_id"]).where("id", "=", rev.deployment_id).executeTakeFirst();
+      const dep = await tx
+        .selectFrom("deployments")
+        .select(["active_revision_id"])
+        .where("id", "=", rev.deployment_id)
+        .executeTakeFirst();
       if (!dep) throw new LostRevision("the deployment was deleted");
       previous = dep.active_revision_id;
       const res = await tx
         .updateTable("deployment_revisions")
-        .set({ status: "DEPLOYED", updated_at: now, phase_deadline: null, serving_url: live.url, pid: live.proc.pid ?? null, lease_until: this.leaseUntil(), status_message: null })
+        .set({
+          status: "DEPLOYED",
+          updated_at: now,
+          phase_deadline: null,
+          serving_url: live.url,
+          pid: live.proc.pid ?? null,
+          lease_until: this.leaseUntil(),
+          status_message: null,
+        })
         .where("id", "=", rev.id)
         .where("status", "=", "DEPLOYING")
         .where("owner", "=", me)
         .executeTakeFirst();
       if (Number(res.numUpdatedRows) !== 1) throw new LostRevision(`revision ${rev.id} is no longer DEPLOYING`);
-      await tx.insertInto("deployment_revision_transitions").values({ id: newId(), revision_id: rev.id, from_status: "DEPLOYING", to_status: "DEPLOYED", reason: "healthy; now serving", at: now }).execute();
-      await tx.updateTable("deployments").set({ active_revision_id: rev.id, updated_at: now }).where("id", "=", rev.deployment_id).execute();
+      await tx
+        .insertInto("deployment_revision_transitions")
+        .values({
+          id: newId(),
+          revision_id: rev.id,
+          from_status: "DEPLOYING",
+          to_status: "DEPLOYED",
+          reason: "healthy; now serving",
+          at: now,
+        })
+        .execute();
+      await tx
+        .updateTable("deployments")
+        .set({ active_revision_id: rev.id, updated_at: now })
+        .where("id", "=", rev.deployment_id)
+        .execute();
     });
     live.markReady();
     this.live.set(rev.id, live);
@@ -499,14 +699,28 @@ export class RolloutEngine {
       const started = Date.now();
       await new Promise((r) => setTimeout(r, ROUTE_TTL_MS));
       const drained = await old.drained(Math.max(0, this.opts.drainTimeoutMs - (Date.now() - started)));
-      old.log.line(drained ? `${why}: drained, stopping` : `${why}: ${old.inflight} request(s) still running after the drain timeout, stopping anyway`, drained ? "info" : "warning");
+      old.log.line(
+        drained
+          ? `${why}: drained, stopping`
+          : `${why}: ${old.inflight} request(s) still running after the drain timeout, stopping anyway`,
+        drained ? "info" : "warning",
+      );
       await old.proc.stop(5000);
       this.runtime.removeSocket(revisionId);
-      const dep = await this.db.selectFrom("deployments").select(["id", "workspace_id", "api_key_id"]).where("id", "=", old.deploymentId).executeTakeFirst();
+      const dep = await this.db
+        .selectFrom("deployments")
+        .select(["id", "workspace_id", "api_key_id"])
+        .where("id", "=", old.deploymentId)
+        .executeTakeFirst();
       if (dep) await this.runtime.deleteSandboxes(dep, revisionId, old.log);
       if (this.live.get(revisionId) === old) this.live.delete(revisionId);
       await old.log.flush();
-      await this.db.updateTable("deployment_revisions").set({ pid: null, serving_url: null, owner: null, lease_until: null }).where("id", "=", revisionId).where("owner", "=", this.nodeId).execute();
+      await this.db
+        .updateTable("deployment_revisions")
+        .set({ pid: null, serving_url: null, owner: null, lease_until: null })
+        .where("id", "=", revisionId)
+        .where("owner", "=", this.nodeId)
+        .execute();
     })();
     this.track(task);
   }
@@ -528,7 +742,12 @@ export class RolloutEngine {
       .select(["deployments.workspace_id as dep_workspace_id"])
       .where("deployment_revisions.status", "=", "DEPLOYED")
       .where((eb) =>
-        eb.or([eb("deployment_revisions.owner", "is", null), eb("deployment_revisions.owner", "=", this.nodeId), eb("deployment_revisions.lease_until", "is", null), eb("deployment_revisions.lease_until", "<", now)]),
+        eb.or([
+          eb("deployment_revisions.owner", "is", null),
+          eb("deployment_revisions.owner", "=", this.nodeId),
+          eb("deployment_revisions.lease_until", "is", null),
+          eb("deployment_revisions.lease_until", "<", now),
+        ]),
       )
       .execute();
     const activeIds = new Set(active.map((r) => r.id));
@@ -541,8 +760,13 @@ export class RolloutEngine {
     }
     for (const [id, live] of this.live) {
       if (live.draining || activeIds.has(id)) continue;
-      const still = await this.db.selectFrom("deployments").select(["active_revision_id"]).where("id", "=", live.deploymentId).executeTakeFirst();
-      if (still?.active_revision_id !== id) this.retire(id, still ? `revision ${still.active_revision_id} became active` : "the deployment was deleted");
+      const still = await this.db
+        .selectFrom("deployments")
+        .select(["active_revision_id"])
+        .where("id", "=", live.deploymentId)
+        .executeTakeFirst();
+      if (still?.active_revision_id !== id)
+        this.retire(id, still ? `revision ${still.active_revision_id} became active` : "the deployment was deleted");
     }
   }
 
@@ -558,24 +782,55 @@ export class RolloutEngine {
         .set({ owner: this.nodeId, lease_until: this.leaseUntil() })
         .where("id", "=", rev.id)
         .where("status", "=", "DEPLOYED")
-        .where((eb) => eb.or([eb("owner", "is", null), eb("owner", "=", this.nodeId), eb("lease_until", "is", null), eb("lease_until", "<", nowIso())]))
+        .where((eb) =>
+          eb.or([
+            eb("owner", "is", null),
+            eb("owner", "=", this.nodeId),
+            eb("lease_until", "is", null),
+            eb("lease_until", "<", nowIso()),
+          ]),
+        )
         .executeTakeFirst();
       if (Number(claim.numUpdatedRows) !== 1) return;
-      const deployment = await this.db.selectFrom("deployments").selectAll().where("id", "=", rev.deployment_id).executeTakeFirst();
+      const deployment = await this.db
+        .selectFrom("deployments")
+        .selectAll()
+        .where("id", "=", rev.deployment_id)
+        .executeTakeFirst();
       if (!deployment || !rev.project_dir || !buildStillThere(rev.project_dir)) {
         this.ctx.log.error({ revision: rev.id }, "the active revision's build is gone; it cannot be served again");
         return;
       }
       const secrets = openSecrets(this.ctx.box, deployment);
-      const log = previous?.log ?? new RevisionLog(this.db, rev.id, "deploy", secrets.map((s) => s.value));
+      const log =
+        previous?.log ??
+        new RevisionLog(
+          this.db,
+          rev.id,
+          "deploy",
+          secrets.map((s) => s.value),
+        );
       if (previous) {
         const code = await previous.proc.exited;
-        log.line(`the agent server exited unexpectedly (code ${code}); restarting (restart ${previous.restarts + 1})`, "warning");
+        log.line(
+          `the agent server exited unexpectedly (code ${code}); restarting (restart ${previous.restarts + 1})`,
+          "warning",
+        );
       } else {
         log.line("serving again after a platform restart");
       }
       const configPath = JSON.parse(rev.source_revision_config).langgraph_config_path as string;
-      const live = await this.startProcess(deployment, rev.id, { artifactDir: rev.artifact_dir ?? this.layout.buildDir(rev.id), projectDir: rev.project_dir, configFile: path.join(rev.project_dir, path.basename(configPath)) }, secrets, log);
+      const live = await this.startProcess(
+        deployment,
+        rev.id,
+        {
+          artifactDir: rev.artifact_dir ?? this.layout.buildDir(rev.id),
+          projectDir: rev.project_dir,
+          configFile: path.join(rev.project_dir, path.basename(configPath)),
+        },
+        secrets,
+        log,
+      );
       if (previous) {
         live.restarts = previous.restarts + 1;
         live.nextRestartAt = Date.now() + Math.min(30_000, 500 * 2 ** Math.min(live.restarts, 6));
@@ -586,7 +841,11 @@ export class RolloutEngine {
       try {
         await waitUntilUp(live.proc, controller.signal, log);
         live.here.up();
-        await this.db.updateTable("deployment_revisions").set({ serving_url: live.url, pid: live.proc.pid ?? null }).where("id", "=", rev.id).execute();
+        await this.db
+          .updateTable("deployment_revisions")
+          .set({ serving_url: live.url, pid: live.proc.pid ?? null })
+          .where("id", "=", rev.id)
+          .execute();
         live.markReady();
         this.routes.invalidate(rev.deployment_id);
       } catch (err) {
@@ -620,7 +879,11 @@ export class RolloutEngine {
 
   /** Stops everything of a deployment that is being deleted. */
   async forget(deploymentId: string, revisionIds: string[]): Promise<void> {
-    const dep = await this.db.selectFrom("deployments").select(["id", "workspace_id", "api_key_id"]).where("id", "=", deploymentId).executeTakeFirst();
+    const dep = await this.db
+      .selectFrom("deployments")
+      .select(["id", "workspace_id", "api_key_id"])
+      .where("id", "=", deploymentId)
+      .executeTakeFirst();
     for (const id of revisionIds) this.abortRollout(id, "cancel");
     const lives = [...this.live.values()].filter((l) => l.deploymentId === deploymentId);
     await Promise.allSettled(lives.map((l) => l.proc.stop(3000)));
@@ -635,7 +898,12 @@ export class RolloutEngine {
     await this.runtime.purge(deploymentId);
     // A failure here must not keep the deployment from being deleted: its servers are stopped and
     // its password goes with the row, so what is left is an unusable role for an operator to drop.
-    await dropDeploymentDatabase(this.ctx, deploymentId).catch((err) => this.ctx.log.error({ err, deployment: deploymentId }, "could not drop the deployment's PostgreSQL schema and role"));
+    await dropDeploymentDatabase(this.ctx, deploymentId).catch((err) =>
+      this.ctx.log.error(
+        { err, deployment: deploymentId },
+        "could not drop the deployment's PostgreSQL schema and role",
+      ),
+    );
     if (dep) await this.runtime.deleteSandboxes(dep, null);
   }
 
@@ -644,7 +912,3 @@ export class RolloutEngine {
     fs.rmSync(this.layout.buildDir(revisionId), { recursive: true, force: true });
   }
 }
-
-
-
-

@@ -51,10 +51,19 @@ export class RouteCache {
       const row = await this.db
         .selectFrom("deployments")
         .leftJoin("deployment_revisions", "deployment_revisions.id", "deployments.active_revision_id")
-        .select(["deployments.workspace_id", "deployments.active_revision_id", "deployment_revisions.serving_url", "deployment_revisions.owner", "deployment_revisions.project_dir", "deployment_revisions.source_revision_config"])
+        .select([
+          "deployments.workspace_id",
+          "deployments.active_revision_id",
+          "deployment_revisions.serving_url",
+          "deployment_revisions.owner",
+          "deployment_revisions.project_dir",
+          "deployment_revisions.source_revision_config",
+        ])
         .where("deployments.id", "=", deploymentId)
         .executeTakeFirst();
-      const configPath = row?.source_revision_config ? (JSON.parse(row.source_revision_config).langgraph_config_path as string) : null;
+      const configPath = row?.source_revision_config
+        ? (JSON.parse(row.source_revision_config).langgraph_config_path as string)
+        : null;
       cached = {
         revisionId: row?.active_revision_id ?? null,
         url: row?.serving_url ?? null,
@@ -62,23 +71,46 @@ export class RouteCache {
         at: Date.now(),
         exists: !!row,
         workspaceId: row?.workspace_id ?? "",
-        customAuth: !!(row?.project_dir && configPath && hasCustomAuth(path.join(row.project_dir, path.basename(configPath)))),
+        customAuth: !!(
+          row?.project_dir &&
+          configPath &&
+          hasCustomAuth(path.join(row.project_dir, path.basename(configPath)))
+        ),
       };
       this.routes.set(deploymentId, cached);
     }
     if (!cached.exists) return { kind: "none", status: 404, detail: `Deployment ID ${deploymentId} not found.` };
     const access = { workspaceId: cached.workspaceId, customAuth: cached.customAuth };
-    if (!cached.revisionId) return { kind: "none", status: 503, detail: "The deployment has no deployed revision yet", access };
+    if (!cached.revisionId)
+      return { kind: "none", status: 503, detail: "The deployment has no deployed revision yet", access };
     const live = this.live.get(cached.revisionId);
     if (live) {
       if (!live.isReady) {
-        const ok = await Promise.race([live.ready.then(() => true, () => false), new Promise<boolean>((r) => setTimeout(() => r(false), 30_000).unref())]);
-        if (!ok) return { kind: "none", status: 503, detail: "The deployment's agent server is starting; try again shortly", access };
+        const ok = await Promise.race([
+          live.ready.then(
+            () => true,
+            () => false,
+          ),
+          new Promise<boolean>((r) => setTimeout(() => r(false), 30_000).unref()),
+        ]);
+        if (!ok)
+          return {
+            kind: "none",
+            status: 503,
+            detail: "The deployment's agent server is starting; try again shortly",
+            access,
+          };
       }
       return { kind: "live", live, ...access };
     }
-    if (cached.url && cached.owner !== this.nodeId) return { kind: "remote", url: cached.url, owner: cached.owner ?? "", ...access };
-    return { kind: "none", status: 503, detail: "The deployment's agent server is starting; try again shortly", access };
+    if (cached.url && cached.owner !== this.nodeId)
+      return { kind: "remote", url: cached.url, owner: cached.owner ?? "", ...access };
+    return {
+      kind: "none",
+      status: 503,
+      detail: "The deployment's agent server is starting; try again shortly",
+      access,
+    };
   }
 
   /** Forgets the cached route (after a change made by this process). */

@@ -85,7 +85,10 @@ export class LocalServers {
       deploymentId,
       revisionId,
       turn: (signal) => waitAtMost(Promise.all(before.map((e) => e.up)), this.maxWaitMs, signal),
-      others: () => before.filter((e) => this.entries.has(e)).map(() => ({ runningHere: true, owner: null, leaseUntil: null, hasServer: true })),
+      others: () =>
+        before
+          .filter((e) => this.entries.has(e))
+          .map(() => ({ runningHere: true, owner: null, leaseUntil: null, hasServer: true })),
       up: () => resolveUp(),
       end: () => {
         this.entries.delete(entry);

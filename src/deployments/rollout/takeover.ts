@@ -35,14 +35,23 @@ export async function reconcileOwnWork(d: TakeoverDeps): Promise<void> {
   for (const rev of mine) {
     await d.runtime.killLeftover(rev.id);
     if (rev.status === "DEPLOYED") {
-      if (rev.pid && killOrphan(rev.pid, rev.deployment_id)) d.log.warn({ revision: rev.id, pid: rev.pid }, "killed an agent server left by the previous platform process");
-      await d.db.updateTable("deployment_revisions").set({ pid: null, serving_url: null, lease_until: null }).where("id", "=", rev.id).execute();
+      if (rev.pid && killOrphan(rev.pid, rev.deployment_id))
+        d.log.warn({ revision: rev.id, pid: rev.pid }, "killed an agent server left by the previous platform process");
+      await d.db
+        .updateTable("deployment_revisions")
+        .set({ pid: null, serving_url: null, lease_until: null })
+        .where("id", "=", rev.id)
+        .execute();
     } else if (["AWAITING_BUILD", "BUILDING", "AWAITING_DEPLOY", "DEPLOYING"].includes(rev.status)) {
       if (rev.pid) killOrphan(rev.pid, rev.deployment_id);
       await resume(d, rev, `the platform process working on it stopped during ${rev.status}`);
     }
   }
-  await d.db.updateTable("deployments").set({ rollout_revision_id: null, rollout_owner: null, rollout_lease_until: null }).where("rollout_owner", "=", d.nodeId).execute();
+  await d.db
+    .updateTable("deployments")
+    .set({ rollout_revision_id: null, rollout_owner: null, rollout_lease_until: null })
+    .where("rollout_owner", "=", d.nodeId)
+    .execute();
 }
 
 /** Revisions and rollout locks of processes whose lease ran out: resume them here. */
@@ -55,7 +64,9 @@ export async function sweepAbandoned(d: TakeoverDeps, runningHere: (revisionId: 
     .where("owner", "is not", null)
     .where("lease_until", "<", now)
     .execute();
-  for (const rev of stale) if (!runningHere(rev.id)) await resume(d, rev, `the platform process ${rev.owner} stopped renewing its lease during ${rev.status}`);
+  for (const rev of stale)
+    if (!runningHere(rev.id))
+      await resume(d, rev, `the platform process ${rev.owner} stopped renewing its lease during ${rev.status}`);
   // A revision left in CREATING (the process died between the insert and the queueing).
   const creating = await d.db
     .selectFrom("deployment_revisions")
@@ -66,7 +77,8 @@ export async function sweepAbandoned(d: TakeoverDeps, runningHere: (revisionId: 
   for (const r of creating) {
     await transition(d.db, r.id, ["CREATING"], "QUEUED", { reason: "queued after a platform restart" }).catch((err) => {
       // Lost: another process queued it first, or it was deleted. Anything else is retried next tick.
-      if (!(err instanceof LostRevision)) d.log.warn({ err, revision: r.id }, "could not queue a revision left in CREATING");
+      if (!(err instanceof LostRevision))
+        d.log.warn({ err, revision: r.id }, "could not queue a revision left in CREATING");
     });
   }
   await d.db
@@ -93,16 +105,29 @@ async function resume(d: TakeoverDeps, rev: DeploymentRevisionsTable, why: strin
     }
     const building = rev.status === "AWAITING_BUILD" || rev.status === "BUILDING";
     if (!building && !buildStillThere(rev.project_dir)) {
-      await transition(d.db, rev.id, [rev.status as RevisionStatus], "INTERRUPTED", { owner, reason: `${why}; its build is gone`, set: { ...base, status_message: `Interrupted: ${why}; its build is gone` } });
+      await transition(d.db, rev.id, [rev.status as RevisionStatus], "INTERRUPTED", {
+        owner,
+        reason: `${why}; its build is gone`,
+        set: { ...base, status_message: `Interrupted: ${why}; its build is gone` },
+      });
       await releaseLock(d.db, rev.deployment_id, rev.id, owner);
       return;
     }
     const to: RevisionStatus = building ? "AWAITING_BUILD" : "AWAITING_DEPLOY";
     const reason = `${why}; resuming (attempt ${rev.attempt + 1})`;
     if (rev.status === to) {
-      await d.db.updateTable("deployment_revisions").set({ ...base, attempt: rev.attempt + 1, updated_at: nowIso() }).where("id", "=", rev.id).where("owner", "=", owner!).execute();
+      await d.db
+        .updateTable("deployment_revisions")
+        .set({ ...base, attempt: rev.attempt + 1, updated_at: nowIso() })
+        .where("id", "=", rev.id)
+        .where("owner", "=", owner!)
+        .execute();
     } else {
-      await transition(d.db, rev.id, [rev.status as RevisionStatus], to, { owner, reason, set: { ...base, attempt: rev.attempt + 1 } });
+      await transition(d.db, rev.id, [rev.status as RevisionStatus], to, {
+        owner,
+        reason,
+        set: { ...base, attempt: rev.attempt + 1 },
+      });
     }
     await releaseLock(d.db, rev.deployment_id, rev.id, owner);
     const log = new RevisionLog(d.db, rev.id, building ? "build" : "deploy");
@@ -115,8 +140,17 @@ async function resume(d: TakeoverDeps, rev: DeploymentRevisionsTable, why: strin
 }
 
 /** Frees a deployment's rollout lock held for this revision (by this owner, when one is named). */
-export async function releaseLock(db: Kysely<Database>, deploymentId: string, revisionId: string, owner: string | null): Promise<void> {
-  let q = db.updateTable("deployments").set({ rollout_revision_id: null, rollout_owner: null, rollout_lease_until: null }).where("id", "=", deploymentId).where("rollout_revision_id", "=", revisionId);
+export async function releaseLock(
+  db: Kysely<Database>,
+  deploymentId: string,
+  revisionId: string,
+  owner: string | null,
+): Promise<void> {
+  let q = db
+    .updateTable("deployments")
+    .set({ rollout_revision_id: null, rollout_owner: null, rollout_lease_until: null })
+    .where("id", "=", deploymentId)
+    .where("rollout_revision_id", "=", revisionId);
   if (owner) q = q.where("rollout_owner", "=", owner);
   await q.execute();
 }

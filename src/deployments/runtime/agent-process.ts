@@ -26,7 +26,20 @@ export type RunnerCommand = (args: RunnerArgs) => { command: string; args: strin
 
 export const defaultRunnerCommand: RunnerCommand = (a) => ({
   command: process.execPath,
-  args: ["--import", TSX_LOADER, REVISION_SERVER, "--project", a.projectDir, "--socket", a.socket, "--state", a.stateDir, "--server-id", a.serverId, ...(a.exclusive ? ["--exclusive"] : [])],
+  args: [
+    "--import",
+    TSX_LOADER,
+    REVISION_SERVER,
+    "--project",
+    a.projectDir,
+    "--socket",
+    a.socket,
+    "--state",
+    a.stateDir,
+    "--server-id",
+    a.serverId,
+    ...(a.exclusive ? ["--exclusive"] : []),
+  ],
 });
 
 /**
@@ -46,7 +59,13 @@ export class AgentProcess {
     this.exited = launched.exited.then((code) => (this.exitCode = code));
   }
 
-  static async start(launcher: Launcher, spec: LaunchSpec, socketPath: string, log: RevisionLog, cleanup: () => void = () => undefined): Promise<AgentProcess> {
+  static async start(
+    launcher: Launcher,
+    spec: LaunchSpec,
+    socketPath: string,
+    log: RevisionLog,
+    cleanup: () => void = () => undefined,
+  ): Promise<AgentProcess> {
     let launched: Launched;
     try {
       launched = await launcher.launch(spec);

@@ -74,7 +74,10 @@ export class DataPlaneGateway {
     private readonly rev: GatewayRevision,
     private readonly platform: { baseUrl: () => string; box: SecretBox; limits?: GatewayLimits },
   ) {
-    this.server = http.createServer(platform.limits?.timeouts ?? {}, (req, res) => void this.handle(req, res).catch((err: Error) => this.fail(res, 502, err.message)));
+    this.server = http.createServer(
+      platform.limits?.timeouts ?? {},
+      (req, res) => void this.handle(req, res).catch((err: Error) => this.fail(res, 502, err.message)),
+    );
     this.server.on("request", (req: http.IncomingMessage) => this.headReceived(req.socket));
     this.server.on("upgrade", (req, socket, head) => {
       this.headReceived(socket as net.Socket);
@@ -115,7 +118,8 @@ export class DataPlaneGateway {
   }
 
   private authorized(req: http.IncomingMessage): boolean {
-    const given = (req.headers["x-api-key"] as string | undefined) ?? (req.headers.authorization ?? "").replace(/^bearer\s+/i, "");
+    const given =
+      (req.headers["x-api-key"] as string | undefined) ?? (req.headers.authorization ?? "").replace(/^bearer\s+/i, "");
     const a = Buffer.from(given);
     const b = Buffer.from(this.rev.key);
     return a.length === b.length && crypto.timingSafeEqual(a, b);
@@ -123,16 +127,35 @@ export class DataPlaneGateway {
 
   private async bearer(): Promise<string> {
     if (!this.token || this.token.until < Date.now() + 30_000) {
-      const t = await issueBearerToken(this.platform.box, { userId: this.rev.userId, workspaceId: this.rev.workspaceId }, 300);
+      const t = await issueBearerToken(
+        this.platform.box,
+        { userId: this.rev.userId, workspaceId: this.rev.workspaceId },
+        300,
+      );
       this.token = { value: t.token, until: Date.now() + 300_000 };
     }
     return this.token.value;
   }
 
-  private async forwardHeaders(req: http.IncomingMessage, bodyLength: number | null): Promise<http.OutgoingHttpHeaders> {
+  private async forwardHeaders(
+    req: http.IncomingMessage,
+    bodyLength: number | null,
+  ): Promise<http.OutgoingHttpHeaders> {
     const headers: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) {
-      if (["x-api-key", "authorization", "x-tenant-id", "host", "content-length", "cookie", "x-forwarded-for", "x-forwarded-host"].includes(k)) continue;
+      if (
+        [
+          "x-api-key",
+          "authorization",
+          "x-tenant-id",
+          "host",
+          "content-length",
+          "cookie",
+          "x-forwarded-for",
+          "x-forwarded-host",
+        ].includes(k)
+      )
+        continue;
       headers[k] = v;
     }
     headers.authorization = `Bearer ${await this.bearer()}`;
@@ -148,12 +171,15 @@ export class DataPlaneGateway {
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://gateway");
-    if (!this.authorized(req)) return this.fail(res, 401, "This deployment's credential is required (LANGSMITH_API_KEY)");
-    if (!gatewayAllows(req.method ?? "GET", url.pathname)) return this.fail(res, 403, "A deployment's credential reaches the data-plane APIs only (sandboxes, connections)");
+    if (!this.authorized(req))
+      return this.fail(res, 401, "This deployment's credential is required (LANGSMITH_API_KEY)");
+    if (!gatewayAllows(req.method ?? "GET", url.pathname))
+      return this.fail(res, 403, "A deployment's credential reaches the data-plane APIs only (sandboxes, connections)");
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     let body: Buffer | null = req.method === "GET" || req.method === "HEAD" ? null : Buffer.concat(chunks);
-    if (body && req.method === "POST" && /^(\/api)?\/v2\/sandboxes\/boxes\/?$/.test(url.pathname)) body = this.labelled(body);
+    if (body && req.method === "POST" && /^(\/api)?\/v2\/sandboxes\/boxes\/?$/.test(url.pathname))
+      body = this.labelled(body);
     const base = this.platform.baseUrl();
     const upstream = await new Promise<http.IncomingMessage>((resolve, reject) => {
       const r = http.request(new URL(url.pathname + url.search, base), { method: req.method }, resolve);
@@ -185,7 +211,10 @@ export class DataPlaneGateway {
     try {
       const parsed = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
       if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return body;
-      const labels = parsed.labels && typeof parsed.labels === "object" && !Array.isArray(parsed.labels) ? (parsed.labels as Record<string, unknown>) : {};
+      const labels =
+        parsed.labels && typeof parsed.labels === "object" && !Array.isArray(parsed.labels)
+          ? (parsed.labels as Record<string, unknown>)
+          : {};
       parsed.labels = { ...labels, [DEPLOYMENT_LABEL]: this.rev.deploymentId, [REVISION_LABEL]: this.rev.revisionId };
       // A TTL as well: should the platform never get to delete it, a stopped box goes after an hour.
       parsed.delete_after_stop_seconds ??= 3600;
@@ -210,7 +239,8 @@ export class DataPlaneGateway {
     const upstream = net.connect(Number(base.port), base.hostname.replace(/^\[|\]$/g, ""));
     upstream.once("connect", () => {
       const lines = [`${req.method} ${url.pathname}${url.search} HTTP/1.1`];
-      for (const [k, v] of Object.entries(headers)) if (v !== undefined) for (const one of Array.isArray(v) ? v : [v]) lines.push(`${k}: ${one}`);
+      for (const [k, v] of Object.entries(headers))
+        if (v !== undefined) for (const one of Array.isArray(v) ? v : [v]) lines.push(`${k}: ${one}`);
       upstream.write(lines.join("\r\n") + "\r\n\r\n");
       if (head.length) upstream.write(head);
       upstream.pipe(socket);
@@ -237,15 +267,26 @@ export async function deploymentUser(db: Kysely<Database>, apiKeyId: string): Pr
  * Deletes the sandboxes a deployment's code created (by label: one revision, or the whole
  * deployment), through the platform's own API as the deployment's user.
  */
-export async function deleteLabelledSandboxes(platform: { baseUrl: () => string; box: SecretBox }, who: { userId: string; workspaceId: string }, label: string, value: string): Promise<number> {
+export async function deleteLabelledSandboxes(
+  platform: { baseUrl: () => string; box: SecretBox },
+  who: { userId: string; workspaceId: string },
+  label: string,
+  value: string,
+): Promise<number> {
   const { token } = await issueBearerToken(platform.box, who, 120);
   const headers = { authorization: `Bearer ${token}` };
-  const list = await fetch(`${platform.baseUrl()}/v2/sandboxes/boxes?label=${encodeURIComponent(`${label}=${value}`)}&limit=100`, { headers });
+  const list = await fetch(
+    `${platform.baseUrl()}/v2/sandboxes/boxes?label=${encodeURIComponent(`${label}=${value}`)}&limit=100`,
+    { headers },
+  );
   if (list.status !== 200) return 0; // no sandboxes feature on this platform
   const { sandboxes } = (await list.json()) as { sandboxes: Array<{ id: string; name: string }> };
   let deleted = 0;
   for (const sb of sandboxes) {
-    const res = await fetch(`${platform.baseUrl()}/v2/sandboxes/boxes/${encodeURIComponent(sb.id)}`, { method: "DELETE", headers });
+    const res = await fetch(`${platform.baseUrl()}/v2/sandboxes/boxes/${encodeURIComponent(sb.id)}`, {
+      method: "DELETE",
+      headers,
+    });
     await res.arrayBuffer();
     if (res.status === 204 || res.status === 404) deleted++;
   }

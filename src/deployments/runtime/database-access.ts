@@ -22,7 +22,8 @@ declare module "../store/deployments-tables.ts" {
   }
 }
 
-export const dbPasswordAad = (workspaceId: string, deploymentId: string) => `deployment-db-password:${workspaceId}:${deploymentId}`;
+export const dbPasswordAad = (workspaceId: string, deploymentId: string) =>
+  `deployment-db-password:${workspaceId}:${deploymentId}`;
 
 /** The port the agent server reaches PostgreSQL on, inside its network namespace. */
 export const DATABASE_PORT = 5432;
@@ -117,17 +118,24 @@ export function provisionPlan(p: ProvisionInput): PlanStep[] {
     { sql: `ALTER ROLE ${role} SET statement_timeout = ${Math.round(p.limits.statementTimeoutSeconds * 1000)}` },
     // A session left idle inside a transaction holds its locks and its snapshot (vacuum cannot
     // clean behind it) for as long as it likes: bounded like a statement (the sweep enforces it too).
-    { sql: `ALTER ROLE ${role} SET idle_in_transaction_session_timeout = ${Math.round(p.limits.statementTimeoutSeconds * 1000)}` },
+    {
+      sql: `ALTER ROLE ${role} SET idle_in_transaction_session_timeout = ${Math.round(p.limits.statementTimeoutSeconds * 1000)}`,
+    },
     // Only a superuser may change it (in a session too): a hard bound. A platform role that is not a
     // superuser needs `GRANT SET ON PARAMETER temp_file_limit` (PostgreSQL 15+) to set it.
-    { sql: `ALTER ROLE ${role} SET temp_file_limit = ${Math.max(0, Math.floor(p.limits.tempFileLimitBytes / 1024))}`, unavailable: ["42501"] },
+    {
+      sql: `ALTER ROLE ${role} SET temp_file_limit = ${Math.max(0, Math.floor(p.limits.tempFileLimitBytes / 1024))}`,
+      unavailable: ["42501"],
+    },
     ...(p.platformIsSuperuser ? [] : [{ sql: `GRANT ${role} TO CURRENT_USER`, alreadyDone: ["0LP01"] }]),
     { sql: `CREATE SCHEMA IF NOT EXISTS ${schema} AUTHORIZATION ${role}`, alreadyDone: ["42P06", "23505"] },
     { sql: `ALTER SCHEMA ${schema} OWNER TO ${role}` },
     { sql: `REVOKE ALL ON SCHEMA ${schema} FROM PUBLIC` },
     { sql: `GRANT CONNECT ON DATABASE ${ident(p.database)} TO ${role}` },
     { sql: `REVOKE CREATE ON SCHEMA ${ident(p.platformSchema)} FROM PUBLIC` },
-    ...(p.platformSchema === "public" ? [] : [{ sql: `REVOKE CREATE ON SCHEMA "public" FROM PUBLIC`, alreadyDone: ["3F000"] }]),
+    ...(p.platformSchema === "public"
+      ? []
+      : [{ sql: `REVOKE CREATE ON SCHEMA "public" FROM PUBLIC`, alreadyDone: ["3F000"] }]),
   ];
 }
 
@@ -147,7 +155,11 @@ export function dropPlan(names: DeploymentDatabaseNames, legacy: DeploymentDatab
 /** PostgreSQL's "tuple concurrently updated" on catalog rows two sessions alter at once: try again. */
 const RETRYABLE = new Set(["XX000", "40001", "40P01"]);
 
-async function runPlan(db: Kysely<Database>, plan: PlanStep[], warn: (msg: string) => void = () => undefined): Promise<void> {
+async function runPlan(
+  db: Kysely<Database>,
+  plan: PlanStep[],
+  warn: (msg: string) => void = () => undefined,
+): Promise<void> {
   for (const step of plan) {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -164,7 +176,10 @@ async function runPlan(db: Kysely<Database>, plan: PlanStep[], warn: (msg: strin
           await new Promise((r) => setTimeout(r, 20 * (attempt + 1)));
           continue;
         }
-        throw new Error(`preparing the deployment's database failed at "${step.sql.replace(/PASSWORD '[^']*'/, "PASSWORD '***'")}": ${(err as Error).message}`, { cause: err });
+        throw new Error(
+          `preparing the deployment's database failed at "${step.sql.replace(/PASSWORD '[^']*'/, "PASSWORD '***'")}": ${(err as Error).message}`,
+          { cause: err },
+        );
       }
     }
   }
@@ -173,12 +188,22 @@ async function runPlan(db: Kysely<Database>, plan: PlanStep[], warn: (msg: strin
 /** The sealed password of the deployment's role, created on first use (the first writer wins). */
 async function rolePassword(ctx: PlatformContext, deployment: { id: string; workspace_id: string }): Promise<string> {
   const aad = dbPasswordAad(deployment.workspace_id, deployment.id);
-  const read = () => ctx.db.selectFrom("deployments").select(["db_password_key_id", "db_password_ciphertext"]).where("id", "=", deployment.id).executeTakeFirst();
+  const read = () =>
+    ctx.db
+      .selectFrom("deployments")
+      .select(["db_password_key_id", "db_password_ciphertext"])
+      .where("id", "=", deployment.id)
+      .executeTakeFirst();
   let row = await read();
   if (!row) throw new Error("the deployment is gone");
   if (!row.db_password_ciphertext) {
     const sealed = ctx.box.seal(crypto.randomBytes(32).toString("base64url"), aad);
-    await ctx.db.updateTable("deployments").set({ db_password_key_id: sealed.keyId, db_password_ciphertext: sealed.blob }).where("id", "=", deployment.id).where("db_password_ciphertext", "is", null).execute();
+    await ctx.db
+      .updateTable("deployments")
+      .set({ db_password_key_id: sealed.keyId, db_password_ciphertext: sealed.blob })
+      .where("id", "=", deployment.id)
+      .where("db_password_ciphertext", "is", null)
+      .execute();
     row = await read();
     if (!row?.db_password_ciphertext) throw new Error("the deployment is gone");
   }
@@ -198,16 +223,38 @@ export interface DeploymentDatabase extends DeploymentDatabaseNames {
 const ensured = new Map<string, DeploymentDatabase>();
 
 /** Creates (or re-asserts) the deployment's role and schema; returns how to log in as it. */
-export async function ensureDeploymentDatabase(ctx: PlatformContext, deployment: { id: string; workspace_id: string }): Promise<DeploymentDatabase> {
+export async function ensureDeploymentDatabase(
+  ctx: PlatformContext,
+  deployment: { id: string; workspace_id: string },
+): Promise<DeploymentDatabase> {
   const known = ensured.get(deployment.id);
   if (known) return known;
   const names = deploymentDatabaseNames(deployment.id);
   const password = await rolePassword(ctx, deployment);
-  const { rows } = await sql<{ db: string; schema: string; su: string }>`select current_database() as db, current_schema() as schema, current_setting('is_superuser') as su`.execute(ctx.db);
+  const { rows } = await sql<{
+    db: string;
+    schema: string;
+    su: string;
+  }>`select current_database() as db, current_schema() as schema, current_setting('is_superuser') as su`.execute(
+    ctx.db,
+  );
   const { db: database, schema: platformSchema, su } = rows[0]!;
-  const limits = { statementTimeoutSeconds: ctx.config.settings.WHARF_DEPLOYMENT_DB_STATEMENT_TIMEOUT_SECONDS, tempFileLimitBytes: ctx.config.settings.WHARF_DEPLOYMENT_DB_TEMP_FILE_LIMIT_BYTES };
-  const plan = provisionPlan({ ...names, legacy: legacyDatabaseNames(deployment.id), password, database, platformSchema, platformIsSuperuser: su === "on", limits });
-  await runPlan(ctx.db, plan, (msg) => ctx.log.warn({ deployment: deployment.id }, `deployment database limit: ${msg}`));
+  const limits = {
+    statementTimeoutSeconds: ctx.config.settings.WHARF_DEPLOYMENT_DB_STATEMENT_TIMEOUT_SECONDS,
+    tempFileLimitBytes: ctx.config.settings.WHARF_DEPLOYMENT_DB_TEMP_FILE_LIMIT_BYTES,
+  };
+  const plan = provisionPlan({
+    ...names,
+    legacy: legacyDatabaseNames(deployment.id),
+    password,
+    database,
+    platformSchema,
+    platformIsSuperuser: su === "on",
+    limits,
+  });
+  await runPlan(ctx.db, plan, (msg) =>
+    ctx.log.warn({ deployment: deployment.id }, `deployment database limit: ${msg}`),
+  );
   const made = { ...names, password, database };
   ensured.set(deployment.id, made);
   return made;
@@ -251,23 +298,38 @@ export interface DatabaseAccess {
  * namespace, a listener the platform forwards to its PostgreSQL for this role only; unconfined
  * (no namespaces: it already runs as the platform's user), straight to the platform's server.
  */
-export async function prepareDatabaseAccess(ctx: PlatformContext, deployment: { id: string; workspace_id: string }, isolated: boolean): Promise<DatabaseAccess | null> {
+export async function prepareDatabaseAccess(
+  ctx: PlatformContext,
+  deployment: { id: string; workspace_id: string },
+  isolated: boolean,
+): Promise<DatabaseAccess | null> {
   const databaseUrl = ctx.config.databaseUrl;
   if (ctx.store.dialect !== "postgres" || !databaseUrl) return null;
   const d = await ensureDeploymentDatabase(ctx, deployment);
   const upstream = upstreamOf(databaseUrl);
   const env = { WHARF_AGENT_DATABASE_SCHEMA: d.schema };
   if (!isolated) {
-    const direct = "path" in upstream ? `${roleUrl(d, { host: "localhost", port: DATABASE_PORT })}?host=${encodeURIComponent(upstream.path.replace(/\/\.s\.PGSQL\.\d+$/, ""))}` : roleUrl(d, upstream);
-    return { env: { ...env, WHARF_AGENT_DATABASE_URL: direct }, tcpPorts: [], attach: () => undefined, close: () => undefined }; // a direct URL: no forwarder to attach or close
+    const direct =
+      "path" in upstream
+        ? `${roleUrl(d, { host: "localhost", port: DATABASE_PORT })}?host=${encodeURIComponent(upstream.path.replace(/\/\.s\.PGSQL\.\d+$/, ""))}`
+        : roleUrl(d, upstream);
+    return {
+      env: { ...env, WHARF_AGENT_DATABASE_URL: direct },
+      tcpPorts: [],
+      attach: () => undefined,
+      close: () => undefined,
+    }; // a direct URL: no forwarder to attach or close
   }
-  const forwarder = new DatabaseForwarder(upstream, { user: d.role, database: d.database }, (reason) => ctx.log.warn({ deployment: deployment.id, reason }, "refused a database connection from a deployment"));
+  const forwarder = new DatabaseForwarder(upstream, { user: d.role, database: d.database }, (reason) =>
+    ctx.log.warn({ deployment: deployment.id, reason }, "refused a database connection from a deployment"),
+  );
   return {
     env: { ...env, WHARF_AGENT_DATABASE_URL: roleUrl(d, { host: "127.0.0.1", port: DATABASE_PORT }) },
     tcpPorts: [DATABASE_PORT],
     attach: (captured) => {
       const listener: net.Server | undefined = captured?.tcp.get(DATABASE_PORT);
-      if (!listener) throw new Error(`no database listener in the namespace: ${captured?.errors.join("; ") || "none handed over"}`);
+      if (!listener)
+        throw new Error(`no database listener in the namespace: ${captured?.errors.join("; ") || "none handed over"}`);
       forwarder.attach(listener);
     },
     close: () => forwarder.close(),

@@ -39,7 +39,8 @@ export function parseFirstMessage(buf: Buffer): FirstMessage {
   if (buf.length < length) return { kind: "incomplete" };
   const parts = buf.subarray(8, length).toString("utf8").split("\0");
   // Pairs of NUL-terminated strings, then a final NUL: the split ends with two empty strings.
-  if (parts.length < 2 || parts.at(-1) !== "" || parts.at(-2) !== "") return { kind: "invalid", reason: "malformed startup parameters" };
+  if (parts.length < 2 || parts.at(-1) !== "" || parts.at(-2) !== "")
+    return { kind: "invalid", reason: "malformed startup parameters" };
   const fields = parts.slice(0, -2);
   if (fields.length % 2 !== 0) return { kind: "invalid", reason: "malformed startup parameters" };
   const params: Record<string, string> = {};
@@ -55,19 +56,30 @@ export interface ForwardTarget {
 }
 
 /** Whether a startup message asks for exactly the deployment's role and database. */
-export function admitStartup(params: Record<string, string>, target: ForwardTarget): { ok: true } | { ok: false; reason: string } {
+export function admitStartup(
+  params: Record<string, string>,
+  target: ForwardTarget,
+): { ok: true } | { ok: false; reason: string } {
   const user = params.user;
   // PostgreSQL defaults the database to the user name when the client names none.
   const database = params.database || user;
   if (user !== target.user) return { ok: false, reason: `role "${user ?? ""}" is not this deployment's role` };
-  if (database !== target.database) return { ok: false, reason: `database "${database ?? ""}" is not this deployment's database` };
-  if (params.replication !== undefined && !["false", "off", "no", "0"].includes(params.replication.toLowerCase())) return { ok: false, reason: "replication connections are not allowed" };
+  if (database !== target.database)
+    return { ok: false, reason: `database "${database ?? ""}" is not this deployment's database` };
+  if (params.replication !== undefined && !["false", "off", "no", "0"].includes(params.replication.toLowerCase()))
+    return { ok: false, reason: "replication connections are not allowed" };
   return { ok: true };
 }
 
 /** A FATAL ErrorResponse as PostgreSQL sends it, so clients show the reason. */
 export function errorResponse(code: string, message: string): Buffer {
-  const body = Buffer.concat([field("S", "FATAL"), field("V", "FATAL"), field("C", code), field("M", message), Buffer.from([0])]);
+  const body = Buffer.concat([
+    field("S", "FATAL"),
+    field("V", "FATAL"),
+    field("C", code),
+    field("M", message),
+    Buffer.from([0]),
+  ]);
   const head = Buffer.alloc(5);
   head.write("E", 0);
   head.writeInt32BE(body.length + 4, 1);
@@ -150,7 +162,8 @@ export class DatabaseForwarder {
   private connect(client: net.Socket, first: Buffer): void {
     client.pause();
     client.setTimeout(0);
-    const server = "path" in this.upstream ? net.connect(this.upstream.path) : net.connect(this.upstream.port, this.upstream.host);
+    const server =
+      "path" in this.upstream ? net.connect(this.upstream.path) : net.connect(this.upstream.port, this.upstream.host);
     this.track(server);
     server.once("connect", () => {
       server.setNoDelay(true);
@@ -161,7 +174,8 @@ export class DatabaseForwarder {
       client.resume();
     });
     server.on("error", () => {
-      if (client.writable && !server.readableDidRead) client.end(errorResponse("08006", "the platform's PostgreSQL is unreachable"));
+      if (client.writable && !server.readableDidRead)
+        client.end(errorResponse("08006", "the platform's PostgreSQL is unreachable"));
       else client.destroy();
     });
     client.once("close", () => server.destroy());

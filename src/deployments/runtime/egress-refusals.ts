@@ -24,7 +24,10 @@ interface Refused {
  */
 export function buildRefusalAdvice(e: Refused, hostRegistries: readonly string[]): string | null {
   const entry = e.port === 80 || e.port === 443 ? e.host : `${e.host}:${e.port}`;
-  if (/internal address/.test(e.reason ?? "") && (hostRegistries.includes(entry) || hostRegistries.includes(`${e.host}:${e.port}`))) {
+  if (
+    /internal address/.test(e.reason ?? "") &&
+    (hostRegistries.includes(entry) || hostRegistries.includes(`${e.host}:${e.port}`))
+  ) {
     return "the operator's WHARF_BUILD_REGISTRIES_INTERNAL=1 (builds may reach the host's own package registries at internal addresses)";
   }
   return refusalAdvice(e);
@@ -35,7 +38,13 @@ export function buildRefusalAdvice(e: Refused, hostRegistries: readonly string[]
  * or cannot complete into its revision's log: host, reason, and the setting that would allow it,
  * once per (host, reason). `onFirst` hears the first one. Returns the unsubscribe.
  */
-export function logEgressRefusals(targetId: string, log: RevisionLog, level: LogLevel, onFirst?: (line: string) => void, advise: (e: Refused) => string | null = refusalAdvice): () => void {
+export function logEgressRefusals(
+  targetId: string,
+  log: RevisionLog,
+  level: LogLevel,
+  onFirst?: (line: string) => void,
+  advise: (e: Refused) => string | null = refusalAdvice,
+): () => void {
   return watchDistinctRefusals(
     targetId,
     (e, first) => {
@@ -56,7 +65,12 @@ export class BuildRefusals {
   private timer: NodeJS.Timeout | null = null;
   private readonly unwatch: () => void;
 
-  constructor(targetId: string, log: RevisionLog, stopStep: () => void, opts: { hostRegistries?: string[]; graceMs?: number } = {}) {
+  constructor(
+    targetId: string,
+    log: RevisionLog,
+    stopStep: () => void,
+    opts: { hostRegistries?: string[]; graceMs?: number } = {},
+  ) {
     const hostRegistries = opts.hostRegistries ?? [];
     this.unwatch = logEgressRefusals(
       targetId,

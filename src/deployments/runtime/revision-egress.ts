@@ -2,12 +2,24 @@ import fs from "node:fs";
 import type net from "node:net";
 import path from "node:path";
 import type { Kysely } from "kysely";
-import { egressAvailable, egressCaptureSpec, prepareEgress, type PreparedEgress, type StoredProxyConfig } from "../../egress/index.ts";
+import {
+  egressAvailable,
+  egressCaptureSpec,
+  prepareEgress,
+  type PreparedEgress,
+  type StoredProxyConfig,
+} from "../../egress/index.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { CapturedNetwork } from "../../confinement/index.ts";
 import type { Database } from "../../store/schema.ts";
 import type { Bind } from "../confinement/confinement.ts";
-import { buildStepProxyConfig, egressBinds, egressMounts, type BuildStepTrust, type EgressMounts } from "../confinement/egress-plan.ts";
+import {
+  buildStepProxyConfig,
+  egressBinds,
+  egressMounts,
+  type BuildStepTrust,
+  type EgressMounts,
+} from "../confinement/egress-plan.ts";
 
 /**
  * A deployment's way out. Every agent server and build step of a revision gets the egress proxy
@@ -55,11 +67,16 @@ export function takeListeners(captured: CapturedNetwork, ports: number[]): Captu
 }
 
 async function readProxyConfigText(db: Kysely<Database>, deploymentId: string): Promise<string | null> {
-  const row = await db.selectFrom("deployments").select("proxy_config").where("id", "=", deploymentId).executeTakeFirst();
+  const row = await db
+    .selectFrom("deployments")
+    .select("proxy_config")
+    .where("id", "=", deploymentId)
+    .executeTakeFirst();
   return row?.proxy_config ?? null;
 }
 
-const parseStored = (text: string | null): StoredProxyConfig | null => (text ? (JSON.parse(text) as StoredProxyConfig) : null);
+const parseStored = (text: string | null): StoredProxyConfig | null =>
+  text ? (JSON.parse(text) as StoredProxyConfig) : null;
 
 /** How often running processes re-read their deployment's proxy_config (a PATCH served by another platform process). */
 export const PROXY_CONFIG_POLL_MS = 2000;
@@ -86,9 +103,16 @@ export class DeploymentEgress {
    * `registries`: allow-list entries a build step needs and what the platform trusts for it (null
    * for an agent server).
    */
-  async open(p: { id: string; deploymentId: string; workspaceId: string; registries: { allow: string[]; trust: BuildStepTrust } | null; onUnplaced?: (paths: string[]) => void }): Promise<ProcessEgress | null> {
+  async open(p: {
+    id: string;
+    deploymentId: string;
+    workspaceId: string;
+    registries: { allow: string[]; trust: BuildStepTrust } | null;
+    onUnplaced?: (paths: string[]) => void;
+  }): Promise<ProcessEgress | null> {
     if (!egressAvailable()) {
-      if (!this.warned) this.log.warn("the egress feature is not mounted: deployed code has no way out of its network namespace");
+      if (!this.warned)
+        this.log.warn("the egress feature is not mounted: deployed code has no way out of its network namespace");
       this.warned = true;
       return null;
     }
@@ -96,7 +120,12 @@ export class DeploymentEgress {
     const derive = (s: StoredProxyConfig | null) => (reg ? buildStepProxyConfig(s, reg.allow, reg.trust) : s);
     const dir = path.join(this.filesRoot, p.id);
     let mounts: EgressMounts = { writes: {}, binds: [], unplaced: [] };
-    const entry: Entry = { derive, prepared: null, latest: null, rewriteFiles: () => rewrite(dir, mounts, entry.prepared?.files ?? {}) };
+    const entry: Entry = {
+      derive,
+      prepared: null,
+      latest: null,
+      rewriteFiles: () => rewrite(dir, mounts, entry.prepared?.files ?? {}),
+    };
     // Registered before the config is read: a PATCH from now on reaches this process.
     const set = this.live.get(p.deploymentId) ?? new Set<Entry>();
     set.add(entry);
@@ -119,7 +148,11 @@ export class DeploymentEgress {
       const text = await readProxyConfigText(this.db, p.deploymentId);
       if (!this.applied.has(p.deploymentId)) this.applied.set(p.deploymentId, text);
       const stored = parseStored(text);
-      const prepared = await prepareEgress({ sandboxId: p.id, workspaceId: p.workspaceId, proxyConfig: derive(stored) });
+      const prepared = await prepareEgress({
+        sandboxId: p.id,
+        workspaceId: p.workspaceId,
+        proxyConfig: derive(stored),
+      });
       entry.prepared = prepared;
       if (entry.latest) await prepared.update(derive(entry.latest.stored));
       mounts = egressMounts(prepared.files, this.baseHas);
@@ -172,7 +205,10 @@ export class DeploymentEgress {
    */
   private watch(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => void this.poll().catch((err) => this.log.warn({ err }, "re-reading deployments' proxy_config failed")), PROXY_CONFIG_POLL_MS);
+    this.timer = setInterval(
+      () => void this.poll().catch((err) => this.log.warn({ err }, "re-reading deployments' proxy_config failed")),
+      PROXY_CONFIG_POLL_MS,
+    );
     this.timer.unref();
   }
 
@@ -183,7 +219,11 @@ export class DeploymentEgress {
       this.timer = null;
       return;
     }
-    const rows = await this.db.selectFrom("deployments").select(["id", "proxy_config"]).where("id", "in", ids).execute();
+    const rows = await this.db
+      .selectFrom("deployments")
+      .select(["id", "proxy_config"])
+      .where("id", "in", ids)
+      .execute();
     for (const row of rows) {
       if (!this.live.has(row.id) || this.applied.get(row.id) === row.proxy_config) continue;
       if (this.applied.has(row.id)) await this.update(row.id, parseStored(row.proxy_config));

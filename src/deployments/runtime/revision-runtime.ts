@@ -6,12 +6,34 @@ import type { PlatformContext } from "../../platform/context.ts";
 import type { Database } from "../../store/schema.ts";
 import { AgentProcess, type RunnerCommand } from "./agent-process.ts";
 import type { BuildStep } from "../build/builder.ts";
-import { buildLimits, buildPlan, insidePath, type Bind, type MountPlan, DEPLOYMENT_UID_BASE, limitsFor, servePlan, SOCKET_DIR_INSIDE, SOCKET_NAME, socketRoot, STATE_INSIDE } from "../confinement/confinement.ts";
+import {
+  buildLimits,
+  buildPlan,
+  insidePath,
+  type Bind,
+  type MountPlan,
+  DEPLOYMENT_UID_BASE,
+  limitsFor,
+  servePlan,
+  SOCKET_DIR_INSIDE,
+  SOCKET_NAME,
+  socketRoot,
+  STATE_INSIDE,
+} from "../confinement/confinement.ts";
 import { DeploymentsLayout } from "../layout.ts";
 import { ownFolder, type Launched, type Launcher } from "../../confinement/index.ts";
 import type { RevisionLog } from "../store/revision-logs.ts";
 import net from "node:net";
-import { DataPlaneGateway, deleteLabelledSandboxes, DEPLOYMENT_LABEL, deploymentUser, GATEWAY_PORT, GATEWAY_URL, newGatewayKey, REVISION_LABEL } from "./data-plane-gateway.ts";
+import {
+  DataPlaneGateway,
+  deleteLabelledSandboxes,
+  DEPLOYMENT_LABEL,
+  deploymentUser,
+  GATEWAY_PORT,
+  GATEWAY_URL,
+  newGatewayKey,
+  REVISION_LABEL,
+} from "./data-plane-gateway.ts";
 import { CommandFailed } from "../build/run-command.ts";
 import { prepareDatabaseAccess } from "./database-access.ts";
 import type { StoredProxyConfig } from "../../egress/index.ts";
@@ -34,7 +56,8 @@ export interface DeploymentIdentity {
   agentKey: string;
 }
 
-export const agentKeyAad = (workspaceId: string, deploymentId: string) => `deployment-agent-key:${workspaceId}:${deploymentId}`;
+export const agentKeyAad = (workspaceId: string, deploymentId: string) =>
+  `deployment-agent-key:${workspaceId}:${deploymentId}`;
 
 /**
  * Everything about running a deployment's code confined: its uid and key, the build steps, the
@@ -110,10 +133,18 @@ export class RevisionRuntime {
     const db = this.ctx.db;
     let row = deployment;
     for (let attempt = 0; row.run_uid === null && attempt < 20; attempt++) {
-      const max = await db.selectFrom("deployments").select((eb) => eb.fn.max("run_uid").as("m")).executeTakeFirst();
+      const max = await db
+        .selectFrom("deployments")
+        .select((eb) => eb.fn.max("run_uid").as("m"))
+        .executeTakeFirst();
       const uid = Math.max(DEPLOYMENT_UID_BASE, Number(max?.m ?? 0) + 1);
       try {
-        await db.updateTable("deployments").set({ run_uid: uid }).where("id", "=", row.id).where("run_uid", "is", null).execute();
+        await db
+          .updateTable("deployments")
+          .set({ run_uid: uid })
+          .where("id", "=", row.id)
+          .where("run_uid", "is", null)
+          .execute();
       } catch {
         // Another process took that uid for another deployment at the same moment: try the next.
       }
@@ -122,11 +153,22 @@ export class RevisionRuntime {
     const uid = row.run_uid;
     if (uid === null) throw new Error("could not allocate a uid for the deployment");
     if (!row.agent_key_ciphertext) {
-      const sealed = this.ctx.box.seal(crypto.randomBytes(32).toString("base64"), agentKeyAad(row.workspace_id, row.id));
-      await db.updateTable("deployments").set({ agent_key_key_id: sealed.keyId, agent_key_ciphertext: sealed.blob }).where("id", "=", row.id).where("agent_key_ciphertext", "is", null).execute();
+      const sealed = this.ctx.box.seal(
+        crypto.randomBytes(32).toString("base64"),
+        agentKeyAad(row.workspace_id, row.id),
+      );
+      await db
+        .updateTable("deployments")
+        .set({ agent_key_key_id: sealed.keyId, agent_key_ciphertext: sealed.blob })
+        .where("id", "=", row.id)
+        .where("agent_key_ciphertext", "is", null)
+        .execute();
       row = (await db.selectFrom("deployments").selectAll().where("id", "=", row.id).executeTakeFirst()) ?? row;
     }
-    const agentKey = this.ctx.box.open({ keyId: row.agent_key_key_id!, blob: row.agent_key_ciphertext! }, agentKeyAad(row.workspace_id, row.id));
+    const agentKey = this.ctx.box.open(
+      { keyId: row.agent_key_key_id!, blob: row.agent_key_ciphertext! },
+      agentKeyAad(row.workspace_id, row.id),
+    );
     return { uid, agentKey };
   }
 
@@ -155,7 +197,13 @@ export class RevisionRuntime {
    * reaches out only through the egress proxy, under the deployment's `proxy_config` with its
    * package registries allowed.
    */
-  buildStep(deployment: Deployment, revisionId: string, ident: DeploymentIdentity, log: RevisionLog, signal: AbortSignal): BuildStep {
+  buildStep(
+    deployment: Deployment,
+    revisionId: string,
+    ident: DeploymentIdentity,
+    log: RevisionLog,
+    signal: AbortSignal,
+  ): BuildStep {
     const limits = buildLimits(limitsFor(resourceSpecOf(deployment)));
     const npmCache = this.layout.npmCacheFor(deployment.id);
     return (step) =>
@@ -165,12 +213,26 @@ export class RevisionRuntime {
         const artifactDir = this.layout.buildDir(revisionId);
         // The project's own file, read on the host: never followed, never blocking, capped.
         const npmrc = readProjectFile(artifactDir, path.relative(artifactDir, path.join(step.cwd, ".npmrc")));
-        const plan = buildRegistryPlan({ npmrc, env: step.env, host: await this.hostRegistries(), python: !!step.python, allowInternal: this.ctx.config.settings.WHARF_BUILD_REGISTRIES_INTERNAL });
+        const plan = buildRegistryPlan({
+          npmrc,
+          env: step.env,
+          host: await this.hostRegistries(),
+          python: !!step.python,
+          allowInternal: this.ctx.config.settings.WHARF_BUILD_REGISTRIES_INTERNAL,
+        });
         // The project's own indexes, git hosts and uv.lock sources (Python), beside the registries.
-        const registries = step.python?.hosts?.length ? [...new Set([...plan.allow, ...step.python.hosts])] : plan.allow;
+        const registries = step.python?.hosts?.length
+          ? [...new Set([...plan.allow, ...step.python.hosts])]
+          : plan.allow;
         if (step.python?.writable) ownFolder(step.python.envs, ident.uid, this.isolated);
         const egress = this.isolated
-          ? await this.egress.open({ id: buildEgressId(revisionId), deploymentId: deployment.id, workspaceId: deployment.workspace_id, registries: { allow: registries, trust: { internalHosts: plan.internal, upstreamCaFiles: plan.caFiles } }, onUnplaced: unplacedNote(log) })
+          ? await this.egress.open({
+              id: buildEgressId(revisionId),
+              deploymentId: deployment.id,
+              workspaceId: deployment.workspace_id,
+              registries: { allow: registries, trust: { internalHosts: plan.internal, upstreamCaFiles: plan.caFiles } },
+              onUnplaced: unplacedNote(log),
+            })
           : null;
         const env: Record<string, string> = {
           PATH: "/usr/bin:/bin",
@@ -183,12 +245,26 @@ export class RevisionRuntime {
         };
         let launched: Launched;
         try {
-          const plan = buildPlan({ layout: this.layout, workspaceId: deployment.workspace_id, artifactDir, projectDir: step.cwd, npmCache, writable: step.writable });
+          const plan = buildPlan({
+            layout: this.layout,
+            workspaceId: deployment.workspace_id,
+            artifactDir,
+            projectDir: step.cwd,
+            npmCache,
+            writable: step.writable,
+          });
           launched = await this.launcher.launch({
             id: buildEgressId(revisionId),
             uid: ident.uid,
             limits,
-            plan: { ...plan, binds: [...plan.binds, ...pythonEnvBinds(this.layout, deployment.workspace_id, step.python), ...(egress?.binds ?? [])] },
+            plan: {
+              ...plan,
+              binds: [
+                ...plan.binds,
+                ...pythonEnvBinds(this.layout, deployment.workspace_id, step.python),
+                ...(egress?.binds ?? []),
+              ],
+            },
             argv: step.argv.map((a) => this.inside(a)),
             env,
             cwd: this.inside(step.cwd),
@@ -206,12 +282,15 @@ export class RevisionRuntime {
         // An interrupt that arrived while the confinement was starting has already fired its event.
         if (signal.aborted) kill();
         else signal.addEventListener("abort", kill, { once: true });
-        const refusals = egress ? new BuildRefusals(buildEgressId(revisionId), log, kill, { hostRegistries: plan.hostEntries }) : null;
+        const refusals = egress
+          ? new BuildRefusals(buildEgressId(revisionId), log, kill, { hostRegistries: plan.hostEntries })
+          : null;
         try {
           const code = await launched.exited;
           await launched.stop(0);
           signal.throwIfAborted();
-          if (code !== 0) throw new CommandFailed(refusals?.failure(step.what) ?? `${step.what} failed (exit ${code ?? "signal"})`);
+          if (code !== 0)
+            throw new CommandFailed(refusals?.failure(step.what) ?? `${step.what} failed (exit ${code ?? "signal"})`);
           return captured;
         } finally {
           refusals?.close();
@@ -250,25 +329,43 @@ export class RevisionRuntime {
     const stateDir = this.layout.stateDir(deployment.id);
     ownFolder(stateDir, ident.uid, this.isolated);
     // Confined, the state folder is a disk image of a hard size (mounting it takes root).
-    const stateImage = this.isolated ? await ensureStateImage(stateDir, ident.uid, this.ctx.config.settings.WHARF_DEPLOYMENT_STATE_BYTES) : null;
+    const stateImage = this.isolated
+      ? await ensureStateImage(stateDir, ident.uid, this.ctx.config.settings.WHARF_DEPLOYMENT_STATE_BYTES)
+      : null;
     const socketDir = path.join(socketRoot(), revisionId);
     fs.rmSync(socketDir, { recursive: true, force: true });
     fs.mkdirSync(socketRoot(), { recursive: true, mode: 0o711 });
     ownFolder(socketDir, ident.uid, this.isolated);
-    const inside = { state: this.isolated ? STATE_INSIDE : stateDir, socket: path.join(this.isolated ? SOCKET_DIR_INSIDE : socketDir, SOCKET_NAME) };
+    const inside = {
+      state: this.isolated ? STATE_INSIDE : stateDir,
+      socket: path.join(this.isolated ? SOCKET_DIR_INSIDE : socketDir, SOCKET_NAME),
+    };
     const buildLayout = this.layoutOf(project.artifactDir);
-    const { command, args } = this.runner({ projectDir: this.inside(project.projectDir, buildLayout), configFile: this.inside(project.configFile, buildLayout), socket: inside.socket, stateDir: inside.state, serverId: deployment.id, exclusive: opts.exclusive });
+    const { command, args } = this.runner({
+      projectDir: this.inside(project.projectDir, buildLayout),
+      configFile: this.inside(project.configFile, buildLayout),
+      socket: inside.socket,
+      stateDir: inside.state,
+      serverId: deployment.id,
+      exclusive: opts.exclusive,
+    });
     // On PostgreSQL: the deployment's own role and schema, through a forwarder in its namespace.
     const database = await prepareDatabaseAccess(this.ctx, deployment, this.isolated);
     // The data plane, through a gateway that only this revision's fresh key opens.
     const userId = await deploymentUser(this.ctx.db, deployment.api_key_id);
     if (!userId) throw new Error("the deployment's owner is gone");
     const key = newGatewayKey();
-    const gateway = new DataPlaneGateway({ deploymentId: deployment.id, revisionId, workspaceId: deployment.workspace_id, userId, key }, {
-      baseUrl: () => this.ctx.baseUrl(),
-      box: this.ctx.box,
-      limits: { maxConnections: this.ctx.config.settings.WHARF_MAX_CONNECTIONS_PER_CLIENT, timeouts: serverTimeouts(this.ctx.config.settings) },
-    });
+    const gateway = new DataPlaneGateway(
+      { deploymentId: deployment.id, revisionId, workspaceId: deployment.workspace_id, userId, key },
+      {
+        baseUrl: () => this.ctx.baseUrl(),
+        box: this.ctx.box,
+        limits: {
+          maxConnections: this.ctx.config.settings.WHARF_MAX_CONNECTIONS_PER_CLIENT,
+          timeouts: serverTimeouts(this.ctx.config.settings),
+        },
+      },
+    );
     let gatewayUrl = GATEWAY_URL;
     if (!this.isolated) {
       // No network namespace: the gateway listens on a loopback port of the host instead.
@@ -280,15 +377,32 @@ export class RevisionRuntime {
     // The way out: the egress proxy under the deployment's proxy_config (confined only).
     let egress: ProcessEgress | null = null;
     try {
-      if (this.isolated) egress = await this.egress.open({ id: serverEgressId(revisionId), deploymentId: deployment.id, workspaceId: deployment.workspace_id, registries: null, onUnplaced: unplacedNote(log) });
+      if (this.isolated)
+        egress = await this.egress.open({
+          id: serverEgressId(revisionId),
+          deploymentId: deployment.id,
+          workspaceId: deployment.workspace_id,
+          registries: null,
+          onUnplaced: unplacedNote(log),
+        });
     } catch (err) {
       database?.close();
       gateway.close();
       throw err;
     }
     // Python projects: the workspace's environments, read-only, where their builds made them.
-    const pythonEnvs = fs.existsSync(this.layout.pythonEnvsFor(deployment.workspace_id)) ? { envs: this.layout.pythonEnvsFor(deployment.workspace_id), writable: false } : undefined;
-    const env = { ...this.agentEnv(deployment, revisionId, secrets, ident, inside.state), ...(pythonEnvs && { WHARF_PYTHON_ENVS: this.inside(pythonEnvs.envs) }), ...egress?.env, LANGSMITH_ENDPOINT: gatewayUrl, LANGSMITH_API_KEY: key, WHARF_URL: gatewayUrl, ...database?.env };
+    const pythonEnvs = fs.existsSync(this.layout.pythonEnvsFor(deployment.workspace_id))
+      ? { envs: this.layout.pythonEnvsFor(deployment.workspace_id), writable: false }
+      : undefined;
+    const env = {
+      ...this.agentEnv(deployment, revisionId, secrets, ident, inside.state),
+      ...(pythonEnvs && { WHARF_PYTHON_ENVS: this.inside(pythonEnvs.envs) }),
+      ...egress?.env,
+      LANGSMITH_ENDPOINT: gatewayUrl,
+      LANGSMITH_API_KEY: key,
+      WHARF_URL: gatewayUrl,
+      ...database?.env,
+    };
     // The agent server's refused requests go into its deploy log (it keeps serving).
     const unwatchRefusals = egress ? logEgressRefusals(serverEgressId(revisionId), log, "warning") : null;
     const cleanup = () => {
@@ -303,14 +417,34 @@ export class RevisionRuntime {
         id: `dep-${revisionId}`,
         uid: ident.uid,
         limits: limitsFor(resourceSpecOf(deployment)),
-        plan: withExtraBinds(servePlan({ layout: buildLayout, workspaceId: deployment.workspace_id, artifactDir: project.artifactDir, projectDir: project.projectDir, stateDir, stateImage, socketDir }), this.runnerBinds.map((src) => ({ src, dest: insidePath(buildLayout, src), copy: true })), [...pythonEnvBinds(this.layout, deployment.workspace_id, pythonEnvs), ...(egress?.binds ?? [])]),
+        plan: withExtraBinds(
+          servePlan({
+            layout: buildLayout,
+            workspaceId: deployment.workspace_id,
+            artifactDir: project.artifactDir,
+            projectDir: project.projectDir,
+            stateDir,
+            stateImage,
+            socketDir,
+          }),
+          this.runnerBinds.map((src) => ({ src, dest: insidePath(buildLayout, src), copy: true })),
+          [...pythonEnvBinds(this.layout, deployment.workspace_id, pythonEnvs), ...(egress?.binds ?? [])],
+        ),
         argv: [command, ...args].map((a) => this.inside(a, buildLayout)),
         env,
         cwd: this.inside(project.projectDir, buildLayout),
-        capture: this.isolated ? { tcpPorts: [GATEWAY_PORT, ...(database?.tcpPorts ?? []), ...(egress?.capture.tcpPorts ?? [])], dns: egress?.capture.dns ?? false } : null,
+        capture: this.isolated
+          ? {
+              tcpPorts: [GATEWAY_PORT, ...(database?.tcpPorts ?? []), ...(egress?.capture.tcpPorts ?? [])],
+              dns: egress?.capture.dns ?? false,
+            }
+          : null,
         onNetwork: async (pid, captured) => {
           const listener = captured?.tcp.get(GATEWAY_PORT);
-          if (!listener) throw new Error(`no data-plane listener in the namespace: ${captured?.errors.join("; ") || "none handed over"}`);
+          if (!listener)
+            throw new Error(
+              `no data-plane listener in the namespace: ${captured?.errors.join("; ") || "none handed over"}`,
+            );
           gateway.attach(listener);
           database?.attach(captured);
           await egress?.attach(pid, captured);
@@ -326,7 +460,13 @@ export class RevisionRuntime {
    * The agent server's whole environment: the deployment's secrets and its own identifiers and key.
    * Nothing of the platform's (no WHARF_HOME, DATABASE_URL, master key, host variables).
    */
-  agentEnv(deployment: Deployment, revisionId: string, secrets: Array<{ name: string; value: string }>, ident: DeploymentIdentity, stateDir: string): Record<string, string> {
+  agentEnv(
+    deployment: Deployment,
+    revisionId: string,
+    secrets: Array<{ name: string; value: string }>,
+    ident: DeploymentIdentity,
+    stateDir: string,
+  ): Record<string, string> {
     const env: Record<string, string> = { PATH: "/usr/bin:/bin", LANG: hostVariable("LANG") ?? "C.UTF-8" };
     const tz = hostVariable("TZ");
     if (tz) env.TZ = tz;
@@ -345,19 +485,36 @@ export class RevisionRuntime {
     // unconfined, the server checks them against the same policy with the operator's settings.
     const s = this.ctx.config.settings;
     if (this.isolated) env.WHARF_AGENT_EGRESS_PROXIED = "1";
-    else Object.assign(env, { WHARF_EGRESS_ALLOW_INTERNAL: s.WHARF_EGRESS_ALLOW_INTERNAL.join(","), WHARF_EGRESS_HOSTS: s.WHARF_EGRESS_HOSTS, WHARF_EGRESS_SYSTEM_DNS: s.WHARF_EGRESS_SYSTEM_DNS ? "1" : "0" });
+    else
+      Object.assign(env, {
+        WHARF_EGRESS_ALLOW_INTERNAL: s.WHARF_EGRESS_ALLOW_INTERNAL.join(","),
+        WHARF_EGRESS_HOSTS: s.WHARF_EGRESS_HOSTS,
+        WHARF_EGRESS_SYSTEM_DNS: s.WHARF_EGRESS_SYSTEM_DNS ? "1" : "0",
+      });
     return env;
   }
 
   /** Deletes the sandboxes a revision (or, without one, the whole deployment) created. */
-  async deleteSandboxes(deployment: { id: string; workspace_id: string; api_key_id: string }, revisionId: string | null, log?: RevisionLog): Promise<void> {
+  async deleteSandboxes(
+    deployment: { id: string; workspace_id: string; api_key_id: string },
+    revisionId: string | null,
+    log?: RevisionLog,
+  ): Promise<void> {
     try {
       const userId = await deploymentUser(this.ctx.db, deployment.api_key_id);
       if (!userId) return;
-      const n = await deleteLabelledSandboxes({ baseUrl: () => this.ctx.baseUrl(), box: this.ctx.box }, { userId, workspaceId: deployment.workspace_id }, revisionId ? REVISION_LABEL : DEPLOYMENT_LABEL, revisionId ?? deployment.id);
+      const n = await deleteLabelledSandboxes(
+        { baseUrl: () => this.ctx.baseUrl(), box: this.ctx.box },
+        { userId, workspaceId: deployment.workspace_id },
+        revisionId ? REVISION_LABEL : DEPLOYMENT_LABEL,
+        revisionId ?? deployment.id,
+      );
       if (n) log?.line(`deleted ${n} sandbox(es) this revision created`);
     } catch (err) {
-      this.ctx.log.warn({ err, deployment: deployment.id, revision: revisionId }, "could not delete the sandboxes of a deployment (their TTL will)");
+      this.ctx.log.warn(
+        { err, deployment: deployment.id, revision: revisionId },
+        "could not delete the sandboxes of a deployment (their TTL will)",
+      );
     }
   }
 
@@ -366,7 +523,8 @@ export class RevisionRuntime {
     await this.launcher.killLeftover(`dep-${revisionId}`);
     await this.launcher.killLeftover(`dep-build-${revisionId}`);
     // Their egress files (a process killed with the platform never removed them).
-    for (const id of [serverEgressId(revisionId), buildEgressId(revisionId)]) fs.rmSync(path.join(this.layout.root, "egress", id), { recursive: true, force: true });
+    for (const id of [serverEgressId(revisionId), buildEgressId(revisionId)])
+      fs.rmSync(path.join(this.layout.root, "egress", id), { recursive: true, force: true });
   }
 
   /** Removes a deleted deployment's private state (its database) and npm cache. */
@@ -388,17 +546,36 @@ function withExtraBinds(plan: MountPlan, extra: Bind[], egress: Bind[] = []): Mo
  * The workspace's Python environments (or a build's staging folder for them) shown at the inside
  * path of `deps/<workspace>/python`, so a venv made there works where the agent server uses it.
  */
-function pythonEnvBinds(layout: DeploymentsLayout, workspaceId: string, python: { envs: string; writable: boolean } | undefined): Bind[] {
+function pythonEnvBinds(
+  layout: DeploymentsLayout,
+  workspaceId: string,
+  python: { envs: string; writable: boolean } | undefined,
+): Bind[] {
   if (!python) return [];
-  return [{ src: python.envs, dest: insidePath(layout, layout.pythonEnvsFor(workspaceId)), rw: python.writable, beneath: layout.deps }];
+  return [
+    {
+      src: python.envs,
+      dest: insidePath(layout, layout.pythonEnvsFor(workspaceId)),
+      rw: python.writable,
+      beneath: layout.deps,
+    },
+  ];
 }
 
 /** Egress files that cannot appear in the confinement (a new file under read-only `/etc`), told in the log. */
-const unplacedNote = (log: RevisionLog) => (paths: string[]) => log.line(`egress: ${paths.join(", ")} cannot be shown in the confinement (no such folder in its read-only tree)`, "warning");
+const unplacedNote = (log: RevisionLog) => (paths: string[]) =>
+  log.line(
+    `egress: ${paths.join(", ")} cannot be shown in the confinement (no such folder in its read-only tree)`,
+    "warning",
+  );
 
 function resourceSpecOf(deployment: Deployment): Record<string, unknown> | null {
   try {
-    return ((JSON.parse(deployment.source_config) as { resource_spec?: Record<string, unknown> | null }).resource_spec ?? null) || null;
+    return (
+      ((JSON.parse(deployment.source_config) as { resource_spec?: Record<string, unknown> | null }).resource_spec ??
+        null) ||
+      null
+    );
   } catch {
     return null;
   }

@@ -23,7 +23,15 @@ import { migrateToLatest } from "../../store/migrate.ts";
 import { AGENT_SERVER_KEEP_ALIVE_MS } from "./keep-alive.ts";
 import { decodePrincipal, PRINCIPAL_HEADER } from "./principal-header.ts";
 
-const { values } = parseArgs({ options: { project: { type: "string" }, socket: { type: "string" }, state: { type: "string" }, "server-id": { type: "string" }, exclusive: { type: "boolean" } } });
+const { values } = parseArgs({
+  options: {
+    project: { type: "string" },
+    socket: { type: "string" },
+    state: { type: "string" },
+    "server-id": { type: "string" },
+    exclusive: { type: "boolean" },
+  },
+});
 const { project, socket, state } = values as { project: string; socket: string; state: string };
 const serverId = values["server-id"]!;
 // What the platform handed this child: its settings are environment variables it set, read once here.
@@ -53,11 +61,28 @@ const authenticate = async (headers: Headers): Promise<Principal> => {
 // `--exclusive`: the platform started this as the only server of the deployment's storage (no
 // other revision of it runs anywhere), so runs still marked running belong to a dead process and
 // are settled now rather than when their lease expires.
-const agent = await createAgentServerApp({ project, store, box, authenticate, log, serverId, home: state, databaseUrl, pgSchema, exclusive: values.exclusive === true, signalSecret: agentKey });
+const agent = await createAgentServerApp({
+  project,
+  store,
+  box,
+  authenticate,
+  log,
+  serverId,
+  home: state,
+  databaseUrl,
+  pgSchema,
+  exclusive: values.exclusive === true,
+  signalSecret: agentKey,
+});
 // Assistants follow the revision: those of graphs this build no longer has stop being listed
 // (their threads stay readable; a graph that comes back gets its system assistant again).
 const graphIds = [...agent.ctx.graphs.keys()];
-if (graphIds.length) await store.db.deleteFrom("agent_assistants").where("server_id", "=", serverId).where("graph_id", "not in", graphIds).execute();
+if (graphIds.length)
+  await store.db
+    .deleteFrom("agent_assistants")
+    .where("server_id", "=", serverId)
+    .where("graph_id", "not in", graphIds)
+    .execute();
 fs.rmSync(socket, { force: true });
 const server = createAdaptorServer({ fetch: agent.app.fetch }) as Server;
 // The platform's proxy closes idle connections first (Node's 5 s default would race its reuse).
@@ -79,7 +104,10 @@ const shutdown = () => {
   void agent
     .close()
     .then(() => store.close())
-    .then(() => process.exit(0), () => process.exit(1));
+    .then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   setTimeout(() => process.exit(0), 4000).unref();
 };
 process.on("SIGTERM", shutdown);

@@ -22,13 +22,30 @@ export async function ensureStateImage(stateDir: string, uid: number, bytes: num
   const image = path.join(stateDir, STATE_IMAGE);
   if (fs.existsSync(image)) return image;
   const before = fs.readdirSync(stateDir).filter((n) => n !== STATE_IMAGE);
-  const tmp = path.join(path.dirname(stateDir), `.${path.basename(stateDir)}.${crypto.randomBytes(6).toString("hex")}.img`);
+  const tmp = path.join(
+    path.dirname(stateDir),
+    `.${path.basename(stateDir)}.${crypto.randomBytes(6).toString("hex")}.img`,
+  );
   try {
     fs.closeSync(fs.openSync(tmp, "wx", 0o600));
     fs.truncateSync(tmp, bytes);
     const seed = before.length ? ["-d", stateDir] : [];
-    await execFileP("mkfs.ext4", ["-q", "-F", "-m", "0", "-i", "16384", "-E", `lazy_itable_init=1,lazy_journal_init=1,root_owner=${uid}:${uid}`, ...seed, tmp]).catch((err: Error & { stderr?: string }) => {
-      throw new Error(`the deployment's state disk could not be made${before.length ? " (does its state folder fit WHARF_DEPLOYMENT_STATE_BYTES?)" : ""}: ${(err.stderr || err.message).trim().slice(0, 300)}`, { cause: err });
+    await execFileP("mkfs.ext4", [
+      "-q",
+      "-F",
+      "-m",
+      "0",
+      "-i",
+      "16384",
+      "-E",
+      `lazy_itable_init=1,lazy_journal_init=1,root_owner=${uid}:${uid}`,
+      ...seed,
+      tmp,
+    ]).catch((err: Error & { stderr?: string }) => {
+      throw new Error(
+        `the deployment's state disk could not be made${before.length ? " (does its state folder fit WHARF_DEPLOYMENT_STATE_BYTES?)" : ""}: ${(err.stderr || err.message).trim().slice(0, 300)}`,
+        { cause: err },
+      );
     });
     try {
       fs.linkSync(tmp, image);

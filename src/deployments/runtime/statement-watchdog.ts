@@ -12,12 +12,16 @@ import { deploymentDatabaseNames } from "./database-access.ts";
  * others'). Returns how many statements and sessions were stopped.
  */
 export async function cancelOverdueStatements(db: Kysely<Database>, limitSeconds: number): Promise<number> {
-  const roles = (await db.selectFrom("deployments").select("id").execute()).map((d) => deploymentDatabaseNames(d.id).role);
+  const roles = (await db.selectFrom("deployments").select("id").execute()).map(
+    (d) => deploymentDatabaseNames(d.id).role,
+  );
   if (roles.length === 0) return 0;
   const { rows } = await sql<{ stopped: boolean }>`
     select case when state = 'active' then pg_cancel_backend(pid) else pg_terminate_backend(pid) end as stopped from pg_stat_activity
     where usename = any(${roles}::text[]) and (
       (state = 'active' and query_start < now() - make_interval(secs => ${limitSeconds}))
-      or (state in ('idle in transaction', 'idle in transaction (aborted)') and state_change < now() - make_interval(secs => ${limitSeconds})))`.execute(db);
+      or (state in ('idle in transaction', 'idle in transaction (aborted)') and state_change < now() - make_interval(secs => ${limitSeconds})))`.execute(
+    db,
+  );
   return rows.filter((r) => r.stopped).length;
 }

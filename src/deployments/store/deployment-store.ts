@@ -32,7 +32,19 @@ export function toRevisionRecord(row: DeploymentRevisionsTable) {
 /** The stable URL of a deployment: the platform's base URL and the deployment's id. */
 export const customUrl = (baseUrl: string, deploymentId: string) => `${baseUrl}/deployments/${deploymentId}`;
 
-const SOURCE_CONFIG_KEYS = ["integration_id", "repo_url", "deployment_type", "build_on_push", "custom_url", "resource_spec", "listener_id", "listener_config", "install_command", "build_command", "smoke_input"];
+const SOURCE_CONFIG_KEYS = [
+  "integration_id",
+  "repo_url",
+  "deployment_type",
+  "build_on_push",
+  "custom_url",
+  "resource_spec",
+  "listener_id",
+  "listener_config",
+  "install_command",
+  "build_command",
+  "smoke_input",
+];
 
 /**
  * The Deployment record of the real API. Secret values are never returned: each secret reads
@@ -60,11 +72,25 @@ export function toDeploymentRecord(row: DeploymentsTable, baseUrl: string, lates
   };
 }
 
-export async function getDeploymentRow(db: Kysely<Database>, workspaceId: string, id: string): Promise<DeploymentsTable | undefined> {
-  return db.selectFrom("deployments").selectAll().where("id", "=", id).where("workspace_id", "=", workspaceId).executeTakeFirst();
+export async function getDeploymentRow(
+  db: Kysely<Database>,
+  workspaceId: string,
+  id: string,
+): Promise<DeploymentsTable | undefined> {
+  return db
+    .selectFrom("deployments")
+    .selectAll()
+    .where("id", "=", id)
+    .where("workspace_id", "=", workspaceId)
+    .executeTakeFirst();
 }
 
-export async function getRevisionRow(db: Kysely<Database>, workspaceId: string, deploymentId: string, revisionId: string): Promise<DeploymentRevisionsTable | undefined> {
+export async function getRevisionRow(
+  db: Kysely<Database>,
+  workspaceId: string,
+  deploymentId: string,
+  revisionId: string,
+): Promise<DeploymentRevisionsTable | undefined> {
   return db
     .selectFrom("deployment_revisions")
     .selectAll()
@@ -76,14 +102,25 @@ export async function getRevisionRow(db: Kysely<Database>, workspaceId: string, 
 
 export async function latestCommitSha(db: Kysely<Database>, row: DeploymentsTable): Promise<string | null> {
   if (!row.latest_revision_id) return null;
-  const r = await db.selectFrom("deployment_revisions").select("repo_commit_sha").where("id", "=", row.latest_revision_id).executeTakeFirst();
+  const r = await db
+    .selectFrom("deployment_revisions")
+    .select("repo_commit_sha")
+    .where("id", "=", row.latest_revision_id)
+    .executeTakeFirst();
   return r?.repo_commit_sha ?? null;
 }
 
 export async function listDeploymentRows(
   db: Kysely<Database>,
   workspaceId: string,
-  q: { limit: number; offset: number; name_contains?: string; status?: string; ids?: string[]; deployment_type?: string },
+  q: {
+    limit: number;
+    offset: number;
+    name_contains?: string;
+    status?: string;
+    ids?: string[];
+    deployment_type?: string;
+  },
 ): Promise<DeploymentsTable[]> {
   let query = db.selectFrom("deployments").selectAll().where("workspace_id", "=", workspaceId);
   if (q.status) query = query.where("status", "=", q.status);
@@ -91,11 +128,20 @@ export async function listDeploymentRows(
   // Name matching is case-insensitive and done here: LIKE escaping differs between the dialects, and
   // a workspace has few deployments.
   const rows = await query.orderBy("created_at", "desc").orderBy("id", "desc").execute();
-  const filtered = rows.filter((r) => (!q.name_contains || r.name.toLowerCase().includes(q.name_contains.toLowerCase())) && (!q.deployment_type || (JSON.parse(r.source_config) as { deployment_type?: string }).deployment_type === q.deployment_type));
+  const filtered = rows.filter(
+    (r) =>
+      (!q.name_contains || r.name.toLowerCase().includes(q.name_contains.toLowerCase())) &&
+      (!q.deployment_type ||
+        (JSON.parse(r.source_config) as { deployment_type?: string }).deployment_type === q.deployment_type),
+  );
   return filtered.slice(q.offset, q.offset + q.limit);
 }
 
-export async function listRevisionRows(db: Kysely<Database>, deploymentId: string, q: { limit: number; offset: number; statuses?: string[] }): Promise<DeploymentRevisionsTable[]> {
+export async function listRevisionRows(
+  db: Kysely<Database>,
+  deploymentId: string,
+  q: { limit: number; offset: number; statuses?: string[] },
+): Promise<DeploymentRevisionsTable[]> {
   let query = db.selectFrom("deployment_revisions").selectAll().where("deployment_id", "=", deploymentId);
   if (q.statuses?.length) query = query.where("status", "in", q.statuses);
   return query.orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();

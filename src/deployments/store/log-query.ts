@@ -42,9 +42,18 @@ export function nextOffset(logs: LogEntry[]): string | null {
 }
 
 /** One page of the log of `kind` of the given revisions (one revision, or all of a deployment's), lines in id order. */
-export async function queryLogs(db: Kysely<Database>, revisionIds: string[], kind: LogKind, req: LogPageRequest): Promise<LogPage> {
+export async function queryLogs(
+  db: Kysely<Database>,
+  revisionIds: string[],
+  kind: LogKind,
+  req: LogPageRequest,
+): Promise<LogPage> {
   if (revisionIds.length === 0) return { logs: [], next_offset: null };
-  let q = db.selectFrom("deployment_revision_logs").select(["id", "timestamp", "level", "message"]).where("revision_id", "in", revisionIds).where("kind", "=", kind);
+  let q = db
+    .selectFrom("deployment_revision_logs")
+    .select(["id", "timestamp", "level", "message"])
+    .where("revision_id", "in", revisionIds)
+    .where("kind", "=", kind);
   if (req.after) q = q.where("id", req.order === "asc" ? ">" : "<", req.after);
   const f = req.filter ?? {};
   if (f.level) q = q.where("level", "=", f.level.toLowerCase());

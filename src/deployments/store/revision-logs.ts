@@ -25,7 +25,14 @@ const MAX_LINES = 5000;
  * environment does not leak the deployment's secrets into the API.
  */
 export class RevisionLog {
-  private pending: Array<{ id: string; revision_id: string; kind: string; level: string; message: string; timestamp: string }> = [];
+  private pending: Array<{
+    id: string;
+    revision_id: string;
+    kind: string;
+    level: string;
+    message: string;
+    timestamp: string;
+  }> = [];
   private flushing: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
   private written = 0;
@@ -48,7 +55,14 @@ export class RevisionLog {
     this.written++;
     let text = message.length > MAX_LINE_CHARS ? message.slice(0, MAX_LINE_CHARS) + "…" : message;
     for (const secret of this.redactions) if (secret.length >= 4) text = text.split(secret).join("***");
-    this.pending.push({ id: newId(), revision_id: this.revisionId, kind: this.kind, level, message: text, timestamp: nowIso() });
+    this.pending.push({
+      id: newId(),
+      revision_id: this.revisionId,
+      kind: this.kind,
+      level,
+      message: text,
+      timestamp: nowIso(),
+    });
     this.timer ??= setTimeout(() => void this.flush(), 200);
   }
 
@@ -86,12 +100,24 @@ export class RevisionLog {
 }
 
 /** One page of one revision's log (see `queryLogs` for the cursor). */
-export function readLogs(db: Kysely<Database>, revisionId: string, kind: LogKind, options: { after?: string | null; limit: number; order: "asc" | "desc" }): Promise<LogPage> {
+export function readLogs(
+  db: Kysely<Database>,
+  revisionId: string,
+  kind: LogKind,
+  options: { after?: string | null; limit: number; order: "asc" | "desc" },
+): Promise<LogPage> {
   return queryLogs(db, [revisionId], kind, options);
 }
 
 /** The last lines of a revision's log, for error messages (the CLI prints them on failure). */
 export async function logTail(db: Kysely<Database>, revisionId: string, kind: LogKind, lines = 30): Promise<string[]> {
-  const rows = await db.selectFrom("deployment_revision_logs").select(["message"]).where("revision_id", "=", revisionId).where("kind", "=", kind).orderBy("id", "desc").limit(lines).execute();
+  const rows = await db
+    .selectFrom("deployment_revision_logs")
+    .select(["message"])
+    .where("revision_id", "=", revisionId)
+    .where("kind", "=", kind)
+    .orderBy("id", "desc")
+    .limit(lines)
+    .execute();
   return rows.reverse().map((r) => r.message);
 }

@@ -3,7 +3,27 @@ import type { AuditEvent } from "./audit-log.ts";
 /** What makes two events the same row (everything but the time and the count). */
 export function auditKey(e: AuditEvent): string {
   // Concatenation, not an array join: this runs for every injected request of the data plane.
-  return e.sandboxId + "\u0000" + e.kind + "\u0000" + e.decision + "\u0000" + (e.rule ?? "") + "\u0000" + e.host + "\u0000" + e.port + "\u0000" + (e.method ?? "") + "\u0000" + (e.path ?? "") + "\u0000" + (e.status ?? "") + "\u0000" + (e.reason ?? "");
+  return (
+    e.sandboxId +
+    "\u0000" +
+    e.kind +
+    "\u0000" +
+    e.decision +
+    "\u0000" +
+    (e.rule ?? "") +
+    "\u0000" +
+    e.host +
+    "\u0000" +
+    e.port +
+    "\u0000" +
+    (e.method ?? "") +
+    "\u0000" +
+    (e.path ?? "") +
+    "\u0000" +
+    (e.status ?? "") +
+    "\u0000" +
+    (e.reason ?? "")
+  );
 }
 
 /**

@@ -109,10 +109,30 @@ export class DbAuditLog implements AuditSink {
     }));
     for (const d of dropped) {
       const now = nowIso();
-      rows.push({ id: newId(), workspace_id: d.event.workspaceId, sandbox_id: d.event.sandboxId, at: now, last_at: now, count: d.count, kind: "block", decision: "failed", rule: null, host: "", port: 0, method: null, path: null, status: null, reason: "audit buffer full: events of this window were not itemised" });
+      rows.push({
+        id: newId(),
+        workspace_id: d.event.workspaceId,
+        sandbox_id: d.event.sandboxId,
+        at: now,
+        last_at: now,
+        count: d.count,
+        kind: "block",
+        decision: "failed",
+        rule: null,
+        host: "",
+        port: 0,
+        method: null,
+        path: null,
+        status: null,
+        reason: "audit buffer full: events of this window were not itemised",
+      });
     }
     const write = async () => {
-      for (let i = 0; i < rows.length; i += 200) await this.db.insertInto("egress_audit_log").values(rows.slice(i, i + 200)).execute();
+      for (let i = 0; i < rows.length; i += 200)
+        await this.db
+          .insertInto("egress_audit_log")
+          .values(rows.slice(i, i + 200))
+          .execute();
     };
     this.flushing = this.flushing.then(write).catch((err) => this.log?.error({ err }, "egress audit log write failed"));
     return this.flushing;
@@ -123,16 +143,40 @@ export class DbAuditLog implements AuditSink {
 export type AuditRow = Omit<EgressAuditLogTable, "workspace_id" | "sandbox_id">;
 
 /** Newest first; `before` is the id of the last row of the previous page. */
-export async function listAudit(db: Kysely<Database>, workspaceId: string, sandboxId: string, opts: { limit: number; before?: string; kind?: string }): Promise<AuditRow[]> {
+export async function listAudit(
+  db: Kysely<Database>,
+  workspaceId: string,
+  sandboxId: string,
+  opts: { limit: number; before?: string; kind?: string },
+): Promise<AuditRow[]> {
   let q = db
     .selectFrom("egress_audit_log")
-    .select(["id", "at", "last_at", "count", "kind", "decision", "rule", "host", "port", "method", "path", "status", "reason"])
+    .select([
+      "id",
+      "at",
+      "last_at",
+      "count",
+      "kind",
+      "decision",
+      "rule",
+      "host",
+      "port",
+      "method",
+      "path",
+      "status",
+      "reason",
+    ])
     .where("workspace_id", "=", workspaceId)
     .where("sandbox_id", "=", sandboxId);
   if (opts.before) q = q.where("id", "<", opts.before);
   if (opts.kind) q = q.where("kind", "=", opts.kind);
   const rows = await q.orderBy("id", "desc").limit(opts.limit).execute();
-  return rows.map((r) => ({ ...r, count: Number(r.count), port: Number(r.port), status: r.status === null ? null : Number(r.status) }));
+  return rows.map((r) => ({
+    ...r,
+    count: Number(r.count),
+    port: Number(r.port),
+    status: r.status === null ? null : Number(r.status),
+  }));
 }
 
 /** An in-memory sink for tests and benchmarks. */

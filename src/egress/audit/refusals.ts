@@ -25,7 +25,11 @@ export function watchEgressRefusals(targetId: string, fn: RefusalListener): () =
  * of one host, repeat the same refusal. At most `max` distinct ones (a client looping over many
  * hosts must not flood a log); `first` marks the very first.
  */
-export function watchDistinctRefusals(targetId: string, fn: (event: AuditEvent, first: boolean) => void, max = 20): () => void {
+export function watchDistinctRefusals(
+  targetId: string,
+  fn: (event: AuditEvent, first: boolean) => void,
+  max = 20,
+): () => void {
   const seen = new Set<string>();
   return watchEgressRefusals(targetId, (e) => {
     const key = `${e.host}:${e.port}|${e.reason ?? ""}`;
@@ -56,11 +60,16 @@ export function refusalAdvice(e: Pick<AuditEvent, "host" | "port" | "reason">): 
     const addr = internal[1];
     return `the operator's WHARF_EGRESS_ALLOW_INTERNAL (for example ${addr}${addr.includes(":") ? "/128" : "/32"}), e.g. for a registry mirror`;
   }
-  if (/^not in allow_list/.test(reason)) return `"${e.port === 80 || e.port === 443 ? e.host : `${e.host}:${e.port}`}" in the deployment's proxy_config.access_control.allow_list`;
-  if (/^denied by deny_list/.test(reason)) return "removing that entry from the deployment's proxy_config.access_control.deny_list";
-  if (/^raw TCP is blocked/.test(reason)) return `"${e.host}:${e.port}" in the deployment's proxy_config.access_control.allow_list`;
-  if (/^upstream certificate rejected/.test(reason)) return "the upstream's CA in the host's CA store (WHARF_EGRESS_SYSTEM_CA_FILE) or in WHARF_EGRESS_UPSTREAM_CA_FILE";
-  if (/^cannot resolve/.test(reason)) return `the operator's WHARF_EGRESS_HOSTS (${e.host}=<address>) or a resolvable name`;
+  if (/^not in allow_list/.test(reason))
+    return `"${e.port === 80 || e.port === 443 ? e.host : `${e.host}:${e.port}`}" in the deployment's proxy_config.access_control.allow_list`;
+  if (/^denied by deny_list/.test(reason))
+    return "removing that entry from the deployment's proxy_config.access_control.deny_list";
+  if (/^raw TCP is blocked/.test(reason))
+    return `"${e.host}:${e.port}" in the deployment's proxy_config.access_control.allow_list`;
+  if (/^upstream certificate rejected/.test(reason))
+    return "the upstream's CA in the host's CA store (WHARF_EGRESS_SYSTEM_CA_FILE) or in WHARF_EGRESS_UPSTREAM_CA_FILE";
+  if (/^cannot resolve/.test(reason))
+    return `the operator's WHARF_EGRESS_HOSTS (${e.host}=<address>) or a resolvable name`;
   return null;
 }
 
@@ -68,7 +77,10 @@ export function refusalAdvice(e: Pick<AuditEvent, "host" | "port" | "reason">): 
  * One line for a process's log: what was refused, why, and what would allow it (`advice` when the
  * caller knows better than the proxy's reason, e.g. a build's own setting). Never a value.
  */
-export function describeRefusal(e: Pick<AuditEvent, "host" | "port" | "method" | "path" | "reason" | "decision">, advice: string | null = refusalAdvice(e)): string {
+export function describeRefusal(
+  e: Pick<AuditEvent, "host" | "port" | "method" | "path" | "reason" | "decision">,
+  advice: string | null = refusalAdvice(e),
+): string {
   const what = [e.method, `${e.host}:${e.port}${e.path ?? ""}`].filter(Boolean).join(" ");
   return `egress ${e.decision === "failed" ? "failed" : "refused"} ${what}: ${e.reason ?? "refused"}${advice ? `; allowed by ${advice}` : ""}`;
 }

@@ -64,11 +64,19 @@ export class FakeDns {
     this.queries++;
     const question = q.questions[0];
     const reply = (rcode: string, answers: dnsPacket.Answer[] = []) =>
-      dnsPacket.encode({ id: q.id, type: "response", flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | rcodeFlag(rcode), questions: [question], answers });
+      dnsPacket.encode({
+        id: q.id,
+        type: "response",
+        flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | rcodeFlag(rcode),
+        questions: [question],
+        answers,
+      });
     const name = canonicalHost(question.name);
     if (!name || name.kind !== "name" || question.class !== "IN") return reply("NXDOMAIN");
     if (name.host === "localhost" || name.host.endsWith(".localhost")) {
-      return question.type === "A" ? reply("NOERROR", [{ type: "A", name: question.name, ttl: TTL, data: "127.0.0.1" }]) : reply("NOERROR");
+      return question.type === "A"
+        ? reply("NOERROR", [{ type: "A", name: question.name, ttl: TTL, data: "127.0.0.1" }])
+        : reply("NOERROR");
     }
     if (question.type !== "A") return reply("NOERROR");
     const ip = this.addressFor(name.host);
@@ -108,7 +116,8 @@ export function errorAnswer(packet: Buffer, rcode: number): Buffer | null {
   let o = 12;
   let walkable = packet.readUInt16BE(4) === 1;
   while (walkable && o < packet.length && packet[o] !== 0) {
-    if (packet[o] > 63) walkable = false; // compression or an extended label type: not echoed
+    if (packet[o] > 63)
+      walkable = false; // compression or an extended label type: not echoed
     else o += packet[o] + 1;
   }
   o += 5; // the root label, type and class

@@ -13,7 +13,8 @@ export class CaptureError extends Error {}
 function exec(cmd: string, args: string[]): Promise<{ code: number; stderr: string }> {
   return new Promise((resolve) => {
     execFile(cmd, args, { timeout: 10_000 }, (err, _stdout, stderr) => {
-      if (err && (err as NodeJS.ErrnoException).code === "ENOENT") resolve({ code: 127, stderr: `${cmd} is not installed` });
+      if (err && (err as NodeJS.ErrnoException).code === "ENOENT")
+        resolve({ code: 127, stderr: `${cmd} is not installed` });
       else resolve({ code: err ? 1 : 0, stderr: String(stderr) });
     });
   });
@@ -34,11 +35,27 @@ export async function routeAllToLoopback(netnsPid: number): Promise<void> {
   ];
   for (const step of steps) {
     const r = await exec("nsenter", [nsArg(netnsPid), ...step]);
-    if (r.code === 127) throw new CaptureError("egress capture needs nsenter (Debian package util-linux) and ip (Debian package iproute2)");
-    if (r.code !== 0) throw new CaptureError(`cannot configure the sandbox network (${step.join(" ")}): ${r.stderr.trim()}`);
+    if (r.code === 127)
+      throw new CaptureError(
+        "egress capture needs nsenter (Debian package util-linux) and ip (Debian package iproute2)",
+      );
+    if (r.code !== 0)
+      throw new CaptureError(`cannot configure the sandbox network (${step.join(" ")}): ${r.stderr.trim()}`);
   }
   // IPv6 may be disabled in the namespace; then there is nothing to capture there.
-  await exec("nsenter", [nsArg(netnsPid), "ip", "-6", "route", "replace", "local", "default", "dev", "lo", "table", "local"]);
+  await exec("nsenter", [
+    nsArg(netnsPid),
+    "ip",
+    "-6",
+    "route",
+    "replace",
+    "local",
+    "default",
+    "dev",
+    "lo",
+    "table",
+    "local",
+  ]);
 }
 
 export interface NamespaceListeners {
@@ -52,14 +69,23 @@ export interface NamespaceListeners {
  * that sends each listening socket back over IPC and exits; the listeners then belong to this
  * process. Costs one Node start (~50 ms) per call, and no resident process per sandbox.
  */
-export function openNamespaceListeners(netnsPid: number, spec: { tcp: number[]; dns: boolean }): Promise<NamespaceListeners> {
+export function openNamespaceListeners(
+  netnsPid: number,
+  spec: { tcp: number[]; dns: boolean },
+): Promise<NamespaceListeners> {
   return new Promise((resolve, reject) => {
     const out: NamespaceListeners = { tcp: new Map(), udp: [], errors: [] };
-    const child = spawn("nsenter", [nsArg(netnsPid), process.execPath, CHILD, JSON.stringify(spec)], { stdio: ["ignore", "ignore", "pipe", "ipc"], env: { PATH: hostVariable("PATH") ?? "/usr/bin:/bin" } });
+    const child = spawn("nsenter", [nsArg(netnsPid), process.execPath, CHILD, JSON.stringify(spec)], {
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+      env: { PATH: hostVariable("PATH") ?? "/usr/bin:/bin" },
+    });
     let stderr = "";
     let done = false;
     child.stderr?.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => finish(new CaptureError("the in-namespace listener helper did not answer in time")), SPAWN_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => finish(new CaptureError("the in-namespace listener helper did not answer in time")),
+      SPAWN_TIMEOUT_MS,
+    );
     const finish = (err: Error | null) => {
       if (done) return;
       done = true;
@@ -77,11 +103,14 @@ export function openNamespaceListeners(netnsPid: number, spec: { tcp: number[]; 
       else if (msg.kind === "error") out.errors.push(`${msg.family ?? "tcp"} port ${msg.port}: ${msg.message}`);
       else if (msg.kind === "done") finish(null);
     });
-    child.on("error", (err) => finish(new CaptureError(`cannot start the in-namespace listener helper: ${err.message}`)));
+    child.on("error", (err) =>
+      finish(new CaptureError(`cannot start the in-namespace listener helper: ${err.message}`)),
+    );
     // 'exit' can come before the last messages are read from the channel ("done" among them):
     // decide on 'close', which waits for the channel too.
     child.on("close", (code) => {
-      if (!done) finish(new CaptureError(`the in-namespace listener helper exited (${code}): ${stderr.trim().slice(0, 500)}`));
+      if (!done)
+        finish(new CaptureError(`the in-namespace listener helper exited (${code}): ${stderr.trim().slice(0, 500)}`));
     });
   });
 }

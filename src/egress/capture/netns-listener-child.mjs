@@ -32,7 +32,9 @@ function listenTcp(port) {
 function listenUdp(type, host) {
   return new Promise((resolve) => {
     const socket = dgram.createSocket({ type, ipv6Only: type === "udp6" });
-    socket.once("error", (err) => resolve(send({ kind: "error", port: 53, family: type, message: `${err.code ?? ""} ${err.message}` })));
+    socket.once("error", (err) =>
+      resolve(send({ kind: "error", port: 53, family: type, message: `${err.code ?? ""} ${err.message}` })),
+    );
     socket.bind(53, host, () => resolve(send({ kind: "udp", family: type }, socket)));
   });
 }

@@ -53,7 +53,9 @@ export class SandboxEgress implements SecretDependent {
   readonly files: Record<string, string> = {};
   private listeners: NamespaceListeners = { tcp: new Map(), udp: [], errors: [] };
   /** Answered here, in the control plane: the names it hands out survive a data-plane restart. */
-  private readonly dns = new FakeDns((address, name) => this.rt.plane.addNames(this.target.sandboxId, [[address, name]]));
+  private readonly dns = new FakeDns((address, name) =>
+    this.rt.plane.addNames(this.target.sandboxId, [[address, name]]),
+  );
   private spec: SandboxSpec | null = null;
   /** This attachment's registration (a newer attach of the same sandbox replaces it). */
   private readonly owner = crypto.randomUUID();
@@ -113,12 +115,18 @@ export class SandboxEgress implements SecretDependent {
       if (prepared) {
         this.listeners = prepared;
         const missing = ports.filter((p) => !prepared.tcp.has(p));
-        if (missing.length) for (const [port, server] of (await openNamespaceListeners(netnsPid, { tcp: missing, dns: false })).tcp) this.listeners.tcp.set(port, server);
+        if (missing.length)
+          for (const [port, server] of (await openNamespaceListeners(netnsPid, { tcp: missing, dns: false })).tcp)
+            this.listeners.tcp.set(port, server);
       } else {
         await routeAllToLoopback(netnsPid);
         this.listeners = await openNamespaceListeners(netnsPid, { tcp: ports, dns: true });
       }
-      if (!this.listeners.tcp.has(80) || !this.listeners.tcp.has(443) || !this.listeners.tcp.has(this.rt.settings.proxyPort)) {
+      if (
+        !this.listeners.tcp.has(80) ||
+        !this.listeners.tcp.has(443) ||
+        !this.listeners.tcp.has(this.rt.settings.proxyPort)
+      ) {
         throw new Error(`cannot listen in the sandbox network: ${this.listeners.errors.join("; ")}`);
       }
       for (const [port, server] of this.listeners.tcp) this.serve(port, server);
@@ -219,7 +227,11 @@ export class SandboxEgress implements SecretDependent {
       this.keys = null;
       Object.assign(this.files, engines.files);
       this.setEnv(policy, engines.env);
-      await deleteValues(this.rt.deps.db, workspaceId, [...oldRefs].filter((r) => !newRefs.has(r)));
+      await deleteValues(
+        this.rt.deps.db,
+        workspaceId,
+        [...oldRefs].filter((r) => !newRefs.has(r)),
+      );
     });
     // The caller gets `run` and its failure; the next update only waits for this one to end.
     this.updating = run.catch(() => undefined);

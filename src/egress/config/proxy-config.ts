@@ -45,14 +45,26 @@ const accessPattern = z.string().superRefine(refineWith((v) => void parseAccessP
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 /** Headers the proxy owns: framing, routing and hop-by-hop; injecting them would break or smuggle. */
 export const RESERVED_HEADER_NAMES = new Set([
-  "host", "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection", "proxy-authorization",
-  "proxy-authenticate", "te", "trailer", "upgrade", "expect",
+  "host",
+  "content-length",
+  "transfer-encoding",
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "te",
+  "trailer",
+  "upgrade",
+  "expect",
 ]);
 
 const headerName = z
   .string()
   .regex(HEADER_NAME, "Header names are 1-128 token characters (RFC 9110)")
-  .refine((n) => !RESERVED_HEADER_NAMES.has(n.toLowerCase()), { message: "This header is managed by the proxy and cannot be injected" });
+  .refine((n) => !RESERVED_HEADER_NAMES.has(n.toLowerCase()), {
+    message: "This header is managed by the proxy and cannot be injected",
+  });
 
 const headerSchema = z
   .object({
@@ -67,38 +79,73 @@ const headerSchema = z
   });
 
 const secretValue = z
-  .object({ type: z.string(), value: z.string().min(1).max(64 * 1024) })
+  .object({
+    type: z.string(),
+    value: z
+      .string()
+      .min(1)
+      .max(64 * 1024),
+  })
   .strict()
   .superRefine((s, ctx) => {
     if (s.type === "plaintext") {
-      ctx.addIssue({ code: "custom", path: ["type"], message: "plaintext values are not accepted for cloud credentials; use workspace_secret or opaque" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["type"],
+        message: "plaintext values are not accepted for cloud credentials; use workspace_secret or opaque",
+      });
     } else if (s.type !== "workspace_secret" && s.type !== "opaque") {
       ctx.addIssue({ code: "custom", path: ["type"], message: "must be workspace_secret or opaque" });
     } else if (s.type === "workspace_secret" && !new RegExp(`^${SECRET_REF_SYNTAX}$`).test(s.value)) {
-      ctx.addIssue({ code: "custom", path: ["value"], message: "a workspace_secret credential is exactly one {KEY} reference" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["value"],
+        message: "a workspace_secret credential is exactly one {KEY} reference",
+      });
     }
   });
 
 const cloudACreds = z.object({ access_key_id: secretValue, secret_access_key: secretValue }).strict();
-const scope = z.string().min(1).max(512).regex(/^[\x21-\x7e]+$/, "OAuth scopes are non-empty strings without spaces");
+const scope = z
+  .string()
+  .min(1)
+  .max(512)
+  .regex(/^[\x21-\x7e]+$/, "OAuth scopes are non-empty strings without spaces");
 const cloudBCreds = z
   .object({
     service_account_json: secretValue,
-    scopes: z.array(scope).max(100).refine((s) => s.length > 0, { message: "must be a non-empty list of OAuth scopes" }),
+    scopes: z
+      .array(scope)
+      .max(100)
+      .refine((s) => s.length > 0, { message: "must be a non-empty list of OAuth scopes" }),
   })
   .strict();
 
-const envVarName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "Environment variable names are letters, digits and _");
+const envVarName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "Environment variable names are letters, digits and _");
 
 const ruleSchema = z
   .object({
-    name: z.string().min(1).max(128).regex(/^[^\p{Cc}]+$/u, "Rule names must not contain control characters"),
+    name: z
+      .string()
+      .min(1)
+      .max(128)
+      .regex(/^[^\p{Cc}]+$/u, "Rule names must not contain control characters"),
     type: z.enum(["header", "cloud_a", "cloud_b", "aws", "gcp"]).nullish(),
     enabled: z.boolean().nullish(),
     match_hosts: z.array(hostGlob).max(MAX_LIST).nullish(),
     match_paths: z.array(pathPattern).max(MAX_LIST).nullish(),
     headers: z.array(headerSchema).max(MAX_HEADERS).nullish(),
-    env_vars: z.record(envVarName, z.string().max(4096).refine((v) => !v.includes("\u0000"), { message: "must not contain NUL" })).nullish(),
+    env_vars: z
+      .record(
+        envVarName,
+        z
+          .string()
+          .max(4096)
+          .refine((v) => !v.includes("\u0000"), { message: "must not contain NUL" }),
+      )
+      .nullish(),
     cloud_a: cloudACreds.nullish(),
     aws: cloudACreds.nullish(),
     cloud_b: cloudBCreds.nullish(),
@@ -110,7 +157,9 @@ const ruleSchema = z
     const set = (v: unknown) => v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0);
     const issue = (path: Array<string | number>, message: string) => ctx.addIssue({ code: "custom", path, message });
     if (kind === "header") {
-      for (const k of ["cloud_a", "aws", "cloud_b", "gcp"] as const) if (set(r[k])) issue([k], `only a rule of type ${k === "aws" ? "cloud_a" : k === "gcp" ? "cloud_b" : k} may carry ${k}`);
+      for (const k of ["cloud_a", "aws", "cloud_b", "gcp"] as const)
+        if (set(r[k]))
+          issue([k], `only a rule of type ${k === "aws" ? "cloud_a" : k === "gcp" ? "cloud_b" : k} may carry ${k}`);
       if (!set(r.match_hosts)) issue(["match_hosts"], "a header rule needs at least one host in match_hosts");
       if (!set(r.headers)) issue(["headers"], "a header rule needs at least one header");
       const seen = new Set<string>();
@@ -124,7 +173,10 @@ const ruleSchema = z
     for (const k of ["match_hosts", "match_paths", "headers"] as const) {
       if (set(r[k])) issue([k], `must not be set on a ${kind} rule (its host matching is built in)`);
     }
-    const [own, alias, others] = kind === "cloud_a" ? (["cloud_a", "aws", ["cloud_b", "gcp"]] as const) : (["cloud_b", "gcp", ["cloud_a", "aws"]] as const);
+    const [own, alias, others] =
+      kind === "cloud_a"
+        ? (["cloud_a", "aws", ["cloud_b", "gcp"]] as const)
+        : (["cloud_b", "gcp", ["cloud_a", "aws"]] as const);
     for (const k of others) if (set(r[k])) issue([k], `a ${kind} rule cannot carry ${k}`);
     if (set(r[own]) && set(r[alias])) issue([alias], `give the credentials under ${own} only`);
     else if (!set(r[own]) && !set(r[alias])) issue([own], `a ${kind} rule needs its credentials under ${own}`);
@@ -138,7 +190,10 @@ function ruleKind(type: string | null | undefined): "header" | "cloud_a" | "clou
 
 const callbackSchema = z
   .object({
-    match_hosts: z.array(hostGlob).max(MAX_LIST).refine((h) => h.length > 0, { message: "a callback needs at least one host in match_hosts" }),
+    match_hosts: z
+      .array(hostGlob)
+      .max(MAX_LIST)
+      .refine((h) => h.length > 0, { message: "a callback needs at least one host in match_hosts" }),
     url: z
       .string()
       .max(2048)
@@ -150,32 +205,61 @@ const callbackSchema = z
           } catch {
             throw new Error("not a valid URL");
           }
-          if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("callback URL must be http:// or https://");
+          if (u.protocol !== "http:" && u.protocol !== "https:")
+            throw new Error("callback URL must be http:// or https://");
           if (u.username || u.password) throw new Error("callback URL must not carry credentials; use request_headers");
           if (u.hash) throw new Error("callback URL must not have a fragment");
         }),
       ),
     request_headers: z.array(headerSchema).max(MAX_HEADERS).nullish(),
-    ttl_seconds: z.number().int().min(60, "ttl_seconds must be between 60 and 3600").max(3600, "ttl_seconds must be between 60 and 3600").nullish(),
+    ttl_seconds: z
+      .number()
+      .int()
+      .min(60, "ttl_seconds must be between 60 and 3600")
+      .max(3600, "ttl_seconds must be between 60 and 3600")
+      .nullish(),
     full_request: z.boolean().nullish(),
   })
   .strict()
   .superRefine((cb, ctx) => {
     (cb.request_headers ?? []).forEach((h, i) => {
-      if (h.type === "workspace_secret") ctx.addIssue({ code: "custom", path: ["request_headers", i, "type"], message: "callback request_headers accept only plaintext and opaque values" });
-      if (h.name.toLowerCase() === "content-type") ctx.addIssue({ code: "custom", path: ["request_headers", i, "name"], message: "the callback request's Content-Type is always application/json" });
+      if (h.type === "workspace_secret")
+        ctx.addIssue({
+          code: "custom",
+          path: ["request_headers", i, "type"],
+          message: "callback request_headers accept only plaintext and opaque values",
+        });
+      if (h.name.toLowerCase() === "content-type")
+        ctx.addIssue({
+          code: "custom",
+          path: ["request_headers", i, "name"],
+          message: "the callback request's Content-Type is always application/json",
+        });
     });
-    if (cb.full_request) ctx.addIssue({ code: "custom", path: ["full_request"], message: "full_request is not supported: callbacks receive only host and port" });
+    if (cb.full_request)
+      ctx.addIssue({
+        code: "custom",
+        path: ["full_request"],
+        message: "full_request is not supported: callbacks receive only host and port",
+      });
   });
 
 const accessControlSchema = z
-  .object({ allow_list: z.array(accessPattern).max(MAX_LIST).nullish(), deny_list: z.array(accessPattern).max(MAX_LIST).nullish() })
+  .object({
+    allow_list: z.array(accessPattern).max(MAX_LIST).nullish(),
+    deny_list: z.array(accessPattern).max(MAX_LIST).nullish(),
+  })
   .strict()
   .superRefine((ac, ctx) => {
     const allow = ac.allow_list !== undefined && ac.allow_list !== null;
     const deny = ac.deny_list !== undefined && ac.deny_list !== null;
-    if (allow && deny) ctx.addIssue({ code: "custom", message: "access_control holds exactly one of allow_list or deny_list, not both" });
-    if (!allow && !deny) ctx.addIssue({ code: "custom", message: "access_control holds exactly one of allow_list or deny_list" });
+    if (allow && deny)
+      ctx.addIssue({
+        code: "custom",
+        message: "access_control holds exactly one of allow_list or deny_list, not both",
+      });
+    if (!allow && !deny)
+      ctx.addIssue({ code: "custom", message: "access_control holds exactly one of allow_list or deny_list" });
   });
 
 export const proxyConfigSchema = z
@@ -192,15 +276,30 @@ export const proxyConfigSchema = z
     let cloudA = -1;
     let cloudB = -1;
     rules.forEach((r, i) => {
-      if (names.has(r.name)) ctx.addIssue({ code: "custom", path: ["rules", i, "name"], message: `rule name ${JSON.stringify(r.name)} is already used by rule ${names.get(r.name)}` });
+      if (names.has(r.name))
+        ctx.addIssue({
+          code: "custom",
+          path: ["rules", i, "name"],
+          message: `rule name ${JSON.stringify(r.name)} is already used by rule ${names.get(r.name)}`,
+        });
       else names.set(r.name, i);
       const kind = ruleKind(r.type);
       if (kind === "cloud_a") {
-        if (cloudA >= 0) ctx.addIssue({ code: "custom", path: ["rules", i], message: `at most one cloud_a rule per sandbox (rule ${cloudA} is one)` });
+        if (cloudA >= 0)
+          ctx.addIssue({
+            code: "custom",
+            path: ["rules", i],
+            message: `at most one cloud_a rule per sandbox (rule ${cloudA} is one)`,
+          });
         else cloudA = i;
       }
       if (kind === "cloud_b" && r.enabled !== false) {
-        if (cloudB >= 0) ctx.addIssue({ code: "custom", path: ["rules", i], message: `at most one enabled cloud_b rule per sandbox (rule ${cloudB} is one)` });
+        if (cloudB >= 0)
+          ctx.addIssue({
+            code: "custom",
+            path: ["rules", i],
+            message: `at most one enabled cloud_b rule per sandbox (rule ${cloudB} is one)`,
+          });
         else cloudB = i;
       }
     });
@@ -219,11 +318,17 @@ export interface ProxyConfigDeps {
 const LOC = ["body", "proxy_config"] as const;
 
 /** Throws ValidationFailed (422) with `loc` under `["body","proxy_config",...]` on a bad config. */
-export async function prepareProxyConfig(deps: ProxyConfigDeps, workspaceId: string, input: ProxyConfigInput): Promise<StoredProxyConfig> {
+export async function prepareProxyConfig(
+  deps: ProxyConfigDeps,
+  workspaceId: string,
+  input: ProxyConfigInput,
+): Promise<StoredProxyConfig> {
   // Parse again: callers may hand the raw object; this also makes the function safe on its own.
   const parsed = proxyConfigSchema.safeParse(input ?? {});
   if (!parsed.success) {
-    throw new ValidationFailed(toValidationIssues("body", parsed.error, input).map((i) => ({ ...i, loc: [...LOC, ...i.loc.slice(1)] })));
+    throw new ValidationFailed(
+      toValidationIssues("body", parsed.error, input).map((i) => ({ ...i, loc: [...LOC, ...i.loc.slice(1)] })),
+    );
   }
   const cfg = parsed.data;
 
@@ -231,18 +336,24 @@ export async function prepareProxyConfig(deps: ProxyConfigDeps, workspaceId: str
   const refs: Array<{ key: string; loc: Array<string | number> }> = [];
   (cfg.rules ?? []).forEach((r, i) => {
     (r.headers ?? []).forEach((h, j) => {
-      if (h.type === "workspace_secret") for (const key of secretRefs(h.value)) refs.push({ key, loc: [...LOC, "rules", i, "headers", j, "value"] });
+      if (h.type === "workspace_secret")
+        for (const key of secretRefs(h.value)) refs.push({ key, loc: [...LOC, "rules", i, "headers", j, "value"] });
     });
     const creds = credsOf(r);
     for (const [field, s] of Object.entries(creds?.secrets ?? {})) {
-      if (s.type === "workspace_secret") refs.push({ key: secretRefs(s.value)[0], loc: [...LOC, "rules", i, creds!.key, field, "value"] });
+      if (s.type === "workspace_secret")
+        refs.push({ key: secretRefs(s.value)[0], loc: [...LOC, "rules", i, creds!.key, field, "value"] });
     }
   });
   const keys = [...new Set(refs.map((r) => r.key))];
   const existing = new Set((await listSecrets(deps.db, workspaceId, keys)).map((s) => s.key));
   const issues: ValidationIssue[] = refs
     .filter((r) => !existing.has(r.key))
-    .map((r) => ({ loc: r.loc, msg: `Value error, workspace secret ${r.key} does not exist (create it with PUT /v2/secrets first)`, type: "value_error" }));
+    .map((r) => ({
+      loc: r.loc,
+      msg: `Value error, workspace secret ${r.key} does not exist (create it with PUT /v2/secrets first)`,
+      type: "value_error",
+    }));
   if (issues.length) throw new ValidationFailed(issues);
 
   // Resolved values must be usable where they go (a header value cannot carry CR/LF; a service
@@ -253,14 +364,24 @@ export async function prepareProxyConfig(deps: ProxyConfigDeps, workspaceId: str
       if (h.type !== "workspace_secret") return;
       const resolved = h.value.replace(new RegExp(SECRET_REF_SYNTAX, "g"), (_m, k: string) => values.get(k) ?? "");
       const problem = headerValueProblem("plaintext", resolved);
-      if (problem) issues.push({ loc: [...LOC, "rules", i, "headers", j, "value"], msg: `Value error, the resolved secret value is not a valid header value: ${problem}`, type: "value_error" });
+      if (problem)
+        issues.push({
+          loc: [...LOC, "rules", i, "headers", j, "value"],
+          msg: `Value error, the resolved secret value is not a valid header value: ${problem}`,
+          type: "value_error",
+        });
     });
     const creds = credsOf(r);
     if (creds?.key === "cloud_b" || creds?.key === "gcp") {
       const s = creds.secrets.service_account_json;
       const json = s.type === "opaque" ? s.value : (values.get(secretRefs(s.value)[0]) ?? "");
       const problem = serviceAccountProblem(json);
-      if (problem) issues.push({ loc: [...LOC, "rules", i, creds.key, "service_account_json", "value"], msg: `Value error, ${problem}`, type: "value_error" });
+      if (problem)
+        issues.push({
+          loc: [...LOC, "rules", i, creds.key, "service_account_json", "value"],
+          msg: `Value error, ${problem}`,
+          type: "value_error",
+        });
     }
   });
   if (issues.length) throw new ValidationFailed(issues);
@@ -269,14 +390,18 @@ export async function prepareProxyConfig(deps: ProxyConfigDeps, workspaceId: str
   return stored as unknown as StoredProxyConfig;
 }
 
-
 /**
  * The stored form of a validated config: aliases folded into the interface's names, defaults
  * filled in, opaque values replaced by what `seal` returns (the id of their sealed row).
  */
-export async function toStoredConfig(cfg: ProxyConfigInput, seal: (value: string) => Promise<string>): Promise<StoredConfigV1> {
+export async function toStoredConfig(
+  cfg: ProxyConfigInput,
+  seal: (value: string) => Promise<string>,
+): Promise<StoredConfigV1> {
   const sealHeader = async (h: { name: string; type: string; value: string }): Promise<StoredHeader> =>
-    h.type === "opaque" ? { name: h.name, type: "opaque", ref: await seal(h.value) } : { name: h.name, type: h.type as "plaintext" | "workspace_secret", value: h.value };
+    h.type === "opaque"
+      ? { name: h.name, type: "opaque", ref: await seal(h.value) }
+      : { name: h.name, type: h.type as "plaintext" | "workspace_secret", value: h.value };
   const sealSecret = async (s: { type: string; value: string }): Promise<StoredSecret> =>
     s.type === "opaque" ? { type: "opaque", ref: await seal(s.value) } : { type: "workspace_secret", value: s.value };
 
@@ -296,15 +421,35 @@ export async function toStoredConfig(cfg: ProxyConfigInput, seal: (value: string
       });
     } else if (kind === "cloud_a") {
       const c = (r.cloud_a ?? r.aws)!;
-      rules.push({ name: r.name, type: "cloud_a", enabled, cloud_a: { access_key_id: await sealSecret(c.access_key_id), secret_access_key: await sealSecret(c.secret_access_key) }, ...(r.env_vars && Object.keys(r.env_vars).length ? { env_vars: r.env_vars } : {}) });
+      rules.push({
+        name: r.name,
+        type: "cloud_a",
+        enabled,
+        cloud_a: {
+          access_key_id: await sealSecret(c.access_key_id),
+          secret_access_key: await sealSecret(c.secret_access_key),
+        },
+        ...(r.env_vars && Object.keys(r.env_vars).length ? { env_vars: r.env_vars } : {}),
+      });
     } else {
       const c = (r.cloud_b ?? r.gcp)!;
-      rules.push({ name: r.name, type: "cloud_b", enabled, cloud_b: { service_account_json: await sealSecret(c.service_account_json), scopes: c.scopes }, ...(r.env_vars && Object.keys(r.env_vars).length ? { env_vars: r.env_vars } : {}) });
+      rules.push({
+        name: r.name,
+        type: "cloud_b",
+        enabled,
+        cloud_b: { service_account_json: await sealSecret(c.service_account_json), scopes: c.scopes },
+        ...(r.env_vars && Object.keys(r.env_vars).length ? { env_vars: r.env_vars } : {}),
+      });
     }
   }
   const callbacks = [];
   for (const cb of cfg.callbacks ?? []) {
-    callbacks.push({ match_hosts: cb.match_hosts, url: cb.url, ttl_seconds: cb.ttl_seconds ?? DEFAULT_CALLBACK_TTL_SECONDS, request_headers: await Promise.all((cb.request_headers ?? []).map(sealHeader)) });
+    callbacks.push({
+      match_hosts: cb.match_hosts,
+      url: cb.url,
+      ttl_seconds: cb.ttl_seconds ?? DEFAULT_CALLBACK_TTL_SECONDS,
+      request_headers: await Promise.all((cb.request_headers ?? []).map(sealHeader)),
+    });
   }
   const ac = cfg.access_control;
   const stored: StoredConfigV1 = {
@@ -317,7 +462,9 @@ export async function toStoredConfig(cfg: ProxyConfigInput, seal: (value: string
   return stored;
 }
 
-function credsOf(r: NonNullable<ProxyConfigInput["rules"]>[number]): { key: "cloud_a" | "aws" | "cloud_b" | "gcp"; secrets: Record<string, { type: string; value: string }> } | null {
+function credsOf(
+  r: NonNullable<ProxyConfigInput["rules"]>[number],
+): { key: "cloud_a" | "aws" | "cloud_b" | "gcp"; secrets: Record<string, { type: string; value: string }> } | null {
   for (const key of ["cloud_a", "aws"] as const) {
     const c = r[key];
     if (c) return { key, secrets: { access_key_id: c.access_key_id, secret_access_key: c.secret_access_key } };
@@ -340,8 +487,10 @@ export function serviceAccountProblem(json: string): string | null {
   if (!sa || typeof sa !== "object" || Array.isArray(sa)) return "service_account_json must be a JSON object";
   const o = sa as Record<string, unknown>;
   if (typeof o.client_email !== "string" || !o.client_email) return "service_account_json has no client_email";
-  if (typeof o.private_key !== "string" || !o.private_key.includes("PRIVATE KEY")) return "service_account_json has no PEM private_key";
-  if (o.token_uri !== undefined && (typeof o.token_uri !== "string" || !/^https?:\/\//.test(o.token_uri))) return "service_account_json token_uri must be an http(s) URL";
+  if (typeof o.private_key !== "string" || !o.private_key.includes("PRIVATE KEY"))
+    return "service_account_json has no PEM private_key";
+  if (o.token_uri !== undefined && (typeof o.token_uri !== "string" || !/^https?:\/\//.test(o.token_uri)))
+    return "service_account_json token_uri must be an http(s) URL";
   return null;
 }
 
@@ -350,16 +499,50 @@ export function presentProxyConfig(stored: StoredProxyConfig | null): Record<str
   if (!stored) return null;
   const cfg = stored as unknown as StoredConfigV1;
   if (cfg.version !== 1) return null;
-  const header = (h: StoredHeader) => (h.type === "opaque" ? { name: h.name, type: "opaque", is_set: true } : { name: h.name, type: h.type, value: h.value });
-  const secret = (s: StoredSecret) => (s.type === "opaque" ? { type: "opaque", is_set: true } : { type: s.type, value: s.value });
+  const header = (h: StoredHeader) =>
+    h.type === "opaque"
+      ? { name: h.name, type: "opaque", is_set: true }
+      : { name: h.name, type: h.type, value: h.value };
+  const secret = (s: StoredSecret) =>
+    s.type === "opaque" ? { type: "opaque", is_set: true } : { type: s.type, value: s.value };
   return {
     rules: cfg.rules.map((r) => {
       const env = r.env_vars ? { env_vars: r.env_vars } : {};
-      if (r.type === "header") return { name: r.name, type: null, enabled: r.enabled, match_hosts: r.match_hosts, match_paths: r.match_paths, headers: r.headers.map(header), ...env };
-      if (r.type === "cloud_a") return { name: r.name, type: "cloud_a", enabled: r.enabled, cloud_a: { access_key_id: secret(r.cloud_a.access_key_id), secret_access_key: secret(r.cloud_a.secret_access_key) }, ...env };
-      return { name: r.name, type: "cloud_b", enabled: r.enabled, cloud_b: { service_account_json: secret(r.cloud_b.service_account_json), scopes: r.cloud_b.scopes }, ...env };
+      if (r.type === "header")
+        return {
+          name: r.name,
+          type: null,
+          enabled: r.enabled,
+          match_hosts: r.match_hosts,
+          match_paths: r.match_paths,
+          headers: r.headers.map(header),
+          ...env,
+        };
+      if (r.type === "cloud_a")
+        return {
+          name: r.name,
+          type: "cloud_a",
+          enabled: r.enabled,
+          cloud_a: {
+            access_key_id: secret(r.cloud_a.access_key_id),
+            secret_access_key: secret(r.cloud_a.secret_access_key),
+          },
+          ...env,
+        };
+      return {
+        name: r.name,
+        type: "cloud_b",
+        enabled: r.enabled,
+        cloud_b: { service_account_json: secret(r.cloud_b.service_account_json), scopes: r.cloud_b.scopes },
+        ...env,
+      };
     }),
-    callbacks: cfg.callbacks.map((c) => ({ match_hosts: c.match_hosts, url: c.url, ttl_seconds: c.ttl_seconds, request_headers: c.request_headers.map(header) })),
+    callbacks: cfg.callbacks.map((c) => ({
+      match_hosts: c.match_hosts,
+      url: c.url,
+      ttl_seconds: c.ttl_seconds,
+      request_headers: c.request_headers.map(header),
+    })),
     access_control: cfg.access_control,
     no_proxy: cfg.no_proxy,
   };

@@ -3,7 +3,9 @@
  * `egress_sealed_values`; workspace-secret values keep their `{KEY}` template and are resolved
  * when the configuration is applied to a running sandbox.
  */
-export type StoredHeader = { name: string; type: "plaintext" | "workspace_secret"; value: string } | { name: string; type: "opaque"; ref: string };
+export type StoredHeader =
+  | { name: string; type: "plaintext" | "workspace_secret"; value: string }
+  | { name: string; type: "opaque"; ref: string };
 
 export type StoredSecret = { type: "workspace_secret"; value: string } | { type: "opaque"; ref: string };
 

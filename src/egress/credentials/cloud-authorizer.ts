@@ -55,7 +55,15 @@ export function createCloudAuthorizerFactory(rt: EngineDeps, homeDir = SANDBOX_H
       try {
         return await checkedFetch(input, init);
       } catch (err) {
-        if (err instanceof DestinationBlocked) audit({ kind: "block", decision: "blocked", rule: "engine fetch", host: err.host, port: err.port, reason: err.message });
+        if (err instanceof DestinationBlocked)
+          audit({
+            kind: "block",
+            decision: "blocked",
+            rule: "engine fetch",
+            host: err.host,
+            port: err.port,
+            reason: err.message,
+          });
         throw err;
       }
     }) as typeof fetch;
@@ -63,8 +71,14 @@ export function createCloudAuthorizerFactory(rt: EngineDeps, homeDir = SANDBOX_H
     const problems: Problems = { a: null, b: null };
     const a = creds.cloudA;
     const b = creds.cloudB;
-    const cloudA = a && a.accessKeyId !== null && a.secretAccessKey !== null ? { enabled: true, accessKeyId: a.accessKeyId, secretAccessKey: a.secretAccessKey } : null;
-    const cloudB = b && b.serviceAccountJson !== null ? { enabled: true, serviceAccountJson: b.serviceAccountJson, scopes: b.scopes } : null;
+    const cloudA =
+      a && a.accessKeyId !== null && a.secretAccessKey !== null
+        ? { enabled: true, accessKeyId: a.accessKeyId, secretAccessKey: a.secretAccessKey }
+        : null;
+    const cloudB =
+      b && b.serviceAccountJson !== null
+        ? { enabled: true, serviceAccountJson: b.serviceAccountJson, scopes: b.scopes }
+        : null;
     if (a && !cloudA) problems.a = a.name;
     if (b && !cloudB) problems.b = b.name;
     try {
@@ -72,7 +86,14 @@ export function createCloudAuthorizerFactory(rt: EngineDeps, homeDir = SANDBOX_H
     } catch (err) {
       // A service-account JSON that no longer parses: nothing for cloud_b, its hosts fail closed below.
       problems.b = names.b;
-      audit({ kind: "credential", decision: "failed", rule: names.b, host: "", port: 0, reason: `service account JSON: ${(err as Error).message}`.slice(0, 300) });
+      audit({
+        kind: "credential",
+        decision: "failed",
+        rule: names.b,
+        host: "",
+        port: 0,
+        reason: `service account JSON: ${(err as Error).message}`.slice(0, 300),
+      });
       engines = createCloudEngines({ cloudA, cloudB: null }, { audit: sink, fetch: proxyFetch }, homeDir);
     }
     // Without a cloud rule or a callback the engine can only ever pass: no authorizer at all, so a
@@ -88,7 +109,12 @@ export function createCloudAuthorizerFactory(rt: EngineDeps, homeDir = SANDBOX_H
       answerLocally: google
         ? (req) => {
             if (policy.headerRuleFor(req.host, pathOf(req.target))) return null;
-            const local = google.localAnswer({ method: req.method, host: req.host.host, target: req.target, headers: req.headers });
+            const local = google.localAnswer({
+              method: req.method,
+              host: req.host.host,
+              target: req.target,
+              headers: req.headers,
+            });
             return local && { action: "respond", ...local };
           }
         : undefined,
@@ -97,19 +123,42 @@ export function createCloudAuthorizerFactory(rt: EngineDeps, homeDir = SANDBOX_H
   };
 }
 
-async function authorize(req: OutboundRequest, engines: CloudEngines, policy: SandboxPolicy, callbacks: CallbackResolver, specs: Map<number, CallbackSpec | null>, problems: Problems, audit: Audit): Promise<AuthorizeOutcome> {
+async function authorize(
+  req: OutboundRequest,
+  engines: CloudEngines,
+  policy: SandboxPolicy,
+  callbacks: CallbackResolver,
+  specs: Map<number, CallbackSpec | null>,
+  problems: Problems,
+  audit: Audit,
+): Promise<AuthorizeOutcome> {
   // Static rules win: a header rule that matched this request leaves it alone.
   if (req.staticRule) return { action: "pass" };
   const host = req.host.host;
   // A cloud rule whose credential cannot be resolved fails closed on its hosts (never forwarded unsigned).
-  const unavailable = problems.a && isAwsHost(host) ? problems.a : problems.b && isGoogleApiHost(host) ? problems.b : null;
+  const unavailable =
+    problems.a && isAwsHost(host) ? problems.a : problems.b && isGoogleApiHost(host) ? problems.b : null;
   if (unavailable) {
-    audit({ kind: "credential", decision: "failed", rule: unavailable, host, port: req.port, method: req.method, reason: "credential unavailable" });
+    audit({
+      kind: "credential",
+      decision: "failed",
+      rule: unavailable,
+      host,
+      port: req.port,
+      method: req.method,
+      reason: "credential unavailable",
+    });
     req.body?.resume();
     return text(502, `egress: credential for rule ${unavailable} is unavailable`);
   }
   if (engines.aws) {
-    const out = await engines.aws.handle({ method: req.method, host, target: req.target, headers: req.headers, body: req.body });
+    const out = await engines.aws.handle({
+      method: req.method,
+      host,
+      target: req.target,
+      headers: req.headers,
+      body: req.body,
+    });
     if (out.action === "refuse") {
       req.body?.resume();
       return { action: "respond", ...awsRefusalResponse(out.refusal) };
@@ -126,12 +175,25 @@ async function authorize(req: OutboundRequest, engines: CloudEngines, policy: Sa
   if (!rule) return { action: "pass" };
   const spec = specs.get(rule.index) ?? null;
   try {
-    if (!spec) throw new CallbackResolutionError("invalid_headers", "a request header of the callback cannot be resolved (sealed value missing)");
+    if (!spec)
+      throw new CallbackResolutionError(
+        "invalid_headers",
+        "a request header of the callback cannot be resolved (sealed value missing)",
+      );
     const injected = await callbacks.resolve(spec, host, req.port);
     return { action: "forward", headers: replaceAll(req.headers, injected), body: req.body };
   } catch (err) {
     if (!(err instanceof CallbackResolutionError)) throw err;
-    if (!spec) audit({ kind: "callback", decision: "failed", rule: `callback ${rule.index}`, host, port: req.port, method: req.method, reason: err.message });
+    if (!spec)
+      audit({
+        kind: "callback",
+        decision: "failed",
+        rule: `callback ${rule.index}`,
+        host,
+        port: req.port,
+        method: req.method,
+        reason: err.message,
+      });
     req.body?.resume();
     return text(502, `egress: ${err.publicMessage}`);
   }
@@ -157,7 +219,17 @@ function replaceAll(headers: HeaderPairs, injected: Record<string, string>): Hea
  */
 function callbackSpecs(policy: SandboxPolicy): Map<number, CallbackSpec | null> {
   const out = new Map<number, CallbackSpec | null>();
-  for (const r of policy.callbacks) out.set(r.index, r.requestHeaders ? { url: r.url, ttlSeconds: r.ttlSeconds, requestHeaders: r.requestHeaders.map((h) => ({ name: h.name, value: h.value })) } : null);
+  for (const r of policy.callbacks)
+    out.set(
+      r.index,
+      r.requestHeaders
+        ? {
+            url: r.url,
+            ttlSeconds: r.ttlSeconds,
+            requestHeaders: r.requestHeaders.map((h) => ({ name: h.name, value: h.value })),
+          }
+        : null,
+    );
   return out;
 }
 
@@ -166,23 +238,95 @@ function auditEventFor(e: CloudAuditEvent, names: { a: string; b: string }): Eve
   const ms = (n: number) => `${Math.round(n)} ms`;
   switch (e.kind) {
     case "aws_signed":
-      return { kind: "sign", decision: "signed", rule: names.a, host: e.host, port: 443, method: e.method, path: e.path, reason: `${e.service} ${e.region} ${e.payloadMode}` };
+      return {
+        kind: "sign",
+        decision: "signed",
+        rule: names.a,
+        host: e.host,
+        port: 443,
+        method: e.method,
+        path: e.path,
+        reason: `${e.service} ${e.region} ${e.payloadMode}`,
+      };
     case "aws_refused":
-      return { kind: "sign", decision: "refused", rule: names.a, host: e.host, port: 443, method: e.method, path: e.path, reason: `${e.reason}: ${e.message}` };
+      return {
+        kind: "sign",
+        decision: "refused",
+        rule: names.a,
+        host: e.host,
+        port: 443,
+        method: e.method,
+        path: e.path,
+        reason: `${e.reason}: ${e.message}`,
+      };
     case "aws_stream_failed":
-      return { kind: "sign", decision: "failed", rule: names.a, host: e.host, port: 443, path: e.path, reason: `${e.reason}: ${e.message}` };
+      return {
+        kind: "sign",
+        decision: "failed",
+        rule: names.a,
+        host: e.host,
+        port: 443,
+        path: e.path,
+        reason: `${e.reason}: ${e.message}`,
+      };
     case "google_token_minted":
-      return { kind: "sign", decision: "signed", rule: names.b, host: "token endpoint", port: 443, reason: `access token minted for ${e.clientEmail} in ${ms(e.latencyMs)}` };
+      return {
+        kind: "sign",
+        decision: "signed",
+        rule: names.b,
+        host: "token endpoint",
+        port: 443,
+        reason: `access token minted for ${e.clientEmail} in ${ms(e.latencyMs)}`,
+      };
     case "google_token_failed":
-      return { kind: "credential", decision: "failed", rule: names.b, host: "token endpoint", port: 443, reason: `token mint failed for ${e.clientEmail}: ${e.message}`.slice(0, 300) };
+      return {
+        kind: "credential",
+        decision: "failed",
+        rule: names.b,
+        host: "token endpoint",
+        port: 443,
+        reason: `token mint failed for ${e.clientEmail}: ${e.message}`.slice(0, 300),
+      };
     case "google_bearer":
-      return { kind: "inject", decision: "injected", rule: names.b, host: e.host, port: 443, method: e.method, path: e.path, reason: `bearer token (${e.cache})` };
+      return {
+        kind: "inject",
+        decision: "injected",
+        rule: names.b,
+        host: e.host,
+        port: 443,
+        method: e.method,
+        path: e.path,
+        reason: `bearer token (${e.cache})`,
+      };
     case "google_compat_token":
-      return { kind: "inject", decision: "injected", rule: names.b, host: e.host, port: 443, path: e.path, reason: "token endpoint answered by the proxy" };
+      return {
+        kind: "inject",
+        decision: "injected",
+        rule: names.b,
+        host: e.host,
+        port: 443,
+        path: e.path,
+        reason: "token endpoint answered by the proxy",
+      };
     case "callback_call":
-      return { kind: "callback", decision: e.outcome === "ok" ? "injected" : "failed", rule: "callback", host: e.host, port: e.port, status: e.status, reason: `${e.callbackUrl} ${e.outcome}${e.reason ? ` (${e.reason})` : ""} in ${ms(e.latencyMs)}` };
+      return {
+        kind: "callback",
+        decision: e.outcome === "ok" ? "injected" : "failed",
+        rule: "callback",
+        host: e.host,
+        port: e.port,
+        status: e.status,
+        reason: `${e.callbackUrl} ${e.outcome}${e.reason ? ` (${e.reason})` : ""} in ${ms(e.latencyMs)}`,
+      };
     case "callback_cache":
-      return { kind: "callback", decision: "allowed", rule: "callback", host: e.host, port: e.port, reason: `cache ${e.cache}` };
+      return {
+        kind: "callback",
+        decision: "allowed",
+        rule: "callback",
+        host: e.host,
+        port: e.port,
+        reason: `cache ${e.cache}`,
+      };
   }
 }
 
@@ -217,12 +361,22 @@ export function createCheckedFetch(rt: EngineDeps): typeof fetch {
       const pin = pins.get(pinKey(opts.protocol, opts.hostname, opts.port));
       if (!pin) return cb(new Error("egress: destination was not checked"), null);
       const name = canonicalHost(opts.hostname.replace(/^\[|\]$/g, ""));
-      connector({ ...opts, hostname: pin.address, host: pin.address, port: String(pin.port), servername: name?.kind === "name" ? name.host : undefined }, cb);
+      connector(
+        {
+          ...opts,
+          hostname: pin.address,
+          host: pin.address,
+          port: String(pin.port),
+          servername: name?.kind === "name" ? name.host : undefined,
+        },
+        cb,
+      );
     },
   });
   return (async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(typeof input === "string" || input instanceof URL ? input.toString() : input.url);
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error(`egress: ${url.protocol} is not fetched`);
+    if (url.protocol !== "http:" && url.protocol !== "https:")
+      throw new Error(`egress: ${url.protocol} is not fetched`);
     const host = canonicalHost(url.hostname.replace(/^\[|\]$/g, ""));
     if (!host) throw new Error(`egress: ${url.hostname} is not a valid host`);
     const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));

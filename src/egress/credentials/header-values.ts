@@ -15,9 +15,11 @@ export function headerValueProblem(type: string, value: string): string | null {
   if (value !== value.trim()) return "header values must not start or end with whitespace";
   if (type === "workspace_secret") {
     const refs = secretRefs(value);
-    if (refs.length === 0) return "a workspace_secret value must reference a secret as {KEY} (for example \"Bearer {OPENAI_API_KEY}\")";
+    if (refs.length === 0)
+      return 'a workspace_secret value must reference a secret as {KEY} (for example "Bearer {OPENAI_API_KEY}")';
     const rest = value.replace(new RegExp(SECRET_REF_SYNTAX, "g"), "");
-    if (/[{}]/.test(rest)) return "malformed {KEY} reference: keys are letters, digits, _ . - and do not start with a digit";
+    if (/[{}]/.test(rest))
+      return "malformed {KEY} reference: keys are letters, digits, _ . - and do not start with a digit";
   }
   if (type !== "workspace_secret" && value.length === 0) return "header value must not be empty";
   return null;

@@ -19,7 +19,10 @@ interface Deps {
 export async function sealValue(deps: Deps, workspaceId: string, value: string): Promise<string> {
   const id = newId();
   const sealed = deps.box.seal(value, aad(workspaceId, id));
-  await deps.db.insertInto("egress_sealed_values").values({ id, workspace_id: workspaceId, key_id: sealed.keyId, ciphertext: sealed.blob, created_at: nowIso() }).execute();
+  await deps.db
+    .insertInto("egress_sealed_values")
+    .values({ id, workspace_id: workspaceId, key_id: sealed.keyId, ciphertext: sealed.blob, created_at: nowIso() })
+    .execute();
   return id;
 }
 
@@ -27,7 +30,12 @@ export async function sealValue(deps: Deps, workspaceId: string, value: string):
 export async function openValues(deps: Deps, workspaceId: string, ids: string[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   if (ids.length === 0) return out;
-  const rows = await deps.db.selectFrom("egress_sealed_values").select(["id", "key_id", "ciphertext"]).where("workspace_id", "=", workspaceId).where("id", "in", ids).execute();
+  const rows = await deps.db
+    .selectFrom("egress_sealed_values")
+    .select(["id", "key_id", "ciphertext"])
+    .where("workspace_id", "=", workspaceId)
+    .where("id", "in", ids)
+    .execute();
   for (const r of rows) out.set(r.id, deps.box.open({ keyId: r.key_id, blob: r.ciphertext }, aad(workspaceId, r.id)));
   return out;
 }

@@ -57,7 +57,8 @@ function listen(host: string, port: number, preface: string | null): Promise<voi
 }
 
 async function main(): Promise<void> {
-  if (!socketPath || sep < 0 || command.length === 0) fail("usage: <socket> <port> [--direct host:port]... -- command args...");
+  if (!socketPath || sep < 0 || command.length === 0)
+    fail("usage: <socket> <port> [--direct host:port]... -- command args...");
   const up = spawnSync("ip", ["link", "set", "lo", "up"], { stdio: ["ignore", "ignore", "pipe"] });
   if (up.status !== 0) fail(`cannot bring loopback up: ${up.stderr?.toString().trim()}`);
   await listen("127.0.0.1", Number(portText), null);
@@ -68,7 +69,10 @@ async function main(): Promise<void> {
     const preface = `CONNECT ${d} HTTP/1.1\r\nHost: ${d}\r\n\r\n`;
     // A name (localhost) may resolve to either loopback address: both lead to the proxy.
     const binds = net.isIP(host) ? [host] : ["127.0.0.1", "::1"];
-    for (const b of binds) await listen(b, port, preface).catch((err: Error) => (b === "::1" ? undefined : fail(`cannot listen on ${b}:${port}: ${err.message}`)));
+    for (const b of binds)
+      await listen(b, port, preface).catch((err: Error) =>
+        b === "::1" ? undefined : fail(`cannot listen on ${b}:${port}: ${err.message}`),
+      );
   }
   const child = spawn(command[0], command.slice(1), { stdio: "inherit" });
   for (const sig of ["SIGTERM", "SIGINT"] as const) process.on(sig, () => child.kill("SIGKILL"));

@@ -23,7 +23,11 @@ export interface OutboundSettings {
 }
 
 export function outboundPolicy(s: OutboundSettings): OutboundPolicy {
-  const settings = loadEgressSettings({ WHARF_EGRESS_HOSTS: s.WHARF_EGRESS_HOSTS, WHARF_EGRESS_ALLOW_INTERNAL: s.WHARF_EGRESS_ALLOW_INTERNAL.join(","), WHARF_EGRESS_SYSTEM_DNS: s.WHARF_EGRESS_SYSTEM_DNS ? "1" : "0" });
+  const settings = loadEgressSettings({
+    WHARF_EGRESS_HOSTS: s.WHARF_EGRESS_HOSTS,
+    WHARF_EGRESS_ALLOW_INTERNAL: s.WHARF_EGRESS_ALLOW_INTERNAL.join(","),
+    WHARF_EGRESS_SYSTEM_DNS: s.WHARF_EGRESS_SYSTEM_DNS ? "1" : "0",
+  });
   return { resolve: createResolver(settings), allowInternal: settings.allowInternal };
 }
 
@@ -36,7 +40,11 @@ export function outboundAddressProblem(address: string, allowInternal: CidrSet):
 export const REFUSAL_HINT = "the operator can allow internal ranges with WHARF_EGRESS_ALLOW_INTERNAL";
 
 /** The address to dial for `host`, or the refusal (never dials). */
-export async function checkOutbound(policy: OutboundPolicy, host: CanonicalHost, port: number): Promise<{ address: string } | { refused: string }> {
+export async function checkOutbound(
+  policy: OutboundPolicy,
+  host: CanonicalHost,
+  port: number,
+): Promise<{ address: string } | { refused: string }> {
   let targets;
   try {
     targets = await policy.resolve(host, port);
@@ -57,7 +65,10 @@ export async function checkOutbound(policy: OutboundPolicy, host: CanonicalHost,
  * webhook), or the refusal: its host canonicalised as the proxy does (`127.1`, `0x7f.1`,
  * `[::ffff:7f00:1]` are loopback), then `checkOutbound`.
  */
-export async function checkOutboundUrl(policy: OutboundPolicy, url: URL): Promise<{ address: string } | { refused: string }> {
+export async function checkOutboundUrl(
+  policy: OutboundPolicy,
+  url: URL,
+): Promise<{ address: string } | { refused: string }> {
   const host = canonicalHost(url.hostname);
   if (!host) return { refused: `${url.hostname} is not a valid host` };
   const port = url.port ? Number(url.port) : url.protocol === "https:" ? 443 : 80;

@@ -22,7 +22,16 @@ export interface OutboundProxy {
 }
 
 const CONNECT_TIMEOUT_MS = 15_000;
-const HOP_BY_HOP = new Set(["proxy-authorization", "proxy-connection", "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"]);
+const HOP_BY_HOP = new Set([
+  "proxy-authorization",
+  "proxy-connection",
+  "connection",
+  "keep-alive",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
 
 function dial(address: string, port: number): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
@@ -40,7 +49,10 @@ function dial(address: string, port: number): Promise<net.Socket> {
  * `maxBytes`: what all upstreams together may send (the whole download of one pull); past it every
  * connection is cut, so a registry cannot fill the platform's disk before anything checks the size.
  */
-export async function startOutboundProxy(policy: OutboundPolicy, opts: { listen?: { path: string }; maxBytes?: number } = {}): Promise<OutboundProxy> {
+export async function startOutboundProxy(
+  policy: OutboundPolicy,
+  opts: { listen?: { path: string }; maxBytes?: number } = {},
+): Promise<OutboundProxy> {
   const refusals: string[] = [];
   const sockets = new Set<net.Socket>();
   let received = 0;
@@ -69,20 +81,34 @@ export async function startOutboundProxy(policy: OutboundPolicy, opts: { listen?
         return void res.writeHead(400, { connection: "close" }).end("absolute http:// URLs or CONNECT only\n");
       }
       const verdict = await decide(url.host, 80);
-      if ("refused" in verdict) return void res.writeHead(403, { connection: "close" }).end("refused by the platform's egress policy\n");
+      if ("refused" in verdict)
+        return void res.writeHead(403, { connection: "close" }).end("refused by the platform's egress policy\n");
       const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !HOP_BY_HOP.has(k)));
-      const upstream = http.request({ host: verdict.address, port: verdict.port, method: req.method, path: `${url.pathname}${url.search}`, headers, setHost: false, timeout: CONNECT_TIMEOUT_MS });
+      const upstream = http.request({
+        host: verdict.address,
+        port: verdict.port,
+        method: req.method,
+        path: `${url.pathname}${url.search}`,
+        headers,
+        setHost: false,
+        timeout: CONNECT_TIMEOUT_MS,
+      });
       upstream.on("socket", (s) => {
         sockets.add(s);
         s.once("close", () => sockets.delete(s));
       });
       upstream.on("response", (up) => {
         up.on("data", count);
-        res.writeHead(up.statusCode ?? 502, Object.fromEntries(Object.entries(up.headers).filter(([k]) => !HOP_BY_HOP.has(k))));
+        res.writeHead(
+          up.statusCode ?? 502,
+          Object.fromEntries(Object.entries(up.headers).filter(([k]) => !HOP_BY_HOP.has(k))),
+        );
         up.pipe(res);
       });
       upstream.on("timeout", () => upstream.destroy(new Error("timeout")));
-      upstream.on("error", () => (res.headersSent ? res.destroy() : res.writeHead(502, { connection: "close" }).end("cannot connect\n")));
+      upstream.on("error", () =>
+        res.headersSent ? res.destroy() : res.writeHead(502, { connection: "close" }).end("cannot connect\n"),
+      );
       req.pipe(upstream);
     })().catch(() => res.destroy());
   });
@@ -94,7 +120,8 @@ export async function startOutboundProxy(policy: OutboundPolicy, opts: { listen?
     client.on("error", () => client.destroy());
     void (async () => {
       const verdict = await decide(req.url ?? "", null);
-      if ("refused" in verdict) return void client.end("HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+      if ("refused" in verdict)
+        return void client.end("HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
       let upstream: net.Socket;
       try {
         upstream = await dial(verdict.address, verdict.port);

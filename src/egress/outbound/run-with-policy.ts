@@ -47,15 +47,33 @@ export async function runWithOutboundPolicy(run: PolicyRun): Promise<{ stdout: s
   while (used.has(port)) port++;
   const url = `http://127.0.0.1:${port}`;
   const env = { ...run.env, HTTPS_PROXY: url, HTTP_PROXY: url, https_proxy: url, http_proxy: url };
-  const forwarder = [process.execPath, "--import", TSX, FORWARDER, socket, String(port), ...run.direct.flatMap((d) => ["--direct", d]), "--", run.command, ...run.args];
+  const forwarder = [
+    process.execPath,
+    "--import",
+    TSX,
+    FORWARDER,
+    socket,
+    String(port),
+    ...run.direct.flatMap((d) => ["--direct", d]),
+    "--",
+    run.command,
+    ...run.args,
+  ];
   try {
-    const out = await execFileP("unshare", ["--net", "--", ...forwarder], { env, timeout: run.timeoutMs, maxBuffer: 4 << 20 });
+    const out = await execFileP("unshare", ["--net", "--", ...forwarder], {
+      env,
+      timeout: run.timeoutMs,
+      maxBuffer: 4 << 20,
+    });
     if (proxy.overLimit) throw tooLarge();
     return out;
   } catch (err) {
     if (err instanceof OutboundTooLarge) throw err;
     if (proxy.overLimit) throw Object.assign(tooLarge(), { cause: err });
-    if (proxy.refusals.length) throw new OutboundRefused(`refused by the platform's egress policy: ${proxy.refusals[0]} (${REFUSAL_HINT})`, { cause: err });
+    if (proxy.refusals.length)
+      throw new OutboundRefused(`refused by the platform's egress policy: ${proxy.refusals[0]} (${REFUSAL_HINT})`, {
+        cause: err,
+      });
     throw err;
   } finally {
     await proxy.close();

@@ -36,7 +36,8 @@ function parseCidr(text: string): [ipaddr.IPv4 | ipaddr.IPv6, number] | null {
       if (parsed.kind() === "ipv4" && !/^\d+\.\d+\.\d+\.\d+$/.test(addr)) return null;
       return [parsed, n];
     }
-    if (/^\d+\.\d+\.\d+\.\d+$/.test(text) && ipaddr.IPv4.isValidFourPartDecimal(text)) return [ipaddr.IPv4.parse(text), 32];
+    if (/^\d+\.\d+\.\d+\.\d+$/.test(text) && ipaddr.IPv4.isValidFourPartDecimal(text))
+      return [ipaddr.IPv4.parse(text), 32];
     const bare = text.startsWith("[") && text.endsWith("]") ? text.slice(1, -1) : text;
     if (bare.includes(":") && ipaddr.IPv6.isValid(bare)) {
       const v6 = ipaddr.IPv6.parse(bare);
@@ -55,7 +56,8 @@ export function parseAccessPattern(source: string): AccessPattern {
   if (source.startsWith("~")) {
     const body = source.slice(1);
     if (body.length === 0) throw new PatternError("regex pattern must not be empty");
-    if (body.length > MAX_REGEX_LENGTH) throw new PatternError(`regex pattern is longer than ${MAX_REGEX_LENGTH} characters`);
+    if (body.length > MAX_REGEX_LENGTH)
+      throw new PatternError(`regex pattern is longer than ${MAX_REGEX_LENGTH} characters`);
     try {
       // RE2 semantics: no backreferences or lookaround, matching time linear in the host length.
       return { kind: "regex", source, regex: RE2JS.compile(`^(?:${body})$`, RE2JS.CASE_INSENSITIVE), ports: "web" };
@@ -83,7 +85,8 @@ export function parseAccessPattern(source: string): AccessPattern {
   const colons = (source.match(/:/g) ?? []).length;
   if (colons > 1) {
     const range = parseCidr(source);
-    if (!range) throw new PatternError(`not a valid IPv6 address (write [IPv6]:PORT to give a port): ${JSON.stringify(source)}`);
+    if (!range)
+      throw new PatternError(`not a valid IPv6 address (write [IPv6]:PORT to give a port): ${JSON.stringify(source)}`);
     return { kind: "cidr", source, range };
   }
   let hostText = source;
@@ -92,11 +95,13 @@ export function parseAccessPattern(source: string): AccessPattern {
     const i = source.lastIndexOf(":");
     hostText = source.slice(0, i);
     const port = parsePort(source.slice(i + 1));
-    if (port === null) throw new PatternError(`invalid port ${JSON.stringify(source.slice(i + 1))} (1-65535, no leading zeros)`);
+    if (port === null)
+      throw new PatternError(`invalid port ${JSON.stringify(source.slice(i + 1))} (1-65535, no leading zeros)`);
     ports = port;
   }
   if (/^\d+\.\d+\.\d+\.\d+$/.test(hostText)) {
-    if (!ipaddr.IPv4.isValidFourPartDecimal(hostText)) throw new PatternError(`not a valid IPv4 address: ${JSON.stringify(hostText)}`);
+    if (!ipaddr.IPv4.isValidFourPartDecimal(hostText))
+      throw new PatternError(`not a valid IPv4 address: ${JSON.stringify(hostText)}`);
     if (ports === "web") return { kind: "cidr", source, range: [ipaddr.IPv4.parse(hostText), 32] };
     return { kind: "ip-port", source, host: { kind: "ipv4", host: hostText }, port: ports };
   }
@@ -105,8 +110,10 @@ export function parseAccessPattern(source: string): AccessPattern {
     // Other IPv4 spellings (127.1, 0x7f.0.0.1) are refused: patterns must say what they mean.
     throw new PatternError(`write IPv4 addresses in dotted decimal: ${JSON.stringify(hostText)}`);
   }
-  if (hostText.includes("*") && !hostText.startsWith("*.")) throw new PatternError(`only a leading "*." wildcard is allowed in access patterns: ${JSON.stringify(source)}`);
-  if (hostText.includes("*") && hostText.slice(2).includes("*")) throw new PatternError(`only a leading "*." wildcard is allowed in access patterns: ${JSON.stringify(source)}`);
+  if (hostText.includes("*") && !hostText.startsWith("*."))
+    throw new PatternError(`only a leading "*." wildcard is allowed in access patterns: ${JSON.stringify(source)}`);
+  if (hostText.includes("*") && hostText.slice(2).includes("*"))
+    throw new PatternError(`only a leading "*." wildcard is allowed in access patterns: ${JSON.stringify(source)}`);
   return { kind: "host", source, glob: compileHostGlob(hostText), ports };
 }
 

@@ -45,7 +45,11 @@ export function classifyAddress(address: string): AddressClass {
 export class CidrSet {
   private readonly ranges: Array<[ipaddr.IPv4 | ipaddr.IPv6, number]>;
   constructor(cidrs: string[]) {
-    this.ranges = cidrs.map((c) => (c.includes("/") ? ipaddr.parseCIDR(c) : ([ipaddr.parse(c), ipaddr.parse(c).kind() === "ipv4" ? 32 : 128] as [ipaddr.IPv4 | ipaddr.IPv6, number])));
+    this.ranges = cidrs.map((c) =>
+      c.includes("/")
+        ? ipaddr.parseCIDR(c)
+        : ([ipaddr.parse(c), ipaddr.parse(c).kind() === "ipv4" ? 32 : 128] as [ipaddr.IPv4 | ipaddr.IPv6, number]),
+    );
   }
   get empty(): boolean {
     return this.ranges.length === 0;

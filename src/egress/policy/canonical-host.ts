@@ -7,7 +7,8 @@ import { domainToASCII } from "node:url";
  * (`Api.Example.com.`, `127.1`, `0x7f.0.0.1`, `2130706433`, `[::ffff:127.0.0.1]`) must never be
  * treated as different hosts: a one-character change must not move a request past a rule.
  */
-export type CanonicalHost = { kind: "name"; host: string } | { kind: "ipv4"; host: string } | { kind: "ipv6"; host: string };
+export type CanonicalHost =
+  { kind: "name"; host: string } | { kind: "ipv4"; host: string } | { kind: "ipv6"; host: string };
 
 const LABEL = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/;
 const MAX_NAME = 253;

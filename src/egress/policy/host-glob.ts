@@ -32,15 +32,25 @@ export function compileHostGlob(pattern: string): HostGlob {
   let text = pattern.toLowerCase();
   if (text.endsWith(".")) text = text.slice(0, -1);
   const labels = text.split(".");
-  if (labels.length < 3 && labels[0] === "*") throw new PatternError(`wildcard needs at least two literal labels after it (like *.example.com): ${JSON.stringify(pattern)}`);
-  if (!labels.every((l) => GLOB_LABEL.test(l))) throw new PatternError(`not a valid host pattern: ${JSON.stringify(pattern)}`);
-  if (labels.slice(1).some((l) => l === "*")) throw new PatternError(`a whole-label * is only allowed as the first label: ${JSON.stringify(pattern)}`);
-  if (labels.slice(-2).some((l) => l.includes("*"))) throw new PatternError(`the last two labels of a host pattern must be literal: ${JSON.stringify(pattern)}`);
-  if (labels.some((l) => /\*\*/.test(l))) throw new PatternError(`repeated * in a host pattern: ${JSON.stringify(pattern)}`);
+  if (labels.length < 3 && labels[0] === "*")
+    throw new PatternError(
+      `wildcard needs at least two literal labels after it (like *.example.com): ${JSON.stringify(pattern)}`,
+    );
+  if (!labels.every((l) => GLOB_LABEL.test(l)))
+    throw new PatternError(`not a valid host pattern: ${JSON.stringify(pattern)}`);
+  if (labels.slice(1).some((l) => l === "*"))
+    throw new PatternError(`a whole-label * is only allowed as the first label: ${JSON.stringify(pattern)}`);
+  if (labels.slice(-2).some((l) => l.includes("*")))
+    throw new PatternError(`the last two labels of a host pattern must be literal: ${JSON.stringify(pattern)}`);
+  if (labels.some((l) => /\*\*/.test(l)))
+    throw new PatternError(`repeated * in a host pattern: ${JSON.stringify(pattern)}`);
   const literalTail = labels.filter((l) => !l.includes("*")).join(".");
-  if (literalTail && !canonicalHost(literalTail)) throw new PatternError(`not a valid host pattern: ${JSON.stringify(pattern)}`);
+  if (literalTail && !canonicalHost(literalTail))
+    throw new PatternError(`not a valid host pattern: ${JSON.stringify(pattern)}`);
   // Built from a closed alphabet ([a-z0-9_-] and '*'), so the regex is linear and cannot be hostile.
-  const parts = labels.map((l, i) => (i === 0 && l === "*" ? "(?:[a-z0-9_-]+\\.)*[a-z0-9_-]+" : l.split("*").map(escapeRe).join("[a-z0-9_-]*")));
+  const parts = labels.map((l, i) =>
+    i === 0 && l === "*" ? "(?:[a-z0-9_-]+\\.)*[a-z0-9_-]+" : l.split("*").map(escapeRe).join("[a-z0-9_-]*"),
+  );
   const re = new RegExp(`^${parts.join("\\.")}$`);
   return { source: pattern, matches: (h) => h.kind === "name" && re.test(h.host) };
 }

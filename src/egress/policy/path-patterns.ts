@@ -17,16 +17,23 @@ const MAX_PATH_PATTERN = 1024;
 
 export function compilePathPattern(source: string): PathPattern {
   if (typeof source !== "string" || source.length === 0) throw new PatternError("path pattern must not be empty");
-  if (source.length > MAX_PATH_PATTERN) throw new PatternError(`path pattern is longer than ${MAX_PATH_PATTERN} characters`);
+  if (source.length > MAX_PATH_PATTERN)
+    throw new PatternError(`path pattern is longer than ${MAX_PATH_PATTERN} characters`);
   if (!source.startsWith("/")) throw new PatternError(`path pattern must start with "/": ${JSON.stringify(source)}`);
-  if (/[\s\p{Cc}?#\\]/u.test(source)) throw new PatternError(`path pattern must not contain spaces, control characters, "?", "#" or "\\": ${JSON.stringify(source)}`);
+  if (/[\s\p{Cc}?#\\]/u.test(source))
+    throw new PatternError(
+      `path pattern must not contain spaces, control characters, "?", "#" or "\\": ${JSON.stringify(source)}`,
+    );
   const star = source.indexOf("*");
-  if (star >= 0 && star !== source.length - 1) throw new PatternError(`"*" is only allowed at the end of a path pattern: ${JSON.stringify(source)}`);
+  if (star >= 0 && star !== source.length - 1)
+    throw new PatternError(`"*" is only allowed at the end of a path pattern: ${JSON.stringify(source)}`);
   const prefix = star >= 0;
   const body = prefix ? source.slice(0, -1) : source;
   const normalised = normalisePath(body);
   if (normalised === null || normalised !== body.replace(/%[0-9a-f]{2}/gi, (m) => m.toUpperCase())) {
-    throw new PatternError(`path pattern must be in normal form (no "." or ".." segments, no escaped unreserved characters): ${JSON.stringify(source)}`);
+    throw new PatternError(
+      `path pattern must be in normal form (no "." or ".." segments, no escaped unreserved characters): ${JSON.stringify(source)}`,
+    );
   }
   return { source, prefix, text: normalised };
 }

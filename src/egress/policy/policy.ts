@@ -1,10 +1,24 @@
-import { isWebPort, parseAccessPattern, patternMatchesAddress, patternMatchesAddressPort, patternMatchesHost, type AccessPattern } from "./access-patterns.ts";
+import {
+  isWebPort,
+  parseAccessPattern,
+  patternMatchesAddress,
+  patternMatchesAddressPort,
+  patternMatchesHost,
+  type AccessPattern,
+} from "./access-patterns.ts";
 import { classifyAddress, type CidrSet } from "./address-class.ts";
 import type { CanonicalHost } from "./canonical-host.ts";
 import { SECRET_REF_SYNTAX, headerValueProblem } from "../credentials/header-values.ts";
 import { anyGlobMatches, compileHostGlob, type HostGlob } from "./host-glob.ts";
 import { compilePathPattern, pathMatches, type PathPattern } from "./path-patterns.ts";
-import type { StoredCallback, StoredCloudARule, StoredCloudBRule, StoredConfigV1, StoredHeader, StoredSecret } from "../config/stored-config.ts";
+import type {
+  StoredCallback,
+  StoredCloudARule,
+  StoredCloudBRule,
+  StoredConfigV1,
+  StoredHeader,
+  StoredSecret,
+} from "../config/stored-config.ts";
 
 /** Values a stored config refers to: workspace secrets by key, sealed values by id. */
 export interface ResolvedValues {
@@ -52,7 +66,9 @@ function resolveHeader(h: StoredHeader, values: ResolvedValues): { value: string
   if (h.type === "plaintext") return { value: h.value, problem: null };
   if (h.type === "opaque") {
     const v = values.sealed.get(h.ref);
-    return v === undefined ? { value: null, problem: "sealed value is missing" } : { value: v, problem: headerValueProblem("plaintext", v) };
+    return v === undefined
+      ? { value: null, problem: "sealed value is missing" }
+      : { value: v, problem: headerValueProblem("plaintext", v) };
   }
   let missing: string | null = null;
   const v = h.value.replace(new RegExp(SECRET_REF_SYNTAX, "g"), (_m, key: string) => {
@@ -64,11 +80,15 @@ function resolveHeader(h: StoredHeader, values: ResolvedValues): { value: string
   return { value: v, problem: headerValueProblem("plaintext", v) };
 }
 
-function resolveHeaders(list: StoredHeader[], values: ResolvedValues): { headers: InjectedHeader[] | null; problem: string | null } {
+function resolveHeaders(
+  list: StoredHeader[],
+  values: ResolvedValues,
+): { headers: InjectedHeader[] | null; problem: string | null } {
   const out: InjectedHeader[] = [];
   for (const h of list) {
     const r = resolveHeader(h, values);
-    if (r.problem || r.value === null) return { headers: null, problem: `header ${h.name}: ${r.problem ?? "unresolved"}` };
+    if (r.problem || r.value === null)
+      return { headers: null, problem: `header ${h.name}: ${r.problem ?? "unresolved"}` };
     out.push({ name: h.name, lower: h.name.toLowerCase(), value: r.value });
   }
   return { headers: out, problem: null };
@@ -114,7 +134,13 @@ export class SandboxPolicy {
       else if (r.type === "cloud_b") cloudB ??= r;
       else {
         const { headers, problem } = resolveHeaders(r.headers, values);
-        this.headerRules.push({ name: r.name, hosts: r.match_hosts.map(compileHostGlob), paths: r.match_paths.map(compilePathPattern), headers, problem });
+        this.headerRules.push({
+          name: r.name,
+          hosts: r.match_hosts.map(compileHostGlob),
+          paths: r.match_paths.map(compilePathPattern),
+          headers,
+          problem,
+        });
       }
     }
     this.cloudA = cloudA;
@@ -135,11 +161,29 @@ export class SandboxPolicy {
    * The enabled cloud rules with their credentials resolved (for the cloud credential engines);
    * a credential that cannot be resolved is null, and its engine must fail closed.
    */
-  cloudCredentials(): { cloudA: { name: string; accessKeyId: string | null; secretAccessKey: string | null } | null; cloudB: { name: string; serviceAccountJson: string | null; scopes: string[] } | null } {
-    const open = (v: StoredSecret): string | null => (v.type === "opaque" ? (this.values.sealed.get(v.ref) ?? null) : (this.values.secrets.get(v.value.slice(1, -1)) ?? null));
+  cloudCredentials(): {
+    cloudA: { name: string; accessKeyId: string | null; secretAccessKey: string | null } | null;
+    cloudB: { name: string; serviceAccountJson: string | null; scopes: string[] } | null;
+  } {
+    const open = (v: StoredSecret): string | null =>
+      v.type === "opaque"
+        ? (this.values.sealed.get(v.ref) ?? null)
+        : (this.values.secrets.get(v.value.slice(1, -1)) ?? null);
     return {
-      cloudA: this.cloudA ? { name: this.cloudA.name, accessKeyId: open(this.cloudA.cloud_a.access_key_id), secretAccessKey: open(this.cloudA.cloud_a.secret_access_key) } : null,
-      cloudB: this.cloudB ? { name: this.cloudB.name, serviceAccountJson: open(this.cloudB.cloud_b.service_account_json), scopes: this.cloudB.cloud_b.scopes } : null,
+      cloudA: this.cloudA
+        ? {
+            name: this.cloudA.name,
+            accessKeyId: open(this.cloudA.cloud_a.access_key_id),
+            secretAccessKey: open(this.cloudA.cloud_a.secret_access_key),
+          }
+        : null,
+      cloudB: this.cloudB
+        ? {
+            name: this.cloudB.name,
+            serviceAccountJson: open(this.cloudB.cloud_b.service_account_json),
+            scopes: this.cloudB.cloud_b.scopes,
+          }
+        : null,
     };
   }
 
@@ -166,16 +210,23 @@ export class SandboxPolicy {
   connectionVerdict(host: CanonicalHost, port: number): ConnectionVerdict {
     const web = isWebPort(port);
     const raw = !web || this.isNoProxy(host);
-    if (this.mode === "default") return web ? { kind: "allow", raw, byAddress: false } : { kind: "deny", reason: "raw TCP is blocked (only ports 80 and 443 are open without an allow_list)" };
+    if (this.mode === "default")
+      return web
+        ? { kind: "allow", raw, byAddress: false }
+        : { kind: "deny", reason: "raw TCP is blocked (only ports 80 and 443 are open without an allow_list)" };
     if (this.mode === "deny") {
-      if (!web) return { kind: "deny", reason: "raw TCP is blocked (a deny_list cannot open ports other than 80 and 443)" };
+      if (!web)
+        return { kind: "deny", reason: "raw TCP is blocked (a deny_list cannot open ports other than 80 and 443)" };
       const hit = this.patterns.find((p) => patternMatchesHost(p, host, port));
-      return hit ? { kind: "deny", reason: `denied by deny_list entry ${hit.source}` } : { kind: "allow", raw, byAddress: false };
+      return hit
+        ? { kind: "deny", reason: `denied by deny_list entry ${hit.source}` }
+        : { kind: "allow", raw, byAddress: false };
     }
     if (this.patterns.some((p) => patternMatchesHost(p, host, port))) return { kind: "allow", raw, byAddress: false };
     // IP and CIDR entries allow addresses, not names: a name no entry names is refused before it is
     // ever resolved (resolving every name a sandbox asks for would carry data out in DNS labels).
-    if (host.kind !== "name" && this.patterns.some((p) => p.kind === "cidr" || p.kind === "ip-port")) return { kind: "allow", raw, byAddress: true };
+    if (host.kind !== "name" && this.patterns.some((p) => p.kind === "cidr" || p.kind === "ip-port"))
+      return { kind: "allow", raw, byAddress: true };
     return { kind: "deny", reason: `not in allow_list (${host.host}:${port})` };
   }
 
@@ -190,10 +241,17 @@ export class SandboxPolicy {
    * unless the operator allowed their range (or, for a build step, the host's registry by name);
    * no proxy_config can open them.
    */
-  addressVerdict(verdict: ConnectionVerdict, address: string, port: number, opts: AddressCheckOptions, host?: CanonicalHost): string | null {
+  addressVerdict(
+    verdict: ConnectionVerdict,
+    address: string,
+    port: number,
+    opts: AddressCheckOptions,
+    host?: CanonicalHost,
+  ): string | null {
     if (opts.isSelf(address, port)) return "the proxy's own address";
     const cls = classifyAddress(address);
-    if (cls !== "public" && !opts.allowInternal.has(address) && !this.internalAllowed(host, port)) return `internal address (${cls})`;
+    if (cls !== "public" && !opts.allowInternal.has(address) && !this.internalAllowed(host, port))
+      return `internal address (${cls})`;
     if (verdict.kind !== "allow") return verdict.kind === "deny" ? verdict.reason : "denied";
     if (this.mode === "deny") {
       const hit = this.patterns.find((p) => patternMatchesAddress(p, address));
@@ -201,7 +259,9 @@ export class SandboxPolicy {
     }
     if (verdict.byAddress) {
       const web = isWebPort(port);
-      const ok = this.patterns.some((p) => (web && patternMatchesAddress(p, address)) || patternMatchesAddressPort(p, address, port));
+      const ok = this.patterns.some(
+        (p) => (web && patternMatchesAddress(p, address)) || patternMatchesAddressPort(p, address, port),
+      );
       if (!ok) return `not in allow_list (${address}:${port})`;
     }
     return null;

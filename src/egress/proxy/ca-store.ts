@@ -16,17 +16,40 @@ const aad = (workspaceId: string) => `egress-ca:${workspaceId}`;
  * on conflict and everyone reads the winner.
  */
 export async function workspaceCa(db: Kysely<Database>, box: SecretBox, workspaceId: string): Promise<CaMaterial> {
-  const read = async () => db.selectFrom("egress_cas").selectAll().where("workspace_id", "=", workspaceId).executeTakeFirst();
+  const read = async () =>
+    db.selectFrom("egress_cas").selectAll().where("workspace_id", "=", workspaceId).executeTakeFirst();
   let row = await read();
   const renewAt = Date.now() + CA_RENEW_BEFORE_DAYS * 24 * 3600 * 1000;
   if (!row || Date.parse(row.not_after) < renewAt) {
     const fresh = await createCa(`Wharf egress CA ${workspaceId.slice(-12)}`);
     const sealed = box.seal(fresh.keyPem, aad(workspaceId));
-    const values = { workspace_id: workspaceId, cert_pem: fresh.certPem, key_id: sealed.keyId, key_ciphertext: sealed.blob, not_after: fresh.notAfter.toISOString(), created_at: nowIso() };
-    if (!row) await db.insertInto("egress_cas").values(values).onConflict((oc) => oc.column("workspace_id").doNothing()).execute();
-    else await db.updateTable("egress_cas").set(values).where("workspace_id", "=", workspaceId).where("cert_pem", "=", row.cert_pem).execute();
+    const values = {
+      workspace_id: workspaceId,
+      cert_pem: fresh.certPem,
+      key_id: sealed.keyId,
+      key_ciphertext: sealed.blob,
+      not_after: fresh.notAfter.toISOString(),
+      created_at: nowIso(),
+    };
+    if (!row)
+      await db
+        .insertInto("egress_cas")
+        .values(values)
+        .onConflict((oc) => oc.column("workspace_id").doNothing())
+        .execute();
+    else
+      await db
+        .updateTable("egress_cas")
+        .set(values)
+        .where("workspace_id", "=", workspaceId)
+        .where("cert_pem", "=", row.cert_pem)
+        .execute();
     row = await read();
   }
   if (!row) throw new Error("egress CA could not be stored");
-  return { certPem: row.cert_pem, keyPem: box.open({ keyId: row.key_id, blob: row.key_ciphertext }, aad(workspaceId)), notAfter: new Date(row.not_after) };
+  return {
+    certPem: row.cert_pem,
+    keyPem: box.open({ keyId: row.key_id, blob: row.key_ciphertext }, aad(workspaceId)),
+    notAfter: new Date(row.not_after),
+  };
 }

@@ -145,7 +145,8 @@ export class LeafMinter {
     const { keys, keyPem } = await this.keysOnce();
     const now = Date.now();
     const notAfter = new Date(Math.min(this.ca.notAfter.getTime(), now + LEAF_LIFETIME_DAYS * DAY));
-    const san = host.kind === "name" ? { type: "dns" as const, value: host.host } : { type: "ip" as const, value: host.host };
+    const san =
+      host.kind === "name" ? { type: "dns" as const, value: host.host } : { type: "ip" as const, value: host.host };
     const cert = await x509.X509CertificateGenerator.create({
       serialNumber: randomSerial(),
       subject: [{ CN: [host.host] }],
@@ -167,6 +168,10 @@ export class LeafMinter {
     this.minted++;
     const certPem = cert.toString("pem") + "\n";
     const context = tls.createSecureContext({ key: keyPem, cert: certPem, minVersion: "TLSv1.2" });
-    return { context, certPem, refreshAt: Math.min(notAfter.getTime() - LEAF_REFRESH_MS, now + LEAF_LIFETIME_DAYS * DAY) };
+    return {
+      context,
+      certPem,
+      refreshAt: Math.min(notAfter.getTime() - LEAF_REFRESH_MS, now + LEAF_LIFETIME_DAYS * DAY),
+    };
   }
 }

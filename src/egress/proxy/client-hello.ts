@@ -6,7 +6,8 @@
  * (fail closed): two server_name extensions, several names, a non-host_name entry, bytes that are
  * not a printable host name.
  */
-export type ClientHelloResult = { status: "need-more" } | { status: "ok"; serverName: string | null } | { status: "invalid"; reason: string };
+export type ClientHelloResult =
+  { status: "need-more" } | { status: "ok"; serverName: string | null } | { status: "invalid"; reason: string };
 
 export const looksLikeTls = (first: number) => first === 0x16;
 
@@ -18,7 +19,8 @@ export function parseClientHello(buf: Buffer, maxBytes: number): ClientHelloResu
   let needed = -1;
   while (off + 5 <= buf.length) {
     if (buf[off] !== 0x16) return { status: "invalid", reason: "not a TLS handshake record" };
-    if (buf[off + 1] !== 0x03 || buf[off + 2] > 0x04) return { status: "invalid", reason: "unsupported TLS record version" };
+    if (buf[off + 1] !== 0x03 || buf[off + 2] > 0x04)
+      return { status: "invalid", reason: "unsupported TLS record version" };
     const len = buf.readUInt16BE(off + 3);
     if (len === 0 || len > 16384 + 256) return { status: "invalid", reason: "bad TLS record length" };
     if (off + 5 + len > buf.length) break;
@@ -70,7 +72,8 @@ function parseBody(b: Buffer): ClientHelloResult {
         q += 3 + nameLen;
         if (nameType !== 0) return { status: "invalid", reason: "server_name entry of a type other than host_name" };
         if (serverName !== null) return { status: "invalid", reason: "several server names" };
-        if (nameLen === 0 || nameLen > 253 || !/^[\x21-\x7e]+$/.test(name.toString("latin1"))) return { status: "invalid", reason: "server name is not a printable host name" };
+        if (nameLen === 0 || nameLen > 253 || !/^[\x21-\x7e]+$/.test(name.toString("latin1")))
+          return { status: "invalid", reason: "server name is not a printable host name" };
         serverName = name.toString("latin1");
       }
       if (serverName === null) return { status: "invalid", reason: "empty server_name extension" };

@@ -69,28 +69,42 @@ export class EgressProxy {
     this.front = new H1Front(
       {
         request: (req, res) => onRequest(this, req, res),
-        handOver: (kind, req, socket, head) => (kind === "connect" ? this.onConnect(req, socket, head) : handleUpgrade(this, req, socket, head)),
+        handOver: (kind, req, socket, head) =>
+          kind === "connect" ? this.onConnect(req, socket, head) : handleUpgrade(this, req, socket, head),
         rejected: (ctx, reason) => {
-          if (ctx) this.audit(ctx.sandbox, { kind: "block", decision: "blocked", host: ctx.host?.host ?? "", port: ctx.port ?? 0, reason });
+          if (ctx)
+            this.audit(ctx.sandbox, {
+              kind: "block",
+              decision: "blocked",
+              host: ctx.host?.host ?? "",
+              port: ctx.port ?? 0,
+              reason,
+            });
         },
       },
       { headerTimeoutMs, idleTimeoutMs, maxHeaderSize: 32 * 1024 },
     );
     // At most 128 streams at once per session (Node's server default is unlimited).
-    this.h2server = http2.createServer({ maxHeaderListPairs: 256, settings: { enablePush: false, maxConcurrentStreams: 128 } });
-    this.h2server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
-      // A reset or a write after the client left: the stream's close does the rest.
-      stream.on("error", destroySelf);
-      let req: H2Request;
-      try {
-        req = new H2Request(stream, headers, rawHeaders);
-      } catch (err) {
-        // A stream or session gone before its request could be read: that stream only.
-        this.log?.warn({ err }, "egress HTTP/2 stream dropped");
-        return void stream.destroy();
-      }
-      onRequest(this, req, new H2Reply(stream, req.method));
+    this.h2server = http2.createServer({
+      maxHeaderListPairs: 256,
+      settings: { enablePush: false, maxConcurrentStreams: 128 },
     });
+    this.h2server.on(
+      "stream",
+      (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
+        // A reset or a write after the client left: the stream's close does the rest.
+        stream.on("error", destroySelf);
+        let req: H2Request;
+        try {
+          req = new H2Request(stream, headers, rawHeaders);
+        } catch (err) {
+          // A stream or session gone before its request could be read: that stream only.
+          this.log?.warn({ err }, "egress HTTP/2 stream dropped");
+          return void stream.destroy();
+        }
+        onRequest(this, req, new H2Reply(stream, req.method));
+      },
+    );
     this.h2server.on("session", (session: http2.Http2Session) => {
       this.h2sessions.add(session);
       // An HTTP/2 connection with no stream and no frame for this long is closed.
@@ -148,7 +162,13 @@ export class EgressProxy {
 
   // ---------------------------------------------------------------- sandboxes
 
-  addSandbox(s: { id: string; workspaceId: string; policy: SandboxPolicy; minter: LeafMinter; authorizers?: RequestAuthorizer[] }): SandboxHandle {
+  addSandbox(s: {
+    id: string;
+    workspaceId: string;
+    policy: SandboxPolicy;
+    minter: LeafMinter;
+    authorizers?: RequestAuthorizer[];
+  }): SandboxHandle {
     const handle: SandboxHandle = {
       ...s,
       authorizers: s.authorizers ?? [],
@@ -177,9 +197,20 @@ export class EgressProxy {
     sb.targets.clear();
     for (const t of sb.tunnels) {
       const v = policy.connectionVerdict(t.host, t.port);
-      const problem = v.kind === "deny" ? v.reason : !v.raw ? "no longer a raw destination" : policy.addressVerdict(v, t.address, t.port, this.targets.addressOpts(), t.host);
+      const problem =
+        v.kind === "deny"
+          ? v.reason
+          : !v.raw
+            ? "no longer a raw destination"
+            : policy.addressVerdict(v, t.address, t.port, this.targets.addressOpts(), t.host);
       if (problem) {
-        this.audit(sb, { kind: "block", decision: "blocked", host: t.host.host, port: t.port, reason: `tunnel closed by a rule change: ${problem}` });
+        this.audit(sb, {
+          kind: "block",
+          decision: "blocked",
+          host: t.host.host,
+          port: t.port,
+          reason: `tunnel closed by a rule change: ${problem}`,
+        });
         t.client.destroy();
         t.upstream.destroy();
       }
@@ -230,9 +261,18 @@ export class EgressProxy {
       track(sb, socket);
       return true;
     }
-    this.audit(sb, { kind: "block", decision: "blocked", host: "", port: socket.localPort ?? 0, reason: `too many concurrent connections (the limit is ${cap})` });
+    this.audit(sb, {
+      kind: "block",
+      decision: "blocked",
+      host: "",
+      port: socket.localPort ?? 0,
+      reason: `too many concurrent connections (the limit is ${cap})`,
+    });
     socket.on("error", () => socket.destroy());
-    if (explicit) socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\negress: too many concurrent connections from this sandbox (the limit is ${cap})\n`);
+    if (explicit)
+      socket.end(
+        `HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\negress: too many concurrent connections from this sandbox (the limit is ${cap})\n`,
+      );
     else socket.destroy();
     return false;
   }
@@ -250,7 +290,12 @@ export class EgressProxy {
   }
 
   /** Loopback listener standing in for a captured destination (library use, tests, benchmarks). */
-  async listenTransparent(sandboxId: string, dst: { host: string; port: number }, host = "127.0.0.1", port = 0): Promise<net.Server> {
+  async listenTransparent(
+    sandboxId: string,
+    dst: { host: string; port: number },
+    host = "127.0.0.1",
+    port = 0,
+  ): Promise<net.Server> {
     const h = canonicalHost(dst.host);
     if (!h) throw new Error(`bad destination host ${dst.host}`);
     return this.listen(host, port, (s) => this.acceptTransparent(s, sandboxId, h, dst.port));
@@ -281,12 +326,21 @@ export class EgressProxy {
 
   private onConnect(req: ClientRequest, socket: net.Socket, head: Buffer): void {
     const ctx = req.ctx;
-    if (!ctx || ctx.mode !== "explicit") return void socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    if (!ctx || ctx.mode !== "explicit")
+      return void socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
     const sb = ctx.sandbox;
     const target = parseAuthority(req.url, null);
     if (!target) {
-      this.audit(sb, { kind: "block", decision: "blocked", host: String(req.url).slice(0, 300), port: 0, reason: "malformed CONNECT target" });
-      return void socket.end("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\negress: malformed CONNECT target\n");
+      this.audit(sb, {
+        kind: "block",
+        decision: "blocked",
+        host: String(req.url).slice(0, 300),
+        port: 0,
+        reason: "malformed CONNECT target",
+      });
+      return void socket.end(
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\negress: malformed CONNECT target\n",
+      );
     }
     if (head.length) socket.unshift(head);
     (socket as WithCtx)[CTX] = undefined;

@@ -1,7 +1,14 @@
 import http2 from "node:http2";
 import type { Readable } from "node:stream";
 import { headerObject, pairs } from "./header-filter.ts";
-import { CTX, type ClientReply, type ClientRequest, type ConnContext, type ReplyWatcher, type WithCtx } from "./types.ts";
+import {
+  CTX,
+  type ClientReply,
+  type ClientRequest,
+  type ConnContext,
+  type ReplyWatcher,
+  type WithCtx,
+} from "./types.ts";
 
 /*
  * HTTP/2 requests from the sandbox on Node's server streams, not its compatibility layer
@@ -34,7 +41,8 @@ export class H2Request implements ClientRequest {
     this.ctx = (stream.session?.socket as unknown as WithCtx | undefined)?.[CTX];
     this.body = stream.endAfterHeaders ? null : stream;
     // The body is read as it comes (what the compatibility layer answered for it, and the HTTP/1.1 front does).
-    if (this.body && !stream.closed && /^100-continue$/i.test(String(headers.expect ?? ""))) stream.additionalHeaders({ [HTTP2_HEADER_STATUS]: 100 });
+    if (this.body && !stream.closed && /^100-continue$/i.test(String(headers.expect ?? "")))
+      stream.additionalHeaders({ [HTTP2_HEADER_STATUS]: 100 });
   }
 
   header(name: string): string | undefined {
@@ -52,7 +60,10 @@ export class H2Reply implements ClientReply {
   private trailers: http2.OutgoingHttpHeaders = {};
   private readonly head: boolean;
 
-  constructor(private readonly stream: http2.ServerHttp2Stream, method: string) {
+  constructor(
+    private readonly stream: http2.ServerHttp2Stream,
+    method: string,
+  ) {
     this.head = method === "HEAD";
   }
 
@@ -70,7 +81,11 @@ export class H2Reply implements ClientReply {
     const out = headerObject(headers);
     out[HTTP2_HEADER_STATUS] = status;
     // Trailers come with the end of the body, whenever the upstream sends them; a HEAD answer ends here.
-    this.stream.respond(out, { endStream: this.head, waitForTrailers: !this.head, sendDate: false } as http2.ServerStreamResponseOptions);
+    this.stream.respond(out, {
+      endStream: this.head,
+      waitForTrailers: !this.head,
+      sendDate: false,
+    } as http2.ServerStreamResponseOptions);
     if (!this.head) this.stream.once("wantTrailers", this.sendTrailers);
   }
 
@@ -97,7 +112,10 @@ export class H2Reply implements ClientReply {
     if (this.stream.destroyed || this.stream.closed) return;
     if (!this.stream.headersSent) {
       // An answer made here: the whole body is known.
-      this.stream.respond({ [HTTP2_HEADER_STATUS]: 200 }, { endStream: this.head || !last, sendDate: false } as http2.ServerStreamResponseOptions);
+      this.stream.respond({ [HTTP2_HEADER_STATUS]: 200 }, {
+        endStream: this.head || !last,
+        sendDate: false,
+      } as http2.ServerStreamResponseOptions);
       if (this.head || !last) return;
     }
     if (this.head) return;

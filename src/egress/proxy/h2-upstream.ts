@@ -1,6 +1,18 @@
 import http2 from "node:http2";
 import tls from "node:tls";
-import { ACTIVE_TIMEOUT_MS, CONNECT_TIMEOUT_MS, failure, H1Pool, IDLE_TIMEOUT_MS, TOKEN, type H1Request, type Origin, type ResponseSink, type UpstreamError, type UpstreamExchange } from "./http1/h1-upstream.ts";
+import {
+  ACTIVE_TIMEOUT_MS,
+  CONNECT_TIMEOUT_MS,
+  failure,
+  H1Pool,
+  IDLE_TIMEOUT_MS,
+  TOKEN,
+  type H1Request,
+  type Origin,
+  type ResponseSink,
+  type UpstreamError,
+  type UpstreamExchange,
+} from "./http1/h1-upstream.ts";
 
 /*
  * The upstream client for requests that came in over HTTP/2: one origin, offered `h2` and
@@ -82,7 +94,10 @@ export class H2Origin {
 
   private available(): Session | null {
     for (const s of this.sessions) {
-      const limit = Math.min(STREAMS_PER_SESSION, s.session.remoteSettings?.maxConcurrentStreams ?? STREAMS_PER_SESSION);
+      const limit = Math.min(
+        STREAMS_PER_SESSION,
+        s.session.remoteSettings?.maxConcurrentStreams ?? STREAMS_PER_SESSION,
+      );
       if (s.usable && s.active < limit) return s;
     }
     return null;
@@ -95,7 +110,13 @@ export class H2Origin {
   private connect(): void {
     this.connecting = true;
     const o = this.origin;
-    const socket = tls.connect({ host: o.address, port: o.port, servername: o.tls.servername, secureContext: o.tls.secureContext, ALPNProtocols: ["h2", "http/1.1"] });
+    const socket = tls.connect({
+      host: o.address,
+      port: o.port,
+      servername: o.tls.servername,
+      secureContext: o.tls.secureContext,
+      ALPNProtocols: ["h2", "http/1.1"],
+    });
     socket.setNoDelay(true);
     socket.setTimeout(CONNECT_TIMEOUT_MS, () => socket.destroy(failure("upstream connect timed out", "ETIMEDOUT")));
     let settled = false;
@@ -125,7 +146,10 @@ export class H2Origin {
   }
 
   private adopt(socket: tls.TLSSocket): void {
-    const session = http2.connect(`https://${this.origin.tls.servername ?? "upstream"}`, { createConnection: () => socket, settings: { enablePush: false } });
+    const session = http2.connect(`https://${this.origin.tls.servername ?? "upstream"}`, {
+      createConnection: () => socket,
+      settings: { enablePush: false },
+    });
     const s: Session = { session, active: 0, usable: true };
     this.sessions.push(s);
     this.connecting = false;
@@ -169,7 +193,9 @@ export class H2Origin {
       stream = s.session.request(requestHeaders(req), { endStream: req.body === null });
     } catch (err) {
       // A header HTTP/2 cannot carry, or a session that just closed.
-      return sink.onError(Object.assign(err as UpstreamError, { code: (err as UpstreamError).code ?? "ERR_HTTP2_REQUEST" }));
+      return sink.onError(
+        Object.assign(err as UpstreamError, { code: (err as UpstreamError).code ?? "ERR_HTTP2_REQUEST" }),
+      );
     }
     s.active++;
     s.session.ref();
@@ -260,7 +286,13 @@ class StreamToSink {
     if (this.ex.aborted || this.completed) return;
     this.completed = true;
     const code = this.stream.rstCode;
-    this.sink.onError(this.error ?? failure(code ? `upstream reset the stream (code ${code})` : "upstream closed the stream", code ? "ERR_HTTP2_STREAM_RESET" : "UPSTREAM_CLOSED"));
+    this.sink.onError(
+      this.error ??
+        failure(
+          code ? `upstream reset the stream (code ${code})` : "upstream closed the stream",
+          code ? "ERR_HTTP2_STREAM_RESET" : "UPSTREAM_CLOSED",
+        ),
+    );
   };
 }
 

@@ -3,8 +3,29 @@ import type { InjectedHeader } from "../policy/policy.ts";
 import type { ClientRequest } from "./types.ts";
 
 /** Request headers never forwarded: hop-by-hop, proxy-only, and those the proxy sets itself. */
-export const DROP_REQUEST = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer", "transfer-encoding", "upgrade", "host", "expect", "http2-settings"]);
-export const DROP_RESPONSE = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "transfer-encoding", "upgrade", "trailer"]);
+export const DROP_REQUEST = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+  "expect",
+  "http2-settings",
+]);
+export const DROP_RESPONSE = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "transfer-encoding",
+  "upgrade",
+  "trailer",
+]);
 
 export function pairs(raw: string[]): Array<[string, string]> {
   const out: Array<[string, string]> = [];
@@ -19,12 +40,23 @@ export function pairs(raw: string[]): Array<[string, string]> {
  * is the upstream client's job (undici sends a streamed body chunked whatever the method), so
  * stripping `Transfer-Encoding` can never turn a body into a smuggled second request.
  */
-export function upstreamHeaders(req: ClientRequest, injected: InjectedHeader[] | null, authority: string, h2 = false): string[] {
+export function upstreamHeaders(
+  req: ClientRequest,
+  injected: InjectedHeader[] | null,
+  authority: string,
+  h2 = false,
+): string[] {
   const raw = req.rawHeaders;
   const out: string[] = ["Host", authority];
   let connTokens: Set<string> | null = null;
   const conn = req.header("connection");
-  if (conn) connTokens = new Set(conn.toLowerCase().split(",").map((s) => s.trim()));
+  if (conn)
+    connTokens = new Set(
+      conn
+        .toLowerCase()
+        .split(",")
+        .map((s) => s.trim()),
+    );
   let injectedNames: Set<string> | null = null;
   if (injected) injectedNames = new Set(injected.map((h) => h.lower));
   for (let i = 0; i < raw.length; i += 2) {

@@ -30,7 +30,8 @@ export function onRequest(proxy: EgressProxy, req: ClientRequest, res: ClientRep
 export function internalError(proxy: EgressProxy, res: ClientReply, err: unknown): void {
   const requestId = crypto.randomUUID();
   proxy.log?.error({ err, requestId }, "egress request failed unexpectedly");
-  if (!res.headersSent) reply(proxy, res, 502, `egress: internal error (request id ${requestId})`, ["x-request-id", requestId]);
+  if (!res.headersSent)
+    reply(proxy, res, 502, `egress: internal error (request id ${requestId})`, ["x-request-id", requestId]);
   else res.destroy();
 }
 
@@ -60,7 +61,8 @@ export function handleRequest(proxy: EgressProxy, req: ClientRequest, res: Clien
     if (/^https?:\/\//i.test(target)) {
       const m = /^(https?):\/\/([^/?#]*)(.*)$/i.exec(target)!;
       const a = parseAuthority(m[2], ctx.tls ? 443 : 80);
-      if (!a || a.host.kind !== host.kind || a.host.host !== host.host || a.port !== port) return misdirected(proxy, sb, res, req, host, port, "request target names another host");
+      if (!a || a.host.kind !== host.kind || a.host.host !== host.host || a.port !== port)
+        return misdirected(proxy, sb, res, req, host, port, "request target names another host");
       target = m[3] === "" ? "/" : m[3];
     }
   }
@@ -69,10 +71,32 @@ export function handleRequest(proxy: EgressProxy, req: ClientRequest, res: Clien
   const authority = req.h2 ? req.header(":authority") : undefined;
   const hostHeader = req.header("host") ?? authority;
   const second = authority !== undefined && authority !== hostHeader ? authority : undefined;
-  const verifiedKey = hostHeader === undefined ? undefined : (ctx.mode === "intercept" ? hostHeader : `${hostHeader}|${host.host}|${port}`) + (second === undefined ? "" : `|${second}`);
+  const verifiedKey =
+    hostHeader === undefined
+      ? undefined
+      : (ctx.mode === "intercept" ? hostHeader : `${hostHeader}|${host.host}|${port}`) +
+        (second === undefined ? "" : `|${second}`);
   if (verifiedKey === undefined || verifiedKey !== ctx.verifiedHost) {
-    if (!namesDestination(hostHeader, host, port, ctx.tls)) return misdirected(proxy, sb, res, req, host, port, `Host ${JSON.stringify(hostHeader ?? null)} does not match the destination`);
-    if (second !== undefined && !namesDestination(second, host, port, ctx.tls)) return misdirected(proxy, sb, res, req, host, port, `:authority ${JSON.stringify(second)} does not match the destination`);
+    if (!namesDestination(hostHeader, host, port, ctx.tls))
+      return misdirected(
+        proxy,
+        sb,
+        res,
+        req,
+        host,
+        port,
+        `Host ${JSON.stringify(hostHeader ?? null)} does not match the destination`,
+      );
+    if (second !== undefined && !namesDestination(second, host, port, ctx.tls))
+      return misdirected(
+        proxy,
+        sb,
+        res,
+        req,
+        host,
+        port,
+        `:authority ${JSON.stringify(second)} does not match the destination`,
+      );
     ctx.verifiedHost = verifiedKey;
   }
   const q = target.indexOf("?");
@@ -89,7 +113,15 @@ function namesDestination(value: string | undefined, host: CanonicalHost, port: 
   return h !== null && h.host.kind === host.kind && h.host.host === host.host && h.port === port;
 }
 
-export function misdirected(proxy: EgressProxy, sb: SandboxHandle, res: ClientReply, req: ClientRequest, host: CanonicalHost, port: number, reason: string): void {
+export function misdirected(
+  proxy: EgressProxy,
+  sb: SandboxHandle,
+  res: ClientReply,
+  req: ClientRequest,
+  host: CanonicalHost,
+  port: number,
+  reason: string,
+): void {
   proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, reason });
   reply(proxy, res, 421, `egress: ${reason}`);
 }
@@ -97,7 +129,13 @@ export function misdirected(proxy: EgressProxy, sb: SandboxHandle, res: ClientRe
 export function reply(_proxy: EgressProxy, res: ClientReply, status: number, text: string, extra: string[] = []): void {
   if (res.headersSent) return void res.destroy();
   const body = text + "\n";
-  res.writeHead(status, http.STATUS_CODES[status] ?? "", ["content-type", "text/plain; charset=utf-8", "content-length", String(Buffer.byteLength(body)), ...extra]);
+  res.writeHead(status, http.STATUS_CODES[status] ?? "", [
+    "content-type",
+    "text/plain; charset=utf-8",
+    "content-length",
+    String(Buffer.byteLength(body)),
+    ...extra,
+  ]);
   res.end(body);
 }
 
@@ -109,7 +147,8 @@ export function reply(_proxy: EgressProxy, res: ClientReply, status: number, tex
 function answer(res: ClientReply, status: number, headers: Record<string, string>, body: string): void {
   if (res.headersSent) return void res.destroy();
   const flat: string[] = [];
-  for (const [n, v] of Object.entries(headers)) if (n.toLowerCase() !== "content-length" && validHeader(n, String(v))) flat.push(n, String(v));
+  for (const [n, v] of Object.entries(headers))
+    if (n.toLowerCase() !== "content-length" && validHeader(n, String(v))) flat.push(n, String(v));
   flat.push("content-length", String(Buffer.byteLength(body)));
   res.writeHead(status, http.STATUS_CODES[status] ?? "", flat);
   res.end(body);
@@ -131,11 +170,28 @@ function validHeader(name: string, value: string): boolean {
  * up to the upstream dispatch when the checked target is cached (the usual keep-alive case): no
  * promise per request.
  */
-export function forward(proxy: EgressProxy, req: ClientRequest, res: ClientReply, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, path: string, query: string): void {
+export function forward(
+  proxy: EgressProxy,
+  req: ClientRequest,
+  res: ClientReply,
+  sb: SandboxHandle,
+  host: CanonicalHost,
+  port: number,
+  secure: boolean,
+  path: string,
+  query: string,
+): void {
   const policy = sb.policy;
   if (sb.authorizers.length && !policy.isNoProxy(host)) {
     for (const a of sb.authorizers) {
-      const local = a.answerLocally?.({ method: req.method, host, port, secure, target: path + query, headers: pairs(req.rawHeaders) });
+      const local = a.answerLocally?.({
+        method: req.method,
+        host,
+        port,
+        secure,
+        target: path + query,
+        headers: pairs(req.rawHeaders),
+      });
       if (!local) continue;
       req.discard();
       return answer(res, local.status, local.headers, local.body);
@@ -149,37 +205,122 @@ export function forward(proxy: EgressProxy, req: ClientRequest, res: ClientReply
     .catch((err) => internalError(proxy, res, err));
 }
 
-function decided(proxy: EgressProxy, req: ClientRequest, res: ClientReply, sb: SandboxHandle, policy: SandboxPolicy, host: CanonicalHost, port: number, secure: boolean, path: string, query: string, target: Target | { blocked: string }): void {
+function decided(
+  proxy: EgressProxy,
+  req: ClientRequest,
+  res: ClientReply,
+  sb: SandboxHandle,
+  policy: SandboxPolicy,
+  host: CanonicalHost,
+  port: number,
+  secure: boolean,
+  path: string,
+  query: string,
+  target: Target | { blocked: string },
+): void {
   if ("blocked" in target) {
     proxy.stats.blocked++;
-    proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, path, reason: target.blocked });
+    proxy.audit(sb, {
+      kind: "block",
+      decision: "blocked",
+      host: host.host,
+      port,
+      method: req.method,
+      path,
+      reason: target.blocked,
+    });
     return reply(proxy, res, 403, `egress blocked: ${target.blocked}`, ["x-wharf-egress", "blocked"]);
   }
   const cred = credentialsFor(proxy, sb, policy, host, path);
   if (cred && cred.error) {
-    proxy.audit(sb, { kind: "credential", decision: "failed", rule: cred.rule, host: host.host, port, method: req.method, path, reason: cred.error });
+    proxy.audit(sb, {
+      kind: "credential",
+      decision: "failed",
+      rule: cred.rule,
+      host: host.host,
+      port,
+      method: req.method,
+      path,
+      reason: cred.error,
+    });
     return reply(proxy, res, 502, `egress: credential for rule ${cred.rule} is unavailable`);
   }
   if (cred?.headers) {
     proxy.stats.injected++;
-    proxy.audit(sb, { kind: "inject", decision: "injected", rule: cred.rule, host: host.host, port, method: req.method, path });
+    proxy.audit(sb, {
+      kind: "inject",
+      decision: "injected",
+      rule: cred.rule,
+      host: host.host,
+      port,
+      method: req.method,
+      path,
+    });
   }
   const authority = port === (secure ? 443 : 80) ? hostForUrl(host) : `${hostForUrl(host)}:${port}`;
   const h2 = req.h2;
   const headers = upstreamHeaders(req, cred?.headers ?? null, authority, h2);
-  if (sb.authorizers.length === 0 || policy.isNoProxy(host)) return dispatchUpstream(proxy, req, res, sb, host, port, secure, h2, target, req.method, path, path + query, headers, req.body);
-  const out: OutboundRequest = { method: req.method, host, port, secure, target: path + query, headers: pairs(headers), body: req.body, staticRule: cred?.rule ?? null };
-  authorizeAndDispatch(proxy, req, res, sb, host, port, secure, h2, target, path, out).catch((err) => internalError(proxy, res, err));
+  if (sb.authorizers.length === 0 || policy.isNoProxy(host))
+    return dispatchUpstream(
+      proxy,
+      req,
+      res,
+      sb,
+      host,
+      port,
+      secure,
+      h2,
+      target,
+      req.method,
+      path,
+      path + query,
+      headers,
+      req.body,
+    );
+  const out: OutboundRequest = {
+    method: req.method,
+    host,
+    port,
+    secure,
+    target: path + query,
+    headers: pairs(headers),
+    body: req.body,
+    staticRule: cred?.rule ?? null,
+  };
+  authorizeAndDispatch(proxy, req, res, sb, host, port, secure, h2, target, path, out).catch((err) =>
+    internalError(proxy, res, err),
+  );
 }
 
 /** Extensions run in order, each on the previous one's result; the last word is what is sent. */
-async function authorizeAndDispatch(proxy: EgressProxy, req: ClientRequest, res: ClientReply, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, h2: boolean, target: Target, path: string, out: OutboundRequest): Promise<void> {
+async function authorizeAndDispatch(
+  proxy: EgressProxy,
+  req: ClientRequest,
+  res: ClientReply,
+  sb: SandboxHandle,
+  host: CanonicalHost,
+  port: number,
+  secure: boolean,
+  h2: boolean,
+  target: Target,
+  path: string,
+  out: OutboundRequest,
+): Promise<void> {
   for (const a of sb.authorizers) {
     let outcome: AuthorizeOutcome;
     try {
       outcome = await a.authorize(out);
     } catch (err) {
-      proxy.audit(sb, { kind: "credential", decision: "failed", rule: a.name, host: host.host, port, method: req.method, path, reason: (err as Error).message.slice(0, 300) });
+      proxy.audit(sb, {
+        kind: "credential",
+        decision: "failed",
+        rule: a.name,
+        host: host.host,
+        port,
+        method: req.method,
+        path,
+        reason: (err as Error).message.slice(0, 300),
+      });
       return reply(proxy, res, 502, `egress: credential engine ${a.name} failed`);
     }
     if (outcome.action === "respond") return answer(res, outcome.status, outcome.headers, outcome.body);
@@ -200,7 +341,22 @@ async function authorizeAndDispatch(proxy: EgressProxy, req: ClientRequest, res:
  * Content-Length is checked); HTTP/2 clients over TLS through an origin offered HTTP/2 as well
  * (`h2-upstream.ts`: gRPC needs it end to end; a server that only knows HTTP/1.1 still works).
  */
-export function dispatchUpstream(proxy: EgressProxy, req: ClientRequest, res: ClientReply, sb: SandboxHandle, host: CanonicalHost, port: number, secure: boolean, h2: boolean, target: Target, method: string, path: string, requestTarget: string, headers: string[], body: Readable | null): void {
+export function dispatchUpstream(
+  proxy: EgressProxy,
+  req: ClientRequest,
+  res: ClientReply,
+  sb: SandboxHandle,
+  host: CanonicalHost,
+  port: number,
+  secure: boolean,
+  h2: boolean,
+  target: Target,
+  method: string,
+  path: string,
+  requestTarget: string,
+  headers: string[],
+  body: Readable | null,
+): void {
   // The client left while the request was being decided: nothing goes upstream.
   if (res.gone) return;
   const sink = new ClientResponse(res, upstreamFailed, { proxy, sb, host, port, method, path } satisfies FailedRequest);
@@ -221,18 +377,44 @@ interface FailedRequest {
 function upstreamFailed(res: ClientReply, err: Error & { code?: string }, f: FailedRequest): void {
   const code = err.code ?? err.name ?? "error";
   const verify = /CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS/.test(code) || /certificate/i.test(err.message);
-  f.proxy.audit(f.sb, { kind: "block", decision: "failed", host: f.host.host, port: f.port, method: f.method, path: f.path, reason: verify ? `upstream certificate rejected (${code})` : `upstream connection failed (${code})` });
-  if (!res.headersSent) reply(f.proxy, res, 502, verify ? `egress: upstream certificate verification failed (${code})` : `egress: upstream connection failed (${code})`);
+  f.proxy.audit(f.sb, {
+    kind: "block",
+    decision: "failed",
+    host: f.host.host,
+    port: f.port,
+    method: f.method,
+    path: f.path,
+    reason: verify ? `upstream certificate rejected (${code})` : `upstream connection failed (${code})`,
+  });
+  if (!res.headersSent)
+    reply(
+      f.proxy,
+      res,
+      502,
+      verify
+        ? `egress: upstream certificate verification failed (${code})`
+        : `egress: upstream connection failed (${code})`,
+    );
   else res.destroy();
 }
 
 /** The sandbox's HTTP/1.1 pool for a checked address (and TLS name). */
-function h1PoolFor(proxy: EgressProxy, sb: SandboxHandle, secure: boolean, target: Target, host: CanonicalHost): H1Pool {
+function h1PoolFor(
+  proxy: EgressProxy,
+  sb: SandboxHandle,
+  secure: boolean,
+  target: Target,
+  host: CanonicalHost,
+): H1Pool {
   const servername = secure && host.kind === "name" ? host.host : "";
   const key = `${secure ? "s" : "p"}1|${target.address}|${target.port}|${servername}`;
   let pool = sb.pools.get(key) as H1Pool | undefined;
   if (!pool) {
-    pool = new H1Pool({ address: target.address, port: target.port, tls: secure ? { secureContext: proxy.upstreamContextFor(sb.policy), servername: servername || undefined } : null });
+    pool = new H1Pool({
+      address: target.address,
+      port: target.port,
+      tls: secure ? { secureContext: proxy.upstreamContextFor(sb.policy), servername: servername || undefined } : null,
+    });
     addPool(sb, key, pool);
   }
   return pool;
@@ -253,14 +435,24 @@ function h2OriginFor(proxy: EgressProxy, sb: SandboxHandle, target: Target, host
   const key = `s2|${target.address}|${target.port}|${servername}`;
   let origin = sb.pools.get(key) as H2Origin | undefined;
   if (!origin) {
-    origin = new H2Origin({ address: target.address, port: target.port, tls: { secureContext: proxy.upstreamContextFor(sb.policy), servername: servername || undefined } });
+    origin = new H2Origin({
+      address: target.address,
+      port: target.port,
+      tls: { secureContext: proxy.upstreamContextFor(sb.policy), servername: servername || undefined },
+    });
     addPool(sb, key, origin);
   }
   return origin;
 }
 
 /** The headers to inject for this request (first matching header rule), or an unavailable credential. */
-export function credentialsFor(proxy: EgressProxy, _sb: SandboxHandle, policy: SandboxPolicy, host: CanonicalHost, path: string): { rule: string; headers: InjectedHeader[] | null; error: string | null } | null {
+export function credentialsFor(
+  proxy: EgressProxy,
+  _sb: SandboxHandle,
+  policy: SandboxPolicy,
+  host: CanonicalHost,
+  path: string,
+): { rule: string; headers: InjectedHeader[] | null; error: string | null } | null {
   if (policy.isNoProxy(host)) return null;
   const rule = policy.headerRuleFor(host, path);
   if (!rule) return null;

@@ -18,13 +18,19 @@ const CACHE_MAX = 10_000;
  * answers briefly: a cached answer is also a pin, so a name cannot rebind between the check and
  * the dial of one request. Operator `WHARF_EGRESS_HOSTS` entries win over DNS.
  */
-export function createResolver(settings: EgressSettings, lookup: typeof dns.promises.lookup = dns.promises.lookup): Resolve {
+export function createResolver(
+  settings: EgressSettings,
+  lookup: typeof dns.promises.lookup = dns.promises.lookup,
+): Resolve {
   const cache = new Map<string, { at: number; addresses: string[] }>();
   return async (host, port) => {
     if (host.kind !== "name") return [{ address: host.host, port }];
     const exact = settings.hosts.get(`${host.host}:${port}`) ?? settings.hosts.get(host.host);
     if (exact) return [{ address: exact.address, port: exact.port ?? port }];
-    if (!settings.systemDns) throw Object.assign(new Error(`${host.host} is not in WHARF_EGRESS_HOSTS and system DNS is off`), { code: "ENOTFOUND" });
+    if (!settings.systemDns)
+      throw Object.assign(new Error(`${host.host} is not in WHARF_EGRESS_HOSTS and system DNS is off`), {
+        code: "ENOTFOUND",
+      });
     const hit = cache.get(host.host);
     let addresses: string[];
     if (hit && Date.now() - hit.at < CACHE_MS) addresses = hit.addresses;

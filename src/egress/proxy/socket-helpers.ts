@@ -41,4 +41,3 @@ export function readAtLeast(socket: net.Socket, n: number, timeoutMs: number): P
     onReadable();
   });
 }
-

@@ -15,12 +15,18 @@ const CONNECT_TIMEOUT_MS = 10_000;
 /** What intercepted TLS offers, in OpenSSL's wire form once (Node converts an array per socket). */
 const ALPN = Buffer.from([2, ...Buffer.from("h2"), 8, ...Buffer.from("http/1.1")]);
 
-
 /**
  * A byte stream to a known destination: raw tunnel, TLS interception or plain HTTP, decided by
  * the rules and by the first bytes. `connectReply` is the CONNECT socket still owed its answer.
  */
-export async function handleStream(proxy: EgressProxy, socket: net.Socket, sb: SandboxHandle, host: CanonicalHost, port: number, connectReply: "pending" | null): Promise<void> {
+export async function handleStream(
+  proxy: EgressProxy,
+  socket: net.Socket,
+  sb: SandboxHandle,
+  host: CanonicalHost,
+  port: number,
+  connectReply: "pending" | null,
+): Promise<void> {
   // A reset from the sandbox is routine; whoever owns the socket next adds its own handling.
   if (!socket.listenerCount("error")) socket.on("error", destroySelf);
   const verdict = sb.policy.connectionVerdict(host, port);
@@ -28,7 +34,10 @@ export async function handleStream(proxy: EgressProxy, socket: net.Socket, sb: S
   if (!isWebPort(port)) {
     const reason = verdict.kind === "deny" ? verdict.reason : "raw TCP is not allowed";
     proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason });
-    if (connectReply) socket.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nX-Wharf-Egress: blocked\r\nConnection: close\r\n\r\negress blocked: ${reason}\n`);
+    if (connectReply)
+      socket.end(
+        `HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nX-Wharf-Egress: blocked\r\nConnection: close\r\n\r\negress blocked: ${reason}\n`,
+      );
     else socket.destroy();
     return;
   }
@@ -49,11 +58,23 @@ export async function handleStream(proxy: EgressProxy, socket: net.Socket, sb: S
       hello = parseClientHello(buf, proxy.settings.maxPeekBytes);
     }
     if (hello.status === "invalid") {
-      proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason: `unreadable TLS ClientHello: ${hello.reason}` });
+      proxy.audit(sb, {
+        kind: "block",
+        decision: "blocked",
+        host: host.host,
+        port,
+        reason: `unreadable TLS ClientHello: ${hello.reason}`,
+      });
       return void socket.destroy();
     }
     if (!sniMatches(proxy, hello.serverName, host)) {
-      proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason: `TLS server name ${JSON.stringify(hello.serverName)} does not match the destination` });
+      proxy.audit(sb, {
+        kind: "block",
+        decision: "blocked",
+        host: host.host,
+        port,
+        reason: `TLS server name ${JSON.stringify(hello.serverName)} does not match the destination`,
+      });
       return void socket.destroy();
     }
     const context = sb.minter.peek(host) ?? (await sb.minter.contextFor(host));
@@ -78,7 +99,13 @@ export async function handleStream(proxy: EgressProxy, socket: net.Socket, sb: S
     return;
   }
   if (!/^[A-Z]/.test(String.fromCharCode(first[0]))) {
-    proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason: "neither HTTP nor TLS on a web port" });
+    proxy.audit(sb, {
+      kind: "block",
+      decision: "blocked",
+      host: host.host,
+      port,
+      reason: "neither HTTP nor TLS on a web port",
+    });
     return void socket.destroy();
   }
   socket.unshift(first);
@@ -93,22 +120,45 @@ export function sniMatches(proxy: EgressProxy, serverName: string | null, host: 
   return sni !== null && sni.kind === host.kind && sni.host === host.host;
 }
 
-export async function rawTunnel(proxy: EgressProxy, client: net.Socket, sb: SandboxHandle, host: CanonicalHost, port: number, verdict: ConnectionVerdict, connectReply: "pending" | null): Promise<void> {
+export async function rawTunnel(
+  proxy: EgressProxy,
+  client: net.Socket,
+  sb: SandboxHandle,
+  host: CanonicalHost,
+  port: number,
+  verdict: ConnectionVerdict,
+  connectReply: "pending" | null,
+): Promise<void> {
   const target = await proxy.targets.check(sb, sb.policy, host, port, verdict);
   if ("blocked" in target) {
     proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, reason: target.blocked });
-    if (connectReply) client.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nX-Wharf-Egress: blocked\r\nConnection: close\r\n\r\negress blocked: ${target.blocked}\n`);
+    if (connectReply)
+      client.end(
+        `HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nX-Wharf-Egress: blocked\r\nConnection: close\r\n\r\negress blocked: ${target.blocked}\n`,
+      );
     else client.destroy();
     return;
   }
-  const upstream = net.connect({ host: target.address, port: target.port, allowHalfOpen: true, noDelay: true, timeout: CONNECT_TIMEOUT_MS });
+  const upstream = net.connect({
+    host: target.address,
+    port: target.port,
+    allowHalfOpen: true,
+    noDelay: true,
+    timeout: CONNECT_TIMEOUT_MS,
+  });
   const tunnel: RawTunnel = { host, port, address: target.address, client, upstream };
   upstream.once("timeout", () => upstream.destroy(new Error("connect timeout")));
   upstream.once("connect", () => {
     upstream.setTimeout(0);
     sb.tunnels.add(tunnel);
     proxy.stats.tunnels++;
-    proxy.audit(sb, { kind: "tunnel", decision: "allowed", host: host.host, port, reason: sb.policy.isNoProxy(host) ? "no_proxy (not intercepted)" : "raw TCP (not intercepted)" });
+    proxy.audit(sb, {
+      kind: "tunnel",
+      decision: "allowed",
+      host: host.host,
+      port,
+      reason: sb.policy.isNoProxy(host) ? "no_proxy (not intercepted)" : "raw TCP (not intercepted)",
+    });
     if (connectReply) client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
     client.pipe(upstream);
     upstream.pipe(client);
@@ -120,8 +170,17 @@ export async function rawTunnel(proxy: EgressProxy, client: net.Socket, sb: Sand
   };
   upstream.once("error", (err) => {
     if (!sb.tunnels.has(tunnel)) {
-      proxy.audit(sb, { kind: "block", decision: "failed", host: host.host, port, reason: `upstream connection failed (${(err as NodeJS.ErrnoException).code ?? err.message})` });
-      if (connectReply) client.end(`HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\negress: upstream connection failed\n`);
+      proxy.audit(sb, {
+        kind: "block",
+        decision: "failed",
+        host: host.host,
+        port,
+        reason: `upstream connection failed (${(err as NodeJS.ErrnoException).code ?? err.message})`,
+      });
+      if (connectReply)
+        client.end(
+          `HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\negress: upstream connection failed\n`,
+        );
     }
     done();
   });

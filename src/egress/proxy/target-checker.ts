@@ -25,12 +25,20 @@ export class TargetChecker {
   addressOpts(): AddressCheckOptions {
     return {
       allowInternal: this.allowInternal,
-      isSelf: (address: string, port: number) => this.selfEndpoints.has(`${address}|${port}`) || this.selfEndpoints.has(`0.0.0.0|${port}`) || this.selfEndpoints.has(`::|${port}`),
+      isSelf: (address: string, port: number) =>
+        this.selfEndpoints.has(`${address}|${port}`) ||
+        this.selfEndpoints.has(`0.0.0.0|${port}`) ||
+        this.selfEndpoints.has(`::|${port}`),
     };
   }
 
   /** The cached answer of `check` for this policy, if still fresh (no promise on the hot path). */
-  cached(sb: SandboxHandle, policy: SandboxPolicy, host: CanonicalHost, port: number): Target | { blocked: string } | null {
+  cached(
+    sb: SandboxHandle,
+    policy: SandboxPolicy,
+    host: CanonicalHost,
+    port: number,
+  ): Target | { blocked: string } | null {
     const hit = sb.targets.get(`${host.kind}:${host.host}:${port}`);
     return hit && hit.policy === policy && Date.now() - hit.at < TARGET_CACHE_MS ? hit.target : null;
   }
@@ -40,7 +48,13 @@ export class TargetChecker {
    * one that was checked), or why none may be dialled. Cached per policy for a short while: the
    * cached answer is the pin that keeps a name from rebinding between check and dial.
    */
-  async check(sb: SandboxHandle, policy: SandboxPolicy, host: CanonicalHost, port: number, verdict: ConnectionVerdict): Promise<Target | { blocked: string }> {
+  async check(
+    sb: SandboxHandle,
+    policy: SandboxPolicy,
+    host: CanonicalHost,
+    port: number,
+    verdict: ConnectionVerdict,
+  ): Promise<Target | { blocked: string }> {
     const key = `${host.kind}:${host.host}:${port}`;
     const hit = sb.targets.get(key);
     if (hit && hit.policy === policy && Date.now() - hit.at < TARGET_CACHE_MS) return hit.target;
@@ -63,7 +77,9 @@ export class TargetChecker {
           result = t;
           break;
         }
-        if (firstProblem === "no address") firstProblem = host.kind === "name" ? `${host.host} resolves to ${t.address}: ${problem}` : `${t.address}: ${problem}`;
+        if (firstProblem === "no address")
+          firstProblem =
+            host.kind === "name" ? `${host.host} resolves to ${t.address}: ${problem}` : `${t.address}: ${problem}`;
         result = { blocked: firstProblem };
       }
     }

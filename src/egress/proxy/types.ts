@@ -132,6 +132,7 @@ export interface RequestAuthorizer {
    * an emulated metadata server). Consulted before access control and address classification:
    * those guard what leaves the proxy, and nothing does here.
    */
-  answerLocally?(request: Omit<OutboundRequest, "body" | "staticRule">): (AuthorizeOutcome & { action: "respond" }) | null;
+  answerLocally?(
+    request: Omit<OutboundRequest, "body" | "staticRule">,
+  ): (AuthorizeOutcome & { action: "respond" }) | null;
 }
-

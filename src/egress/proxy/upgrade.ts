@@ -14,14 +14,25 @@ import { credentialsFor } from "./request-path.ts";
  */
 export function handleUpgrade(proxy: EgressProxy, req: ClientRequest, socket: net.Socket, head: Buffer): void {
   const ctx = req.ctx;
-  const fail = (status: number, text: string): void => void socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${text}\n`);
-  if (!ctx || ctx.mode !== "intercept") return fail(400, "egress: upgrades go through CONNECT or a captured connection");
+  const fail = (status: number, text: string): void =>
+    void socket.end(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${text}\n`,
+    );
+  if (!ctx || ctx.mode !== "intercept")
+    return fail(400, "egress: upgrades go through CONNECT or a captured connection");
   const sb = ctx.sandbox;
   // Only WebSocket: any other protocol (h2c among them) would become a pipe the proxy cannot read.
   const upgrade = req.header("upgrade") ?? "";
   const token = upgrade.trim().toLowerCase();
   if (token !== "websocket") {
-    proxy.audit(sb, { kind: "block", decision: "blocked", host: ctx.host!.host, port: ctx.port!, method: req.method, reason: `upgrade to ${JSON.stringify(token.slice(0, 40))} refused (only websocket)` });
+    proxy.audit(sb, {
+      kind: "block",
+      decision: "blocked",
+      host: ctx.host!.host,
+      port: ctx.port!,
+      method: req.method,
+      reason: `upgrade to ${JSON.stringify(token.slice(0, 40))} refused (only websocket)`,
+    });
     return fail(400, "egress: only websocket upgrades are allowed");
   }
   const host = ctx.host!;
@@ -29,7 +40,14 @@ export function handleUpgrade(proxy: EgressProxy, req: ClientRequest, socket: ne
   const hostHeader = req.header("host");
   const h = hostHeader === undefined ? null : parseAuthority(hostHeader, ctx.tls ? 443 : 80);
   if (!h || h.host.host !== host.host || h.port !== port) {
-    proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, reason: "Host does not match the destination" });
+    proxy.audit(sb, {
+      kind: "block",
+      decision: "blocked",
+      host: host.host,
+      port,
+      method: req.method,
+      reason: "Host does not match the destination",
+    });
     return fail(421, "egress: Host does not match the destination");
   }
   const url = req.url;
@@ -41,21 +59,53 @@ export function handleUpgrade(proxy: EgressProxy, req: ClientRequest, socket: ne
     const policy = sb.policy;
     const target = await proxy.targets.check(sb, policy, host, port, policy.connectionVerdict(host, port));
     if ("blocked" in target) {
-      proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, path, reason: target.blocked });
+      proxy.audit(sb, {
+        kind: "block",
+        decision: "blocked",
+        host: host.host,
+        port,
+        method: req.method,
+        path,
+        reason: target.blocked,
+      });
       return fail(403, `egress blocked: ${target.blocked}`);
     }
     const cred = credentialsFor(proxy, sb, policy, host, path);
     if (cred?.error) return fail(502, `egress: credential for rule ${cred.rule} is unavailable`);
-    if (cred?.headers) proxy.audit(sb, { kind: "inject", decision: "injected", rule: cred.rule, host: host.host, port, method: req.method, path, reason: "upgrade" });
+    if (cred?.headers)
+      proxy.audit(sb, {
+        kind: "inject",
+        decision: "injected",
+        rule: cred.rule,
+        host: host.host,
+        port,
+        method: req.method,
+        path,
+        reason: "upgrade",
+      });
     const authority = port === (ctx.tls ? 443 : 80) ? hostForUrl(host) : `${hostForUrl(host)}:${port}`;
     const headers = upstreamHeaders(req, cred?.headers ?? null, authority);
     headers.push("Connection", "Upgrade", "Upgrade", upgrade);
-    const options: https.RequestOptions = { host: target.address, port: target.port, method: req.method, path: path + query, headers: headers as unknown as http.OutgoingHttpHeaders, setHost: false, agent: false };
-    if (ctx.tls) Object.assign(options, { secureContext: proxy.upstreamContextFor(policy), servername: host.kind === "name" ? host.host : undefined, minVersion: "TLSv1.2" });
+    const options: https.RequestOptions = {
+      host: target.address,
+      port: target.port,
+      method: req.method,
+      path: path + query,
+      headers: headers as unknown as http.OutgoingHttpHeaders,
+      setHost: false,
+      agent: false,
+    };
+    if (ctx.tls)
+      Object.assign(options, {
+        secureContext: proxy.upstreamContextFor(policy),
+        servername: host.kind === "name" ? host.host : undefined,
+        minVersion: "TLSv1.2",
+      });
     const up = (ctx.tls ? https : http).request(options);
     up.on("upgrade", (upRes, upSocket, upHead) => {
       let text = `HTTP/1.1 ${upRes.statusCode} ${upRes.statusMessage}\r\n`;
-      for (let i = 0; i < upRes.rawHeaders.length; i += 2) text += `${upRes.rawHeaders[i]}: ${upRes.rawHeaders[i + 1]}\r\n`;
+      for (let i = 0; i < upRes.rawHeaders.length; i += 2)
+        text += `${upRes.rawHeaders[i]}: ${upRes.rawHeaders[i + 1]}\r\n`;
       socket.write(text + "\r\n");
       if (upHead.length) socket.write(upHead);
       if (head.length) upSocket.write(head);
@@ -73,7 +123,9 @@ export function handleUpgrade(proxy: EgressProxy, req: ClientRequest, socket: ne
       socket.write(text + "Connection: close\r\n\r\n");
       upRes.pipe(socket);
     });
-    up.on("error", (err: NodeJS.ErrnoException) => fail(502, `egress: upstream connection failed (${err.code ?? "error"})`));
+    up.on("error", (err: NodeJS.ErrnoException) =>
+      fail(502, `egress: upstream connection failed (${err.code ?? "error"})`),
+    );
     up.end();
   })().catch((err) => proxy.fail(socket, err));
 }

@@ -51,7 +51,10 @@ process.on("message", (m: ToDataPlane, handle?: net.Socket | NativeHandle) => {
       return handle ? plane.listenOn(m.id, m.port, handle as NativeHandle, m.role) : undefined;
     case "copy":
       // Sent straight back: the control plane keeps this second descriptor of the listening socket.
-      if (handle) process.send?.({ t: "listener", id: m.id, port: m.port } satisfies FromDataPlane, handle as net.Socket, () => (handle as NativeHandle).close());
+      if (handle)
+        process.send?.({ t: "listener", id: m.id, port: m.port } satisfies FromDataPlane, handle as net.Socket, () =>
+          (handle as NativeHandle).close(),
+        );
       return;
     case "unlisten":
       return plane.closeListener(m.id, m.port);

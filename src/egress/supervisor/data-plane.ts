@@ -26,7 +26,11 @@ export interface SandboxSpec {
 }
 
 /** Builds a sandbox's credential engines from its policy (the cloud engines, installed by the feature). */
-export type EngineFactory = (sandbox: { id: string; workspaceId: string }, policy: SandboxPolicy, audit: (e: Omit<AuditEvent, "sandboxId" | "workspaceId">) => void) => { authorizers: RequestAuthorizer[] };
+export type EngineFactory = (
+  sandbox: { id: string; workspaceId: string },
+  policy: SandboxPolicy,
+  audit: (e: Omit<AuditEvent, "sandboxId" | "workspaceId">) => void,
+) => { authorizers: RequestAuthorizer[] };
 
 export function policyOf(compiled: CompiledConfig): SandboxPolicy {
   if (!compiled.cfg) return SandboxPolicy.empty();
@@ -91,7 +95,8 @@ export class LocalDataPlane implements DataPlane {
   upsertSandbox(spec: SandboxSpec): void {
     const policy = policyOf(spec.compiled);
     const sandbox = { id: spec.id, workspaceId: spec.workspaceId };
-    const audit = (e: Omit<AuditEvent, "sandboxId" | "workspaceId">) => this.audit.record({ ...e, sandboxId: spec.id, workspaceId: spec.workspaceId } as AuditEvent);
+    const audit = (e: Omit<AuditEvent, "sandboxId" | "workspaceId">) =>
+      this.audit.record({ ...e, sandboxId: spec.id, workspaceId: spec.workspaceId } as AuditEvent);
     const authorizers = this.engines()?.(sandbox, policy, audit).authorizers ?? [];
     const known = this.sandboxes.get(spec.id);
     if (known && this.proxy.getSandbox(spec.id)) {
@@ -131,7 +136,12 @@ export class LocalDataPlane implements DataPlane {
   }
 
   /** Accepts on a listening socket handed over as Node's native handle (the supervisor's own copy stays with it). */
-  listenOn(id: string, port: number, handle: object & { close(): void }, role: ListenerRole = { kind: "namespace" }): void {
+  listenOn(
+    id: string,
+    port: number,
+    handle: object & { close(): void },
+    role: ListenerRole = { kind: "namespace" },
+  ): void {
     if (!this.sandboxes.has(id)) return void handle.close();
     const server = net.createServer();
     this.serveListener(id, port, server, role);

@@ -9,7 +9,8 @@ import type { EgressProxy } from "../proxy/egress-proxy.ts";
  * namespace (the destination is the socket's local address). `explicit` / `transparent`: loopback
  * listeners for library use, tests and benchmarks.
  */
-export type ListenerRole = { kind: "namespace" } | { kind: "explicit" } | { kind: "transparent"; host: string; port: number };
+export type ListenerRole =
+  { kind: "namespace" } | { kind: "explicit" } | { kind: "transparent"; host: string; port: number };
 
 /** A short wait for a name the DNS stub handed out an instant ago (its notice may still be in flight). */
 const NAME_GRACE_MS = 250;
@@ -20,7 +21,13 @@ const NAME_GRACE_MS = 250;
  * name; any other address is an IP-literal destination. Loopback destinations are the sandbox's
  * own and are never forwarded, whatever the operator allows.
  */
-export function dispatchAccepted(proxy: EgressProxy, sb: { id: string; proxyPort: number; names: Map<string, string> }, port: number, socket: net.Socket, role: ListenerRole): void {
+export function dispatchAccepted(
+  proxy: EgressProxy,
+  sb: { id: string; proxyPort: number; names: Map<string, string> },
+  port: number,
+  socket: net.Socket,
+  role: ListenerRole,
+): void {
   const id = sb.id;
   if (role.kind === "explicit") return proxy.acceptExplicit(socket, id);
   if (role.kind === "transparent") {
@@ -41,6 +48,7 @@ export function dispatchAccepted(proxy: EgressProxy, sb: { id: string; proxyPort
     return;
   }
   const host = canonicalHost(local);
-  if (!host || classifyAddress(local) === "loopback") return proxy.refuse(socket, id, local, localPort, "the sandbox's own loopback is not a way out");
+  if (!host || classifyAddress(local) === "loopback")
+    return proxy.refuse(socket, id, local, localPort, "the sandbox's own loopback is not a way out");
   proxy.acceptTransparent(socket, id, host, localPort);
 }

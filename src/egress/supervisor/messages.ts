@@ -16,4 +16,8 @@ export type ToDataPlane =
   | { t: "self"; address: string; port: number };
 
 /** Data-plane process → control plane. */
-export type FromDataPlane = { t: "ready" } | { t: "audit"; events: AuditEvent[] } | { t: "ack"; seq: number } | { t: "listener"; id: string; port: number };
+export type FromDataPlane =
+  | { t: "ready" }
+  | { t: "audit"; events: AuditEvent[] }
+  | { t: "ack"; seq: number }
+  | { t: "listener"; id: string; port: number };

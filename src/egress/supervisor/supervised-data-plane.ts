@@ -126,7 +126,11 @@ export class SupervisedDataPlane implements DataPlane {
 
   private spawn(): ChildProcess {
     this.starts++;
-    const child = fork(CHILD, [], { execArgv: [...CHILD_NODE_ARGS, ...this.nodeArgs, "--import", TSX], env: this.env, stdio: ["ignore", "inherit", "pipe", "ipc"] });
+    const child = fork(CHILD, [], {
+      execArgv: [...CHILD_NODE_ARGS, ...this.nodeArgs, "--import", TSX],
+      env: this.env,
+      stdio: ["ignore", "inherit", "pipe", "ipc"],
+    });
     // First on the channel (messages arrive in order): the child builds its data plane from it.
     child.send({ t: "settings", source: this.source } satisfies ToDataPlane);
     let stderr = "";
@@ -143,7 +147,11 @@ export class SupervisedDataPlane implements DataPlane {
     child.once("exit", (code, signal) => {
       if (this.closed) return;
       // Only the error's first line: a stack may quote request data, never worth a log line.
-      const reason = stderr.split("\n").find((l) => /Error|assert/i.test(l))?.slice(0, 300) ?? null;
+      const reason =
+        stderr
+          .split("\n")
+          .find((l) => /Error|assert/i.test(l))
+          ?.slice(0, 300) ?? null;
       this.log?.error({ code, signal, reason, serving: child === this.child }, "egress data plane exited");
       this.onChildExit(child);
     });
@@ -165,7 +173,8 @@ export class SupervisedDataPlane implements DataPlane {
       this.spareReady = false;
     }
     // A copy it was making is lost with it; the next serving child makes it again.
-    for (const k of this.sandboxes.values()) for (const l of k.listeners.values()) if (l.copying === child) l.copying = null;
+    for (const k of this.sandboxes.values())
+      for (const l of k.listeners.values()) if (l.copying === child) l.copying = null;
     if (child === this.child) {
       this.child = null;
       this.ready = false;

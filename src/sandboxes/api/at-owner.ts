@@ -17,5 +17,15 @@ export async function answerAtOwner(ctx: PlatformContext, c: Context, row: Sandb
   const method = c.req.method;
   // The router read the body through the request's cache, so its text is still there.
   const body = method === "GET" || method === "HEAD" ? null : await c.req.text();
-  return cluster.forwardCall(row.owner_replica, { method, target: url.pathname + url.search, headers: c.req.raw.headers, body, from: incoming?.socket.remoteAddress }, incoming);
+  return cluster.forwardCall(
+    row.owner_replica,
+    {
+      method,
+      target: url.pathname + url.search,
+      headers: c.req.raw.headers,
+      body,
+      from: incoming?.socket.remoteAddress,
+    },
+    incoming,
+  );
 }

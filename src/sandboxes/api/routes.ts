@@ -9,7 +9,16 @@ import { newId } from "../../store/ids.ts";
 import { answerAtOwner } from "./at-owner.ts";
 import type { SandboxManager } from "../lifecycle/manager.ts";
 import { presentSandbox, presentSnapshot } from "./present.ts";
-import { findSandbox, findSnapshot, getSandbox, listSnapshots, nameContains, sealEnv, transition, type SandboxRow } from "../store/sandbox-store.ts";
+import {
+  findSandbox,
+  findSnapshot,
+  getSandbox,
+  listSnapshots,
+  nameContains,
+  sealEnv,
+  transition,
+  type SandboxRow,
+} from "../store/sandbox-store.ts";
 import { boxParams, createBody, DEFAULTS, listQuery, patchBody, snapshotBody, snapshotListQuery } from "./schemas.ts";
 import { takeSnapshot } from "../images/snapshots.ts";
 
@@ -22,8 +31,12 @@ function isUniqueViolation(err: unknown): boolean {
 }
 
 /** cpu_millicores wins over vcpus; each is derived from the other when only one is given. */
-function cpuOf(b: { vcpus?: number; cpu_millicores?: number }, current?: { vcpus: number; cpu_millicores: number }): { vcpus: number; cpu_millicores: number } {
-  if (b.cpu_millicores !== undefined) return { cpu_millicores: b.cpu_millicores, vcpus: Math.max(1, Math.ceil(b.cpu_millicores / 1000)) };
+function cpuOf(
+  b: { vcpus?: number; cpu_millicores?: number },
+  current?: { vcpus: number; cpu_millicores: number },
+): { vcpus: number; cpu_millicores: number } {
+  if (b.cpu_millicores !== undefined)
+    return { cpu_millicores: b.cpu_millicores, vcpus: Math.max(1, Math.ceil(b.cpu_millicores / 1000)) };
   if (b.vcpus !== undefined) return { vcpus: b.vcpus, cpu_millicores: b.vcpus * 1000 };
   return current ?? { vcpus: DEFAULTS.vcpus, cpu_millicores: DEFAULTS.vcpus * 1000 };
 }
@@ -45,7 +58,11 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
     tags: TAGS,
     body: createBody,
     bodyOptional: true,
-    responses: { 201: { description: "The sandbox", schema: record }, 408: { description: "Not ready within timeout" }, 409: { description: "Name in use" } },
+    responses: {
+      201: { description: "The sandbox", schema: record },
+      408: { description: "Not ready within timeout" },
+      409: { description: "Name in use" },
+    },
     handler: async ({ c, principal, body }) => {
       await manager.ensureAvailable();
       let snapshotId: string | null = null;
@@ -55,60 +72,75 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
         const snap = await findSnapshot(ctx.db, principal.workspaceId, snapshotRef);
         const loc = body.snapshot_id ? "snapshot_id" : body.snapshot_name ? "snapshot_name" : "snapshot";
         if (!snap) throw invalidAt(["body", loc], `Snapshot ${snapshotRef} not found`);
-        if (snap.status !== "ready") throw invalidAt(["body", loc], `Snapshot ${snapshotRef} is ${snap.status}, not ready`);
+        if (snap.status !== "ready")
+          throw invalidAt(["body", loc], `Snapshot ${snapshotRef} is ${snap.status}, not ready`);
         snapshotId = snap.id;
         fromImage = Boolean(snap.docker_image);
       }
       let proxyConfig: StoredProxyConfig | null = null;
-      if (body.proxy_config) proxyConfig = await prepareProxyConfig({ db: ctx.db, box: ctx.box }, principal.workspaceId, body.proxy_config);
+      if (body.proxy_config)
+        proxyConfig = await prepareProxyConfig({ db: ctx.db, box: ctx.box }, principal.workspaceId, body.proxy_config);
       const now = nowIso();
       const cpu = cpuOf(body);
       const memBytes = body.mem_bytes ?? DEFAULTS.memBytes;
       const fsCapacityBytes = body.fs_capacity_bytes ?? DEFAULTS.fsCapacityBytes;
-      const row = await manager.admissions.admitThen(principal.workspaceId, { memBytes, fsCapacityBytes, creates: true }, async () => {
-        // A warm sandbox (half-started with default resources) when the request fits one.
-        const id = manager.claimWarm({ cpuMillicores: cpu.cpu_millicores, memBytes, fsCapacityBytes, snapshot: Boolean(snapshotId) }) ?? newId();
-        const row: SandboxRow = {
-          id,
-          workspace_id: principal.workspaceId,
-          name: body.name ?? `sandbox-${crypto.randomBytes(4).toString("hex")}`,
-          status: "provisioning",
-          status_message: null,
-          status_changed_at: now,
-          snapshot_id: snapshotId,
-          ...cpu,
-          mem_bytes: memBytes,
-          fs_capacity_bytes: fsCapacityBytes,
-          idle_ttl_seconds: body.idle_ttl_seconds ?? DEFAULTS.idleTtlSeconds,
-          delete_after_stop_seconds: body.delete_after_stop_seconds ?? DEFAULTS.deleteAfterStopSeconds,
-          labels: JSON.stringify(body.labels ?? {}),
-          ...sealEnv(ctx.box, principal.workspaceId, id, body.env_vars),
-          proxy_config: proxyConfig ? JSON.stringify(proxyConfig) : null,
-          runtime: null,
-          owner_replica: ctx.cluster?.replicaId ?? null,
-          stopped_at: null,
-          created_at: now,
-          created_by: principal.userId,
-          updated_at: now,
-          updated_by: principal.userId,
-        };
-        try {
-          await ctx.db.insertInto("sandboxes").values(row).execute();
-        } catch (err) {
-          // Not awaited: the warm sandbox may still be starting, and other admissions wait for this one.
-          manager.releaseWarm(id).catch((e) => ctx.log.warn({ id, err: (e as Error).message }, "claimed warm sandbox not given back"));
-          if (isUniqueViolation(err)) throw conflict(`A sandbox named ${row.name} already exists`);
-          throw err;
-        }
-        return row;
-      });
+      const row = await manager.admissions.admitThen(
+        principal.workspaceId,
+        { memBytes, fsCapacityBytes, creates: true },
+        async () => {
+          // A warm sandbox (half-started with default resources) when the request fits one.
+          const id =
+            manager.claimWarm({
+              cpuMillicores: cpu.cpu_millicores,
+              memBytes,
+              fsCapacityBytes,
+              snapshot: Boolean(snapshotId),
+            }) ?? newId();
+          const row: SandboxRow = {
+            id,
+            workspace_id: principal.workspaceId,
+            name: body.name ?? `sandbox-${crypto.randomBytes(4).toString("hex")}`,
+            status: "provisioning",
+            status_message: null,
+            status_changed_at: now,
+            snapshot_id: snapshotId,
+            ...cpu,
+            mem_bytes: memBytes,
+            fs_capacity_bytes: fsCapacityBytes,
+            idle_ttl_seconds: body.idle_ttl_seconds ?? DEFAULTS.idleTtlSeconds,
+            delete_after_stop_seconds: body.delete_after_stop_seconds ?? DEFAULTS.deleteAfterStopSeconds,
+            labels: JSON.stringify(body.labels ?? {}),
+            ...sealEnv(ctx.box, principal.workspaceId, id, body.env_vars),
+            proxy_config: proxyConfig ? JSON.stringify(proxyConfig) : null,
+            runtime: null,
+            owner_replica: ctx.cluster?.replicaId ?? null,
+            stopped_at: null,
+            created_at: now,
+            created_by: principal.userId,
+            updated_at: now,
+            updated_by: principal.userId,
+          };
+          try {
+            await ctx.db.insertInto("sandboxes").values(row).execute();
+          } catch (err) {
+            // Not awaited: the warm sandbox may still be starting, and other admissions wait for this one.
+            manager
+              .releaseWarm(id)
+              .catch((e) => ctx.log.warn({ id, err: (e as Error).message }, "claimed warm sandbox not given back"));
+            if (isUniqueViolation(err)) throw conflict(`A sandbox named ${row.name} already exists`);
+            throw err;
+          }
+          return row;
+        },
+      );
       const id = row.id;
       // A captured snapshot is a layer to unpack; an image snapshot is the filesystem underneath.
       manager.launch(row, snapshotId && !fromImage ? manager.snapshotPath(snapshotId) : null);
       if (!body.wait_for_ready) return c.json(presentSandbox(row, base()), 201);
       const settled = await manager.waitSettled(id, body.timeout * 1000);
       if (!settled) throw notFound("Sandbox");
-      if (settled.status === "provisioning") throw new HttpError(408, `Timeout waiting for sandbox to be ready (last status: ${settled.status})`);
+      if (settled.status === "provisioning")
+        throw new HttpError(408, `Timeout waiting for sandbox to be ready (last status: ${settled.status})`);
       return c.json(presentSandbox(settled, base()), 201);
     },
   });
@@ -146,7 +178,8 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
     tags: TAGS,
     params: boxParams,
     responses: { 200: { description: "The sandbox", schema: record }, 404: { description: "Not found" } },
-    handler: async ({ c, principal, params }) => c.json(presentSandbox(await load(principal.workspaceId, params.name, false), base())),
+    handler: async ({ c, principal, params }) =>
+      c.json(presentSandbox(await load(principal.workspaceId, params.name, false), base())),
   });
 
   router.add({
@@ -169,7 +202,11 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
     tags: TAGS,
     params: boxParams,
     body: patchBody,
-    responses: { 200: { description: "The sandbox", schema: record }, 400: { description: "proxy_config on a sandbox that is not ready" }, 409: { description: "Name in use" } },
+    responses: {
+      200: { description: "The sandbox", schema: record },
+      400: { description: "proxy_config on a sandbox that is not ready" },
+      409: { description: "Name in use" },
+    },
     handler: async ({ c, principal, params, body }) => {
       const row = await load(principal.workspaceId, params.name);
       const remote = await answerAtOwner(ctx, c, row);
@@ -185,8 +222,13 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
       if (body.labels !== undefined) set.labels = JSON.stringify(body.labels);
       let newProxy: StoredProxyConfig | null | undefined;
       if (body.proxy_config !== undefined) {
-        if (row.status !== "ready") throw badRequest(`Sandbox ${row.name} is not ready (status: ${row.status}); start it before changing proxy_config`);
-        newProxy = body.proxy_config ? await prepareProxyConfig({ db: ctx.db, box: ctx.box }, principal.workspaceId, body.proxy_config) : null;
+        if (row.status !== "ready")
+          throw badRequest(
+            `Sandbox ${row.name} is not ready (status: ${row.status}); start it before changing proxy_config`,
+          );
+        newProxy = body.proxy_config
+          ? await prepareProxyConfig({ db: ctx.db, box: ctx.box }, principal.workspaceId, body.proxy_config)
+          : null;
         set.proxy_config = newProxy ? JSON.stringify(newProxy) : null;
       }
       try {
@@ -243,7 +285,9 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
     summary: "Start a stopped or failed sandbox",
     tags: TAGS,
     params: boxParams,
-    body: z.object({ wait_for_ready: z.boolean().default(true), timeout: z.number().min(0).max(3600).default(30) }).passthrough(),
+    body: z
+      .object({ wait_for_ready: z.boolean().default(true), timeout: z.number().min(0).max(3600).default(30) })
+      .passthrough(),
     bodyOptional: true,
     responses: { 202: { description: "The sandbox", schema: record }, 400: { description: "Not stopped" } },
     handler: async ({ c, principal, params, body }) => {
@@ -254,12 +298,15 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
       if (remote) return remote;
       await manager.ensureAvailable();
       const want = { memBytes: Number(row.mem_bytes), fsCapacityBytes: Number(row.fs_capacity_bytes), creates: false };
-      const moved = await manager.admissions.admitThen(row.workspace_id, want, () => transition(ctx.db, row.id, ["stopped", "failed"], "provisioning", { runtime: null }));
+      const moved = await manager.admissions.admitThen(row.workspace_id, want, () =>
+        transition(ctx.db, row.id, ["stopped", "failed"], "provisioning", { runtime: null }),
+      );
       if (!moved) throw badRequest(`Sandbox ${row.name} cannot be started while ${row.status}`);
       manager.launch(moved, null);
       if (!body.wait_for_ready) return c.json(presentSandbox(moved, base()), 202);
       const settled = (await manager.waitSettled(row.id, body.timeout * 1000)) ?? moved;
-      if (settled.status === "provisioning") throw new HttpError(408, `Timeout waiting for sandbox to be ready (last status: ${settled.status})`);
+      if (settled.status === "provisioning")
+        throw new HttpError(408, `Timeout waiting for sandbox to be ready (last status: ${settled.status})`);
       return c.json(presentSandbox(settled, base()), 202);
     },
   });
@@ -271,12 +318,16 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
     tags: TAGS,
     params: boxParams,
     body: snapshotBody,
-    responses: { 201: { description: "The snapshot (status building, then ready)", schema: record }, 409: { description: "Name and tag in use" } },
+    responses: {
+      201: { description: "The snapshot (status building, then ready)", schema: record },
+      409: { description: "Name and tag in use" },
+    },
     handler: async ({ c, principal, params, body }) => {
       const row = await load(principal.workspaceId, params.name);
       const remote = await answerAtOwner(ctx, c, row);
       if (remote) return remote;
-      if (!["ready", "stopped"].includes(row.status)) throw badRequest(`Sandbox ${row.name} cannot be snapshotted while ${row.status}`);
+      if (!["ready", "stopped"].includes(row.status))
+        throw badRequest(`Sandbox ${row.name} cannot be snapshotted while ${row.status}`);
       const snap = await takeSnapshot(ctx, manager, row, principal.userId, body).catch((err) => {
         if (isUniqueViolation(err)) throw conflict(`A snapshot named ${body.name}:${body.tag} already exists`);
         throw err;
@@ -331,9 +382,20 @@ export function registerSandboxRoutes(router: Router, ctx: PlatformContext, mana
       if (!snap) throw notFound("Snapshot");
       if (snap.docker_image) {
         // An image is the filesystem under its sandboxes and captures: it goes after them.
-        const user = await ctx.db.selectFrom("sandboxes").select("name").where("snapshot_id", "=", snap.id).executeTakeFirst();
-        const capture = await ctx.db.selectFrom("sandbox_snapshots").select("name").where("base_snapshot_id", "=", snap.id).executeTakeFirst();
-        if (user || capture) throw conflict(`Snapshot ${snap.name} is in use by ${user ? `sandbox ${user.name}` : `snapshot ${capture!.name}`}; delete that first`);
+        const user = await ctx.db
+          .selectFrom("sandboxes")
+          .select("name")
+          .where("snapshot_id", "=", snap.id)
+          .executeTakeFirst();
+        const capture = await ctx.db
+          .selectFrom("sandbox_snapshots")
+          .select("name")
+          .where("base_snapshot_id", "=", snap.id)
+          .executeTakeFirst();
+        if (user || capture)
+          throw conflict(
+            `Snapshot ${snap.name} is in use by ${user ? `sandbox ${user.name}` : `snapshot ${capture!.name}`}; delete that first`,
+          );
       }
       await ctx.db.deleteFrom("sandbox_snapshots").where("id", "=", snap.id).execute();
       manager.removeSnapshotFile(snap.id);

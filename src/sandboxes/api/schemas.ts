@@ -6,11 +6,20 @@ export const SANDBOX_STATUSES = ["provisioning", "ready", "stopped", "failed", "
 export type SandboxStatus = (typeof SANDBOX_STATUSES)[number];
 
 const GiB = 1024 ** 3;
-export const DEFAULTS = { vcpus: 1, memBytes: 2 * GiB, fsCapacityBytes: 10 * GiB, idleTtlSeconds: 600, deleteAfterStopSeconds: 14 * 24 * 3600 };
+export const DEFAULTS = {
+  vcpus: 1,
+  memBytes: 2 * GiB,
+  fsCapacityBytes: 10 * GiB,
+  idleTtlSeconds: 600,
+  deleteAfterStopSeconds: 14 * 24 * 3600,
+};
 
 export const sandboxName = z
   .string()
-  .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, "Sandbox names are 1-63 characters: lowercase letters, digits and '-', starting and ending with a letter or digit");
+  .regex(
+    /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/,
+    "Sandbox names are 1-63 characters: lowercase letters, digits and '-', starting and ending with a letter or digit",
+  );
 
 const multipleOf60 = (field: string) =>
   z
@@ -23,11 +32,29 @@ const multipleOf60 = (field: string) =>
 /** Commands get their environment as exec arguments: keep it well inside the kernel's 2 MiB. */
 export const MAX_ENV_BYTES = 256 * 1024;
 export const envVars = z
-  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,255}$/, "Environment variable names are letters, digits and '_', not starting with a digit"), z.string().max(100 * 1024))
+  .record(
+    z
+      .string()
+      .regex(
+        /^[A-Za-z_][A-Za-z0-9_]{0,255}$/,
+        "Environment variable names are letters, digits and '_', not starting with a digit",
+      ),
+    z.string().max(100 * 1024),
+  )
   .refine((r) => Object.keys(r).length <= 256, "At most 256 environment variables")
-  .refine((r) => Object.entries(r).reduce((n, [k, v]) => n + k.length + Buffer.byteLength(v) + 2, 0) <= MAX_ENV_BYTES, `Environment variables total at most ${MAX_ENV_BYTES} bytes`);
+  .refine(
+    (r) => Object.entries(r).reduce((n, [k, v]) => n + k.length + Buffer.byteLength(v) + 2, 0) <= MAX_ENV_BYTES,
+    `Environment variables total at most ${MAX_ENV_BYTES} bytes`,
+  );
 const labels = z
-  .record(z.string().min(1).max(63).regex(/^[A-Za-z0-9._/-]+$/, "Label keys are letters, digits and . _ / -"), z.string().max(255))
+  .record(
+    z
+      .string()
+      .min(1)
+      .max(63)
+      .regex(/^[A-Za-z0-9._/-]+$/, "Label keys are letters, digits and . _ / -"),
+    z.string().max(255),
+  )
   .refine((r) => Object.keys(r).length <= 64, "At most 64 labels");
 
 const resources = {
@@ -64,7 +91,12 @@ export const createBody = z
     proxy_config: proxyConfigSchema.nullable().optional(),
   })
   .superRefine((b, ctx) => {
-    if (b.snapshot_id && (b.snapshot_name || b.snapshot)) ctx.addIssue({ code: "custom", path: ["snapshot_name"], message: "Give at most one of snapshot_id and snapshot_name" });
+    if (b.snapshot_id && (b.snapshot_name || b.snapshot))
+      ctx.addIssue({
+        code: "custom",
+        path: ["snapshot_name"],
+        message: "Give at most one of snapshot_id and snapshot_name",
+      });
   });
 export type CreateBody = z.infer<typeof createBody>;
 
@@ -92,7 +124,12 @@ export const listQuery = z.object({
 });
 
 export const snapshotBody = z.object({
-  name: z.string().regex(/^[a-z0-9]([a-z0-9._-]{0,98}[a-z0-9])?$/, "Snapshot names are 1-100 characters: lowercase letters, digits, '.', '_' and '-'"),
+  name: z
+    .string()
+    .regex(
+      /^[a-z0-9]([a-z0-9._-]{0,98}[a-z0-9])?$/,
+      "Snapshot names are 1-100 characters: lowercase letters, digits, '.', '_' and '-'",
+    ),
   tag: z
     .string()
     .regex(/^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/)

@@ -45,15 +45,22 @@ export class CommandSession {
     readonly opts: CommandOptions,
   ) {
     const out = opts.output;
-    this.stdout = out.kind === "head" ? new HeadBuffer(opts.maxOutputBytes) : new SpillBuffer(opts.maxOutputBytes, out.dir, `${id}.stdout`);
-    this.stderr = out.kind === "head" ? new HeadBuffer(opts.maxOutputBytes) : new SpillBuffer(opts.maxOutputBytes, out.dir, `${id}.stderr`);
+    this.stdout =
+      out.kind === "head"
+        ? new HeadBuffer(opts.maxOutputBytes)
+        : new SpillBuffer(opts.maxOutputBytes, out.dir, `${id}.stdout`);
+    this.stderr =
+      out.kind === "head"
+        ? new HeadBuffer(opts.maxOutputBytes)
+        : new SpillBuffer(opts.maxOutputBytes, out.dir, `${id}.stderr`);
     const emitChunk = (type: "stdout" | "stderr", c: OutputChunk | null) => c && this.emit({ type, ...c });
     proc.stdout.on("data", (b: Buffer) => emitChunk("stdout", this.stdout.append(b)));
     proc.stderr.on("data", (b: Buffer) => emitChunk("stderr", this.stderr.append(b)));
     proc.stdin.on("error", () => {
       // EPIPE once the command exited without reading its input: its exit code tells what happened.
     });
-    const closed = (s: NodeJS.ReadableStream) => new Promise<void>((r) => (s.on("end", () => r()), s.on("close", () => r()), s.on("error", () => r())));
+    const closed = (s: NodeJS.ReadableStream) =>
+      new Promise<void>((r) => (s.on("end", () => r()), s.on("close", () => r()), s.on("error", () => r())));
     const streamsClosed = Promise.all([closed(proc.stdout), closed(proc.stderr)]);
     if (opts.timeoutSeconds > 0) {
       this.timers.push(
@@ -72,7 +79,12 @@ export class CommandSession {
       this.finishedAt = Date.now();
       for (const t of this.timers) clearTimeout(t);
       if (this.idleTimer) clearTimeout(this.idleTimer);
-      if (this.timedOut) this.emit({ type: "error", error_type: "CommandTimeout", error: `Command timed out after ${opts.timeoutSeconds} seconds` });
+      if (this.timedOut)
+        this.emit({
+          type: "error",
+          error_type: "CommandTimeout",
+          error: `Command timed out after ${opts.timeoutSeconds} seconds`,
+        });
       this.emit({ type: "exit", exit_code: code });
       return code;
     });
@@ -89,10 +101,17 @@ export class CommandSession {
 
   /** Attaches a listener; replays output from the given offsets first. Returns the detach function. */
   attach(listener: (e: CommandEvent) => void, stdoutOffset = 0, stderrOffset = 0): () => void {
-    if (this.stdout instanceof SpillBuffer) for (const c of this.stdout.since(stdoutOffset)) listener({ type: "stdout", ...c });
-    if (this.stderr instanceof SpillBuffer) for (const c of this.stderr.since(stderrOffset)) listener({ type: "stderr", ...c });
+    if (this.stdout instanceof SpillBuffer)
+      for (const c of this.stdout.since(stdoutOffset)) listener({ type: "stdout", ...c });
+    if (this.stderr instanceof SpillBuffer)
+      for (const c of this.stderr.since(stderrOffset)) listener({ type: "stderr", ...c });
     if (this.exitCode !== null) {
-      if (this.timedOut) listener({ type: "error", error_type: "CommandTimeout", error: `Command timed out after ${this.opts.timeoutSeconds} seconds` });
+      if (this.timedOut)
+        listener({
+          type: "error",
+          error_type: "CommandTimeout",
+          error: `Command timed out after ${this.opts.timeoutSeconds} seconds`,
+        });
       listener({ type: "exit", exit_code: this.exitCode });
       return () => {
         // Already finished: the listener was never registered, so there is nothing to detach.
@@ -133,7 +152,10 @@ export class CommandSession {
 
   /** Whether the HTTP response had to leave output out. */
   get truncated(): boolean {
-    return (this.stdout instanceof HeadBuffer && this.stdout.truncated) || (this.stderr instanceof HeadBuffer && this.stderr.truncated);
+    return (
+      (this.stdout instanceof HeadBuffer && this.stdout.truncated) ||
+      (this.stderr instanceof HeadBuffer && this.stderr.truncated)
+    );
   }
 }
 

@@ -4,7 +4,16 @@ import { ValidationFailed } from "../../http/errors.ts";
 import type { AppEnv } from "../../http/principal.ts";
 import { toValidationIssues } from "../../http/validation.ts";
 import { SANDBOX_USER } from "../../confinement/index.ts";
-import { globDepth, globToRegExp, grepFileFilter, parseFindRecord, parseGrepLine, searchRoot, type FoundEntry, type GrepMatch } from "./file-search.ts";
+import {
+  globDepth,
+  globToRegExp,
+  grepFileFilter,
+  parseFindRecord,
+  parseGrepLine,
+  searchRoot,
+  type FoundEntry,
+  type GrepMatch,
+} from "./file-search.ts";
 import { dataplaneError, type SandboxManager } from "../lifecycle/manager.ts";
 import type { SandboxRow } from "../store/sandbox-store.ts";
 
@@ -18,13 +27,24 @@ const noNul = (s: string) => !s.includes("\0");
 const MAX_WILDCARDS = 16;
 const fewWildcards = (p: string) => (p.match(/[*?]/g) ?? []).length <= MAX_WILDCARDS;
 const globBody = z.object({
-  pattern: z.string().min(1).max(1024).refine(noNul, "No NUL characters").refine(fewWildcards, `At most ${MAX_WILDCARDS} wildcards`),
+  pattern: z
+    .string()
+    .min(1)
+    .max(1024)
+    .refine(noNul, "No NUL characters")
+    .refine(fewWildcards, `At most ${MAX_WILDCARDS} wildcards`),
   path: z.string().min(1).max(4096).refine(noNul, "No NUL characters").default(SANDBOX_USER.home),
   limit: z.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT),
 });
 const grepBody = globBody.extend({
   pattern: z.string().min(1).max(4096).refine(noNul, "No NUL characters"),
-  glob: z.string().min(1).max(1024).refine(noNul, "No NUL characters").refine(fewWildcards, `At most ${MAX_WILDCARDS} wildcards`).optional(),
+  glob: z
+    .string()
+    .min(1)
+    .max(1024)
+    .refine(noNul, "No NUL characters")
+    .refine(fewWildcards, `At most ${MAX_WILDCARDS} wildcards`)
+    .optional(),
 });
 
 // Run as the sandbox user inside the sandbox; 2 = no such path, 20 = not a directory (glob only).
@@ -35,7 +55,13 @@ const GREP = `[ -e "$1" ] || exit 2; find "$1" -type f -print0 2>/dev/null | xar
  * Runs a search command in the sandbox and feeds its output, record by record, to `take` until it
  * says stop; then the command is killed. Nothing is held beyond one partial record.
  */
-async function streamRecords(manager: SandboxManager, row: SandboxRow, argv: string[], separator: string, take: (record: string) => boolean): Promise<{ code: number; cut: boolean }> {
+async function streamRecords(
+  manager: SandboxManager,
+  row: SandboxRow,
+  argv: string[],
+  separator: string,
+  take: (record: string) => boolean,
+): Promise<{ code: number; cut: boolean }> {
   const live = manager.requireLive(row);
   const proc = manager.driver!.exec(row.id, live.ref, { argv, env: live.env, cwd: SANDBOX_USER.home });
   proc.stdin.end();
@@ -88,7 +114,12 @@ function notFound(path: string, code: number): void {
 }
 
 /** `POST /glob` and `POST /grep` under each sandbox's `dataplane_url`. */
-export function registerSearch(app: Hono<AppEnv>, prefix: string, sandboxOf: (c: Context<AppEnv>) => Promise<SandboxRow>, manager: SandboxManager): void {
+export function registerSearch(
+  app: Hono<AppEnv>,
+  prefix: string,
+  sandboxOf: (c: Context<AppEnv>) => Promise<SandboxRow>,
+  manager: SandboxManager,
+): void {
   app.post(`${prefix}/:id/glob`, async (c) => {
     const row = await sandboxOf(c);
     const body = parse(globBody, await jsonBody(c));
@@ -97,14 +128,20 @@ export function registerSearch(app: Hono<AppEnv>, prefix: string, sandboxOf: (c:
     const depth = globDepth(body.pattern);
     const matches: FoundEntry[] = [];
     let full = false;
-    const { code, cut } = await streamRecords(manager, row, ["/bin/sh", "-c", FIND, "sh", root, depth === null ? "-" : String(depth)], "\0", (record) => {
-      const e = parseFindRecord(record, root);
-      if (!e || !re.test(e.relative)) return true;
-      const { relative: _relative, ...entry } = e;
-      matches.push(entry);
-      full = matches.length >= body.limit;
-      return !full;
-    });
+    const { code, cut } = await streamRecords(
+      manager,
+      row,
+      ["/bin/sh", "-c", FIND, "sh", root, depth === null ? "-" : String(depth)],
+      "\0",
+      (record) => {
+        const e = parseFindRecord(record, root);
+        if (!e || !re.test(e.relative)) return true;
+        const { relative: _relative, ...entry } = e;
+        matches.push(entry);
+        full = matches.length >= body.limit;
+        return !full;
+      },
+    );
     notFound(root, code);
     matches.sort((a, b) => a.path.localeCompare(b.path));
     return c.json({ matches, truncated: full || cut });
@@ -117,15 +154,21 @@ export function registerSearch(app: Hono<AppEnv>, prefix: string, sandboxOf: (c:
     const filter = grepFileFilter(body.glob);
     const matches: GrepMatch[] = [];
     let full = false;
-    const { code, cut } = await streamRecords(manager, row, ["/bin/sh", "-c", GREP, "sh", root, body.pattern], "\n", (line) => {
-      const m = parseGrepLine(line);
-      if (!m) return true;
-      const relative = m.path === root ? m.path.split("/").pop()! : m.path.slice(root.length).replace(/^\/+/, "");
-      if (filter && !filter(relative)) return true;
-      matches.push(m);
-      full = matches.length >= body.limit;
-      return !full;
-    });
+    const { code, cut } = await streamRecords(
+      manager,
+      row,
+      ["/bin/sh", "-c", GREP, "sh", root, body.pattern],
+      "\n",
+      (line) => {
+        const m = parseGrepLine(line);
+        if (!m) return true;
+        const relative = m.path === root ? m.path.split("/").pop()! : m.path.slice(root.length).replace(/^\/+/, "");
+        if (filter && !filter(relative)) return true;
+        matches.push(m);
+        full = matches.length >= body.limit;
+        return !full;
+      },
+    );
     notFound(root, code);
     return c.json({ matches, truncated: full || cut });
   });

@@ -24,7 +24,10 @@ const executeMsg = z.object({
   ttl_seconds: z.number().min(0).default(600),
   env: envVars.optional(),
   cwd: z.string().min(1).optional(),
-  command_id: z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/).optional(),
+  command_id: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,128}$/)
+    .optional(),
   close_stdin: z.boolean().optional(),
   pty: z.boolean().optional(),
   cols: z.number().int().min(1).max(1000).default(80),
@@ -40,15 +43,31 @@ const controlMsg = z.discriminatedUnion("type", [
   z.object({ type: z.literal("kill") }),
   z.object({ type: z.literal("input"), data: z.string() }),
   z.object({ type: z.literal("close_stdin") }),
-  z.object({ type: z.literal("resize"), cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) }),
+  z.object({
+    type: z.literal("resize"),
+    cols: z.number().int().min(1).max(1000),
+    rows: z.number().int().min(1).max(1000),
+  }),
 ]);
 
 function reject(socket: Duplex, status: number, detail: unknown): void {
   const body = JSON.stringify({ detail });
-  socket.end(`HTTP/1.1 ${status} ${http_status(status)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${http_status(status)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 function http_status(s: number): string {
-  return ({ 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 503: "Service Unavailable" } as Record<number, string>)[s] ?? "Error";
+  return (
+    (
+      {
+        400: "Bad Request",
+        401: "Unauthorized",
+        403: "Forbidden",
+        404: "Not Found",
+        503: "Service Unavailable",
+      } as Record<number, string>
+    )[s] ?? "Error"
+  );
 }
 
 /**
@@ -117,7 +136,11 @@ export function attachExecuteWebSocket(server: http.Server, ctx: PlatformContext
             const row = await dataplaneSandbox(ctx, workspaceId, sandboxId);
             if (type === "execute") {
               const p = executeMsg.safeParse(msg);
-              if (!p.success) return fail("InvalidMessage", p.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+              if (!p.success)
+                return fail(
+                  "InvalidMessage",
+                  p.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "),
+                );
               const s = manager.startCommand(row, {
                 command: p.data.command,
                 shell: p.data.shell,
@@ -139,7 +162,11 @@ export function attachExecuteWebSocket(server: http.Server, ctx: PlatformContext
               follow(s, 0, 0);
             } else {
               const p = reconnectMsg.safeParse(msg);
-              if (!p.success) return fail("InvalidMessage", p.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+              if (!p.success)
+                return fail(
+                  "InvalidMessage",
+                  p.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "),
+                );
               const s = manager.commands.get(row.id, p.data.command_id);
               const lost = s ? null : manager.lostCommand(row.id, p.data.command_id);
               if (lost) {
@@ -147,7 +174,10 @@ export function attachExecuteWebSocket(server: http.Server, ctx: PlatformContext
                 send({ type: "started", command_id: p.data.command_id, pid: 0 });
                 for (const c of lost.stdout.since(p.data.stdout_offset)) send({ type: "stdout", ...c });
                 for (const c of lost.stderr.since(p.data.stderr_offset)) send({ type: "stderr", ...c });
-                return fail("CommandError", "The command was running when the platform restarted and was ended; its output up to then was replayed");
+                return fail(
+                  "CommandError",
+                  "The command was running when the platform restarted and was ended; its output up to then was replayed",
+                );
               }
               if (!s) return fail("CommandNotFound", `Command not found: ${p.data.command_id}`);
               follow(s, p.data.stdout_offset, p.data.stderr_offset);
@@ -165,7 +195,10 @@ export function attachExecuteWebSocket(server: http.Server, ctx: PlatformContext
         } catch (err) {
           if (err instanceof HttpError) {
             const d = err.detail as { error?: string; message?: string } | string;
-            return fail(typeof d === "object" ? (d.error ?? "CommandError") : "CommandError", typeof d === "object" ? (d.message ?? "") : d);
+            return fail(
+              typeof d === "object" ? (d.error ?? "CommandError") : "CommandError",
+              typeof d === "object" ? (d.message ?? "") : d,
+            );
           }
           ctx.log.error({ err }, "websocket message failed");
           fail("CommandError", "Internal error");

@@ -27,13 +27,21 @@ export const executeBody = z.object({
     .string()
     .min(1)
     .refine((c) => Buffer.byteLength(c) <= 120 * 1024, "Commands are at most 120 KiB; upload a script for longer ones"),
-  timeout: z.number().min(0).max(24 * 3600).default(60),
+  timeout: z
+    .number()
+    .min(0)
+    .max(24 * 3600)
+    .default(60),
   shell: z.string().min(1).max(200).default("/bin/bash"),
   env: envVars.optional(),
   cwd: z.string().min(1).max(4096).optional(),
 });
 
-const filePath = z.string().min(1).max(4096).refine((p) => !p.includes("\0"), "Paths cannot contain NUL");
+const filePath = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((p) => !p.includes("\0"), "Paths cannot contain NUL");
 
 function parse<T>(schema: z.ZodType<T>, part: "body" | "query", value: unknown): T {
   const r = schema.safeParse(value);
@@ -43,7 +51,12 @@ function parse<T>(schema: z.ZodType<T>, part: "body" | "query", value: unknown):
 
 /** The sandbox addressed by a data-plane URL, if it belongs to the caller's workspace (404 otherwise). */
 export async function dataplaneSandbox(ctx: PlatformContext, workspaceId: string, id: string): Promise<SandboxRow> {
-  const row = await ctx.db.selectFrom("sandboxes").selectAll().where("id", "=", id).where("workspace_id", "=", workspaceId).executeTakeFirst();
+  const row = await ctx.db
+    .selectFrom("sandboxes")
+    .selectAll()
+    .where("id", "=", id)
+    .where("workspace_id", "=", workspaceId)
+    .executeTakeFirst();
   if (!row) throw dataplaneError(404, "NotFound", "Sandbox not found");
   return row;
 }
@@ -59,7 +72,8 @@ mv -f -- "$t" "$p" || { rm -f -- "$t"; exit 13; }`;
 export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manager: SandboxManager): void {
   const principal = principalOf(ctx.authenticate);
   // Every data-plane call wakes a stopped sandbox first, as LangSmith Deployment does.
-  const sandboxOf = async (c: Context<AppEnv>) => manager.wake(await dataplaneSandbox(ctx, (await principal(c)).workspaceId, c.req.param("id")!));
+  const sandboxOf = async (c: Context<AppEnv>) =>
+    manager.wake(await dataplaneSandbox(ctx, (await principal(c)).workspaceId, c.req.param("id")!));
 
   app.post(`${DATAPLANE_PREFIX}/:id/execute`, async (c) => {
     const row = await sandboxOf(c);
@@ -75,15 +89,27 @@ export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manag
       shell: body.shell,
       env: body.env,
       cwd: body.cwd,
-      options: { timeoutSeconds: body.timeout, idleTimeoutSeconds: -1, ttlSeconds: 0, killOnDisconnect: false, maxOutputBytes: Math.min(HTTP_OUTPUT_BYTES, manager.settings.maxOutputBytes), output: { kind: "head" } },
+      options: {
+        timeoutSeconds: body.timeout,
+        idleTimeoutSeconds: -1,
+        ttlSeconds: 0,
+        killOnDisconnect: false,
+        maxOutputBytes: Math.min(HTTP_OUTPUT_BYTES, manager.settings.maxOutputBytes),
+        output: { kind: "head" },
+      },
     });
     session.proc.stdin.end();
     const exitCode = await session.done;
-    if (session.timedOut) throw dataplaneError(408, "CommandTimeout", `Command timed out after ${body.timeout} seconds`);
+    if (session.timedOut)
+      throw dataplaneError(408, "CommandTimeout", `Command timed out after ${body.timeout} seconds`);
     const stdout = (session.stdout as HeadBuffer).text();
     const stderr = (session.stderr as HeadBuffer).text();
     // Past the bounded buffer the output was drained, not kept: say so, as the client expects.
-    return c.json(session.truncated ? { stdout, stderr, exit_code: exitCode, truncated: true } : { stdout, stderr, exit_code: exitCode });
+    return c.json(
+      session.truncated
+        ? { stdout, stderr, exit_code: exitCode, truncated: true }
+        : { stdout, stderr, exit_code: exitCode },
+    );
   });
 
   app.post(`${DATAPLANE_PREFIX}/:id/upload`, async (c) => {
@@ -104,7 +130,12 @@ export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manag
       try {
         const r = await manager.runWithInput(row, ["/bin/sh", "-c", UPLOAD, "sh", path, temp], file.pipe(counted));
         // Killed mid-write: its temporary file is all that is left of the attempt.
-        if (broken) await manager.runWithInput(row, ["rm", "-f", "--", temp], null).catch((err) => ctx.log.warn({ sandboxId: row.id, err: (err as Error).message }, "temporary upload file not removed"));
+        if (broken)
+          await manager
+            .runWithInput(row, ["rm", "-f", "--", temp], null)
+            .catch((err) =>
+              ctx.log.warn({ sandboxId: row.id, err: (err as Error).message }, "temporary upload file not removed"),
+            );
         return { r, size, broken };
       } finally {
         // The command may have stopped reading (a directory, no permission): let the form finish.
@@ -112,7 +143,10 @@ export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manag
         file.resume();
       }
     });
-    if (broken) throw new ValidationFailed([{ loc: ["body", "file"], msg: "The upload ended before the file was complete", type: "value_error" }]);
+    if (broken)
+      throw new ValidationFailed([
+        { loc: ["body", "file"], msg: "The upload ended before the file was complete", type: "value_error" },
+      ]);
     if (r.code !== 0) fileError("WriteError", path, r.code, r.stderr);
     return c.json({ path, size });
   });
@@ -120,7 +154,9 @@ export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manag
   const download = async (c: Context<AppEnv>) => {
     const row = await sandboxOf(c);
     // On the console's origin (the console's Files tab reads it with its session): never a document of it.
-    return serveFile(c, manager, row, parse(filePath, "query", c.req.query("path")), { headers: CONSOLE_ORIGIN_CONTENT_HEADERS });
+    return serveFile(c, manager, row, parse(filePath, "query", c.req.query("path")), {
+      headers: CONSOLE_ORIGIN_CONTENT_HEADERS,
+    });
   };
   app.get(`${DATAPLANE_PREFIX}/:id/download`, download);
   app.on("HEAD", `${DATAPLANE_PREFIX}/:id/download`, download);

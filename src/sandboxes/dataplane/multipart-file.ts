@@ -2,7 +2,10 @@ import { Readable } from "node:stream";
 import busboy from "busboy";
 import { ValidationFailed } from "../../http/errors.ts";
 
-const notMultipart = () => new ValidationFailed([{ loc: ["body", "file"], msg: "Expected a multipart/form-data body with a file field", type: "missing" }]);
+const notMultipart = () =>
+  new ValidationFailed([
+    { loc: ["body", "file"], msg: "Expected a multipart/form-data body with a file field", type: "missing" },
+  ]);
 
 /**
  * Streams the named file part of a multipart/form-data request into `consume` as it arrives, so an

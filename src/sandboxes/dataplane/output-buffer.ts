@@ -105,7 +105,8 @@ export class SpillBuffer extends OutputStream {
       }
       fs.writeSync(seg.fd!, bytes);
       seg.bytes += bytes.length;
-      while (this.segments.length > 1 && this.keptBytes() > this.maxBytes) fs.rmSync(this.segments.shift()!.file, { force: true });
+      while (this.segments.length > 1 && this.keptBytes() > this.maxBytes)
+        fs.rmSync(this.segments.shift()!.file, { force: true });
     } catch {
       // The state disk is full or gone: live output still flows to attached clients; only replay is lost.
       this.failed = true;

@@ -27,7 +27,6 @@ export interface SandboxSpec {
   capture?: { tcpPorts: number[]; dns: boolean } | null;
 }
 
-
 /** Driver-specific facts about a running sandbox, stored (as JSON) so a restarted platform can re-adopt it. */
 export type RuntimeRef = Record<string, unknown>;
 

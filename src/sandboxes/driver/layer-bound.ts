@@ -88,9 +88,14 @@ function blobPath(layout: string, digest: string): string {
 
 /** The layers of the image tagged `tag` in an OCI layout, in order. */
 async function layersOf(layout: string, tag: string): Promise<Descriptor[]> {
-  const index = JSON.parse(await fs.promises.readFile(path.join(layout, "index.json"), "utf8")) as { manifests: Array<Descriptor & { annotations?: Record<string, string> }> };
-  const m = index.manifests.find((d) => d.annotations?.["org.opencontainers.image.ref.name"] === tag) ?? index.manifests[0];
-  const manifest = JSON.parse(await fs.promises.readFile(blobPath(layout, m.digest), "utf8")) as { layers?: Descriptor[] };
+  const index = JSON.parse(await fs.promises.readFile(path.join(layout, "index.json"), "utf8")) as {
+    manifests: Array<Descriptor & { annotations?: Record<string, string> }>;
+  };
+  const m =
+    index.manifests.find((d) => d.annotations?.["org.opencontainers.image.ref.name"] === tag) ?? index.manifests[0];
+  const manifest = JSON.parse(await fs.promises.readFile(blobPath(layout, m.digest), "utf8")) as {
+    layers?: Descriptor[];
+  };
   return manifest.layers ?? [];
 }
 
@@ -123,7 +128,10 @@ export async function checkUnpackedSize(layout: string, tag: string, capacityByt
       if (!(err instanceof ImageTooLarge) && scanner.bytes <= capacityBytes && !scanner.sparse) throw err;
     }
     if (scanner.sparse) throw new ImageTooLarge("the image has sparse files, which unpack to any size: refused");
-    if (scanner.bytes > capacityBytes) throw new ImageTooLarge(`the image unpacks to more than the snapshot's fs_capacity_bytes (${capacityBytes} bytes): give a larger capacity or a smaller image`);
+    if (scanner.bytes > capacityBytes)
+      throw new ImageTooLarge(
+        `the image unpacks to more than the snapshot's fs_capacity_bytes (${capacityBytes} bytes): give a larger capacity or a smaller image`,
+      );
   }
   return scanner.bytes;
 }

@@ -3,8 +3,38 @@ import fs from "node:fs";
 import type net from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
-import { ensureBaseImage, SANDBOX_USER, cgroupLayout, type CgroupLayout, checkHost, HostNotReady, childrenOf, descendantsOf, isAlive, killGroupsAndProcesses, namespacePid, procRef, type ProcRef, ENTER_ENV_FD, enterArgs, enterEnvironment, holderArgs, releaseHolder, receiveListeners, archSyscalls, buildSeccompFilter } from "../../confinement/index.ts";
-import type { CapturedNetwork, ExecProcess, ExecRequest, RuntimeRef, SandboxDriver, SandboxSpec, StartHooks } from "./driver.ts";
+import {
+  ensureBaseImage,
+  SANDBOX_USER,
+  cgroupLayout,
+  type CgroupLayout,
+  checkHost,
+  HostNotReady,
+  childrenOf,
+  descendantsOf,
+  isAlive,
+  killGroupsAndProcesses,
+  namespacePid,
+  procRef,
+  type ProcRef,
+  ENTER_ENV_FD,
+  enterArgs,
+  enterEnvironment,
+  holderArgs,
+  releaseHolder,
+  receiveListeners,
+  archSyscalls,
+  buildSeccompFilter,
+} from "../../confinement/index.ts";
+import type {
+  CapturedNetwork,
+  ExecProcess,
+  ExecRequest,
+  RuntimeRef,
+  SandboxDriver,
+  SandboxSpec,
+  StartHooks,
+} from "./driver.ts";
 import { captureInNamespace, connectInNamespace } from "./port-connect.ts";
 
 const execFileP = promisify(execFile);
@@ -45,11 +75,38 @@ export interface ParkedStart {
 /** bubblewrap's part: user/pid/ipc/uts/cgroup namespaces, the root, seccomp, `sleep infinity` as the keeper. */
 function bwrapArgs(): string[] {
   return [
-    "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", "--disable-userns",
-    "--uid", String(SANDBOX_USER.uid), "--gid", String(SANDBOX_USER.gid), "--hostname", "sandbox",
-    "--bind", MOUNT_POINT, "/", "--proc", "/proc", "--dev", "/dev", "--chdir", SANDBOX_USER.home,
-    "--seccomp", "3", "--info-fd", "4", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
-    "--", "/bin/sleep", "infinity",
+    "--unshare-user",
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--disable-userns",
+    "--uid",
+    String(SANDBOX_USER.uid),
+    "--gid",
+    String(SANDBOX_USER.gid),
+    "--hostname",
+    "sandbox",
+    "--bind",
+    MOUNT_POINT,
+    "/",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--chdir",
+    SANDBOX_USER.home,
+    "--seccomp",
+    "3",
+    "--info-fd",
+    "4",
+    "--clearenv",
+    "--setenv",
+    "PATH",
+    "/usr/bin:/bin",
+    "--",
+    "/bin/sleep",
+    "infinity",
   ];
 }
 
@@ -79,7 +136,9 @@ export class LocalDriver implements SandboxDriver {
     const filter = buildSeccompFilter();
     this.bpfFile = path.join(this.opts.stateDir, "seccomp.bpf");
     if (!this.sys) throw new HostNotReady(`the local sandbox driver supports x86_64 and arm64, not ${process.arch}`);
-    this.sysArg = Object.entries(this.sys).map(([k, v]) => `${k}=${v}`).join(",");
+    this.sysArg = Object.entries(this.sys)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(",");
     if (filter) {
       fs.writeFileSync(this.bpfFile, filter, { mode: 0o644 });
       this.bpfHex = filter.toString("hex");
@@ -102,7 +161,18 @@ export class LocalDriver implements SandboxDriver {
   private fillUpper(upper: string, snapshotArchive: string | null): void {
     fs.mkdirSync(upper, { recursive: true, mode: 0o755 });
     if (snapshotArchive) {
-      execFileSyncChecked("tar", ["--zstd", "-x", "-p", "--numeric-owner", "--xattrs", "--xattrs-include=trusted.overlay.*", "-f", snapshotArchive, "-C", upper]);
+      execFileSyncChecked("tar", [
+        "--zstd",
+        "-x",
+        "-p",
+        "--numeric-owner",
+        "--xattrs",
+        "--xattrs-include=trusted.overlay.*",
+        "-f",
+        snapshotArchive,
+        "-C",
+        upper,
+      ]);
     }
     // The sandbox's `/` is the writable layer's top folder. LangSmith runs commands as root (its
     // documented images), so clients create top-level folders of their own (Python deepagents'
@@ -175,7 +245,17 @@ export class LocalDriver implements SandboxDriver {
         fs.rmSync(tmp, { force: true });
         fs.closeSync(fs.openSync(tmp, "w", 0o600));
         fs.truncateSync(tmp, spec.fsCapacityBytes);
-        await execFileP("mkfs.ext4", ["-q", "-F", "-m", "0", "-i", "65536", "-E", "lazy_itable_init=1,lazy_journal_init=1", tmp]);
+        await execFileP("mkfs.ext4", [
+          "-q",
+          "-F",
+          "-m",
+          "0",
+          "-i",
+          "65536",
+          "-E",
+          "lazy_itable_init=1,lazy_journal_init=1",
+          tmp,
+        ]);
         this.withImageMounted(tmp, false, (root) => {
           this.fillUpper(path.join(root, "upper"), spec.snapshotArchive);
           fs.chmodSync(root, 0o755);
@@ -216,15 +296,44 @@ export class LocalDriver implements SandboxDriver {
    */
   async begin(spec: SandboxSpec): Promise<ParkedStart> {
     const { image, upper, work } = await this.prepareFilesystem(spec);
-    await this.cg.destroy(spec.id).catch((err) => this.opts.log?.("stale sandbox cgroups could not be removed", { id: spec.id, err }));
+    await this.cg
+      .destroy(spec.id)
+      .catch((err) => this.opts.log?.("stale sandbox cgroups could not be removed", { id: spec.id, err }));
     this.cg.create(spec.id, { memBytes: spec.memBytes, pidsMax: this.opts.pidsMax, cpuMillicores: spec.cpuMillicores });
     const capture = spec.capture ?? null;
     const child = spawn(
       "/usr/bin/perl",
-      [...holderArgs(), this.sysArg, this.cg.procsFiles(spec.id).join(":"), capture ? capture.tcpPorts.join(",") : "-", capture?.dns ? "dns" : "nodns", image, DISK_POINT, spec.lowerDir ?? this.baseDir, upper, work, MOUNT_POINT, this.bpfFile, String(this.opts.hostUid), "--", ...bwrapArgs()],
-      { detached: true, stdio: ["ignore", "ignore", "pipe", "ignore", "pipe", "pipe", ...(capture ? ["ipc" as const] : [])], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
+      [
+        ...holderArgs(),
+        this.sysArg,
+        this.cg.procsFiles(spec.id).join(":"),
+        capture ? capture.tcpPorts.join(",") : "-",
+        capture?.dns ? "dns" : "nodns",
+        image,
+        DISK_POINT,
+        spec.lowerDir ?? this.baseDir,
+        upper,
+        work,
+        MOUNT_POINT,
+        this.bpfFile,
+        String(this.opts.hostUid),
+        "--",
+        ...bwrapArgs(),
+      ],
+      {
+        detached: true,
+        stdio: ["ignore", "ignore", "pipe", "ignore", "pipe", "pipe", ...(capture ? ["ipc" as const] : [])],
+        env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" },
+      },
     );
-    const p: ParkedStart = { spec, child, captured: { tcp: new Map(), udp: [], errors: [], done: !capture, handedOver: false }, stderr: "", info: "", exited: null };
+    const p: ParkedStart = {
+      spec,
+      child,
+      captured: { tcp: new Map(), udp: [], errors: [], done: !capture, handedOver: false },
+      stderr: "",
+      info: "",
+      exited: null,
+    };
     const captured = p.captured;
     if (capture) {
       // The holder hands over the capture listeners, then says "done", before it reports the namespace.
@@ -243,7 +352,11 @@ export class LocalDriver implements SandboxDriver {
     while (!(p.info.startsWith("netns\n") && captured.done)) {
       if (p.exited !== null || Date.now() > deadline) {
         await this.abandon(p);
-        throw new Error(p.exited !== null ? `sandbox init exited with ${p.exited}: ${p.stderr.trim().slice(0, 500) || "no message"}` : `sandbox init did not come up in 30 s: ${p.stderr.trim().slice(0, 500)}`);
+        throw new Error(
+          p.exited !== null
+            ? `sandbox init exited with ${p.exited}: ${p.stderr.trim().slice(0, 500) || "no message"}`
+            : `sandbox init did not come up in 30 s: ${p.stderr.trim().slice(0, 500)}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 1));
     }
@@ -264,7 +377,9 @@ export class LocalDriver implements SandboxDriver {
       }
     }
     this.killTree(p.spec.id, p.child.pid ?? 0, 0);
-    await this.cg.destroy(p.spec.id).catch((err) => this.opts.log?.("sandbox cgroups could not be removed", { id: p.spec.id, err }));
+    await this.cg
+      .destroy(p.spec.id)
+      .catch((err) => this.opts.log?.("sandbox cgroups could not be removed", { id: p.spec.id, err }));
   }
 
   /** Second half: the egress attaches (`onNetwork`), the holder execs bubblewrap, the keeper is up. */
@@ -277,7 +392,9 @@ export class LocalDriver implements SandboxDriver {
     }
     // The namespace exists and has only loopback; nothing runs in it yet.
     captured.handedOver = Boolean(hooks.onNetwork);
-    const handOver: CapturedNetwork | null = spec.capture ? { tcp: captured.tcp, udp: captured.udp, errors: captured.errors } : null;
+    const handOver: CapturedNetwork | null = spec.capture
+      ? { tcp: captured.tcp, udp: captured.udp, errors: captured.errors }
+      : null;
     try {
       if (hooks.onNetwork) await hooks.onNetwork(child.pid!, handOver);
     } catch (err) {
@@ -326,11 +443,15 @@ export class LocalDriver implements SandboxDriver {
       const rel = path.posix.normalize(target).replace(/^\/+/, "");
       if (!rel || rel.startsWith("..")) throw new Error(`refusing to place a file at ${target}`);
       let cur = upper;
-      for (const part of path.posix.dirname(rel).split("/").filter((p) => p && p !== ".")) {
+      for (const part of path.posix
+        .dirname(rel)
+        .split("/")
+        .filter((p) => p && p !== ".")) {
         cur = path.join(cur, part);
         const st = fs.lstatSync(cur, { throwIfNoEntry: false });
         if (!st) fs.mkdirSync(cur, { mode: 0o755 });
-        else if (!st.isDirectory()) throw new Error(`refusing to place ${target}: ${part} is not a directory in the sandbox`);
+        else if (!st.isDirectory())
+          throw new Error(`refusing to place ${target}: ${part} is not a directory in the sandbox`);
       }
       const file = path.join(upper, rel);
       fs.rmSync(file, { force: true });
@@ -357,10 +478,27 @@ export class LocalDriver implements SandboxDriver {
     const fsize = String(req.env.WHARF_FSIZE_LIMIT ?? 0);
     const env = Object.fromEntries(Object.entries(req.env).filter(([k]) => k !== "WHARF_FSIZE_LIMIT"));
     const pty = req.tty ? `${clampTty(req.tty.rows)}x${clampTty(req.tty.cols)}` : "-";
-    const args = [...enterArgs(), this.sysArg, String(ENTER_ENV_FD), String(SANDBOX_USER.uid), String(r.init.pid), String(r.init.start), this.cg.procsFiles(id).join(":"), this.bpfHex, fsize, req.cwd, pty, "--", ...req.argv];
+    const args = [
+      ...enterArgs(),
+      this.sysArg,
+      String(ENTER_ENV_FD),
+      String(SANDBOX_USER.uid),
+      String(r.init.pid),
+      String(r.init.start),
+      this.cg.procsFiles(id).join(":"),
+      this.bpfHex,
+      fsize,
+      req.cwd,
+      pty,
+      "--",
+      ...req.argv,
+    ];
     // An empty environment for the launcher (root); the command's own arrives on a pipe (a command
     // line is readable by every local user). With a terminal, fd 3 carries resize requests.
-    const child = spawn("/usr/bin/perl", args, { stdio: ["pipe", "pipe", "pipe", req.tty ? "pipe" : "ignore", "pipe"], env: {} });
+    const child = spawn("/usr/bin/perl", args, {
+      stdio: ["pipe", "pipe", "pipe", req.tty ? "pipe" : "ignore", "pipe"],
+      env: {},
+    });
     const envPipe = child.stdio[ENTER_ENV_FD] as NodeJS.WritableStream;
     envPipe.on("error", () => undefined); // the launcher died before reading it: its exit says why
     envPipe.end(enterEnvironment(env));
@@ -388,7 +526,9 @@ export class LocalDriver implements SandboxDriver {
         const p = await hostPid();
         return p ? (namespacePid(p) ?? 0) : 0;
       },
-      resize: control ? (rows: number, cols: number) => void control.write(`${clampTty(rows)} ${clampTty(cols)}\n`) : undefined,
+      resize: control
+        ? (rows: number, cols: number) => void control.write(`${clampTty(rows)} ${clampTty(cols)}\n`)
+        : undefined,
       kill: () => {
         // With a terminal the command is a grandchild (the launcher's child pumps the terminal).
         killGroupsAndProcesses(child.pid ? descendantsOf(child.pid) : []);
@@ -423,7 +563,8 @@ export class LocalDriver implements SandboxDriver {
     await this.cg.destroy(id);
     if (r) {
       const deadline = Date.now() + 5000;
-      while ((isAlive(r.holder) || isAlive(r.init)) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 2));
+      while ((isAlive(r.holder) || isAlive(r.init)) && Date.now() < deadline)
+        await new Promise((res) => setTimeout(res, 2));
     }
   }
 
@@ -432,19 +573,39 @@ export class LocalDriver implements SandboxDriver {
     await fs.promises.rm(this.boxDir(id), { recursive: true, force: true });
   }
 
-  async snapshot(id: string, archivePath: string, ref: RuntimeRef | null): Promise<{ sizeBytes: number; usedBytes: number }> {
+  async snapshot(
+    id: string,
+    archivePath: string,
+    ref: RuntimeRef | null,
+  ): Promise<{ sizeBytes: number; usedBytes: number }> {
     fs.mkdirSync(path.dirname(archivePath), { recursive: true, mode: 0o700 });
     const tmp = `${archivePath}.part`;
     // Whiteouts (0/0 character devices) and opaque-directory xattrs are what make a layer a layer: keep them.
     const write = async (upper: string): Promise<number> => {
       if (!fs.existsSync(upper)) throw new Error("the sandbox has no filesystem");
-      await execFileP("tar", ["--zstd", "-c", "--numeric-owner", "--xattrs", "--xattrs-include=trusted.overlay.*", "-f", tmp, "-C", upper, "."], { maxBuffer: 1 << 20 });
+      await execFileP(
+        "tar",
+        [
+          "--zstd",
+          "-c",
+          "--numeric-owner",
+          "--xattrs",
+          "--xattrs-include=trusted.overlay.*",
+          "-f",
+          tmp,
+          "-C",
+          upper,
+          ".",
+        ],
+        { maxBuffer: 1 << 20 },
+      );
       const { stdout } = await execFileP("du", ["-sb", upper]);
       return Number(stdout.split("\t")[0]) || 0;
     };
     const r = ref as unknown as LocalRef | null;
     let used: number;
-    if (this.opts.diskImages && !(r && isAlive(r.holder))) used = await this.withImageMounted(this.imagePath(id), true, (root) => write(path.join(root, "upper")));
+    if (this.opts.diskImages && !(r && isAlive(r.holder)))
+      used = await this.withImageMounted(this.imagePath(id), true, (root) => write(path.join(root, "upper")));
     else used = await write(this.liveUpper(id, r?.holder.pid ?? null));
     fs.renameSync(tmp, archivePath);
     return { sizeBytes: fs.statSync(archivePath).size, usedBytes: used };
@@ -496,7 +657,17 @@ function execFileSyncChecked(cmd: string, args: string[]): void {
   if (r.status !== 0) throw new Error(`${cmd} failed: ${r.stderr?.toString().trim().slice(0, 300)}`);
 }
 
-const SIGNALS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 };
+const SIGNALS: Record<string, number> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGABRT: 6,
+  SIGKILL: 9,
+  SIGSEGV: 11,
+  SIGPIPE: 13,
+  SIGALRM: 14,
+  SIGTERM: 15,
+};
 function signalNumber(signal: NodeJS.Signals | null): number {
   return signal ? (SIGNALS[signal] ?? 1) : 1;
 }

@@ -86,19 +86,37 @@ export async function pullImage(req: PullRequest): Promise<{ digest: string; roo
       // An auth file (0600, deleted after) rather than --src-creds: no password in a process list.
       const authFile = path.join(work, "auth.json");
       const token = Buffer.from(`${req.credentials.username}:${req.credentials.password}`).toString("base64");
-      fs.writeFileSync(authFile, JSON.stringify({ auths: { [req.credentials.host]: { auth: token } } }), { mode: 0o600 });
+      fs.writeFileSync(authFile, JSON.stringify({ auths: { [req.credentials.host]: { auth: token } } }), {
+        mode: 0o600,
+      });
       auth.push("--authfile", authFile);
     }
     const ref = dockerReference(req.image);
     const digestFile = path.join(work, "digest");
     // No default credentials of the platform's own user (~/.docker, $XDG_RUNTIME_DIR) for a tenant's pull.
     const skopeo = (args: string[], timeoutMs: number, maxBytes?: number) =>
-      runWithOutboundPolicy({ policy: req.policy, command: "skopeo", args, env: { PATH: hostVariable("PATH") ?? "/usr/bin:/bin", HOME: work, XDG_RUNTIME_DIR: work }, direct: directDestinations(imageHost(req.image)), timeoutMs, maxBytes });
+      runWithOutboundPolicy({
+        policy: req.policy,
+        command: "skopeo",
+        args,
+        env: { PATH: hostVariable("PATH") ?? "/usr/bin:/bin", HOME: work, XDG_RUNTIME_DIR: work },
+        direct: directDestinations(imageHost(req.image)),
+        timeoutMs,
+        maxBytes,
+      });
     try {
-      await skopeo(["copy", "--quiet", ...auth, ...tls, "--digestfile", digestFile, ref, `oci:${path.join(work, "layout")}:image`], timeout, pullBound(req.capacityBytes));
+      await skopeo(
+        ["copy", "--quiet", ...auth, ...tls, "--digestfile", digestFile, ref, `oci:${path.join(work, "layout")}:image`],
+        timeout,
+        pullBound(req.capacityBytes),
+      );
     } catch (err) {
       if (err instanceof OutboundRefused) throw new Error(`pulling ${req.image} was ${err.message}`, { cause: err });
-      if (err instanceof OutboundTooLarge) throw new Error(`pulling ${req.image} was stopped: ${err.message} (more than layers that fit the snapshot's fs_capacity_bytes can take)`, { cause: err });
+      if (err instanceof OutboundTooLarge)
+        throw new Error(
+          `pulling ${req.image} was stopped: ${err.message} (more than layers that fit the snapshot's fs_capacity_bytes can take)`,
+          { cause: err },
+        );
       throw new Error(`pulling ${req.image} failed: ${short(err)}`, { cause: err });
     }
     let digest = "";
@@ -109,7 +127,10 @@ export async function pullImage(req: PullRequest): Promise<{ digest: string; roo
     }
     await checkUnpackedSize(path.join(work, "layout"), "image", req.capacityBytes);
     try {
-      await execFileP("umoci", ["unpack", "--image", `${path.join(work, "layout")}:image`, path.join(work, "bundle")], { timeout, maxBuffer: 4 << 20 });
+      await execFileP("umoci", ["unpack", "--image", `${path.join(work, "layout")}:image`, path.join(work, "bundle")], {
+        timeout,
+        maxBuffer: 4 << 20,
+      });
     } catch (err) {
       throw new Error(`unpacking ${req.image} failed: ${short(err)}`, { cause: err });
     }
@@ -148,9 +169,14 @@ function fitForSandbox(rootfs: string): void {
     const p = path.join(etc, file);
     if (!safe(p)) return;
     const text = fs.existsSync(p) ? fs.readFileSync(p, "utf8") : "";
-    if (!match.test(text)) fs.writeFileSync(p, `${text}${text && !text.endsWith("\n") ? "\n" : ""}${line}\n`, { mode: 0o644 });
+    if (!match.test(text))
+      fs.writeFileSync(p, `${text}${text && !text.endsWith("\n") ? "\n" : ""}${line}\n`, { mode: 0o644 });
   };
-  appendLine("passwd", new RegExp(`^[^:]*:[^:]*:${u.uid}:`, "m"), `${u.name}:x:${u.uid}:${u.gid}:Sandbox user:${u.home}:/bin/sh`);
+  appendLine(
+    "passwd",
+    new RegExp(`^[^:]*:[^:]*:${u.uid}:`, "m"),
+    `${u.name}:x:${u.uid}:${u.gid}:Sandbox user:${u.home}:/bin/sh`,
+  );
   appendLine("group", new RegExp(`^[^:]*:[^:]*:${u.gid}:`, "m"), `${u.name}:x:${u.gid}:`);
   for (const [file, content] of [
     ["resolv.conf", "nameserver 127.0.0.1\n"],

@@ -15,12 +15,21 @@ import { perlArgs, type LauncherSyscalls } from "../../confinement/index.ts";
 export class PortRefused extends Error {}
 
 /** A socket connected to `port` on the loopback of the network namespace of `pid` (started at `start`). */
-export function connectInNamespace(sys: LauncherSyscalls, pid: number, start: number, port: number, timeoutMs = 5000): Promise<net.Socket> {
+export function connectInNamespace(
+  sys: LauncherSyscalls,
+  pid: number,
+  start: number,
+  port: number,
+  timeoutMs = 5000,
+): Promise<net.Socket> {
   const sysArg = Object.entries(sys)
     .map(([k, v]) => `${k}=${v}`)
     .join(",");
   return new Promise((resolve, reject) => {
-    const child = spawn("/usr/bin/perl", [...perlArgs("connect"), sysArg, String(pid), String(start), String(port)], { stdio: ["ignore", "ignore", "pipe", "ipc"], env: {} });
+    const child = spawn("/usr/bin/perl", [...perlArgs("connect"), sysArg, String(pid), String(start), String(port)], {
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+      env: {},
+    });
     let stderr = "";
     let got: net.Socket | null = null;
     const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
@@ -51,12 +60,29 @@ export function connectInNamespace(sys: LauncherSyscalls, pid: number, start: nu
  */
 
 /** The egress listeners opened anew in the network namespace of `pid` (re-adoption after a restart). */
-export function captureInNamespace(sys: LauncherSyscalls, pid: number, start: number, capture: { tcpPorts: number[]; dns: boolean }, timeoutMs = 10_000): Promise<CapturedNetwork> {
+export function captureInNamespace(
+  sys: LauncherSyscalls,
+  pid: number,
+  start: number,
+  capture: { tcpPorts: number[]; dns: boolean },
+  timeoutMs = 10_000,
+): Promise<CapturedNetwork> {
   const sysArg = Object.entries(sys)
     .map(([k, v]) => `${k}=${v}`)
     .join(",");
   return new Promise((resolve, reject) => {
-    const child = spawn("/usr/bin/perl", [...perlArgs("capture"), sysArg, String(pid), String(start), capture.tcpPorts.join(","), capture.dns ? "dns" : "nodns"], { stdio: ["ignore", "ignore", "pipe", "ipc"], env: {} });
+    const child = spawn(
+      "/usr/bin/perl",
+      [
+        ...perlArgs("capture"),
+        sysArg,
+        String(pid),
+        String(start),
+        capture.tcpPorts.join(","),
+        capture.dns ? "dns" : "nodns",
+      ],
+      { stdio: ["ignore", "ignore", "pipe", "ipc"], env: {} },
+    );
     const got: CapturedNetwork = { tcp: new Map(), udp: [], errors: [] };
     let done = false;
     let stderr = "";

@@ -21,12 +21,20 @@ import type { SnapshotRow } from "../store/sandbox-store.ts";
  */
 const GiB = 1024 ** 3;
 const body = z.object({
-  name: z.string().regex(/^[a-z0-9]([a-z0-9._-]{0,98}[a-z0-9])?$/, "Snapshot names are 1-100 characters: lowercase letters, digits, '.', '_' and '-'"),
+  name: z
+    .string()
+    .regex(
+      /^[a-z0-9]([a-z0-9._-]{0,98}[a-z0-9])?$/,
+      "Snapshot names are 1-100 characters: lowercase letters, digits, '.', '_' and '-'",
+    ),
   docker_image: z
     .string()
     .min(1)
     .max(500)
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]*$/, "An image reference such as python:3.12-slim or registry.example.com/team/app:tag"),
+    .regex(
+      /^[A-Za-z0-9][A-Za-z0-9._:/@-]*$/,
+      "An image reference such as python:3.12-slim or registry.example.com/team/app:tag",
+    ),
   fs_capacity_bytes: z
     .number()
     .int()
@@ -59,28 +67,56 @@ export function imageRootfs(manager: SandboxManager, snapshotId: string): string
 const BUILD_CONCURRENCY = 2;
 const queues = new WeakMap<SandboxManager, BuildQueue>();
 
-async function build(ctx: PlatformContext, manager: SandboxManager, snap: SnapshotRow, registry: RegistryRow | undefined): Promise<void> {
+async function build(
+  ctx: PlatformContext,
+  manager: SandboxManager,
+  snap: SnapshotRow,
+  registry: RegistryRow | undefined,
+): Promise<void> {
   let queue = queues.get(manager);
   if (!queue) queues.set(manager, (queue = new BuildQueue(BUILD_CONCURRENCY)));
   if (queue.ahead > 0) ctx.log.info({ snapshotId: snap.id, ahead: queue.ahead }, "snapshot build queued");
   await queue.run(() => buildNow(ctx, manager, snap, registry));
 }
 
-async function buildNow(ctx: PlatformContext, manager: SandboxManager, snap: SnapshotRow, registry: RegistryRow | undefined): Promise<void> {
+async function buildNow(
+  ctx: PlatformContext,
+  manager: SandboxManager,
+  snap: SnapshotRow,
+  registry: RegistryRow | undefined,
+): Promise<void> {
   const image = snap.docker_image!;
   try {
     const host = imageHost(image);
-    const credentials = registry ? { username: registry.username, password: registryPassword(ctx.box, registry), host: registryHost(registry.url) } : null;
+    const credentials = registry
+      ? { username: registry.username, password: registryPassword(ctx.box, registry), host: registryHost(registry.url) }
+      : null;
     const insecure = isLoopbackHost(host) || Boolean(registry?.url.startsWith("http://"));
     const started = Date.now();
     const policy = outboundPolicy(ctx.config.settings);
-    const { digest } = await pullImage({ image, dest: imageDir(manager, snap.id), credentials, insecure, policy, capacityBytes: Number(snap.fs_capacity_bytes) });
-    await ctx.db.updateTable("sandbox_snapshots").set({ status: "ready", image_digest: digest, updated_at: nowIso() }).where("id", "=", snap.id).where("status", "=", "building").execute();
+    const { digest } = await pullImage({
+      image,
+      dest: imageDir(manager, snap.id),
+      credentials,
+      insecure,
+      policy,
+      capacityBytes: Number(snap.fs_capacity_bytes),
+    });
+    await ctx.db
+      .updateTable("sandbox_snapshots")
+      .set({ status: "ready", image_digest: digest, updated_at: nowIso() })
+      .where("id", "=", snap.id)
+      .where("status", "=", "building")
+      .execute();
     ctx.log.info({ snapshotId: snap.id, image, digest, ms: Date.now() - started }, "snapshot built from image");
   } catch (err) {
     const message = (err as Error).message;
     ctx.log.warn({ snapshotId: snap.id, image, err: message }, "snapshot from image failed");
-    await ctx.db.updateTable("sandbox_snapshots").set({ status: "failed", status_message: message, updated_at: nowIso() }).where("id", "=", snap.id).execute();
+    await ctx.db
+      .updateTable("sandbox_snapshots")
+      .set({ status: "failed", status_message: message, updated_at: nowIso() })
+      .where("id", "=", snap.id)
+      .execute();
   }
 }
 
@@ -91,7 +127,10 @@ export function registerImageSnapshotRoute(router: Router, ctx: PlatformContext,
     summary: "Create a snapshot from an OCI image (status building, then ready or failed)",
     tags: ["sandboxes"],
     body,
-    responses: { 201: { description: "The snapshot (building)", schema: z.record(z.string(), z.unknown()) }, 409: { description: "Name and tag in use" } },
+    responses: {
+      201: { description: "The snapshot (building)", schema: z.record(z.string(), z.unknown()) },
+      409: { description: "Name and tag in use" },
+    },
     handler: async ({ c, principal, body: b }) => {
       await manager.ensureAvailable();
       let registry: RegistryRow | undefined;

@@ -17,13 +17,26 @@ export type RegistryRow = SandboxRegistriesTable;
 
 const TAGS = ["sandboxes"];
 const aad = (workspaceId: string, id: string) => `sandbox-registry:${workspaceId}:${id}`;
-const name = z.string().regex(/^[a-z0-9]([a-z0-9._-]{0,98}[a-z0-9])?$/, "Registry names are 1-100 characters: lowercase letters, digits, '.', '_' and '-'");
+const name = z
+  .string()
+  .regex(
+    /^[a-z0-9]([a-z0-9._-]{0,98}[a-z0-9])?$/,
+    "Registry names are 1-100 characters: lowercase letters, digits, '.', '_' and '-'",
+  );
 const url = z
   .string()
   .min(1)
   .max(500)
-  .regex(/^(https?:\/\/)?[A-Za-z0-9.-]+(:\d{1,5})?(\/[A-Za-z0-9._/-]*)?$/, "A registry host (registry.example.com, host:port or https://host)");
-const createBody = z.object({ name, url, username: z.string().min(1).max(500), password: z.string().min(1).max(10_000) });
+  .regex(
+    /^(https?:\/\/)?[A-Za-z0-9.-]+(:\d{1,5})?(\/[A-Za-z0-9._/-]*)?$/,
+    "A registry host (registry.example.com, host:port or https://host)",
+  );
+const createBody = z.object({
+  name,
+  url,
+  username: z.string().min(1).max(500),
+  password: z.string().min(1).max(10_000),
+});
 const patchBody = createBody.partial();
 const listQuery = z.object({
   name_contains: z.string().max(200).optional(),
@@ -34,7 +47,16 @@ const params = z.object({ name: z.string().min(1).max(200) });
 const record = z.record(z.string(), z.unknown());
 
 export function presentRegistry(r: RegistryRow): Record<string, unknown> {
-  return { id: r.id, name: r.name, url: r.url, username: r.username, created_at: r.created_at, created_by: r.created_by, updated_at: r.updated_at, updated_by: r.updated_by };
+  return {
+    id: r.id,
+    name: r.name,
+    url: r.url,
+    username: r.username,
+    created_at: r.created_at,
+    created_by: r.created_by,
+    updated_at: r.updated_at,
+    updated_by: r.updated_by,
+  };
 }
 
 /** The registry's password, opened for a pull. */
@@ -52,7 +74,11 @@ function isUniqueViolation(err: unknown): boolean {
   return e.code === "23505" || /UNIQUE constraint failed/i.test(e.message ?? "");
 }
 
-export async function findRegistry(ctx: PlatformContext, workspaceId: string, nameOrId: string): Promise<RegistryRow | undefined> {
+export async function findRegistry(
+  ctx: PlatformContext,
+  workspaceId: string,
+  nameOrId: string,
+): Promise<RegistryRow | undefined> {
   return ctx.db
     .selectFrom("sandbox_registries")
     .selectAll()
@@ -73,7 +99,19 @@ export function registerRegistryRoutes(router: Router, ctx: PlatformContext): vo
       const id = newId();
       const now = nowIso();
       const sealed = ctx.box.seal(body.password, aad(principal.workspaceId, id));
-      const row: RegistryRow = { id, workspace_id: principal.workspaceId, name: body.name, url: body.url, username: body.username, password_key_id: sealed.keyId, password_cipher: sealed.blob, created_at: now, created_by: principal.userId, updated_at: now, updated_by: principal.userId };
+      const row: RegistryRow = {
+        id,
+        workspace_id: principal.workspaceId,
+        name: body.name,
+        url: body.url,
+        username: body.username,
+        password_key_id: sealed.keyId,
+        password_cipher: sealed.blob,
+        created_at: now,
+        created_by: principal.userId,
+        updated_at: now,
+        updated_by: principal.userId,
+      };
       try {
         await ctx.db.insertInto("sandbox_registries").values(row).execute();
       } catch (err) {
@@ -120,7 +158,11 @@ export function registerRegistryRoutes(router: Router, ctx: PlatformContext): vo
     tags: TAGS,
     params,
     body: patchBody,
-    responses: { 200: { description: "The registry", schema: record }, 404: { description: "Not found" }, 409: { description: "Name in use" } },
+    responses: {
+      200: { description: "The registry", schema: record },
+      404: { description: "Not found" },
+      409: { description: "Name in use" },
+    },
     handler: async ({ c, principal, params: p, body }) => {
       const row = await findRegistry(ctx, principal.workspaceId, p.name);
       if (!row) throw notFound("Registry");

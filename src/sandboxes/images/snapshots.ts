@@ -11,7 +11,13 @@ import type { snapshotBody } from "../api/schemas.ts";
  * marks kept), applied over the same read-only base when a new sandbox starts from it. The row is
  * `building` while the archive is written, then `ready` or `failed` with the reason.
  */
-export async function takeSnapshot(ctx: PlatformContext, manager: SandboxManager, box: SandboxRow, userId: string, body: z.infer<typeof snapshotBody>): Promise<SnapshotRow> {
+export async function takeSnapshot(
+  ctx: PlatformContext,
+  manager: SandboxManager,
+  box: SandboxRow,
+  userId: string,
+  body: z.infer<typeof snapshotBody>,
+): Promise<SnapshotRow> {
   const id = newId();
   const now = nowIso();
   const row: SnapshotRow = {
@@ -37,8 +43,16 @@ export async function takeSnapshot(ctx: PlatformContext, manager: SandboxManager
   await ctx.db.insertInto("sandbox_snapshots").values(row).execute();
   try {
     if (!manager.driver) throw new Error("no sandbox driver");
-    const { sizeBytes, usedBytes } = await manager.driver.snapshot(box.id, manager.snapshotPath(id), manager.runtimeRefOf(box));
-    await ctx.db.updateTable("sandbox_snapshots").set({ status: "ready", fs_used_bytes: usedBytes, size_bytes: sizeBytes, updated_at: nowIso() }).where("id", "=", id).execute();
+    const { sizeBytes, usedBytes } = await manager.driver.snapshot(
+      box.id,
+      manager.snapshotPath(id),
+      manager.runtimeRefOf(box),
+    );
+    await ctx.db
+      .updateTable("sandbox_snapshots")
+      .set({ status: "ready", fs_used_bytes: usedBytes, size_bytes: sizeBytes, updated_at: nowIso() })
+      .where("id", "=", id)
+      .execute();
   } catch (err) {
     await ctx.db
       .updateTable("sandbox_snapshots")

@@ -47,7 +47,10 @@ export interface AdmissionLimits {
   workspaceMaxDiskBytes: number;
 }
 
-export type Refusal = { status: 422; field: "mem_bytes" | "fs_capacity_bytes"; message: string } | { status: 429; message: string } | { status: 503; message: string };
+export type Refusal =
+  | { status: 422; field: "mem_bytes" | "fs_capacity_bytes"; message: string }
+  | { status: 429; message: string }
+  | { status: 503; message: string };
 
 const GiB = 1024 ** 3;
 /** Sizes for people: GiB with up to two decimals. */
@@ -55,18 +58,34 @@ export function gib(bytes: number): string {
   return `${Math.round((bytes / GiB) * 100) / 100} GiB`;
 }
 
-export function admit(req: AdmissionRequest, host: HostCapacity, now: Commitments, limits: AdmissionLimits): Refusal | null {
+export function admit(
+  req: AdmissionRequest,
+  host: HostCapacity,
+  now: Commitments,
+  limits: AdmissionLimits,
+): Refusal | null {
   const diskRoom = Math.max(0, Math.floor(host.diskFreeBytes * limits.diskOvercommit));
   if (req.memBytes > host.memoryBytes) {
-    return { status: 422, field: "mem_bytes", message: `mem_bytes ${gib(req.memBytes)} is more than this host's memory (${gib(host.memoryBytes)})` };
+    return {
+      status: 422,
+      field: "mem_bytes",
+      message: `mem_bytes ${gib(req.memBytes)} is more than this host's memory (${gib(host.memoryBytes)})`,
+    };
   }
   if (req.creates && req.fsCapacityBytes > diskRoom) {
-    return { status: 422, field: "fs_capacity_bytes", message: `fs_capacity_bytes ${gib(req.fsCapacityBytes)} is more than this host can give a disk (${gib(diskRoom)} free)` };
+    return {
+      status: 422,
+      field: "fs_capacity_bytes",
+      message: `fs_capacity_bytes ${gib(req.fsCapacityBytes)} is more than this host can give a disk (${gib(diskRoom)} free)`,
+    };
   }
 
   const ws = now.workspace;
   if (req.creates && ws.sandboxes + 1 > limits.workspaceMaxSandboxes) {
-    return { status: 429, message: `Sandbox count quota reached: this workspace may have ${limits.workspaceMaxSandboxes} sandboxes and has ${ws.sandboxes}; delete one first` };
+    return {
+      status: 429,
+      message: `Sandbox count quota reached: this workspace may have ${limits.workspaceMaxSandboxes} sandboxes and has ${ws.sandboxes}; delete one first`,
+    };
   }
   if (ws.runningMemBytes + req.memBytes > limits.workspaceMaxMemBytes) {
     return {
@@ -83,10 +102,16 @@ export function admit(req: AdmissionRequest, host: HostCapacity, now: Commitment
 
   const memRoom = Math.floor(host.memoryBytes * limits.memoryOvercommit);
   if (now.host.runningMemBytes + req.memBytes > memRoom) {
-    return { status: 503, message: `Unschedulable: this host's memory is committed to running sandboxes (${gib(now.host.runningMemBytes)} of ${gib(memRoom)}); try again later or ask for less than ${gib(Math.max(0, memRoom - now.host.runningMemBytes))}` };
+    return {
+      status: 503,
+      message: `Unschedulable: this host's memory is committed to running sandboxes (${gib(now.host.runningMemBytes)} of ${gib(memRoom)}); try again later or ask for less than ${gib(Math.max(0, memRoom - now.host.runningMemBytes))}`,
+    };
   }
   if (req.creates && now.host.diskUnwrittenBytes + req.fsCapacityBytes > diskRoom) {
-    return { status: 503, message: `Unschedulable: this host's free disk is committed to existing sandboxes (${gib(now.host.diskUnwrittenBytes)} of ${gib(diskRoom)}); try again later or ask for less than ${gib(Math.max(0, diskRoom - now.host.diskUnwrittenBytes))}` };
+    return {
+      status: 503,
+      message: `Unschedulable: this host's free disk is committed to existing sandboxes (${gib(now.host.diskUnwrittenBytes)} of ${gib(diskRoom)}); try again later or ask for less than ${gib(Math.max(0, diskRoom - now.host.diskUnwrittenBytes))}`,
+    };
   }
   return null;
 }

@@ -5,10 +5,25 @@ import { sql, type Kysely } from "kysely";
 import { HttpError, invalidAt } from "../../http/errors.ts";
 import type { Dialect } from "../../store/database.ts";
 import type { Database } from "../../store/schema.ts";
-import { admit, type AdmissionLimits, type AdmissionRequest, type Commitments, type HostCapacity } from "./admission.ts";
+import {
+  admit,
+  type AdmissionLimits,
+  type AdmissionRequest,
+  type Commitments,
+  type HostCapacity,
+} from "./admission.ts";
 
-const NOTHING_COMMITTED: Commitments = { host: { runningMemBytes: 0, diskUnwrittenBytes: 0 }, workspace: { sandboxes: 0, runningMemBytes: 0, diskBytes: 0 } };
-const UNLIMITED: AdmissionLimits = { memoryOvercommit: 100, diskOvercommit: 100, workspaceMaxSandboxes: Infinity, workspaceMaxMemBytes: Infinity, workspaceMaxDiskBytes: Infinity };
+const NOTHING_COMMITTED: Commitments = {
+  host: { runningMemBytes: 0, diskUnwrittenBytes: 0 },
+  workspace: { sandboxes: 0, runningMemBytes: 0, diskBytes: 0 },
+};
+const UNLIMITED: AdmissionLimits = {
+  memoryOvercommit: 100,
+  diskOvercommit: 100,
+  workspaceMaxSandboxes: Infinity,
+  workspaceMaxMemBytes: Infinity,
+  workspaceMaxDiskBytes: Infinity,
+};
 
 /**
  * The I/O side of admission: the host's figures (its memory, the free space where sandbox disks
@@ -89,8 +104,15 @@ export class Admissions {
   }
 
   private async commitments(workspaceId: string): Promise<Commitments> {
-    const rows = await this.db.selectFrom("sandboxes").select(["id", "workspace_id", "status", "mem_bytes", "fs_capacity_bytes"]).where("status", "!=", "deleting").execute();
-    const c: Commitments = { host: { runningMemBytes: 0, diskUnwrittenBytes: 0 }, workspace: { sandboxes: 0, runningMemBytes: 0, diskBytes: 0 } };
+    const rows = await this.db
+      .selectFrom("sandboxes")
+      .select(["id", "workspace_id", "status", "mem_bytes", "fs_capacity_bytes"])
+      .where("status", "!=", "deleting")
+      .execute();
+    const c: Commitments = {
+      host: { runningMemBytes: 0, diskUnwrittenBytes: 0 },
+      workspace: { sandboxes: 0, runningMemBytes: 0, diskBytes: 0 },
+    };
     for (const r of rows) {
       const mem = Number(r.mem_bytes);
       const disk = Number(r.fs_capacity_bytes);

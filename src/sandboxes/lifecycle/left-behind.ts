@@ -4,7 +4,11 @@
  * another replica meanwhile) or names another replica (started there afresh, after this one's
  * lease ran out). A row with no owner yet (being provisioned) is not looked at.
  */
-export function leftBehind(boxIds: readonly string[], owners: ReadonlyMap<string, string | null>, me: string): string[] {
+export function leftBehind(
+  boxIds: readonly string[],
+  owners: ReadonlyMap<string, string | null>,
+  me: string,
+): string[] {
   return boxIds.filter((id) => {
     if (!owners.has(id)) return true;
     const owner = owners.get(id) ?? null;

@@ -59,10 +59,16 @@ export function nextAction(f: LifecycleFacts, now: number, t: LifecycleTimes): L
     case "ready":
       if (!f.running) return "fail-exited";
       if (f.activeProcesses > 0) return "touch";
-      if (f.idleTtlSeconds > 0 && f.lastActivity !== null && now - f.lastActivity > f.idleTtlSeconds * t.ttlSecondMs) return "idle-stop";
+      if (f.idleTtlSeconds > 0 && f.lastActivity !== null && now - f.lastActivity > f.idleTtlSeconds * t.ttlSecondMs)
+        return "idle-stop";
       return "none";
     case "stopped":
-      if (f.deleteAfterStopSeconds > 0 && f.stoppedAt !== null && now - f.stoppedAt > f.deleteAfterStopSeconds * t.ttlSecondMs) return "expire";
+      if (
+        f.deleteAfterStopSeconds > 0 &&
+        f.stoppedAt !== null &&
+        now - f.stoppedAt > f.deleteAfterStopSeconds * t.ttlSecondMs
+      )
+        return "expire";
       return "none";
     default:
       return "none";

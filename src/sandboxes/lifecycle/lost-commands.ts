@@ -52,7 +52,10 @@ export class LostCommands {
   command(sandboxId: string, commandId: string): { stdout: SpillBuffer; stderr: SpillBuffer } | null {
     if (!this.lost.get(sandboxId)?.has(commandId)) return null;
     const dir = this.outputDir(sandboxId);
-    return { stdout: SpillBuffer.restore(this.maxOutputBytes, dir, `${commandId}.stdout`), stderr: SpillBuffer.restore(this.maxOutputBytes, dir, `${commandId}.stderr`) };
+    return {
+      stdout: SpillBuffer.restore(this.maxOutputBytes, dir, `${commandId}.stdout`),
+      stderr: SpillBuffer.restore(this.maxOutputBytes, dir, `${commandId}.stderr`),
+    };
   }
 
   /** Where WebSocket commands' output is kept for reconnects (removed with the command). */

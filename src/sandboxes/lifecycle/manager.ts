@@ -12,7 +12,15 @@ import { Admissions } from "./capacity.ts";
 import { SpillBuffer } from "../dataplane/output-buffer.ts";
 import { SANDBOX_USER, retryOutOfDescriptors } from "../../confinement/index.ts";
 import type { CapturedNetwork, RuntimeRef, SandboxDriver } from "../driver/driver.ts";
-import { getSandbox, markLostSandboxes, openEnv, ownersOfSandboxes, sandboxesInStatus, transition, type SandboxRow } from "../store/sandbox-store.ts";
+import {
+  getSandbox,
+  markLostSandboxes,
+  openEnv,
+  ownersOfSandboxes,
+  sandboxesInStatus,
+  transition,
+  type SandboxRow,
+} from "../store/sandbox-store.ts";
 import { leftBehind } from "./left-behind.ts";
 import type { SandboxStatus } from "../api/schemas.ts";
 import type { SandboxSettings } from "../settings.ts";
@@ -121,7 +129,8 @@ export class SandboxManager {
 
   private requireDriver(): SandboxDriver {
     if (!this.driver) throw new HttpError(503, "Sandboxes are disabled on this server (WHARF_SANDBOX_DRIVER=none)");
-    if (this.prepareError) throw new HttpError(503, `Sandboxes are unavailable on this host: ${this.prepareError.message}`);
+    if (this.prepareError)
+      throw new HttpError(503, `Sandboxes are unavailable on this host: ${this.prepareError.message}`);
     return this.driver;
   }
 
@@ -166,7 +175,11 @@ export class SandboxManager {
    */
   async imageSnapshotOf(row: SandboxRow): Promise<string | null> {
     if (!row.snapshot_id) return null;
-    const snap = await this.db.selectFrom("sandbox_snapshots").select(["id", "docker_image", "base_snapshot_id"]).where("id", "=", row.snapshot_id).executeTakeFirst();
+    const snap = await this.db
+      .selectFrom("sandbox_snapshots")
+      .select(["id", "docker_image", "base_snapshot_id"])
+      .where("id", "=", row.snapshot_id)
+      .executeTakeFirst();
     if (!snap) return null;
     return snap.docker_image ? snap.id : snap.base_snapshot_id;
   }
@@ -185,18 +198,39 @@ export class SandboxManager {
     let egress: EgressAttachment | null = null;
     try {
       // Replica mode: whoever provisions it runs it, so its data plane is forwarded here.
-      if (this.ctx.cluster) await this.db.updateTable("sandboxes").set({ owner_replica: this.ctx.cluster.replicaId }).where("id", "=", row.id).execute();
+      if (this.ctx.cluster)
+        await this.db
+          .updateTable("sandboxes")
+          .set({ owner_replica: this.ctx.cluster.replicaId })
+          .where("id", "=", row.id)
+          .execute();
       await this.prepare();
       const driver = this.requireDriver();
       const proxyConfig = row.proxy_config ? (JSON.parse(row.proxy_config) as StoredProxyConfig) : null;
       const image = await this.imageSnapshotOf(row);
       const lowerDir = image ? path.join(this.settings.stateDir, "oci-images", image, "bundle", "rootfs") : undefined;
-      if (lowerDir && !fs.existsSync(lowerDir)) throw new Error("the image this sandbox was made from is no longer on this host");
+      if (lowerDir && !fs.existsSync(lowerDir))
+        throw new Error("the image this sandbox was made from is no longer on this host");
       const parked = await this.warm.take(row.id);
-      const spec = { id: row.id, workspaceId: row.workspace_id, cpuMillicores: row.cpu_millicores, memBytes: Number(row.mem_bytes), fsCapacityBytes: Number(row.fs_capacity_bytes), snapshotArchive, lowerDir, capture: await egressCaptureSpec() };
+      const spec = {
+        id: row.id,
+        workspaceId: row.workspace_id,
+        cpuMillicores: row.cpu_millicores,
+        memBytes: Number(row.mem_bytes),
+        fsCapacityBytes: Number(row.fs_capacity_bytes),
+        snapshotArchive,
+        lowerDir,
+        capture: await egressCaptureSpec(),
+      };
       const hooks = {
         onNetwork: async (netnsPid: number, captured: CapturedNetwork | null) => {
-          egress = await attachEgress({ sandboxId: row.id, workspaceId: row.workspace_id, netnsPid, proxyConfig, captured });
+          egress = await attachEgress({
+            sandboxId: row.id,
+            workspaceId: row.workspace_id,
+            netnsPid,
+            proxyConfig,
+            captured,
+          });
           if (Object.keys(egress.files).length) driver.placeFiles(row.id, egress.files, netnsPid);
         },
       };
@@ -211,7 +245,10 @@ export class SandboxManager {
         const probe = await this.runToCompletion(row.id, ["/bin/sh", "-c", ":"], 10);
         if (probe !== 0) throw new Error(`readiness probe exited with ${probe} (does the image have /bin/sh?)`);
       }
-      const updated = await transition(this.db, row.id, ["provisioning"], "ready", { runtime: JSON.stringify(ref), stopped_at: null });
+      const updated = await transition(this.db, row.id, ["provisioning"], "ready", {
+        runtime: JSON.stringify(ref),
+        stopped_at: null,
+      });
       if (!updated) {
         // Deleted or failed (deadline) meanwhile: do not leave processes behind.
         await this.teardown(row.id, ref, false);
@@ -219,9 +256,17 @@ export class SandboxManager {
     } catch (err) {
       const message = (err as Error).message;
       this.ctx.log.warn({ sandboxId: row.id, err }, "sandbox provisioning failed");
-      await this.teardown(row.id, ref, false).catch((e) => this.logFailure("teardown after a failed provision", row.id, e));
-      if (egress) await (egress as EgressAttachment).detach().catch((e) => this.logFailure("egress detach after a failed provision", row.id, e));
-      await transition(this.db, row.id, ["provisioning"], "failed", { status_message: `Provisioning failed: ${message}`, runtime: null });
+      await this.teardown(row.id, ref, false).catch((e) =>
+        this.logFailure("teardown after a failed provision", row.id, e),
+      );
+      if (egress)
+        await (egress as EgressAttachment)
+          .detach()
+          .catch((e) => this.logFailure("egress detach after a failed provision", row.id, e));
+      await transition(this.db, row.id, ["provisioning"], "failed", {
+        status_message: `Provisioning failed: ${message}`,
+        runtime: null,
+      });
     }
   }
 
@@ -252,14 +297,16 @@ export class SandboxManager {
     this.live.delete(id);
     this.commands.forget(id);
     this.lost.forget(id);
-    if (l?.egress) await l.egress.detach().catch((err) => this.ctx.log.warn({ sandboxId: id, err }, "egress detach failed"));
+    if (l?.egress)
+      await l.egress.detach().catch((err) => this.ctx.log.warn({ sandboxId: id, err }, "egress detach failed"));
     const driver = this.driver;
     if (!driver) return;
     const r = ref ?? l?.ref ?? null;
     // Under a descriptor shortage (a flood of connections) reading /proc and the cgroup fails: wait
     // it out rather than give up with the sandbox's processes running and its row about to go.
     await retryOutOfDescriptors(() => (destroy ? driver.destroy(id, r) : driver.stop(id, r)), {
-      onRetry: (err, attempt) => this.ctx.log.warn({ sandboxId: id, attempt, err }, "sandbox teardown out of descriptors; retrying"),
+      onRetry: (err, attempt) =>
+        this.ctx.log.warn({ sandboxId: id, attempt, err }, "sandbox teardown out of descriptors; retrying"),
     });
   }
 
@@ -271,7 +318,11 @@ export class SandboxManager {
     this.busy.add(row.id);
     try {
       const ref = this.runtimeOf(row);
-      const moved = await transition(this.db, row.id, ["ready", "provisioning"], "stopped", { runtime: null, stopped_at: nowIso(), status_message: reason });
+      const moved = await transition(this.db, row.id, ["ready", "provisioning"], "stopped", {
+        runtime: null,
+        stopped_at: nowIso(),
+        status_message: reason,
+      });
       if (moved) await this.teardown(row.id, ref, false);
       return moved;
     } finally {
@@ -290,7 +341,11 @@ export class SandboxManager {
   }
 
   private async deleteNow(row: SandboxRow): Promise<void> {
-    await this.db.updateTable("sandboxes").set({ status: "deleting", status_changed_at: nowIso(), updated_at: nowIso() }).where("id", "=", row.id).execute();
+    await this.db
+      .updateTable("sandboxes")
+      .set({ status: "deleting", status_changed_at: nowIso(), updated_at: nowIso() })
+      .where("id", "=", row.id)
+      .execute();
     const inflight = this.inflight.get(row.id);
     if (inflight) await Promise.race([inflight, new Promise((r) => setTimeout(r, 30_000).unref())]);
     await this.teardown(row.id, this.runtimeOf(row), true);
@@ -314,7 +369,9 @@ export class SandboxManager {
     const before = { ...l.egress.files };
     await l.egress.update(proxyConfig);
     l.env = this.commandEnv(row, l.egress);
-    const changed = Object.fromEntries(Object.entries(l.egress.files).filter(([file, content]) => before[file] !== content));
+    const changed = Object.fromEntries(
+      Object.entries(l.egress.files).filter(([file, content]) => before[file] !== content),
+    );
     if (Object.keys(changed).length) this.driver.placeFiles(row.id, changed, this.driver.netnsPid(l.ref));
   }
 
@@ -333,7 +390,9 @@ export class SandboxManager {
     if (row.status === "stopped") {
       await this.ensureAvailable();
       const want = { memBytes: Number(row.mem_bytes), fsCapacityBytes: Number(row.fs_capacity_bytes), creates: false };
-      const moved = await this.admissions.admitThen(row.workspace_id, want, () => transition(this.db, row.id, ["stopped"], "provisioning", { runtime: null, status_message: null }));
+      const moved = await this.admissions.admitThen(row.workspace_id, want, () =>
+        transition(this.db, row.id, ["stopped"], "provisioning", { runtime: null, status_message: null }),
+      );
       if (moved) {
         this.ctx.log.info({ sandboxId: row.id }, "waking stopped sandbox for a data-plane request");
         this.launch(moved, null);
@@ -351,7 +410,8 @@ export class SandboxManager {
   /** The live sandbox for a data-plane call, or NotReady (400) as LangSmith Deployment answers. */
   requireLive(row: SandboxRow): Live {
     const l = this.live.get(row.id);
-    if (row.status !== "ready" || !l) throw dataplaneError(400, "NotReady", `Sandbox ${row.name} is not ready (status: ${row.status})`);
+    if (row.status !== "ready" || !l)
+      throw dataplaneError(400, "NotReady", `Sandbox ${row.name} is not ready (status: ${row.status})`);
     l.lastActivity = Date.now();
     return l;
   }
@@ -362,7 +422,12 @@ export class SandboxManager {
     const id = p.commandId ?? newId();
     if (this.commands.get(row.id, id)) throw dataplaneError(409, "CommandError", `Command id ${id} is already in use`);
     const env = { ...l.env, ...(p.env ?? {}), WHARF_FSIZE_LIMIT: String(Number(row.fs_capacity_bytes)) };
-    const proc = this.driver!.exec(row.id, l.ref, { argv: [p.shell, "-c", p.command], env, cwd: p.cwd || SANDBOX_USER.home, tty: p.tty });
+    const proc = this.driver!.exec(row.id, l.ref, {
+      argv: [p.shell, "-c", p.command],
+      env,
+      cwd: p.cwd || SANDBOX_USER.home,
+      tty: p.tty,
+    });
     const session = new CommandSession(id, row.id, proc, p.options);
     this.commands.add(session);
     void session.done.then(() => this.touch(row.id));
@@ -370,9 +435,18 @@ export class SandboxManager {
   }
 
   /** Runs a command to completion with the bytes given as stdin (file transfers). */
-  async runWithInput(row: SandboxRow, argv: string[], input: Buffer | Readable | null, onStdout?: (b: Buffer) => void): Promise<{ code: number; stderr: string }> {
+  async runWithInput(
+    row: SandboxRow,
+    argv: string[],
+    input: Buffer | Readable | null,
+    onStdout?: (b: Buffer) => void,
+  ): Promise<{ code: number; stderr: string }> {
     const l = this.requireLive(row);
-    const proc = this.driver!.exec(row.id, l.ref, { argv, env: { ...l.env, WHARF_FSIZE_LIMIT: String(Number(row.fs_capacity_bytes)) }, cwd: SANDBOX_USER.home });
+    const proc = this.driver!.exec(row.id, l.ref, {
+      argv,
+      env: { ...l.env, WHARF_FSIZE_LIMIT: String(Number(row.fs_capacity_bytes)) },
+      cwd: SANDBOX_USER.home,
+    });
     proc.stdin.on("error", () => {
       // EPIPE once the command exited without reading all its input: its exit code and stderr say why.
     });
@@ -417,7 +491,11 @@ export class SandboxManager {
 
   /** Sandboxes are re-adopted concurrently (each is an egress attach and a few /proc reads). */
   private async reconcileAll(): Promise<void> {
-    const rows = await sandboxesInStatus(this.db, this.ctx.cluster ? ["provisioning", "ready", "deleting", "error"] : ["provisioning", "ready", "deleting"], this.ctx.cluster?.replicaId);
+    const rows = await sandboxesInStatus(
+      this.db,
+      this.ctx.cluster ? ["provisioning", "ready", "deleting", "error"] : ["provisioning", "ready", "deleting"],
+      this.ctx.cluster?.replicaId,
+    );
     if (rows.length) await this.prepare();
     const queue = [...rows];
     const worker = async () => {
@@ -446,7 +524,10 @@ export class SandboxManager {
       try {
         await this.driver?.destroy(id, null);
         fs.rmSync(this.commandOutputDir(id), { recursive: true, force: true });
-        this.ctx.log.info({ sandboxId: id }, "removed a sandbox left behind while this replica was away (deleted or started on another replica)");
+        this.ctx.log.info(
+          { sandboxId: id },
+          "removed a sandbox left behind while this replica was away (deleted or started on another replica)",
+        );
       } catch (err) {
         this.logFailure("removal of a sandbox left behind", id, err);
       }
@@ -461,11 +542,25 @@ export class SandboxManager {
           await this.delete(row);
         } else if (row.status === "error") {
           // Reported lost while this replica was away: end what is left of it, keep its files.
-          if (ref && this.driver) await this.driver.stop(row.id, ref).catch((e) => this.logFailure("stop of a sandbox reported lost", row.id, e));
-          await transition(this.db, row.id, ["error"], "stopped", { runtime: null, stopped_at: nowIso(), status_message: "Its replica came back after the sandbox was reported lost; its files are kept, start it again" });
+          if (ref && this.driver)
+            await this.driver
+              .stop(row.id, ref)
+              .catch((e) => this.logFailure("stop of a sandbox reported lost", row.id, e));
+          await transition(this.db, row.id, ["error"], "stopped", {
+            runtime: null,
+            stopped_at: nowIso(),
+            status_message:
+              "Its replica came back after the sandbox was reported lost; its files are kept, start it again",
+          });
         } else if (row.status === "provisioning") {
-          if (ref && this.driver) await this.driver.stop(row.id, ref).catch((e) => this.logFailure("stop of a half-provisioned sandbox", row.id, e));
-          await transition(this.db, row.id, ["provisioning"], "failed", { status_message: "The platform restarted while the sandbox was provisioning", runtime: null });
+          if (ref && this.driver)
+            await this.driver
+              .stop(row.id, ref)
+              .catch((e) => this.logFailure("stop of a half-provisioned sandbox", row.id, e));
+          await transition(this.db, row.id, ["provisioning"], "failed", {
+            status_message: "The platform restarted while the sandbox was provisioning",
+            runtime: null,
+          });
         } else if (ref && this.driver && !this.prepareError && this.driver.isRunning(ref)) {
           const proxyConfig = row.proxy_config ? (JSON.parse(row.proxy_config) as StoredProxyConfig) : null;
           let egress: EgressAttachment;
@@ -473,11 +568,21 @@ export class SandboxManager {
             // The listeners are opened by a small helper in the sandbox's namespace (no Node start-up per box).
             const spec = await egressCaptureSpec();
             const captured = spec && this.driver.captureNetwork ? await this.driver.captureNetwork(ref, spec) : null;
-            egress = await attachEgress({ sandboxId: row.id, workspaceId: row.workspace_id, netnsPid: this.driver.netnsPid(ref), proxyConfig, captured });
+            egress = await attachEgress({
+              sandboxId: row.id,
+              workspaceId: row.workspace_id,
+              netnsPid: this.driver.netnsPid(ref),
+              proxyConfig,
+              captured,
+            });
           } catch (err) {
             // Never leave a sandbox running without its egress: stop it, say why, keep its files.
             await this.driver.stop(row.id, ref).catch((e) => this.logFailure("stop without egress", row.id, e));
-            await transition(this.db, row.id, ["ready"], "stopped", { runtime: null, stopped_at: nowIso(), status_message: `Stopped at platform start: the egress proxy could not be re-attached (${(err as Error).message}); start it again` });
+            await transition(this.db, row.id, ["ready"], "stopped", {
+              runtime: null,
+              stopped_at: nowIso(),
+              status_message: `Stopped at platform start: the egress proxy could not be re-attached (${(err as Error).message}); start it again`,
+            });
             return;
           }
           const env = this.commandEnv(row, egress);
@@ -486,8 +591,16 @@ export class SandboxManager {
           const ended = this.driver.endOrphanedCommands?.(row.id, ref) ?? 0;
           this.ctx.log.info({ sandboxId: row.id, commandsEnded: ended }, "sandbox re-adopted after restart");
         } else {
-          if (this.driver) await this.driver.stop(row.id, ref).catch((e) => this.logFailure("cleanup of a sandbox whose processes are gone", row.id, e));
-          await transition(this.db, row.id, ["ready"], "stopped", { runtime: null, stopped_at: nowIso(), status_message: "The sandbox's processes were gone when the platform started (host reboot or crash); its files are kept" });
+          if (this.driver)
+            await this.driver
+              .stop(row.id, ref)
+              .catch((e) => this.logFailure("cleanup of a sandbox whose processes are gone", row.id, e));
+          await transition(this.db, row.id, ["ready"], "stopped", {
+            runtime: null,
+            stopped_at: nowIso(),
+            status_message:
+              "The sandbox's processes were gone when the platform started (host reboot or crash); its files are kept",
+          });
         }
       } catch (err) {
         this.ctx.log.error({ sandboxId: row.id, err }, "sandbox reconcile failed");
@@ -507,7 +620,11 @@ export class SandboxManager {
       const pulling = this.jobs.size > 0;
       await this.db
         .updateTable("sandbox_snapshots")
-        .set({ status: "failed", status_message: "Snapshot did not finish (the platform stopped while writing it)", updated_at: nowIso() })
+        .set({
+          status: "failed",
+          status_message: "Snapshot did not finish (the platform stopped while writing it)",
+          updated_at: nowIso(),
+        })
         .where("status", "=", "building")
         .where("updated_at", "<", stale)
         .where((eb) => (pulling ? eb("docker_image", "is", null) : eb.lit(true)))
@@ -517,8 +634,16 @@ export class SandboxManager {
         if (lost) this.ctx.log.warn({ sandboxes: lost }, "sandboxes of a dead replica reported as error");
       }
       // Replica mode: each replica looks after the sandboxes it runs, and only those.
-      const rows = await sandboxesInStatus(this.db, ["provisioning", "ready", "stopped", "deleting"], this.ctx.cluster?.replicaId);
-      const times = { provisionDeadlineMs: this.settings.provisionDeadlineMs, deleteDeadlineMs: this.settings.deleteDeadlineMs, ttlSecondMs: this.settings.ttlSecondMs };
+      const rows = await sandboxesInStatus(
+        this.db,
+        ["provisioning", "ready", "stopped", "deleting"],
+        this.ctx.cluster?.replicaId,
+      );
+      const times = {
+        provisionDeadlineMs: this.settings.provisionDeadlineMs,
+        deleteDeadlineMs: this.settings.deleteDeadlineMs,
+        ttlSecondMs: this.settings.ttlSecondMs,
+      };
       for (const row of rows) await this.act(row, nextAction(this.factsOf(row), now, times), now);
     } catch (err) {
       this.ctx.log.error({ err }, "sandbox lifecycle tick failed");
@@ -558,12 +683,18 @@ export class SandboxManager {
         await transition(this.db, row.id, ["provisioning"], "failed", { status_message: provisionLate });
         return;
       case "retry-delete":
-        await this.delete(row).catch((err) => this.ctx.log.error({ sandboxId: row.id, err }, "sandbox delete retry failed"));
+        await this.delete(row).catch((err) =>
+          this.ctx.log.error({ sandboxId: row.id, err }, "sandbox delete retry failed"),
+        );
         return;
       case "fail-exited": {
         const oom = this.driver?.oomKills(row.id) ?? 0;
         await this.teardown(row.id, this.runtimeOf(row), false).catch((e) => this.logFailure("teardown", row.id, e));
-        await transition(this.db, row.id, ["ready"], "failed", { runtime: null, stopped_at: nowIso(), status_message: `The sandbox's init process exited unexpectedly${oom ? " (out of memory)" : ""}; its files are kept, start it again` });
+        await transition(this.db, row.id, ["ready"], "failed", {
+          runtime: null,
+          stopped_at: nowIso(),
+          status_message: `The sandbox's init process exited unexpectedly${oom ? " (out of memory)" : ""}; its files are kept, start it again`,
+        });
         return;
       }
       case "touch": {
@@ -587,10 +718,16 @@ export class SandboxManager {
   async shutdown(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     await this.warm.drain();
-    await Promise.race([Promise.allSettled([...this.inflight.values(), ...this.jobs]), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    await Promise.race([
+      Promise.allSettled([...this.inflight.values(), ...this.jobs]),
+      new Promise((r) => setTimeout(r, 10_000).unref()),
+    ]);
     for (const id of [...this.live.keys()]) {
       const row = await getSandbox(this.db, id);
-      if (!this.settings.keepRunning && row) await this.stop(row, "Stopped when the platform shut down").catch((e) => this.logFailure("stop at shutdown", id, e));
+      if (!this.settings.keepRunning && row)
+        await this.stop(row, "Stopped when the platform shut down").catch((e) =>
+          this.logFailure("stop at shutdown", id, e),
+        );
       else {
         // Leave it running for the next start to re-adopt; only our side goes away. Its commands
         // end (nobody could read their output); what they printed stays for reconnecting clients.

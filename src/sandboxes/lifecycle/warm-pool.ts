@@ -40,7 +40,13 @@ export class WarmPool {
    * empty or the request needs something else.
    */
   claim(want: WarmWant): string | null {
-    if (want.snapshot || want.cpuMillicores !== DEFAULTS.vcpus * 1000 || want.memBytes !== DEFAULTS.memBytes || want.fsCapacityBytes !== DEFAULTS.fsCapacityBytes) return null;
+    if (
+      want.snapshot ||
+      want.cpuMillicores !== DEFAULTS.vcpus * 1000 ||
+      want.memBytes !== DEFAULTS.memBytes ||
+      want.fsCapacityBytes !== DEFAULTS.fsCapacityBytes
+    )
+      return null;
     const entry = this.pool.shift();
     if (!entry) return null;
     this.claimed.set(entry.id, entry.parked);
@@ -93,7 +99,15 @@ export class WarmPool {
         // Marks the folder as the pool's: a crash leaves it behind, the next start removes it.
         fs.writeFileSync(path.join(dir, ".warm"), "");
         const parked = driver
-          .begin({ id, workspaceId: "", cpuMillicores: DEFAULTS.vcpus * 1000, memBytes: DEFAULTS.memBytes, fsCapacityBytes: DEFAULTS.fsCapacityBytes, snapshotArchive: null, capture })
+          .begin({
+            id,
+            workspaceId: "",
+            cpuMillicores: DEFAULTS.vcpus * 1000,
+            memBytes: DEFAULTS.memBytes,
+            fsCapacityBytes: DEFAULTS.fsCapacityBytes,
+            snapshotArchive: null,
+            capture,
+          })
           .catch((err) => {
             this.log.warn({ err }, "warm sandbox could not be prepared");
             return null;

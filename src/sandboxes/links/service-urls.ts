@@ -5,7 +5,16 @@ import type { Duplex } from "node:stream";
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { badRequest, notFound } from "../../http/errors.ts";
-import { allowedSetCookies, CONSOLE_ORIGIN_CONTENT_HEADERS, parseTenantHost, TENANT_PATHS, tenantHostsForApiClients, tenantOrigin, withAllowedSetCookies, withoutPlatformCookies } from "../../http/tenant-hosts.ts";
+import {
+  allowedSetCookies,
+  CONSOLE_ORIGIN_CONTENT_HEADERS,
+  parseTenantHost,
+  TENANT_PATHS,
+  tenantHostsForApiClients,
+  tenantOrigin,
+  withAllowedSetCookies,
+  withoutPlatformCookies,
+} from "../../http/tenant-hosts.ts";
 import type { AppEnv } from "../../http/principal.ts";
 import type { Router } from "../../http/route.ts";
 import type { PlatformContext } from "../../platform/context.ts";
@@ -28,7 +37,21 @@ const COOKIE = "wharf_sandbox_service"; // one of the tenant hosts' PLATFORM_COO
 /** Ports the egress proxy owns inside every sandbox: never a user's service. */
 const RESERVED_PORTS = new Set([53, 80, 443, 3128]);
 // Hop-by-hop headers, and Wharf's own credentials: a service in a sandbox never sees a platform key.
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host", SERVICE_TOKEN_HEADER, "x-api-key", "x-tenant-id", "x-wharf-csrf"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+  SERVICE_TOKEN_HEADER,
+  "x-api-key",
+  "x-tenant-id",
+  "x-wharf-csrf",
+]);
 
 interface ServiceClaims extends LinkClaims {
   port: number;
@@ -43,22 +66,34 @@ export function registerServiceUrlRoute(router: Router, ctx: PlatformContext): v
   router.add({
     method: "post",
     path: "/sandboxes/boxes/:name/service-url",
-    summary: "A short-lived URL for an HTTP/WebSocket service on a port inside the sandbox (wakes a stopped sandbox on use)",
+    summary:
+      "A short-lived URL for an HTTP/WebSocket service on a port inside the sandbox (wakes a stopped sandbox on use)",
     tags: ["sandboxes"],
     params: z.object({ name: z.string().min(1).max(200) }),
     body: serviceUrlBody,
-    responses: { 200: { description: "{token, browser_url, service_url, expires_at}", schema: z.record(z.string(), z.unknown()) }, 404: { description: "Not found" } },
+    responses: {
+      200: { description: "{token, browser_url, service_url, expires_at}", schema: z.record(z.string(), z.unknown()) },
+      404: { description: "Not found" },
+    },
     handler: async ({ c, principal, params, body }) => {
       const row = await findSandbox(ctx.db, principal.workspaceId, params.name);
       if (!row) throw notFound("Sandbox");
-      if (RESERVED_PORTS.has(body.port)) throw badRequest(`Port ${body.port} is reserved for the sandbox's egress proxy`);
+      if (RESERVED_PORTS.has(body.port))
+        throw badRequest(`Port ${body.port} is reserved for the sandbox's egress proxy`);
       const exp = Math.floor(Date.now() / 1000) + body.expires_in_seconds;
       const token = signLink(ctx.box, PURPOSE, { s: row.id, w: row.workspace_id, e: exp, port: body.port });
       // Browsers get the service on its own origin; API clients too unless the domain is `localhost`.
       const domain = ctx.config.settings.WHARF_TENANT_DOMAIN;
       const ownOrigin = tenantOrigin({ kind: "service", sandboxId: row.id, port: body.port }, domain, ctx.baseUrl());
-      const serviceUrl = tenantHostsForApiClients(domain) ? ownOrigin : `${ctx.baseUrl()}${SERVICE_PREFIX}/${row.id}/${body.port}`;
-      return c.json({ token, service_url: serviceUrl, browser_url: `${ownOrigin}/?__wharf_service_token=${encodeURIComponent(token)}`, expires_at: new Date(exp * 1000).toISOString() });
+      const serviceUrl = tenantHostsForApiClients(domain)
+        ? ownOrigin
+        : `${ctx.baseUrl()}${SERVICE_PREFIX}/${row.id}/${body.port}`;
+      return c.json({
+        token,
+        service_url: serviceUrl,
+        browser_url: `${ownOrigin}/?__wharf_service_token=${encodeURIComponent(token)}`,
+        expires_at: new Date(exp * 1000).toISOString(),
+      });
     },
   });
 }
@@ -72,9 +107,16 @@ function cookieToken(cookie: string | undefined): string | null {
 }
 
 /** The sandbox a request may reach, woken up; throws 401/404 otherwise. */
-async function authorize(ctx: PlatformContext, manager: SandboxManager, id: string, port: number, token: string | null): Promise<SandboxRow> {
+async function authorize(
+  ctx: PlatformContext,
+  manager: SandboxManager,
+  id: string,
+  port: number,
+  token: string | null,
+): Promise<SandboxRow> {
   const claims = token ? verifyLink<ServiceClaims>(ctx.box, PURPOSE, token) : null;
-  if (!claims || claims.s !== id || claims.port !== port) throw dataplaneError(401, "Unauthorized", `Send a valid service token in the ${SERVICE_TOKEN_HEADER} header`);
+  if (!claims || claims.s !== id || claims.port !== port)
+    throw dataplaneError(401, "Unauthorized", `Send a valid service token in the ${SERVICE_TOKEN_HEADER} header`);
   const row = await getSandbox(ctx.db, id);
   if (!row || row.workspace_id !== claims.w) throw dataplaneError(404, "NotFound", "Sandbox not found");
   const awake = await manager.wake(row);
@@ -112,10 +154,19 @@ export function serveServiceUrls(app: Hono<AppEnv>, ctx: PlatformContext, manage
       await authorize(ctx, manager, id, port, queryToken);
       url.searchParams.delete("__wharf_service_token");
       const secure = url.protocol === "https:" ? "; Secure" : "";
-      c.header("Set-Cookie", `${COOKIE}=${encodeURIComponent(queryToken)}; Path=${ownHost ? "/" : `${base}/`}; HttpOnly; SameSite=Lax${secure}`);
+      c.header(
+        "Set-Cookie",
+        `${COOKIE}=${encodeURIComponent(queryToken)}; Path=${ownHost ? "/" : `${base}/`}; HttpOnly; SameSite=Lax${secure}`,
+      );
       return c.redirect((ownHost ? url.pathname.slice(base.length) || "/" : url.pathname) + url.search, 302);
     }
-    const row = await authorize(ctx, manager, id, port, c.req.header(SERVICE_TOKEN_HEADER) ?? cookieToken(c.req.header("cookie")));
+    const row = await authorize(
+      ctx,
+      manager,
+      id,
+      port,
+      c.req.header(SERVICE_TOKEN_HEADER) ?? cookieToken(c.req.header("cookie")),
+    );
     manager.touch(row.id);
     const socket = await connect(manager, row, port);
     const headers: Record<string, string> = {};
@@ -135,14 +186,21 @@ export function serveServiceUrls(app: Hono<AppEnv>, ctx: PlatformContext, manage
       upstream.on("response", resolve);
       upstream.on("error", reject);
     });
-    if (hasBody) Readable.fromWeb(c.req.raw.body as never).on("error", (err) => upstream.destroy(err)).pipe(upstream);
+    if (hasBody)
+      Readable.fromWeb(c.req.raw.body as never)
+        .on("error", (err) => upstream.destroy(err))
+        .pipe(upstream);
     else upstream.end();
     let res: http.IncomingMessage;
     try {
       res = await answered;
     } catch (err) {
       socket.destroy();
-      throw dataplaneError(502, "ConnectionError", `The service on port ${port} did not answer: ${(err as Error).message}`);
+      throw dataplaneError(
+        502,
+        "ConnectionError",
+        `The service on port ${port} did not answer: ${(err as Error).message}`,
+      );
     }
     const out = new Headers();
     for (const [k, v] of Object.entries(res.headers)) {
@@ -213,7 +271,11 @@ export function proxyServiceUpgrades(server: http.Server, ctx: PlatformContext, 
         }
         upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
         if (head.length) upstream.write(head);
-        spliceWithAllowedCookies(upstream, socket, !onOwnHost(req.headers.host, ctx.config.settings.WHARF_TENANT_DOMAIN));
+        spliceWithAllowedCookies(
+          upstream,
+          socket,
+          !onOwnHost(req.headers.host, ctx.config.settings.WHARF_TENANT_DOMAIN),
+        );
         const end = () => {
           upstream.destroy();
           socket.destroy();
@@ -226,7 +288,9 @@ export function proxyServiceUpgrades(server: http.Server, ctx: PlatformContext, 
         const status = e.status ?? 502;
         const body = JSON.stringify({ detail: e.detail ?? "Bad gateway" });
         if (!e.status) ctx.log.warn({ err: (err as Error).message }, "service upgrade failed");
-        socket.end(`HTTP/1.1 ${status} Error\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+        socket.end(
+          `HTTP/1.1 ${status} Error\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
       }
     })();
   });

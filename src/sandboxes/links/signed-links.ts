@@ -22,12 +22,20 @@ const b64 = (b: Buffer | string) => Buffer.from(b).toString("base64url");
 export function signLink(box: SecretBox, purpose: string, claims: LinkClaims): string {
   const kid = box.activeKeyId;
   const body = b64(JSON.stringify({ ...claims, k: kid }));
-  const mac = crypto.createHmac("sha256", box.deriveKey(`sandbox-link:${purpose}`, kid)).update(body).digest();
+  const mac = crypto
+    .createHmac("sha256", box.deriveKey(`sandbox-link:${purpose}`, kid))
+    .update(body)
+    .digest();
   return `${body}.${b64(mac)}`;
 }
 
 /** The claims of a valid, unexpired token for `purpose`; null otherwise (the caller answers 401/403). */
-export function verifyLink<T extends LinkClaims>(box: SecretBox, purpose: string, token: string, now = Date.now()): T | null {
+export function verifyLink<T extends LinkClaims>(
+  box: SecretBox,
+  purpose: string,
+  token: string,
+  now = Date.now(),
+): T | null {
   const dot = token.indexOf(".");
   if (dot <= 0 || token.length > 8192) return null;
   const body = token.slice(0, dot);
@@ -37,7 +45,8 @@ export function verifyLink<T extends LinkClaims>(box: SecretBox, purpose: string
   } catch {
     return null; // not one of ours
   }
-  if (typeof claims !== "object" || claims === null || typeof claims.k !== "string" || typeof claims.s !== "string") return null;
+  if (typeof claims !== "object" || claims === null || typeof claims.k !== "string" || typeof claims.s !== "string")
+    return null;
   let key: Buffer;
   try {
     key = box.deriveKey(`sandbox-link:${purpose}`, claims.k);

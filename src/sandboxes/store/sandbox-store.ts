@@ -13,7 +13,12 @@ const UUIDISH = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 export const envAad = (workspaceId: string, id: string) => `sandbox-env:${workspaceId}:${id}`;
 
-export function sealEnv(box: SecretBox, workspaceId: string, id: string, env: Record<string, string> | undefined): { env_key_id: string | null; env_ciphertext: string | null } {
+export function sealEnv(
+  box: SecretBox,
+  workspaceId: string,
+  id: string,
+  env: Record<string, string> | undefined,
+): { env_key_id: string | null; env_ciphertext: string | null } {
   if (!env || Object.keys(env).length === 0) return { env_key_id: null, env_ciphertext: null };
   const s = box.seal(JSON.stringify(env), envAad(workspaceId, id));
   return { env_key_id: s.keyId, env_ciphertext: s.blob };
@@ -21,14 +26,30 @@ export function sealEnv(box: SecretBox, workspaceId: string, id: string, env: Re
 
 export function openEnv(box: SecretBox, row: SandboxRow): Record<string, string> {
   if (!row.env_key_id || !row.env_ciphertext) return {};
-  return JSON.parse(box.open({ keyId: row.env_key_id, blob: row.env_ciphertext }, envAad(row.workspace_id, row.id))) as Record<string, string>;
+  return JSON.parse(
+    box.open({ keyId: row.env_key_id, blob: row.env_ciphertext }, envAad(row.workspace_id, row.id)),
+  ) as Record<string, string>;
 }
 
 /** A sandbox of the workspace by name, or by id (the API accepts both). */
-export async function findSandbox(db: Kysely<Database>, workspaceId: string, nameOrId: string): Promise<SandboxRow | undefined> {
-  const byName = await db.selectFrom("sandboxes").selectAll().where("workspace_id", "=", workspaceId).where("name", "=", nameOrId).executeTakeFirst();
+export async function findSandbox(
+  db: Kysely<Database>,
+  workspaceId: string,
+  nameOrId: string,
+): Promise<SandboxRow | undefined> {
+  const byName = await db
+    .selectFrom("sandboxes")
+    .selectAll()
+    .where("workspace_id", "=", workspaceId)
+    .where("name", "=", nameOrId)
+    .executeTakeFirst();
   if (byName || !UUIDISH.test(nameOrId)) return byName;
-  return db.selectFrom("sandboxes").selectAll().where("workspace_id", "=", workspaceId).where("id", "=", nameOrId).executeTakeFirst();
+  return db
+    .selectFrom("sandboxes")
+    .selectAll()
+    .where("workspace_id", "=", workspaceId)
+    .where("id", "=", nameOrId)
+    .executeTakeFirst();
 }
 
 export async function getSandbox(db: Kysely<Database>, id: string): Promise<SandboxRow | undefined> {
@@ -36,7 +57,11 @@ export async function getSandbox(db: Kysely<Database>, id: string): Promise<Sand
 }
 
 /** Sandboxes in these states; in replica mode (`owner` given) only those this replica runs. */
-export async function sandboxesInStatus(db: Kysely<Database>, statuses: SandboxStatus[], owner?: string): Promise<SandboxRow[]> {
+export async function sandboxesInStatus(
+  db: Kysely<Database>,
+  statuses: SandboxStatus[],
+  owner?: string,
+): Promise<SandboxRow[]> {
   let q = db.selectFrom("sandboxes").selectAll().where("status", "in", statuses);
   if (owner !== undefined) q = q.where("owner_replica", "=", owner);
   return q.execute();
@@ -65,7 +90,13 @@ export async function markLostSandboxes(db: Kysely<Database>, deadReplicas: stri
   const now = nowIso();
   const res = await db
     .updateTable("sandboxes")
-    .set({ status: "error", status_message: "The replica that ran this sandbox stopped renewing its lease (it died or lost the database); its processes are gone. Delete it", status_changed_at: now, updated_at: now })
+    .set({
+      status: "error",
+      status_message:
+        "The replica that ran this sandbox stopped renewing its lease (it died or lost the database); its processes are gone. Delete it",
+      status_changed_at: now,
+      updated_at: now,
+    })
     .where("owner_replica", "in", deadReplicas)
     .where("status", "in", ["provisioning", "ready"])
     .executeTakeFirst();
@@ -94,19 +125,38 @@ export async function transition(
   return getSandbox(db, id);
 }
 
-export async function listSnapshots(db: Kysely<Database>, workspaceId: string, q: { name_contains?: string; limit: number; offset: number }): Promise<SnapshotRow[]> {
+export async function listSnapshots(
+  db: Kysely<Database>,
+  workspaceId: string,
+  q: { name_contains?: string; limit: number; offset: number },
+): Promise<SnapshotRow[]> {
   let query = db.selectFrom("sandbox_snapshots").selectAll().where("workspace_id", "=", workspaceId);
   if (q.name_contains) query = query.where(nameContains(q.name_contains));
   return query.orderBy("created_at", "desc").orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();
 }
 
-export async function findSnapshot(db: Kysely<Database>, workspaceId: string, idOrName: string): Promise<SnapshotRow | undefined> {
+export async function findSnapshot(
+  db: Kysely<Database>,
+  workspaceId: string,
+  idOrName: string,
+): Promise<SnapshotRow | undefined> {
   if (UUIDISH.test(idOrName)) {
-    const byId = await db.selectFrom("sandbox_snapshots").selectAll().where("workspace_id", "=", workspaceId).where("id", "=", idOrName).executeTakeFirst();
+    const byId = await db
+      .selectFrom("sandbox_snapshots")
+      .selectAll()
+      .where("workspace_id", "=", workspaceId)
+      .where("id", "=", idOrName)
+      .executeTakeFirst();
     if (byId) return byId;
   }
   const [name, tag] = idOrName.includes(":") ? idOrName.split(":", 2) : [idOrName, "latest"];
-  return db.selectFrom("sandbox_snapshots").selectAll().where("workspace_id", "=", workspaceId).where("name", "=", name).where("tag", "=", tag).executeTakeFirst();
+  return db
+    .selectFrom("sandbox_snapshots")
+    .selectAll()
+    .where("workspace_id", "=", workspaceId)
+    .where("name", "=", name)
+    .where("tag", "=", tag)
+    .executeTakeFirst();
 }
 
 /** `name LIKE %text%` with the wildcards in `text` taken literally, on both dialects. */

@@ -51,5 +51,6 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const t of ["secrets", "api_keys", "workspace_members", "users", "workspaces"]) await db.schema.dropTable(t).execute();
+  for (const t of ["secrets", "api_keys", "workspace_members", "users", "workspaces"])
+    await db.schema.dropTable(t).execute();
 }

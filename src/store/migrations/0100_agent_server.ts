@@ -43,7 +43,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn("created_at", "text", (c) => c.notNull())
     .addColumn("updated_at", "text", (c) => c.notNull())
     .execute();
-  await db.schema.createIndex("agent_threads_server_created").on("agent_threads").columns(["server_id", "created_at"]).execute();
+  await db.schema
+    .createIndex("agent_threads_server_created")
+    .on("agent_threads")
+    .columns(["server_id", "created_at"])
+    .execute();
   await db.schema
     .createTable("agent_runs")
     .addColumn("run_id", "text", (c) => c.primaryKey())
@@ -60,10 +64,15 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn("created_at", "text", (c) => c.notNull())
     .addColumn("updated_at", "text", (c) => c.notNull())
     .execute();
-  await db.schema.createIndex("agent_runs_thread_status").on("agent_runs").columns(["thread_id", "status", "created_at"]).execute();
+  await db.schema
+    .createIndex("agent_runs_thread_status")
+    .on("agent_runs")
+    .columns(["thread_id", "status", "created_at"])
+    .execute();
   await db.schema.createIndex("agent_runs_server_status").on("agent_runs").columns(["server_id", "status"]).execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const t of ["agent_runs", "agent_threads", "agent_assistant_versions", "agent_assistants"]) await db.schema.dropTable(t).execute();
+  for (const t of ["agent_runs", "agent_threads", "agent_assistant_versions", "agent_assistants"])
+    await db.schema.dropTable(t).execute();
 }

@@ -22,7 +22,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn("created_at", "text", (c) => c.notNull())
     .addColumn("updated_at", "text", (c) => c.notNull())
     .execute();
-  await db.schema.createIndex("agent_crons_server_next").on("agent_crons").columns(["server_id", "next_run_date"]).execute();
+  await db.schema
+    .createIndex("agent_crons_server_next")
+    .on("agent_crons")
+    .columns(["server_id", "next_run_date"])
+    .execute();
   await db.schema.createIndex("agent_crons_thread").on("agent_crons").column("thread_id").execute();
 }
 

@@ -16,7 +16,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn("embedding", "text", (c) => c.notNull())
     .addPrimaryKeyConstraint("agent_store_vectors_pk", ["server_id", "namespace", "key", "field"])
     .execute();
-  await db.schema.createIndex("agent_store_items_expires").on("agent_store_items").columns(["server_id", "expires_at"]).execute();
+  await db.schema
+    .createIndex("agent_store_items_expires")
+    .on("agent_store_items")
+    .columns(["server_id", "expires_at"])
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -37,7 +37,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn("status", "integer")
     .addColumn("reason", "text")
     .execute();
-  await db.schema.createIndex("egress_audit_log_sandbox").on("egress_audit_log").columns(["workspace_id", "sandbox_id", "id"]).execute();
+  await db.schema
+    .createIndex("egress_audit_log_sandbox")
+    .on("egress_audit_log")
+    .columns(["workspace_id", "sandbox_id", "id"])
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

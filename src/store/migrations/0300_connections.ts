@@ -54,9 +54,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn("created_by", "text", (c) => c.notNull())
     .addColumn("created_at", "text", (c) => c.notNull())
     .addColumn("updated_at", "text", (c) => c.notNull())
-    .addForeignKeyConstraint("oauth_tokens_provider", ["workspace_id", "provider_id"], "oauth_providers", ["workspace_id", "provider_id"], (fk) => fk.onDelete("cascade"))
+    .addForeignKeyConstraint(
+      "oauth_tokens_provider",
+      ["workspace_id", "provider_id"],
+      "oauth_providers",
+      ["workspace_id", "provider_id"],
+      (fk) => fk.onDelete("cascade"),
+    )
     .execute();
-  await db.schema.createIndex("oauth_tokens_owner").on("oauth_tokens").columns(["workspace_id", "user_id", "provider_id"]).execute();
+  await db.schema
+    .createIndex("oauth_tokens_owner")
+    .on("oauth_tokens")
+    .columns(["workspace_id", "user_id", "provider_id"])
+    .execute();
   await db.schema.createIndex("oauth_tokens_expiry").on("oauth_tokens").columns(["status", "expires_at"]).execute();
 
   await db.schema
@@ -81,7 +91,13 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn("expires_at", "text", (c) => c.notNull())
     .addColumn("created_at", "text", (c) => c.notNull())
     .addColumn("completed_at", "text")
-    .addForeignKeyConstraint("oauth_auth_requests_provider", ["workspace_id", "provider_id"], "oauth_providers", ["workspace_id", "provider_id"], (fk) => fk.onDelete("cascade"))
+    .addForeignKeyConstraint(
+      "oauth_auth_requests_provider",
+      ["workspace_id", "provider_id"],
+      "oauth_providers",
+      ["workspace_id", "provider_id"],
+      (fk) => fk.onDelete("cascade"),
+    )
     .execute();
   await db.schema.createIndex("oauth_auth_requests_expiry").on("oauth_auth_requests").column("expires_at").execute();
 
@@ -98,5 +114,6 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const t of ["agent_connections", "oauth_auth_requests", "oauth_tokens", "oauth_providers"]) await db.schema.dropTable(t).execute();
+  for (const t of ["agent_connections", "oauth_auth_requests", "oauth_tokens", "oauth_providers"])
+    await db.schema.dropTable(t).execute();
 }

@@ -51,7 +51,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn("created_at", "text", (c) => c.notNull())
     .addColumn("updated_at", "text", (c) => c.notNull())
     .execute();
-  await db.schema.createIndex("deployment_revisions_deployment").on("deployment_revisions").columns(["deployment_id", "id"]).execute();
+  await db.schema
+    .createIndex("deployment_revisions_deployment")
+    .on("deployment_revisions")
+    .columns(["deployment_id", "id"])
+    .execute();
   await db.schema.createIndex("deployment_revisions_status").on("deployment_revisions").column("status").execute();
   await db.schema
     .createTable("deployment_revision_transitions")
@@ -62,7 +66,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn("reason", "text")
     .addColumn("at", "text", (c) => c.notNull())
     .execute();
-  await db.schema.createIndex("deployment_revision_transitions_revision").on("deployment_revision_transitions").columns(["revision_id", "id"]).execute();
+  await db.schema
+    .createIndex("deployment_revision_transitions_revision")
+    .on("deployment_revision_transitions")
+    .columns(["revision_id", "id"])
+    .execute();
   await db.schema
     .createTable("deployment_revision_logs")
     .addColumn("id", "text", (c) => c.primaryKey())
@@ -72,9 +80,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn("message", "text", (c) => c.notNull())
     .addColumn("timestamp", "text", (c) => c.notNull())
     .execute();
-  await db.schema.createIndex("deployment_revision_logs_revision").on("deployment_revision_logs").columns(["revision_id", "kind", "id"]).execute();
+  await db.schema
+    .createIndex("deployment_revision_logs_revision")
+    .on("deployment_revision_logs")
+    .columns(["revision_id", "kind", "id"])
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const t of ["deployment_revision_logs", "deployment_revision_transitions", "deployment_revisions", "deployments"]) await db.schema.dropTable(t).execute();
+  for (const t of [
+    "deployment_revision_logs",
+    "deployment_revision_transitions",
+    "deployment_revisions",
+    "deployments",
+  ])
+    await db.schema.dropTable(t).execute();
 }

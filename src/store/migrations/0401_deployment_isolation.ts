@@ -13,5 +13,6 @@ export async function up(db: Kysely<any>): Promise<void> {
 
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropIndex("deployments_run_uid").execute();
-  for (const c of ["run_uid", "agent_key_key_id", "agent_key_ciphertext"]) await db.schema.alterTable("deployments").dropColumn(c).execute();
+  for (const c of ["run_uid", "agent_key_key_id", "agent_key_ciphertext"])
+    await db.schema.alterTable("deployments").dropColumn(c).execute();
 }

@@ -10,5 +10,6 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const c of ["db_password_key_id", "db_password_ciphertext"]) await db.schema.alterTable("deployments").dropColumn(c).execute();
+  for (const c of ["db_password_key_id", "db_password_ciphertext"])
+    await db.schema.alterTable("deployments").dropColumn(c).execute();
 }

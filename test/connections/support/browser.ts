@@ -28,7 +28,9 @@ export class Browser {
       const eq = pair.indexOf("=");
       const name = pair.slice(0, eq).trim();
       const value = pair.slice(eq + 1).trim();
-      const expired = attrs.some((a) => /^\s*max-age=0/i.test(a) || (/^\s*expires=/i.test(a) && Date.parse(a.split("=")[1]) < Date.now()));
+      const expired = attrs.some(
+        (a) => /^\s*max-age=0/i.test(a) || (/^\s*expires=/i.test(a) && Date.parse(a.split("=")[1]) < Date.now()),
+      );
       if (!value || expired) jar.delete(name);
       else jar.set(name, value);
     }
@@ -42,7 +44,10 @@ export class Browser {
     const trail: string[] = [];
     for (let hop = 0; hop < maxHops; hop++) {
       trail.push(url.href);
-      const headers: Record<string, string> = { accept: "text/html,application/xhtml+xml", cookie: this.cookieHeader(url) };
+      const headers: Record<string, string> = {
+        accept: "text/html,application/xhtml+xml",
+        cookie: this.cookieHeader(url),
+      };
       if (body !== undefined) headers["content-type"] = "application/x-www-form-urlencoded";
       const res = await fetch(url, { method, headers, body, redirect: "manual" });
       this.remember(url, res.headers);

@@ -64,14 +64,19 @@ export async function startMockAuthServer(t: TestContext): Promise<MockAuthServe
   // Registered after the wrapper's own listener, so a test's `once` hooks see the adjusted body.
   service.on("beforeResponse", (res: MutableResponse) => {
     const body = res.body as Record<string, string>;
-    if (res.statusCode === 200 && body.access_token) state.issued.push({ access_token: body.access_token, refresh_token: body.refresh_token });
+    if (res.statusCode === 200 && body.access_token)
+      state.issued.push({ access_token: body.access_token, refresh_token: body.refresh_token });
   });
-  service.on("beforeResponse", (_res: MutableResponse, req: http.IncomingMessage & { body: Record<string, string> }) => {
-    const record: TokenRequestRecord = { grant_type: req.body.grant_type ?? "" };
-    for (const k of ["code", "code_verifier", "refresh_token", "client_id", "client_secret"] as const) if (req.body[k]) record[k] = req.body[k];
-    if (req.headers.authorization) record.authorization = req.headers.authorization;
-    state.tokenRequests.push(record);
-  });
+  service.on(
+    "beforeResponse",
+    (_res: MutableResponse, req: http.IncomingMessage & { body: Record<string, string> }) => {
+      const record: TokenRequestRecord = { grant_type: req.body.grant_type ?? "" };
+      for (const k of ["code", "code_verifier", "refresh_token", "client_id", "client_secret"] as const)
+        if (req.body[k]) record[k] = req.body[k];
+      if (req.headers.authorization) record.authorization = req.headers.authorization;
+      state.tokenRequests.push(record);
+    },
+  );
   const handler = service.requestHandler;
   const server = http.createServer((req, res) => {
     const path = (req.url ?? "").split("?")[0];

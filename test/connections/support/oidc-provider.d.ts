@@ -7,10 +7,16 @@ declare module "oidc-provider" {
   }
 
   export default class Provider {
-    constructor(issuer: string, configuration: Record<string, unknown> & {
-      findAccount?: (ctx: unknown, id: string) => Promise<{ accountId: string; claims: () => Promise<Record<string, unknown>> }>;
-      issueRefreshToken?: (ctx: unknown, client: ClientLike) => Promise<boolean>;
-    });
+    constructor(
+      issuer: string,
+      configuration: Record<string, unknown> & {
+        findAccount?: (
+          ctx: unknown,
+          id: string,
+        ) => Promise<{ accountId: string; claims: () => Promise<Record<string, unknown>> }>;
+        issueRefreshToken?: (ctx: unknown, client: ClientLike) => Promise<boolean>;
+      },
+    );
     callback(): RequestListener;
   }
 }

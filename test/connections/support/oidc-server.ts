@@ -19,15 +19,34 @@ export async function startStrictAuthServer(t: TestContext, redirectUri: string)
   const server = http.createServer((req, res) => handler(req, res));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const clients = { basic: { id: "wharf-basic", secret: "basic-client-secret-3e9a1c7d" }, public: { id: "wharf-public" } };
+  const clients = {
+    basic: { id: "wharf-basic", secret: "basic-client-secret-3e9a1c7d" },
+    public: { id: "wharf-public" },
+  };
   const provider = new Provider(issuer, {
     clients: [
-      { client_id: clients.basic.id, client_secret: clients.basic.secret, redirect_uris: [redirectUri], token_endpoint_auth_method: "client_secret_basic", grant_types: ["authorization_code", "refresh_token"], response_types: ["code"] },
-      { client_id: clients.public.id, redirect_uris: [redirectUri], token_endpoint_auth_method: "none", grant_types: ["authorization_code", "refresh_token"], response_types: ["code"] },
+      {
+        client_id: clients.basic.id,
+        client_secret: clients.basic.secret,
+        redirect_uris: [redirectUri],
+        token_endpoint_auth_method: "client_secret_basic",
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+      },
+      {
+        client_id: clients.public.id,
+        redirect_uris: [redirectUri],
+        token_endpoint_auth_method: "none",
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+      },
     ],
     pkce: { required: () => true },
     features: { revocation: { enabled: true }, introspection: { enabled: true }, devInteractions: { enabled: true } },
-    findAccount: async (_ctx, id) => ({ accountId: id, claims: async () => ({ sub: id, email: `${id}@example.test` }) }),
+    findAccount: async (_ctx, id) => ({
+      accountId: id,
+      claims: async () => ({ sub: id, email: `${id}@example.test` }),
+    }),
     claims: { openid: ["sub"], email: ["email"] },
     conformIdTokenClaims: false,
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed("refresh_token"),

@@ -10,8 +10,21 @@ import { startTestPlatform, type TestPlatform } from "../../support/platform.ts"
  * A whole platform with only the features this area needs (identity, secrets, connections), on a
  * random port and a fresh store; test-sized timings, no background sweep unless asked.
  */
-export async function startConnectionsPlatform(t: TestContext, dialect: Dialect, settings: Partial<ConnectionSettings> = {}): Promise<TestPlatform | null> {
-  const features = [identityFeature, secretsFeature, createConnectionsFeature({ sweepIntervalSeconds: 0, refreshLeaseSeconds: 5, providerTimeoutSeconds: 2, ...settings })];
+export async function startConnectionsPlatform(
+  t: TestContext,
+  dialect: Dialect,
+  settings: Partial<ConnectionSettings> = {},
+): Promise<TestPlatform | null> {
+  const features = [
+    identityFeature,
+    secretsFeature,
+    createConnectionsFeature({
+      sweepIntervalSeconds: 0,
+      refreshLeaseSeconds: 5,
+      providerTimeoutSeconds: 2,
+      ...settings,
+    }),
+  ];
   return startTestPlatform(t, { dialect, features });
 }
 

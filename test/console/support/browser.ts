@@ -22,20 +22,40 @@ function newestMtime(dir: string): number {
 /** `npm install` builds the console; a checkout whose sources changed since is rebuilt here. */
 export function ensureConsoleBuilt(): void {
   const index = path.join(CONSOLE_DIST, "index.html");
-  const sources = Math.max(newestMtime(path.join(CONSOLE_DIR, "src")), fs.statSync(path.join(CONSOLE_DIR, "index.html")).mtimeMs);
+  const sources = Math.max(
+    newestMtime(path.join(CONSOLE_DIR, "src")),
+    fs.statSync(path.join(CONSOLE_DIR, "index.html")).mtimeMs,
+  );
   if (fs.existsSync(index) && fs.statSync(index).mtimeMs >= sources) return;
   const vite = path.join(CONSOLE_DIR, "..", "node_modules", "vite", "bin", "vite.js");
-  const r = spawnSync(process.execPath, [vite, "build", "-c", "console/vite.config.ts"], { cwd: path.join(CONSOLE_DIR, ".."), encoding: "utf8" });
+  const r = spawnSync(process.execPath, [vite, "build", "-c", "console/vite.config.ts"], {
+    cwd: path.join(CONSOLE_DIR, ".."),
+    encoding: "utf8",
+  });
   if (r.status !== 0) throw new Error(`console build failed:\n${r.stdout}\n${r.stderr}`);
 }
 
 /** Debian's Chromium, headless, through playwright-core; null (skipped loudly) where it is missing. */
 export async function launchBrowser(t: TestContext): Promise<Browser | null> {
-  if (!requireCapability(t, fs.existsSync(CHROMIUM), `browser tests need Chromium at ${CHROMIUM} (apt-get install chromium)`)) return null;
+  if (
+    !requireCapability(
+      t,
+      fs.existsSync(CHROMIUM),
+      `browser tests need Chromium at ${CHROMIUM} (apt-get install chromium)`,
+    )
+  )
+    return null;
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+    ],
   });
   t.after(() => browser.close());
   return browser;

@@ -11,7 +11,10 @@ import { after, before, test } from "node:test";
 import { Hash } from "@smithy/hash-node";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { createAwsSigningEngine } from "../../../src/egress/credentials/cloud/aws-signing-engine.ts";
-import { AWS_PLACEHOLDER_ACCESS_KEY_ID, AWS_PLACEHOLDER_SECRET_ACCESS_KEY } from "../../../src/egress/credentials/cloud/placeholder-credentials.ts";
+import {
+  AWS_PLACEHOLDER_ACCESS_KEY_ID,
+  AWS_PLACEHOLDER_SECRET_ACCESS_KEY,
+} from "../../../src/egress/credentials/cloud/placeholder-credentials.ts";
 import { Crc } from "./support/checksums.ts";
 import { routedAgent, startResigningHop, type Hop } from "./support/resigning-hop.ts";
 import { startVerifyingS3, type VerifyingS3 } from "./support/s3-verifying-server.ts";
@@ -28,7 +31,12 @@ before(async () => {
   s3 = await startVerifyingS3(REAL);
   const ca = await createTestCa();
   const leaf = await ca.issue(["*.s3.eu-central-1.amazonaws.com"]);
-  hop = await startResigningHop({ cert: leaf.cert, key: leaf.key, engine: createAwsSigningEngine({ credentials: REAL }), upstreamPort: s3.port });
+  hop = await startResigningHop({
+    cert: leaf.cert,
+    key: leaf.key,
+    engine: createAwsSigningEngine({ credentials: REAL }),
+    upstreamPort: s3.port,
+  });
   agent = routedAgent(hop.port, ca.caPem);
 });
 after(async () => {
@@ -38,13 +46,22 @@ after(async () => {
 });
 
 /** Builds the whole signed aws-chunked request the way SDKs with chunk signing do. */
-async function chunkSignedRequest(key: string, payload: Buffer, chunkSize: number, trailer: boolean, secret = AWS_PLACEHOLDER_SECRET_ACCESS_KEY) {
+async function chunkSignedRequest(
+  key: string,
+  payload: Buffer,
+  chunkSize: number,
+  trailer: boolean,
+  secret = AWS_PLACEHOLDER_SECRET_ACCESS_KEY,
+) {
   const mode = trailer ? "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER" : "STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
   const chunks: Buffer[] = [];
   for (let i = 0; i < payload.length; i += chunkSize) chunks.push(payload.subarray(i, i + chunkSize));
   chunks.push(Buffer.alloc(0));
   const crcLine = trailer ? `x-amz-checksum-crc32c:${new Crc("crc32c").update(payload).base64()}` : "";
-  const length = chunks.reduce((n, c) => n + c.length.toString(16).length + 17 + 64 + 2 + (c.length ? c.length + 2 : 0), 0) + (trailer ? crcLine.length + 2 + "x-amz-trailer-signature:".length + 64 + 2 : 0) + 2;
+  const length =
+    chunks.reduce((n, c) => n + c.length.toString(16).length + 17 + 64 + 2 + (c.length ? c.length + 2 : 0), 0) +
+    (trailer ? crcLine.length + 2 + "x-amz-trailer-signature:".length + 64 + 2 : 0) +
+    2;
   const headers: Record<string, string> = {
     host: HOST,
     "content-encoding": "aws-chunked",
@@ -55,9 +72,18 @@ async function chunkSignedRequest(key: string, payload: Buffer, chunkSize: numbe
   };
   if (trailer) headers["x-amz-trailer"] = "x-amz-checksum-crc32c";
   const creds = { accessKeyId: AWS_PLACEHOLDER_ACCESS_KEY_ID, secretAccessKey: secret };
-  const signer = new SignatureV4({ service: "s3", region: "eu-central-1", credentials: creds, sha256: Hash.bind(null, "sha256"), uriEscapePath: false });
+  const signer = new SignatureV4({
+    service: "s3",
+    region: "eu-central-1",
+    credentials: creds,
+    sha256: Hash.bind(null, "sha256"),
+    uriEscapePath: false,
+  });
   const date = new Date();
-  const signed = (await signer.sign({ method: "PUT", protocol: "https:", hostname: HOST, path: `/${key}`, headers, query: {} } as never, { signingDate: date })) as unknown as { headers: Record<string, string> };
+  const signed = (await signer.sign(
+    { method: "PUT", protocol: "https:", hostname: HOST, path: `/${key}`, headers, query: {} } as never,
+    { signingDate: date },
+  )) as unknown as { headers: Record<string, string> };
   const sh = signed.headers;
   const seed = /Signature=([0-9a-f]{64})/.exec(sh.authorization)![1];
   const amzDate = sh["x-amz-date"];
@@ -67,12 +93,31 @@ async function chunkSignedRequest(key: string, payload: Buffer, chunkSize: numbe
   let prev = seed;
   const parts: Buffer[] = [];
   for (const c of chunks) {
-    prev = h(signingKey, ["AWS4-HMAC-SHA256-PAYLOAD", amzDate, scope, prev, EMPTY, crypto.createHash("sha256").update(c).digest("hex")].join("\n")).toString("hex");
+    prev = h(
+      signingKey,
+      [
+        "AWS4-HMAC-SHA256-PAYLOAD",
+        amzDate,
+        scope,
+        prev,
+        EMPTY,
+        crypto.createHash("sha256").update(c).digest("hex"),
+      ].join("\n"),
+    ).toString("hex");
     parts.push(Buffer.from(`${c.length.toString(16)};chunk-signature=${prev}\r\n`), c);
     if (c.length) parts.push(Buffer.from("\r\n"));
   }
   if (trailer) {
-    const trailerSig = h(signingKey, ["AWS4-HMAC-SHA256-TRAILER", amzDate, scope, prev, crypto.createHash("sha256").update(`${crcLine}\n`).digest("hex")].join("\n")).toString("hex");
+    const trailerSig = h(
+      signingKey,
+      [
+        "AWS4-HMAC-SHA256-TRAILER",
+        amzDate,
+        scope,
+        prev,
+        crypto.createHash("sha256").update(`${crcLine}\n`).digest("hex"),
+      ].join("\n"),
+    ).toString("hex");
     parts.push(Buffer.from(`${crcLine}\r\nx-amz-trailer-signature:${trailerSig}\r\n`));
   }
   parts.push(Buffer.from("\r\n"));
@@ -122,7 +167,10 @@ for (const trailer of [false, true]) {
 test("a truncated chunked body never reaches the server as a complete object", async () => {
   const { headers, body } = await chunkSignedRequest("chunked/cut.bin", crypto.randomBytes(200_000), 64 * 1024, false);
   const cut = body.subarray(0, body.length - 200);
-  const res = await send("chunked/cut.bin", { ...headers, "content-length": String(cut.length) }, cut).catch((e) => ({ status: 0, text: String(e) }));
+  const res = await send("chunked/cut.bin", { ...headers, "content-length": String(cut.length) }, cut).catch((e) => ({
+    status: 0,
+    text: String(e),
+  }));
   assert.notEqual(res.status, 200);
   assert.ok(!s3.objects.has("chunks/chunked/cut.bin"));
 });

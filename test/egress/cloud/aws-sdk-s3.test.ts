@@ -7,7 +7,13 @@ import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import https from "node:https";
 import { after, before, test } from "node:test";
-import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { Hash } from "@smithy/hash-node";
 import { SignatureV4 } from "@smithy/signature-v4";
@@ -15,7 +21,10 @@ import { NodeHttpHandler } from "@smithy/node-http-handler";
 import { Readable } from "node:stream";
 import { createAwsSigningEngine } from "../../../src/egress/credentials/cloud/aws-signing-engine.ts";
 import type { CloudAuditEvent } from "../../../src/egress/credentials/cloud/cloud-audit.ts";
-import { AWS_PLACEHOLDER_ACCESS_KEY_ID, AWS_PLACEHOLDER_SECRET_ACCESS_KEY } from "../../../src/egress/credentials/cloud/placeholder-credentials.ts";
+import {
+  AWS_PLACEHOLDER_ACCESS_KEY_ID,
+  AWS_PLACEHOLDER_SECRET_ACCESS_KEY,
+} from "../../../src/egress/credentials/cloud/placeholder-credentials.ts";
 import { routedAgent, startResigningHop, type Hop } from "./support/resigning-hop.ts";
 import { startVerifyingS3, type VerifyingS3 } from "./support/s3-verifying-server.ts";
 import { createTestCa } from "./support/test-tls.ts";
@@ -59,10 +68,25 @@ after(async () => {
 });
 
 test("the verifying server agrees with the SDK's own signer (real keys direct) and rejects the placeholder", async () => {
-  const direct = new S3Client({ region: "us-west-2", credentials: REAL, endpoint: `http://127.0.0.1:${s3.port}`, forcePathStyle: true, maxAttempts: 1 });
+  const direct = new S3Client({
+    region: "us-west-2",
+    credentials: REAL,
+    endpoint: `http://127.0.0.1:${s3.port}`,
+    forcePathStyle: true,
+    maxAttempts: 1,
+  });
   await direct.send(new PutObjectCommand({ Bucket: BUCKET, Key: "direct.txt", Body: "direct" }));
-  const placeholderDirect = new S3Client({ region: "us-west-2", credentials: PLACEHOLDER, endpoint: `http://127.0.0.1:${s3.port}`, forcePathStyle: true, maxAttempts: 1 });
-  await assert.rejects(placeholderDirect.send(new PutObjectCommand({ Bucket: BUCKET, Key: "x", Body: "x" })), (e: Error) => e.name === "InvalidAccessKeyId");
+  const placeholderDirect = new S3Client({
+    region: "us-west-2",
+    credentials: PLACEHOLDER,
+    endpoint: `http://127.0.0.1:${s3.port}`,
+    forcePathStyle: true,
+    maxAttempts: 1,
+  });
+  await assert.rejects(
+    placeholderDirect.send(new PutObjectCommand({ Bucket: BUCKET, Key: "x", Body: "x" })),
+    (e: Error) => e.name === "InvalidAccessKeyId",
+  );
   direct.destroy();
   placeholderDirect.destroy();
 });
@@ -70,7 +94,14 @@ test("the verifying server agrees with the SDK's own signer (real keys direct) a
 test("PutObject with the SDK's default checksum streaming (aws-chunked + CRC32 trailer), then GetObject", async () => {
   const payload = crypto.randomBytes(300 * 1024);
   const before = s3.requests.length;
-  await client().send(new PutObjectCommand({ Bucket: BUCKET, Key: "stream/object.bin", Body: Readable.from([payload.subarray(0, 100_000), payload.subarray(100_000)]), ContentLength: payload.length }));
+  await client().send(
+    new PutObjectCommand({
+      Bucket: BUCKET,
+      Key: "stream/object.bin",
+      Body: Readable.from([payload.subarray(0, 100_000), payload.subarray(100_000)]),
+      ContentLength: payload.length,
+    }),
+  );
   const put = s3.requests.slice(before).find((r) => r.method === "PUT")!;
   assert.equal(put.status, 200, put.error);
   assert.equal(put.payloadMode, "STREAMING-UNSIGNED-PAYLOAD-TRAILER");
@@ -85,7 +116,12 @@ test("PutObject with the SDK's default checksum streaming (aws-chunked + CRC32 t
 
 test("multipart upload of a 12 MiB object with @aws-sdk/lib-storage", async () => {
   const payload = crypto.randomBytes(12 * 1024 * 1024);
-  const upload = new Upload({ client: client(), params: { Bucket: BUCKET, Key: "big/multi part.bin", Body: payload }, partSize: 5 * 1024 * 1024, queueSize: 2 });
+  const upload = new Upload({
+    client: client(),
+    params: { Bucket: BUCKET, Key: "big/multi part.bin", Body: payload },
+    partSize: 5 * 1024 * 1024,
+    queueSize: 2,
+  });
   await upload.done();
   assert.ok(s3.objects.get(`${BUCKET}/big/multi part.bin`)?.equals(payload));
   const parts = s3.requests.filter((r) => r.target.includes("partNumber="));
@@ -98,9 +134,15 @@ test("ListObjectsV2 and GetObject with keys containing spaces, +, %, unicode and
   const listed = await client().send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: "odd/" }));
   assert.deepEqual((listed.Contents ?? []).map((c) => c.Key).sort(), [...keys].sort());
   const plus = await client().send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: "odd/a+" }));
-  assert.deepEqual((plus.Contents ?? []).map((c) => c.Key), ["odd/a+b.txt"]);
+  assert.deepEqual(
+    (plus.Contents ?? []).map((c) => c.Key),
+    ["odd/a+b.txt"],
+  );
   const pct = await client().send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: "odd/100%" }));
-  assert.deepEqual((pct.Contents ?? []).map((c) => c.Key), ["odd/100%.txt"]);
+  assert.deepEqual(
+    (pct.Contents ?? []).map((c) => c.Key),
+    ["odd/100%.txt"],
+  );
   for (const Key of keys) {
     const got = await client().send(new GetObjectCommand({ Bucket: BUCKET, Key }));
     assert.equal(await got.Body!.transformToString(), Key);
@@ -109,25 +151,50 @@ test("ListObjectsV2 and GetObject with keys containing spaces, +, %, unicode and
 
 test("a request signed with any other key passes untouched and fails at the server", async () => {
   const other = { accessKeyId: "AKIAOTHERKEYOTHERKEY", secretAccessKey: "other-secret" };
-  await assert.rejects(client(other).send(new GetObjectCommand({ Bucket: BUCKET, Key: "small.txt" })), (e: Error) => e.name === "InvalidAccessKeyId");
+  await assert.rejects(
+    client(other).send(new GetObjectCommand({ Bucket: BUCKET, Key: "small.txt" })),
+    (e: Error) => e.name === "InvalidAccessKeyId",
+  );
   assert.equal(hop.outcomes.at(-1), "pass");
 });
 
 test("a placeholder-signed request to a non-AWS host is not signed", async () => {
-  await assert.rejects(client(PLACEHOLDER, "https://s3.storage.example.net").send(new GetObjectCommand({ Bucket: BUCKET, Key: "small.txt" })), (e: Error) => e.name === "InvalidAccessKeyId");
+  await assert.rejects(
+    client(PLACEHOLDER, "https://s3.storage.example.net").send(
+      new GetObjectCommand({ Bucket: BUCKET, Key: "small.txt" }),
+    ),
+    (e: Error) => e.name === "InvalidAccessKeyId",
+  );
   assert.equal(hop.outcomes.at(-1), "pass");
 });
 
 test("a presigned URL made with the placeholder key is refused with a clear reason", async () => {
-  const signer = new SignatureV4({ service: "s3", region: "us-west-2", credentials: PLACEHOLDER, sha256: Hash.bind(null, "sha256"), uriEscapePath: false });
-  const presigned = await signer.presign({ method: "GET", protocol: "https:", hostname: `${BUCKET}.s3.us-west-2.amazonaws.com`, path: "/small.txt", headers: { host: `${BUCKET}.s3.us-west-2.amazonaws.com` }, query: {} } as never);
-  const query = Object.entries(presigned.query as Record<string, string>).map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join("&");
+  const signer = new SignatureV4({
+    service: "s3",
+    region: "us-west-2",
+    credentials: PLACEHOLDER,
+    sha256: Hash.bind(null, "sha256"),
+    uriEscapePath: false,
+  });
+  const presigned = await signer.presign({
+    method: "GET",
+    protocol: "https:",
+    hostname: `${BUCKET}.s3.us-west-2.amazonaws.com`,
+    path: "/small.txt",
+    headers: { host: `${BUCKET}.s3.us-west-2.amazonaws.com` },
+    query: {},
+  } as never);
+  const query = Object.entries(presigned.query as Record<string, string>)
+    .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`)
+    .join("&");
   const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-    https.get({ host: `${BUCKET}.s3.us-west-2.amazonaws.com`, path: `/small.txt?${query}`, agent }, (res) => {
-      let body = "";
-      res.on("data", (d) => (body += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    }).on("error", reject);
+    https
+      .get({ host: `${BUCKET}.s3.us-west-2.amazonaws.com`, path: `/small.txt?${query}`, agent }, (res) => {
+        let body = "";
+        res.on("data", (d) => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+      .on("error", reject);
   });
   assert.equal(status, 403);
   assert.match(body, /<Code>WharfEgressRefused<\/Code>.*presigned URLs/);

@@ -12,7 +12,10 @@ import { Hash } from "@smithy/hash-node";
 import { NodeHttpHandler } from "@smithy/node-http-handler";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { createAwsSigningEngine } from "../../../src/egress/credentials/cloud/aws-signing-engine.ts";
-import { AWS_PLACEHOLDER_ACCESS_KEY_ID, AWS_PLACEHOLDER_SECRET_ACCESS_KEY } from "../../../src/egress/credentials/cloud/placeholder-credentials.ts";
+import {
+  AWS_PLACEHOLDER_ACCESS_KEY_ID,
+  AWS_PLACEHOLDER_SECRET_ACCESS_KEY,
+} from "../../../src/egress/credentials/cloud/placeholder-credentials.ts";
 import { routedAgent, startResigningHop, type Hop } from "./support/resigning-hop.ts";
 import { startVerifyingSts } from "./support/sts-verifying-server.ts";
 import { createTestCa } from "./support/test-tls.ts";
@@ -26,7 +29,12 @@ before(async () => {
   sts = await startVerifyingSts(REAL);
   const ca = await createTestCa();
   const leaf = await ca.issue(["sts.us-east-1.amazonaws.com", "sts.amazonaws.com", "sts.eu-west-3.amazonaws.com"]);
-  hop = await startResigningHop({ cert: leaf.cert, key: leaf.key, engine: createAwsSigningEngine({ credentials: REAL }), upstreamPort: sts.port });
+  hop = await startResigningHop({
+    cert: leaf.cert,
+    key: leaf.key,
+    engine: createAwsSigningEngine({ credentials: REAL }),
+    upstreamPort: sts.port,
+  });
   agent = routedAgent(hop.port, ca.caPem);
 });
 after(async () => {
@@ -37,7 +45,12 @@ after(async () => {
 
 for (const region of ["us-east-1", "eu-west-3"]) {
   test(`STS GetCallerIdentity (${region}) re-signed for a non-S3 service`, async () => {
-    const client = new STSClient({ region, credentials: { accessKeyId: AWS_PLACEHOLDER_ACCESS_KEY_ID, secretAccessKey: AWS_PLACEHOLDER_SECRET_ACCESS_KEY }, maxAttempts: 1, requestHandler: new NodeHttpHandler({ httpsAgent: agent }) });
+    const client = new STSClient({
+      region,
+      credentials: { accessKeyId: AWS_PLACEHOLDER_ACCESS_KEY_ID, secretAccessKey: AWS_PLACEHOLDER_SECRET_ACCESS_KEY },
+      maxAttempts: 1,
+      requestHandler: new NodeHttpHandler({ httpsAgent: agent }),
+    });
     const id = await client.send(new GetCallerIdentityCommand({}));
     assert.equal(id.Account, "123456789012");
     assert.equal(sts.log.at(-1)?.status, 200);
@@ -50,8 +63,26 @@ for (const region of ["us-east-1", "eu-west-3"]) {
 test("a client that signs a body hash it does not send (botocore-style) is re-signed from the buffered body", async () => {
   const body = "Action=GetCallerIdentity&Version=2011-06-15";
   const host = "sts.eu-west-3.amazonaws.com";
-  const signer = new SignatureV4({ service: "sts", region: "eu-west-3", applyChecksum: false, sha256: Hash.bind(null, "sha256"), credentials: { accessKeyId: AWS_PLACEHOLDER_ACCESS_KEY_ID, secretAccessKey: AWS_PLACEHOLDER_SECRET_ACCESS_KEY } });
-  const signed = (await signer.sign({ method: "POST", protocol: "https:", hostname: host, path: "/", query: {}, body, headers: { host, "content-type": "application/x-www-form-urlencoded; charset=utf-8", "content-length": String(body.length) } } as never)) as unknown as { headers: Record<string, string> };
+  const signer = new SignatureV4({
+    service: "sts",
+    region: "eu-west-3",
+    applyChecksum: false,
+    sha256: Hash.bind(null, "sha256"),
+    credentials: { accessKeyId: AWS_PLACEHOLDER_ACCESS_KEY_ID, secretAccessKey: AWS_PLACEHOLDER_SECRET_ACCESS_KEY },
+  });
+  const signed = (await signer.sign({
+    method: "POST",
+    protocol: "https:",
+    hostname: host,
+    path: "/",
+    query: {},
+    body,
+    headers: {
+      host,
+      "content-type": "application/x-www-form-urlencoded; charset=utf-8",
+      "content-length": String(body.length),
+    },
+  } as never)) as unknown as { headers: Record<string, string> };
   assert.equal(signed.headers["x-amz-content-sha256"], undefined);
   const status = await new Promise<number>((resolve, reject) => {
     const req = https.request({ host, method: "POST", path: "/", headers: signed.headers, agent }, (res) => {
@@ -67,9 +98,19 @@ test("a client that signs a body hash it does not send (botocore-style) is re-si
 });
 
 test("the stand-in rejects the placeholder signature itself (the hop really re-signed)", async () => {
-  const direct = new STSClient({ region: "us-east-1", endpoint: `http://127.0.0.1:${sts.port}`, credentials: { accessKeyId: AWS_PLACEHOLDER_ACCESS_KEY_ID, secretAccessKey: AWS_PLACEHOLDER_SECRET_ACCESS_KEY }, maxAttempts: 1 });
+  const direct = new STSClient({
+    region: "us-east-1",
+    endpoint: `http://127.0.0.1:${sts.port}`,
+    credentials: { accessKeyId: AWS_PLACEHOLDER_ACCESS_KEY_ID, secretAccessKey: AWS_PLACEHOLDER_SECRET_ACCESS_KEY },
+    maxAttempts: 1,
+  });
   await assert.rejects(direct.send(new GetCallerIdentityCommand({})), (e: Error) => e.name === "InvalidClientTokenId");
-  const real = new STSClient({ region: "us-east-1", endpoint: `http://127.0.0.1:${sts.port}`, credentials: REAL, maxAttempts: 1 });
+  const real = new STSClient({
+    region: "us-east-1",
+    endpoint: `http://127.0.0.1:${sts.port}`,
+    credentials: REAL,
+    maxAttempts: 1,
+  });
   assert.equal((await real.send(new GetCallerIdentityCommand({}))).Account, "123456789012");
   direct.destroy();
   real.destroy();

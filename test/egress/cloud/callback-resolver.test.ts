@@ -3,7 +3,11 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
-import { CallbackResolutionError, CallbackResolver, type CallbackSpec } from "../../../src/egress/credentials/cloud/callback-resolver.ts";
+import {
+  CallbackResolutionError,
+  CallbackResolver,
+  type CallbackSpec,
+} from "../../../src/egress/credentials/cloud/callback-resolver.ts";
 import type { CloudAuditEvent } from "../../../src/egress/credentials/cloud/cloud-audit.ts";
 
 interface Seen {
@@ -21,7 +25,8 @@ before(async () => {
     req.on("data", (d) => (body += d));
     req.on("end", () => {
       seen.push({ path: req.url ?? "", headers: req.headers, body });
-      const json = (v: unknown, status = 200) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(v));
+      const json = (v: unknown, status = 200) =>
+        res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(v));
       const host = body ? (JSON.parse(body) as { host: string }).host : "";
       switch (req.url) {
         case "/ok":
@@ -65,7 +70,14 @@ after(async () => {
   await new Promise((r) => server.close(r));
 });
 
-const spec = (path: string, ttlSeconds = 60): CallbackSpec => ({ url: `${base}${path}`, requestHeaders: [{ name: "X-Callback-Key", value: "opaque-key-value" }, { name: "X-Env", value: "prod" }], ttlSeconds });
+const spec = (path: string, ttlSeconds = 60): CallbackSpec => ({
+  url: `${base}${path}`,
+  requestHeaders: [
+    { name: "X-Callback-Key", value: "opaque-key-value" },
+    { name: "X-Env", value: "prod" },
+  ],
+  ttlSeconds,
+});
 
 test("answers: POST with JSON {host, port}, configured headers verbatim; returned headers resolved; audit without values", async () => {
   const events: CloudAuditEvent[] = [];
@@ -79,7 +91,9 @@ test("answers: POST with JSON {host, port}, configured headers verbatim; returne
   assert.equal(seen[0].headers["x-env"], "prod");
   assert.deepEqual(JSON.parse(seen[0].body), { host: "api.example.com", port: 443 });
   const call = events.find((e) => e.kind === "callback_call");
-  assert.ok(call && call.kind === "callback_call" && call.status === 200 && call.outcome === "ok" && call.latencyMs >= 0);
+  assert.ok(
+    call && call.kind === "callback_call" && call.status === 200 && call.outcome === "ok" && call.latencyMs >= 0,
+  );
   assert.deepEqual(call && call.kind === "callback_call" && call.headerNames, ["authorization", "x-tenant"]);
   const text = JSON.stringify(events);
   assert.ok(!text.includes("token-for") && !text.includes("opaque-key-value"), "no credential values in the audit");
@@ -103,7 +117,10 @@ test("cache: hit within ttl_seconds, per canonical host:port, refreshed after ex
   now += 2_000;
   await resolver.resolve(s, "a.example.com", 443);
   assert.equal(seen.length, 4, "expired after ttl_seconds");
-  assert.deepEqual(events.filter((e) => e.kind === "callback_cache").map((e) => e.kind === "callback_cache" && e.cache), ["miss", "hit", "miss", "miss", "hit", "miss"]);
+  assert.deepEqual(
+    events.filter((e) => e.kind === "callback_cache").map((e) => e.kind === "callback_cache" && e.cache),
+    ["miss", "hit", "miss", "miss", "hit", "miss"],
+  );
   // A new spec object (a PATCHed config) starts from an empty cache.
   await resolver.resolve(spec("/ok", 60), "a.example.com", 443);
   assert.equal(seen.length, 5);
@@ -153,13 +170,19 @@ for (const [path, reason, msg] of failures) {
 test("fails closed: timeout (callback never answers) and transport error (nothing listening)", async () => {
   const resolver = new CallbackResolver({ timeoutMs: 300 });
   const t0 = Date.now();
-  await assert.rejects(resolver.resolve(spec("/hang"), "x.example.com", 443), (e: unknown) => e instanceof CallbackResolutionError && e.reason === "timeout");
+  await assert.rejects(
+    resolver.resolve(spec("/hang"), "x.example.com", 443),
+    (e: unknown) => e instanceof CallbackResolutionError && e.reason === "timeout",
+  );
   assert.ok(Date.now() - t0 < 2000);
   const dead = http.createServer();
   await new Promise<void>((r) => dead.listen(0, "127.0.0.1", r));
   const port = (dead.address() as AddressInfo).port;
   await new Promise((r) => dead.close(r));
-  await assert.rejects(resolver.resolve({ url: `http://127.0.0.1:${port}/x`, requestHeaders: [], ttlSeconds: 60 }, "x.example.com", 443), (e: unknown) => e instanceof CallbackResolutionError && e.reason === "transport");
+  await assert.rejects(
+    resolver.resolve({ url: `http://127.0.0.1:${port}/x`, requestHeaders: [], ttlSeconds: 60 }, "x.example.com", 443),
+    (e: unknown) => e instanceof CallbackResolutionError && e.reason === "transport",
+  );
 });
 
 test("an empty headers object is a valid answer (nothing to inject), and cached", async () => {
@@ -181,6 +204,13 @@ test("the callback is reached with the fetch the proxy supplies (its dispatcher,
   });
   await resolver.resolve(spec("/ok"), "f.example.com", 443);
   assert.deepEqual(calls, [`${base}/ok`]);
-  const refusing = new CallbackResolver({ fetch: async () => { throw new Error("address class private is not allowed"); } });
-  await assert.rejects(refusing.resolve(spec("/ok"), "f.example.com", 443), (e: unknown) => e instanceof CallbackResolutionError && e.reason === "transport");
+  const refusing = new CallbackResolver({
+    fetch: async () => {
+      throw new Error("address class private is not allowed");
+    },
+  });
+  await assert.rejects(
+    refusing.resolve(spec("/ok"), "f.example.com", 443),
+    (e: unknown) => e instanceof CallbackResolutionError && e.reason === "transport",
+  );
 });

@@ -9,13 +9,27 @@ const AWS_REAL = { accessKeyId: "AKIAREALREALREALREAL", secretAccessKey: "Zr3al/
 test("disabled or absent rules yield no engine and put nothing in the sandbox", () => {
   const none = createCloudEngines({}, { audit: () => {} });
   assert.deepEqual([none.aws, none.google, none.env, none.files, none.metadataIdentity], [null, null, {}, {}, null]);
-  const disabled = createCloudEngines({ cloudA: { enabled: false, ...AWS_REAL }, cloudB: { enabled: false, serviceAccountJson: "{}", scopes: ["s"] } }, { audit: () => {} });
+  const disabled = createCloudEngines(
+    { cloudA: { enabled: false, ...AWS_REAL }, cloudB: { enabled: false, serviceAccountJson: "{}", scopes: ["s"] } },
+    { audit: () => {} },
+  );
   assert.deepEqual([disabled.aws, disabled.google, disabled.env, disabled.files], [null, null, {}, {}]);
 });
 
 test("enabled rules: engines built, and the sandbox's env and files hold no real key", () => {
   const sa = makeServiceAccount("https://oauth2.googleapis.com/token");
-  const engines = createCloudEngines({ cloudA: { enabled: true, ...AWS_REAL }, cloudB: { enabled: true, serviceAccountJson: sa.json, scopes: ["https://www.googleapis.com/auth/cloud-platform"] } }, { audit: () => {} }, "/home/agent");
+  const engines = createCloudEngines(
+    {
+      cloudA: { enabled: true, ...AWS_REAL },
+      cloudB: {
+        enabled: true,
+        serviceAccountJson: sa.json,
+        scopes: ["https://www.googleapis.com/auth/cloud-platform"],
+      },
+    },
+    { audit: () => {} },
+    "/home/agent",
+  );
   assert.ok(engines.aws && engines.google);
   assert.equal(engines.env.AWS_ACCESS_KEY_ID, "AKIAWHARFPLACEHOLDER");
   assert.ok(engines.files["/home/agent/.aws/credentials"]);

@@ -13,8 +13,17 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import type { CloudAuditEvent } from "../../../src/egress/credentials/cloud/cloud-audit.ts";
 import { createCloudEngines } from "../../../src/egress/credentials/cloud/cloud-engines.ts";
-import { GOOGLE_COMPAT_ACCESS_TOKEN, GOOGLE_COMPAT_CREDENTIALS_PATH } from "../../../src/egress/credentials/cloud/google-compat-credentials.ts";
-import { makeServiceAccount, startGoogleApi, startTokenEndpoint, type TestServiceAccount, type TokenEndpoint } from "./support/google-stand-ins.ts";
+import {
+  GOOGLE_COMPAT_ACCESS_TOKEN,
+  GOOGLE_COMPAT_CREDENTIALS_PATH,
+} from "../../../src/egress/credentials/cloud/google-compat-credentials.ts";
+import {
+  makeServiceAccount,
+  startGoogleApi,
+  startTokenEndpoint,
+  type TestServiceAccount,
+  type TokenEndpoint,
+} from "./support/google-stand-ins.ts";
 import { startInterceptingProxy } from "./support/intercepting-proxy.ts";
 import { createTestCa } from "./support/test-tls.ts";
 
@@ -32,10 +41,18 @@ before(async () => {
   sa = makeServiceAccount(tokens.url);
   tokens.setAccount(sa);
   api = await startGoogleApi((t) => tokens.minted.includes(t));
-  const engines = createCloudEngines({ cloudB: { enabled: true, serviceAccountJson: sa.json, scopes: SCOPES } }, { audit: (e) => events.push(e) });
+  const engines = createCloudEngines(
+    { cloudB: { enabled: true, serviceAccountJson: sa.json, scopes: SCOPES } },
+    { audit: (e) => events.push(e) },
+  );
   const ca = await createTestCa();
   const leaf = await ca.issue(["storage.googleapis.com", "oauth2.googleapis.com", "www.googleapis.com"]);
-  proxy = await startInterceptingProxy({ cert: leaf.cert, key: leaf.key, engine: engines.google!, upstreamPort: api.port });
+  proxy = await startInterceptingProxy({
+    cert: leaf.cert,
+    key: leaf.key,
+    engine: engines.google!,
+    upstreamPort: api.port,
+  });
   // The "sandbox": its files under a private root, its environment from the engines.
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-gcp-sandbox-"));
   for (const [p, content] of Object.entries(engines.files)) {
@@ -79,21 +96,33 @@ function runChild(): Promise<{ code: number | null; stdout: string; stderr: stri
 test("@google-cloud/storage and google-auth-library work with only the compatibility credentials", async () => {
   const { code, stdout, stderr } = await runChild();
   assert.equal(code, 0, stderr);
-  const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as { data: string; files: string[]; bucket: string; clientToken: string };
+  const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as {
+    data: string;
+    files: string[];
+    bucket: string;
+    clientToken: string;
+  };
   assert.equal(result.data, "hello from the sandbox");
   assert.deepEqual(result.files, ["hello.txt"]);
   assert.equal(result.bucket, "wharf-b");
   // The client only ever held the dummy token; the API host only ever saw minted ones.
   assert.equal(result.clientToken, GOOGLE_COMPAT_ACCESS_TOKEN);
   assert.ok(api.seen.length >= 4);
-  assert.ok(api.seen.every((s) => tokens.minted.includes(s.auth.slice(7))), "every API request carried a minted token");
+  assert.ok(
+    api.seen.every((s) => tokens.minted.includes(s.auth.slice(7))),
+    "every API request carried a minted token",
+  );
   assert.equal(tokens.minted.length, 1, "one mint served every request");
   assert.deepEqual(tokens.scopes, [SCOPES.join(" ")]);
   assert.ok(events.some((e) => e.kind === "google_bearer" && e.replacedClientAuthorization));
   assert.ok(proxy.outcomes.some((o) => o.startsWith("inject storage.googleapis.com")));
   // Both libraries' token requests (g-a-l 9 inside storage: www.googleapis.com/oauth2/v4/token; g-a-l 10:
   // oauth2.googleapis.com/token) were answered by the proxy with the dummy token, never forwarded.
-  assert.ok(proxy.outcomes.includes("respond www.googleapis.com/oauth2/v4/token") && proxy.outcomes.includes("respond oauth2.googleapis.com/token"), proxy.outcomes.join("\n"));
+  assert.ok(
+    proxy.outcomes.includes("respond www.googleapis.com/oauth2/v4/token") &&
+      proxy.outcomes.includes("respond oauth2.googleapis.com/token"),
+    proxy.outcomes.join("\n"),
+  );
 });
 
 test("the real key and the minted token appear nowhere in the sandbox's environment or files", () => {

@@ -14,11 +14,24 @@ export async function netnsAvailable(): Promise<boolean> {
   return (await sh("nsenter", ["--version"])).code === 0;
 }
 
-export function sh(cmd: string, args: string[], opts: { env?: Record<string, string>; timeoutMs?: number; input?: string } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+export function sh(
+  cmd: string,
+  args: string[],
+  opts: { env?: Record<string, string>; timeoutMs?: number; input?: string } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(cmd, args, { env: { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", HOME: "/root", ...opts.env }, timeout: opts.timeoutMs ?? 20_000, maxBuffer: 8 << 20 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof (err as any).code === "number" ? (err as any).code : 1) : 0, stdout, stderr });
-    });
+    const child = execFile(
+      cmd,
+      args,
+      {
+        env: { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", HOME: "/root", ...opts.env },
+        timeout: opts.timeoutMs ?? 20_000,
+        maxBuffer: 8 << 20,
+      },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof (err as any).code === "number" ? (err as any).code : 1) : 0, stdout, stderr });
+      },
+    );
     if (opts.input !== undefined) child.stdin?.end(opts.input);
   });
 }
@@ -28,7 +41,11 @@ export interface TestNetns {
   /** A process inside the namespace (what the sandbox driver hands to attachEgress). */
   pid: number;
   /** Runs a command inside the namespace with the given environment only. */
-  exec(argv: string[], env?: Record<string, string>, timeoutMs?: number): Promise<{ code: number; stdout: string; stderr: string }>;
+  exec(
+    argv: string[],
+    env?: Record<string, string>,
+    timeoutMs?: number,
+  ): Promise<{ code: number; stdout: string; stderr: string }>;
   /** Sets the namespace's /etc/resolv.conf (ip netns exec bind-mounts /etc/netns/<name>/*). */
   setResolvConf(text: string): void;
 }

@@ -7,7 +7,10 @@ type Proto = { initialize: (...a: unknown[]) => void; close: () => void };
  * Watches llhttp parsers for the rest of the test: `live` holds the ones `mine` picks at
  * initialization (type, resource, head limit) until they are closed, `closed` counts those closes.
  */
-export function watchParsers(t: TestContext, mine: (type: number, maxHeaderSize: number) => boolean): { live: Set<object>; closed: () => number } {
+export function watchParsers(
+  t: TestContext,
+  mine: (type: number, maxHeaderSize: number) => boolean,
+): { live: Set<object>; closed: () => number } {
   const proto = (HTTPParser as unknown as { prototype: Proto }).prototype;
   const { initialize, close } = proto;
   const live = new Set<object>();

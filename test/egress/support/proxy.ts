@@ -39,7 +39,12 @@ export interface TestProxy {
   transparent(host: string, port: number): Promise<number>;
 }
 
-export async function startProxy(t: TestContext, up: Upstreams, config: unknown, opts: { secrets?: Record<string, string>; env?: Record<string, string>; authorizers?: RequestAuthorizer[] } = {}): Promise<TestProxy> {
+export async function startProxy(
+  t: TestContext,
+  up: Upstreams,
+  config: unknown,
+  opts: { secrets?: Record<string, string>; env?: Record<string, string>; authorizers?: RequestAuthorizer[] } = {},
+): Promise<TestProxy> {
   const settings = loadEgressSettings({
     WHARF_EGRESS_HOSTS: hostsSetting(up),
     WHARF_EGRESS_ALLOW_INTERNAL: `${up.address}/32`,
@@ -52,7 +57,13 @@ export async function startProxy(t: TestContext, up: Upstreams, config: unknown,
   const ca = await createCa("Wharf test sandbox CA");
   const caFile = path.join(up.dir, `sandbox-ca-${Math.random().toString(36).slice(2)}.pem`);
   fs.writeFileSync(caFile, ca.certPem);
-  proxy.addSandbox({ id: "sb1", workspaceId: "ws1", policy: await policyFrom(config, opts.secrets), minter: new LeafMinter(ca), authorizers: opts.authorizers });
+  proxy.addSandbox({
+    id: "sb1",
+    workspaceId: "ws1",
+    policy: await policyFrom(config, opts.secrets),
+    minter: new LeafMinter(ca),
+    authorizers: opts.authorizers,
+  });
   const explicit = await proxy.listenExplicit("sb1");
   t.after(() => proxy.close());
   return {
@@ -62,7 +73,8 @@ export async function startProxy(t: TestContext, up: Upstreams, config: unknown,
     caFile,
     sandboxCaPem: ca.certPem,
     setConfig: async (config, secrets) => proxy.setPolicy("sb1", await policyFrom(config, secrets ?? opts.secrets)),
-    transparent: async (host, port) => ((await proxy.listenTransparent("sb1", { host, port })).address() as net.AddressInfo).port,
+    transparent: async (host, port) =>
+      ((await proxy.listenTransparent("sb1", { host, port })).address() as net.AddressInfo).port,
   };
 }
 
@@ -74,15 +86,32 @@ export interface Run {
 
 export function run(cmd: string, args: string[], env: Record<string, string> = {}, timeoutMs = 20_000): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(cmd, args, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/root", ...env }, timeout: timeoutMs, maxBuffer: 8 << 20 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as NodeJS.ErrnoException & { code?: number }).code as unknown as number) ?? 1 : 0, stdout, stderr });
-    });
+    execFile(
+      cmd,
+      args,
+      {
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/root", ...env },
+        timeout: timeoutMs,
+        maxBuffer: 8 << 20,
+      },
+      (err, stdout, stderr) => {
+        resolve({
+          code: err ? (((err as NodeJS.ErrnoException & { code?: number }).code as unknown as number) ?? 1) : 0,
+          stdout,
+          stderr,
+        });
+      },
+    );
   });
 }
 
 /** curl through the explicit proxy, trusting only the sandbox CA; prints status then body. */
 export function curl(p: TestProxy, url: string, extra: string[] = []): Promise<Run> {
-  return run("curl", ["-sS", "--max-time", "15", "-x", p.proxyUrl, "--cacert", p.caFile, "-w", "\n%{http_code}", ...extra, url], { NO_PROXY: "" });
+  return run(
+    "curl",
+    ["-sS", "--max-time", "15", "-x", p.proxyUrl, "--cacert", p.caFile, "-w", "\n%{http_code}", ...extra, url],
+    { NO_PROXY: "" },
+  );
 }
 
 export function parseCurl(r: Run): { status: number; body: string; json: any } {

@@ -40,7 +40,14 @@ function echoHandler(name: string, seen: Echo[]) {
     let bodyBytes = 0;
     req.on("data", (c: Buffer) => (bodyBytes += c.length));
     req.on("end", () => {
-      const echo: Echo = { server: name, method: req.method ?? "", url: req.url ?? "", headers: req.headers as Record<string, string | string[]>, rawHeaders: req.rawHeaders, bodyBytes };
+      const echo: Echo = {
+        server: name,
+        method: req.method ?? "",
+        url: req.url ?? "",
+        headers: req.headers as Record<string, string | string[]>,
+        rawHeaders: req.rawHeaders,
+        bodyBytes,
+      };
       seen.push(echo);
       if (req.url?.startsWith("/big")) {
         res.writeHead(200, { "content-type": "application/octet-stream" });
@@ -48,19 +55,30 @@ function echoHandler(name: string, seen: Echo[]) {
         return;
       }
       const body = JSON.stringify(echo);
-      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body), "x-upstream": name });
+      res.writeHead(200, {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+        "x-upstream": name,
+      });
       res.end(body);
     });
   };
 }
 
-const listen = (server: net.Server, address: string) => new Promise<number>((resolve, reject) => server.once("error", reject).listen(0, address, () => resolve((server.address() as net.AddressInfo).port)));
+const listen = (server: net.Server, address: string) =>
+  new Promise<number>((resolve, reject) =>
+    server.once("error", reject).listen(0, address, () => resolve((server.address() as net.AddressInfo).port)),
+  );
 
 /**
  * Loopback upstreams for proxy tests, on `address` (a 127.0.0.x the proxy is allowed to reach by
  * operator setting), with their own test CA whose leaf covers the given names and the address.
  */
-export async function startUpstreams(t: TestContext, names: string[] = ["api.test", "other.test", "ws.test", "raw.test", "tcp.test"], address = "127.0.0.2"): Promise<Upstreams> {
+export async function startUpstreams(
+  t: TestContext,
+  names: string[] = ["api.test", "other.test", "ws.test", "raw.test", "tcp.test"],
+  address = "127.0.0.2",
+): Promise<Upstreams> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-egress-up-"));
   const ca = await createCa("Wharf test upstream CA");
   const minter = new LeafMinter(ca);
@@ -72,7 +90,8 @@ export async function startUpstreams(t: TestContext, names: string[] = ["api.tes
   const caFile = path.join(dir, "upstream-ca.pem");
   fs.writeFileSync(caFile, ca.certPem);
   const seen: Echo[] = [];
-  const sni = (name: string, cb: (err: Error | null, ctx?: tls.SecureContext) => void) => cb(null, contexts.get(name) ?? ipContext);
+  const sni = (name: string, cb: (err: Error | null, ctx?: tls.SecureContext) => void) =>
+    cb(null, contexts.get(name) ?? ipContext);
 
   const httpServer = http.createServer(echoHandler("http", seen));
   const httpsServer = https.createServer({ SNICallback: sni, secureContext: ipContext }, echoHandler("https", seen));
@@ -94,8 +113,14 @@ export async function startUpstreams(t: TestContext, names: string[] = ["api.tes
     s.on("error", () => {});
   });
   const open = new Set<net.Socket>();
-  for (const s of [rawTls, tcp]) s.on("connection", (c: net.Socket) => (open.add(c), c.once("close", () => open.delete(c))));
-  const [httpPort, httpsPort, rawTlsPort, tcpPort] = await Promise.all([listen(httpServer, address), listen(httpsServer, address), listen(rawTls, address), listen(tcp, address)]);
+  for (const s of [rawTls, tcp])
+    s.on("connection", (c: net.Socket) => (open.add(c), c.once("close", () => open.delete(c))));
+  const [httpPort, httpsPort, rawTlsPort, tcpPort] = await Promise.all([
+    listen(httpServer, address),
+    listen(httpsServer, address),
+    listen(rawTls, address),
+    listen(tcp, address),
+  ]);
   t.after(async () => {
     for (const s of [httpServer, httpsServer]) s.closeAllConnections();
     for (const c of open) c.destroy();
@@ -136,20 +161,29 @@ export function useUpstreamsForEgress(up: Upstreams, opts: { hosts?: string; all
  * CA) and pipes each connection to a plain server on loopback: gives a stand-in (S3, a Google API)
  * the real host names the cloud engines match on. Returns the `WHARF_EGRESS_HOSTS` entries.
  */
-export async function startTlsFront(t: TestContext, up: Upstreams, names: string[], backAddress: string, backPort: number): Promise<string[]> {
+export async function startTlsFront(
+  t: TestContext,
+  up: Upstreams,
+  names: string[],
+  backAddress: string,
+  backPort: number,
+): Promise<string[]> {
   const minter = new LeafMinter(up.ca);
   const contexts = new Map<string, tls.SecureContext>();
   for (const n of names) contexts.set(n, await minter.contextFor({ kind: "name", host: n }));
-  const front = tls.createServer({ SNICallback: (n, cb) => cb(null, contexts.get(n)), secureContext: contexts.get(names[0]) }, (c) => {
-    const back = net.connect(backPort, backAddress);
-    c.pipe(back).pipe(c);
-    c.on("error", () => back.destroy());
-    back.on("error", () => c.destroy());
-    // A stand-in that answers and closes while the client is still sending (an error before the
-    // body was read) can leave `c` paused by the pipe's backpressure, and unpiping does not resume
-    // it: nothing would read its end, so it was never destroyed and `front.close` waited forever.
-    back.on("close", () => c.resume());
-  });
+  const front = tls.createServer(
+    { SNICallback: (n, cb) => cb(null, contexts.get(n)), secureContext: contexts.get(names[0]) },
+    (c) => {
+      const back = net.connect(backPort, backAddress);
+      c.pipe(back).pipe(c);
+      c.on("error", () => back.destroy());
+      back.on("error", () => c.destroy());
+      // A stand-in that answers and closes while the client is still sending (an error before the
+      // body was read) can leave `c` paused by the pipe's backpressure, and unpiping does not resume
+      // it: nothing would read its end, so it was never destroyed and `front.close` waited forever.
+      back.on("close", () => c.resume());
+    },
+  );
   const open = new Set<net.Socket>();
   front.on("connection", (raw: net.Socket) => (open.add(raw), raw.once("close", () => open.delete(raw))));
   const port = await listen(front, up.address);

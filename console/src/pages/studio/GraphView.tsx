@@ -8,7 +8,14 @@ import { layoutGraph, nodeFrame, nodeState, subgraphsOf, type GraphJson } from "
  * expand on a click or from the buttons above; running nodes glow, nodes this run went through
  * are marked.
  */
-export function GraphView(props: { graph: GraphJson; expanded: Set<string>; onToggle: (id: string) => void; running: Set<string>; visited: Set<string>; next: string[] }) {
+export function GraphView(props: {
+  graph: GraphJson;
+  expanded: Set<string>;
+  onToggle: (id: string) => void;
+  running: Set<string>;
+  visited: Set<string>;
+  next: string[];
+}) {
   const { graph, expanded, running, visited } = props;
   const subgraphs = useMemo(() => subgraphsOf(graph), [graph]);
   const drawn = useMemo(() => layoutGraph(graph, expanded), [graph, expanded]);
@@ -22,7 +29,12 @@ export function GraphView(props: { graph: GraphJson; expanded: Set<string>; onTo
           <span className="gnode-label" data-node={n.id} data-state={state} title={n.id}>
             {n.parent ? <span className="gnode-parent">{n.parent} › </span> : null}
             {n.label}
-            {n.kind === "subgraph" ? <span className="gnode-more" aria-hidden="true"> ⊕</span> : null}
+            {n.kind === "subgraph" ? (
+              <span className="gnode-more" aria-hidden="true">
+                {" "}
+                ⊕
+              </span>
+            ) : null}
           </span>
         ),
       },
@@ -44,13 +56,24 @@ export function GraphView(props: { graph: GraphJson; expanded: Set<string>; onTo
       {subgraphs.length ? (
         <div className="row wrap subgraph-toggles">
           {subgraphs.map((s) => (
-            <button key={s} type="button" className="small" aria-pressed={expanded.has(s)} onClick={() => props.onToggle(s)}>
+            <button
+              key={s}
+              type="button"
+              className="small"
+              aria-pressed={expanded.has(s)}
+              onClick={() => props.onToggle(s)}
+            >
               {expanded.has(s) ? `Collapse ${s}` : `Expand ${s}`}
             </button>
           ))}
         </div>
       ) : null}
-      <div className="graph" data-testid="graph" role="group" aria-label={`Graph: ${drawn.nodes.map((n) => n.id).join(", ")}`}>
+      <div
+        className="graph"
+        data-testid="graph"
+        role="group"
+        aria-label={`Graph: ${drawn.nodes.map((n) => n.id).join(", ")}`}
+      >
         <ReactFlow
           // A subgraph opened or closed changes the drawing's size: fit it to the view again.
           key={[...expanded].sort().join(",")}

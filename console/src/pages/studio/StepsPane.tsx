@@ -22,20 +22,48 @@ export function StepsPane(props: {
       <ol className="steps" aria-label="Checkpoints">
         {steps.map((s) => (
           <li key={s.checkpointId} className={s === step ? "selected" : ""}>
-            <button type="button" className="link" aria-current={s === step ? "true" : undefined} data-step={s.step} data-wrote={s.wrote.join(",")} onClick={() => props.onSelect(s.checkpointId)}>
-              <span className="step-no">{s.step}</span> <span>{s.wrote.length ? s.wrote.join(", ") : s.source || "step"}</span>
+            <button
+              type="button"
+              className="link"
+              aria-current={s === step ? "true" : undefined}
+              data-step={s.step}
+              data-wrote={s.wrote.join(",")}
+              onClick={() => props.onSelect(s.checkpointId)}
+            >
+              <span className="step-no">{s.step}</span>{" "}
+              <span>{s.wrote.length ? s.wrote.join(", ") : s.source || "step"}</span>
               {s.next.length ? <span className="muted small"> → {s.next.join(", ")}</span> : null}
-              {s.writes && typeof s.writes === "object" && s.source !== "input" ? <span className="muted small"> (wrote {Object.keys(s.writes).join(", ")})</span> : null}
+              {s.writes && typeof s.writes === "object" && s.source !== "input" ? (
+                <span className="muted small"> (wrote {Object.keys(s.writes).join(", ")})</span>
+              ) : null}
             </button>
           </li>
         ))}
       </ol>
-      {step ? <StepDetail key={step.checkpointId} step={step} onReplay={props.onReplay} onFork={props.onFork} busy={props.busy} /> : null}
+      {step ? (
+        <StepDetail
+          key={step.checkpointId}
+          step={step}
+          onReplay={props.onReplay}
+          onFork={props.onFork}
+          busy={props.busy}
+        />
+      ) : null}
     </div>
   );
 }
 
-function StepDetail({ step, onReplay, onFork, busy }: { step: Step; onReplay: (s: Step) => void; onFork: (s: Step, v: Record<string, unknown>) => void; busy: boolean }) {
+function StepDetail({
+  step,
+  onReplay,
+  onFork,
+  busy,
+}: {
+  step: Step;
+  onReplay: (s: Step) => void;
+  onFork: (s: Step, v: Record<string, unknown>) => void;
+  busy: boolean;
+}) {
   const [editing, setEditing] = useState(false);
   const [text, setText] = useState(json(step.values));
   const [error, setError] = useState<string | null>(null);
@@ -50,7 +78,12 @@ function StepDetail({ step, onReplay, onFork, busy }: { step: Step; onReplay: (s
   return (
     <section className="step-detail card" aria-label="Selected step" data-testid="step-detail">
       <h3>
-        Step {step.step} <span className="muted small mono">{step.checkpointId.slice(-8)}</span> {step.at ? <span className="muted small"><When iso={step.at} /></span> : null}
+        Step {step.step} <span className="muted small mono">{step.checkpointId.slice(-8)}</span>{" "}
+        {step.at ? (
+          <span className="muted small">
+            <When iso={step.at} />
+          </span>
+        ) : null}
       </h3>
       {step.writes ? (
         <>
@@ -61,9 +94,22 @@ function StepDetail({ step, onReplay, onFork, busy }: { step: Step; onReplay: (s
       <h4>State</h4>
       {editing ? (
         <label className="field">
-          <span className="label">State values (JSON): forking saves what you changed as a new checkpoint after this one and runs on from it</span>
-          <textarea name="state_values" className="mono" rows={10} spellCheck={false} value={text} onChange={(e) => setText(e.target.value)} />
-          {error ? <span className="field-error" role="alert">{error}</span> : null}
+          <span className="label">
+            State values (JSON): forking saves what you changed as a new checkpoint after this one and runs on from it
+          </span>
+          <textarea
+            name="state_values"
+            className="mono"
+            rows={10}
+            spellCheck={false}
+            value={text}
+            onChange={(e) => setText(e.target.value)}
+          />
+          {error ? (
+            <span className="field-error" role="alert">
+              {error}
+            </span>
+          ) : null}
         </label>
       ) : (
         <pre data-testid="step-state">{json(step.values)}</pre>
@@ -72,13 +118,21 @@ function StepDetail({ step, onReplay, onFork, busy }: { step: Step; onReplay: (s
       <div className="row wrap">
         {editing ? (
           <>
-            <button type="button" className="primary" onClick={fork} disabled={busy}>Fork from here</button>
-            <button type="button" onClick={() => setEditing(false)}>Cancel</button>
+            <button type="button" className="primary" onClick={fork} disabled={busy}>
+              Fork from here
+            </button>
+            <button type="button" onClick={() => setEditing(false)}>
+              Cancel
+            </button>
           </>
         ) : (
           <>
-            <button type="button" onClick={() => (setText(json(step.values)), setEditing(true))}>Edit state</button>
-            <button type="button" onClick={() => onReplay(step)} disabled={busy || !step.next.length}>Replay from here</button>
+            <button type="button" onClick={() => (setText(json(step.values)), setEditing(true))}>
+              Edit state
+            </button>
+            <button type="button" onClick={() => onReplay(step)} disabled={busy || !step.next.length}>
+              Replay from here
+            </button>
           </>
         )}
       </div>

@@ -66,7 +66,16 @@ export function layoutGraph(g: GraphJson, expanded: Set<string>): { nodes: Drawn
     if (ids.has(id)) continue;
     const kind = id === "__start__" ? "start" : id === "__end__" ? "end" : subs.has(id) ? "subgraph" : "node";
     const parent = id.includes(":") ? id.split(":").slice(0, -1).join(":") : "";
-    ids.set(id, { id, label: labelOf(id), kind, parent, x: 0, y: 0, width: kind === "start" || kind === "end" ? 90 : NODE_W, height: NODE_H });
+    ids.set(id, {
+      id,
+      label: labelOf(id),
+      kind,
+      parent,
+      x: 0,
+      y: 0,
+      width: kind === "start" || kind === "end" ? 90 : NODE_W,
+      height: NODE_H,
+    });
   }
   const edges = new Map<string, DrawnEdge>();
   for (const e of g.edges) {
@@ -75,7 +84,12 @@ export function layoutGraph(g: GraphJson, expanded: Set<string>): { nodes: Drawn
     if (source === target) continue;
     const id = `${source}->${target}`;
     const prev = edges.get(id);
-    edges.set(id, { id, source, target, conditional: prev ? prev.conditional && Boolean(e.conditional) : Boolean(e.conditional) });
+    edges.set(id, {
+      id,
+      source,
+      target,
+      conditional: prev ? prev.conditional && Boolean(e.conditional) : Boolean(e.conditional),
+    });
   }
   const d = new dagre.graphlib.Graph();
   d.setGraph({ rankdir: "TB", nodesep: 30, ranksep: 45, marginx: 10, marginy: 10 });
@@ -97,7 +111,14 @@ export function layoutGraph(g: GraphJson, expanded: Set<string>): { nodes: Drawn
 export function taskEvent(event: string, data: unknown): { path: string; id: string; phase: "start" | "end" } | null {
   const [mode, ...ns] = event.split("|");
   if (mode !== "tasks" || !data || typeof data !== "object") return null;
-  const t = data as { id?: string; name?: string; input?: unknown; result?: unknown; error?: unknown; triggers?: unknown };
+  const t = data as {
+    id?: string;
+    name?: string;
+    input?: unknown;
+    result?: unknown;
+    error?: unknown;
+    triggers?: unknown;
+  };
   if (typeof t.name !== "string") return null;
   const path = [...ns.map((p) => p.split(":")[0]), t.name].join(":");
   const phase = "triggers" in t || "input" in t ? "start" : "end";
@@ -122,7 +143,13 @@ export function nodeState(id: string, running: Set<string>, next: string[], visi
  * highlight change gives it new node objects, so a node left to be measured again would blink out
  * on each task event, for the whole of a short task on a busy machine.
  */
-export function nodeFrame(n: DrawnNode): { position: { x: number; y: number }; width: number; height: number; measured: { width: number; height: number }; type: "input" | "output" | "default" } {
+export function nodeFrame(n: DrawnNode): {
+  position: { x: number; y: number };
+  width: number;
+  height: number;
+  measured: { width: number; height: number };
+  type: "input" | "output" | "default";
+} {
   return {
     position: { x: n.x, y: n.y },
     width: n.width,

@@ -41,9 +41,18 @@ export function stepsOf(history: ThreadStateLike[]): Step[] {
     const kept = s.metadata?.writes ?? null;
     const parent = s.parent_checkpoint ? byId.get(s.parent_checkpoint.checkpoint_id) : undefined;
     const source = s.metadata?.source ?? "";
-    const wrote = kept && typeof kept === "object" ? Object.keys(kept) : source === "input" ? ["input"] : source === "update" ? ["edit"] : (parent?.next ?? []);
+    const wrote =
+      kept && typeof kept === "object"
+        ? Object.keys(kept)
+        : source === "input"
+          ? ["input"]
+          : source === "update"
+            ? ["edit"]
+            : (parent?.next ?? []);
     const changed = parent ? changedKeys(parent.values, s.values) : [];
-    const writes = kept ?? (changed.length ? Object.fromEntries(changed.map((k) => [k, (s.values as Record<string, unknown>)[k]])) : null);
+    const writes =
+      kept ??
+      (changed.length ? Object.fromEntries(changed.map((k) => [k, (s.values as Record<string, unknown>)[k]])) : null);
     return {
       checkpointId: s.checkpoint.checkpoint_id,
       parentId: s.parent_checkpoint?.checkpoint_id ?? null,
@@ -93,12 +102,14 @@ export function parseCommand(text: string): Parsed<{ resume?: unknown; update?: 
   try {
     v = JSON.parse(text);
   } catch {
-    return { ok: false, error: "A command is a JSON object, for example {\"resume\": \"yes\"} or {\"goto\": \"publish\"}." };
+    return { ok: false, error: 'A command is a JSON object, for example {"resume": "yes"} or {"goto": "publish"}.' };
   }
-  if (!v || typeof v !== "object" || Array.isArray(v)) return { ok: false, error: "A command is a JSON object with resume, update or goto." };
+  if (!v || typeof v !== "object" || Array.isArray(v))
+    return { ok: false, error: "A command is a JSON object with resume, update or goto." };
   const keys = Object.keys(v);
   const unknown = keys.filter((k) => !COMMAND_KEYS.has(k));
-  if (unknown.length) return { ok: false, error: `A command has only resume, update and goto (not ${unknown.join(", ")}).` };
+  if (unknown.length)
+    return { ok: false, error: `A command has only resume, update and goto (not ${unknown.join(", ")}).` };
   if (!keys.length) return { ok: false, error: "A command needs resume, update or goto." };
   return { ok: true, value: v as { resume?: unknown; update?: unknown; goto?: unknown } };
 }
@@ -121,7 +132,9 @@ export function parseObject(text: string, what: string): Parsed<Record<string, u
  * names them beside the editor.
  */
 export function skeletonFor(schema: unknown): Record<string, unknown> {
-  const props = (schema as { properties?: Record<string, { type?: string | string[]; default?: unknown }> } | null)?.properties ?? {};
+  const props =
+    (schema as { properties?: Record<string, { type?: string | string[]; default?: unknown }> } | null)?.properties ??
+    {};
   const empty: Record<string, unknown> = { string: "", number: 0, integer: 0, boolean: false, array: [], object: {} };
   const out: Record<string, unknown> = {};
   for (const [k, p] of Object.entries(props)) {
@@ -133,4 +146,5 @@ export function skeletonFor(schema: unknown): Record<string, unknown> {
 }
 
 /** The property names of a JSON Schema, for a hint beside an editor. */
-export const schemaFields = (schema: unknown): string[] => Object.keys((schema as { properties?: object } | null)?.properties ?? {});
+export const schemaFields = (schema: unknown): string[] =>
+  Object.keys((schema as { properties?: object } | null)?.properties ?? {});

@@ -81,7 +81,8 @@ export class AwsChunkedResigner extends Transform {
   }
 
   private fail(err: unknown): Error {
-    const refusal = err instanceof AwsRefusal ? err : new AwsRefusal("malformed_chunk", String((err as Error)?.message ?? err));
+    const refusal =
+      err instanceof AwsRefusal ? err : new AwsRefusal("malformed_chunk", String((err as Error)?.message ?? err));
     if (!this.failed) {
       this.failed = true;
       this.options.onError?.(refusal, this.chunks);
@@ -105,7 +106,8 @@ export class AwsChunkedResigner extends Transform {
       }
       if (this.state === "data-crlf") {
         if (buf.length < 2) break;
-        if (buf[0] !== 0x0d || buf[1] !== 0x0a) throw new AwsRefusal("malformed_chunk", "chunk data is not followed by CRLF");
+        if (buf[0] !== 0x0d || buf[1] !== 0x0a)
+          throw new AwsRefusal("malformed_chunk", "chunk data is not followed by CRLF");
         buf = buf.subarray(2);
         this.emitChunk();
         this.state = "header";
@@ -134,7 +136,11 @@ export class AwsChunkedResigner extends Transform {
     if (!m) throw new AwsRefusal("malformed_chunk", "chunk header must be <hex-size>;chunk-signature=<signature>");
     const size = Number.parseInt(m[1], 16);
     if (!Number.isSafeInteger(size)) throw new AwsRefusal("malformed_chunk", "chunk size out of range");
-    if (size > this.maxChunk) throw new AwsRefusal("chunk_too_large", `an aws-chunked chunk of ${size} bytes exceeds the proxy's limit of ${this.maxChunk} bytes`);
+    if (size > this.maxChunk)
+      throw new AwsRefusal(
+        "chunk_too_large",
+        `an aws-chunked chunk of ${size} bytes exceeds the proxy's limit of ${this.maxChunk} bytes`,
+      );
     this.sizeText = m[1];
     if (size === 0) {
       const signature = this.sign(EMPTY_SHA256);
@@ -172,7 +178,9 @@ export class AwsChunkedResigner extends Transform {
     const value = line.slice(colon + 1).trim();
     if (name === "x-amz-trailer-signature") {
       const hash = crypto.createHash("sha256").update(this.trailerCanonical, "latin1").digest("hex");
-      const hmac = crypto.createHmac("sha256", this.key).update(`AWS4-HMAC-SHA256-TRAILER\n${this.prefix}${this.previous}\n${hash}`, "latin1");
+      const hmac = crypto
+        .createHmac("sha256", this.key)
+        .update(`AWS4-HMAC-SHA256-TRAILER\n${this.prefix}${this.previous}\n${hash}`, "latin1");
       this.push(`${line.slice(0, colon)}:${hmac.digest("hex")}${terminator}`, "latin1");
       return;
     }

@@ -70,13 +70,29 @@ export function createAwsSigningEngine(options: AwsSigningEngineOptions): AwsSig
     if (!isAwsHost(request.host, extra)) return { action: "pass" };
     const path = auditPath(request.target);
     const refuse = (refusal: AwsRefusal): AwsOutcome => {
-      audit({ kind: "aws_refused", host: request.host, method: request.method, path, reason: refusal.reason, message: refusal.message });
+      audit({
+        kind: "aws_refused",
+        host: request.host,
+        method: request.method,
+        path,
+        reason: refusal.reason,
+        message: refusal.message,
+      });
       return { action: "refuse", refusal };
     };
     if (parsed.kind === "unsupported") return refuse(new AwsRefusal(parsed.reason, parsed.message));
     try {
       const result = await sign(request, parsed);
-      audit({ kind: "aws_signed", host: request.host, method: request.method, path, service: parsed.service, region: parsed.region, payloadMode: result.payloadMode, signedHeaders: parsed.signedHeaders });
+      audit({
+        kind: "aws_signed",
+        host: request.host,
+        method: request.method,
+        path,
+        service: parsed.service,
+        region: parsed.region,
+        payloadMode: result.payloadMode,
+        signedHeaders: parsed.signedHeaders,
+      });
       return result;
     } catch (err) {
       if (err instanceof AwsRefusal) return refuse(err);
@@ -86,7 +102,8 @@ export function createAwsSigningEngine(options: AwsSigningEngineOptions): AwsSig
 
   async function sign(request: AwsOutboundRequest, auth: SigV4HeaderAuth): Promise<AwsOutcome & { action: "signed" }> {
     const contentSha = headerValues(request.headers, "x-amz-content-sha256").map((v) => v.trim());
-    if (contentSha.length > 1) throw new AwsRefusal("unsupported_payload_mode", "x-amz-content-sha256 appears more than once");
+    if (contentSha.length > 1)
+      throw new AwsRefusal("unsupported_payload_mode", "x-amz-content-sha256 appears more than once");
     const declared = contentSha[0];
     let headers = request.headers;
     // Long-term keys have no session token; a token the sandbox invented cannot be valid with them.
@@ -96,7 +113,14 @@ export function createAwsSigningEngine(options: AwsSigningEngineOptions): AwsSig
       signedHeaders = signedHeaders.filter((h) => h !== "x-amz-security-token");
     }
     const effectiveAuth = { ...auth, signedHeaders };
-    const base = { method: request.method, target: request.target, headers, auth: effectiveAuth, credentials: options.credentials, keyCache };
+    const base = {
+      method: request.method,
+      target: request.target,
+      headers,
+      auth: effectiveAuth,
+      credentials: options.credentials,
+      keyCache,
+    };
     const done = (authorization: string, body: Readable | null, payloadMode: AwsPayloadMode) => ({
       action: "signed" as const,
       headers: replaceHeader(headers, "authorization", authorization),
@@ -121,9 +145,16 @@ export function createAwsSigningEngine(options: AwsSigningEngineOptions): AwsSig
     }
     if (declared === "UNSIGNED-PAYLOAD" || declared === "STREAMING-UNSIGNED-PAYLOAD-TRAILER") {
       const signed = await resignSigV4({ ...base, payloadHash: declared });
-      return done(signed.authorization, request.body, declared === "UNSIGNED-PAYLOAD" ? "unsigned" : "streaming-unsigned-trailer");
+      return done(
+        signed.authorization,
+        request.body,
+        declared === "UNSIGNED-PAYLOAD" ? "unsigned" : "streaming-unsigned-trailer",
+      );
     }
-    if (declared === "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" || declared === "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER") {
+    if (
+      declared === "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" ||
+      declared === "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
+    ) {
       if (request.body === null) throw new AwsRefusal("malformed_chunk", "a streaming-signed request has no body");
       const signed = await resignSigV4({ ...base, payloadHash: declared });
       const resigner = new AwsChunkedResigner({
@@ -133,13 +164,25 @@ export function createAwsSigningEngine(options: AwsSigningEngineOptions): AwsSig
         seedSignature: signed.signature,
         maxChunkBytes: maxChunk,
         onError: (refusal, chunks) =>
-          audit({ kind: "aws_stream_failed", host: request.host, path: auditPath(request.target), reason: refusal.reason, message: refusal.message, chunks }),
+          audit({
+            kind: "aws_stream_failed",
+            host: request.host,
+            path: auditPath(request.target),
+            reason: refusal.reason,
+            message: refusal.message,
+            chunks,
+          }),
       });
       request.body.on("error", (err) => resigner.destroy(err));
       request.body.pipe(resigner);
-      return done(signed.authorization, resigner, declared.endsWith("-TRAILER") ? "streaming-signed-trailer" : "streaming-signed");
+      return done(
+        signed.authorization,
+        resigner,
+        declared.endsWith("-TRAILER") ? "streaming-signed-trailer" : "streaming-signed",
+      );
     }
-    if (declared.startsWith("STREAMING-AWS4-ECDSA")) throw new AwsRefusal("sigv4a", "SigV4a streaming signatures cannot be re-signed by the egress proxy");
+    if (declared.startsWith("STREAMING-AWS4-ECDSA"))
+      throw new AwsRefusal("sigv4a", "SigV4a streaming signatures cannot be re-signed by the egress proxy");
     throw new AwsRefusal("unsupported_payload_mode", `unsupported x-amz-content-sha256 value`);
   }
 

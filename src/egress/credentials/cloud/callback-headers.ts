@@ -43,9 +43,11 @@ export function callbackHeadersProblem(headers: unknown): string | null {
     if (typeof value !== "string") return `header ${lower} must map to a string`;
     if (!FIELD_VALUE.test(value)) return `header ${lower} has a control character (CR, LF, NUL …) in its value`;
     const bytes = Buffer.byteLength(value, "latin1");
-    if (bytes > MAX_CALLBACK_HEADER_VALUE_BYTES) return `header ${lower} is longer than ${MAX_CALLBACK_HEADER_VALUE_BYTES} bytes`;
+    if (bytes > MAX_CALLBACK_HEADER_VALUE_BYTES)
+      return `header ${lower} is longer than ${MAX_CALLBACK_HEADER_VALUE_BYTES} bytes`;
     total += bytes + name.length;
-    if (total > MAX_CALLBACK_HEADERS_TOTAL_BYTES) return `headers are longer than ${MAX_CALLBACK_HEADERS_TOTAL_BYTES} bytes in total`;
+    if (total > MAX_CALLBACK_HEADERS_TOTAL_BYTES)
+      return `headers are longer than ${MAX_CALLBACK_HEADERS_TOTAL_BYTES} bytes in total`;
   }
   return null;
 }

@@ -20,7 +20,10 @@ export interface CallbackSpec {
   ttlSeconds: number;
 }
 
-export type CallbackFetch = (url: string, init: { method: string; headers: Record<string, string>; body: string; redirect: "manual"; signal: AbortSignal }) => Promise<Response>;
+export type CallbackFetch = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; body: string; redirect: "manual"; signal: AbortSignal },
+) => Promise<Response>;
 
 export interface CallbackResolverOptions {
   fetch?: CallbackFetch;
@@ -34,7 +37,8 @@ export interface CallbackResolverOptions {
   now?: () => number;
 }
 
-export type CallbackFailureReason = "status" | "transport" | "timeout" | "malformed_json" | "invalid_headers" | "too_large";
+export type CallbackFailureReason =
+  "status" | "transport" | "timeout" | "malformed_json" | "invalid_headers" | "too_large";
 
 /** The proxy turns this into `502` with message `callback resolution failed` (`publicMessage`). */
 export class CallbackResolutionError extends Error {
@@ -126,7 +130,16 @@ export class CallbackResolver {
     const callbackUrl = auditUrl(spec.url);
     let status: number | null = null;
     const fail = (reason: CallbackFailureReason, detail: string): never => {
-      this.audit({ kind: "callback_call", host, port, callbackUrl, status, latencyMs: performance.now() - started, outcome: "error", reason });
+      this.audit({
+        kind: "callback_call",
+        host,
+        port,
+        callbackUrl,
+        status,
+        latencyMs: performance.now() - started,
+        outcome: "error",
+        reason,
+      });
       throw new CallbackResolutionError(reason, detail);
     };
     const controller = new AbortController();
@@ -136,9 +149,20 @@ export class CallbackResolver {
       for (const h of spec.requestHeaders) headers[h.name] = h.value;
       let response: Response;
       try {
-        response = await this.fetchFn(spec.url, { method: "POST", headers, body: JSON.stringify({ host, port }), redirect: "manual", signal: controller.signal });
+        response = await this.fetchFn(spec.url, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ host, port }),
+          redirect: "manual",
+          signal: controller.signal,
+        });
       } catch (err) {
-        return fail(controller.signal.aborted ? "timeout" : "transport", controller.signal.aborted ? `no answer within ${this.timeoutMs} ms` : `transport error (${(err as Error)?.message ?? err})`);
+        return fail(
+          controller.signal.aborted ? "timeout" : "transport",
+          controller.signal.aborted
+            ? `no answer within ${this.timeoutMs} ms`
+            : `transport error (${(err as Error)?.message ?? err})`,
+        );
       }
       status = response.status;
       if (status < 200 || status > 299) {
@@ -149,8 +173,14 @@ export class CallbackResolver {
       try {
         text = await readLimited(response, this.maxResponseBytes);
       } catch (err) {
-        if (err instanceof TooLarge) return fail("too_large", `callback answer larger than ${this.maxResponseBytes} bytes`);
-        return fail(controller.signal.aborted ? "timeout" : "transport", controller.signal.aborted ? `no complete answer within ${this.timeoutMs} ms` : "transport error while reading the answer");
+        if (err instanceof TooLarge)
+          return fail("too_large", `callback answer larger than ${this.maxResponseBytes} bytes`);
+        return fail(
+          controller.signal.aborted ? "timeout" : "transport",
+          controller.signal.aborted
+            ? `no complete answer within ${this.timeoutMs} ms`
+            : "transport error while reading the answer",
+        );
       }
       let parsed: unknown;
       try {
@@ -158,11 +188,21 @@ export class CallbackResolver {
       } catch {
         return fail("malformed_json", "callback answer is not JSON");
       }
-      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return fail("malformed_json", "callback answer is not a JSON object");
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+        return fail("malformed_json", "callback answer is not a JSON object");
       const problem = callbackHeadersProblem((parsed as { headers?: unknown }).headers);
       if (problem) return fail("invalid_headers", problem);
-      const resolved = { ...((parsed as { headers: Record<string, string> }).headers) };
-      this.audit({ kind: "callback_call", host, port, callbackUrl, status, latencyMs: performance.now() - started, outcome: "ok", headerNames: Object.keys(resolved).map((n) => n.toLowerCase()) });
+      const resolved = { ...(parsed as { headers: Record<string, string> }).headers };
+      this.audit({
+        kind: "callback_call",
+        host,
+        port,
+        callbackUrl,
+        status,
+        latencyMs: performance.now() - started,
+        outcome: "ok",
+        headerNames: Object.keys(resolved).map((n) => n.toLowerCase()),
+      });
       return resolved;
     } finally {
       clearTimeout(timer);

@@ -27,14 +27,40 @@ export type AwsRefusalReason =
   | "chunk_too_large";
 
 export type CloudAuditEvent =
-  | { kind: "aws_signed"; host: string; method: string; path: string; service: string; region: string; payloadMode: AwsPayloadMode; signedHeaders: string[] }
+  | {
+      kind: "aws_signed";
+      host: string;
+      method: string;
+      path: string;
+      service: string;
+      region: string;
+      payloadMode: AwsPayloadMode;
+      signedHeaders: string[];
+    }
   | { kind: "aws_refused"; host: string; method: string; path: string; reason: AwsRefusalReason; message: string }
   | { kind: "aws_stream_failed"; host: string; path: string; reason: AwsRefusalReason; message: string; chunks: number }
   | { kind: "google_token_minted"; clientEmail: string; scopes: string[]; latencyMs: number; expiresInSeconds: number }
   | { kind: "google_token_failed"; clientEmail: string; scopes: string[]; latencyMs: number; message: string }
-  | { kind: "google_bearer"; host: string; method: string; path: string; cache: "hit" | "miss"; replacedClientAuthorization: boolean }
+  | {
+      kind: "google_bearer";
+      host: string;
+      method: string;
+      path: string;
+      cache: "hit" | "miss";
+      replacedClientAuthorization: boolean;
+    }
   | { kind: "google_compat_token"; host: string; path: string }
-  | { kind: "callback_call"; host: string; port: number; callbackUrl: string; status: number | null; latencyMs: number; outcome: "ok" | "error"; reason?: string; headerNames?: string[] }
+  | {
+      kind: "callback_call";
+      host: string;
+      port: number;
+      callbackUrl: string;
+      status: number | null;
+      latencyMs: number;
+      outcome: "ok" | "error";
+      reason?: string;
+      headerNames?: string[];
+    }
   | { kind: "callback_cache"; host: string; port: number; callbackUrl: string; cache: "hit" | "miss" | "shared" };
 
 export type CloudAuditSink = (event: CloudAuditEvent) => void;

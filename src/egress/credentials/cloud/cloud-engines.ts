@@ -49,10 +49,20 @@ export function createCloudEngines(rules: CloudRulesInput, deps: CloudEngineDeps
   }
   if (rules.cloudB?.enabled) {
     const serviceAccount = parseServiceAccountJson(rules.cloudB.serviceAccountJson);
-    out.google = createGoogleBearerEngine({ serviceAccount, scopes: rules.cloudB.scopes, audit: deps.audit, fetch: deps.fetch });
+    out.google = createGoogleBearerEngine({
+      serviceAccount,
+      scopes: rules.cloudB.scopes,
+      audit: deps.audit,
+      fetch: deps.fetch,
+    });
     Object.assign(out.env, googleCompatEnv(serviceAccount));
     Object.assign(out.files, googleCompatFiles(serviceAccount));
-    out.metadataIdentity = { clientEmail: serviceAccount.clientEmail, projectId: serviceAccount.projectId, scopes: rules.cloudB.scopes, universeDomain: serviceAccount.universeDomain };
+    out.metadataIdentity = {
+      clientEmail: serviceAccount.clientEmail,
+      projectId: serviceAccount.projectId,
+      scopes: rules.cloudB.scopes,
+      universeDomain: serviceAccount.universeDomain,
+    };
   }
   return out;
 }

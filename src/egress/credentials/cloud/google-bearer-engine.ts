@@ -51,10 +51,21 @@ export interface GoogleBearerEngine {
 
 export function createGoogleBearerEngine(options: GoogleBearerEngineOptions): GoogleBearerEngine {
   const audit = options.audit ?? noAudit;
-  const minter = new GoogleTokenMinter({ serviceAccount: options.serviceAccount, scopes: options.scopes, fetch: options.fetch, audit, now: options.now });
+  const minter = new GoogleTokenMinter({
+    serviceAccount: options.serviceAccount,
+    scopes: options.scopes,
+    fetch: options.fetch,
+    audit,
+    now: options.now,
+  });
   const universe = options.serviceAccount.universeDomain;
 
-  const metadataIdentity = { clientEmail: options.serviceAccount.clientEmail, projectId: options.serviceAccount.projectId, scopes: options.scopes, universeDomain: universe };
+  const metadataIdentity = {
+    clientEmail: options.serviceAccount.clientEmail,
+    projectId: options.serviceAccount.projectId,
+    scopes: options.scopes,
+    universeDomain: universe,
+  };
 
   function localAnswer(request: GoogleOutboundRequest): LocalAnswer | null {
     const path = auditPath(request.target);
@@ -62,7 +73,8 @@ export function createGoogleBearerEngine(options: GoogleBearerEngineOptions): Go
       audit({ kind: "google_compat_token", host: request.host, path });
       return googleCompatTokenResponse();
     }
-    if (isGoogleMetadataHost(request.host)) return handleMetadataRequest(request.method, request.target, request.headers, metadataIdentity);
+    if (isGoogleMetadataHost(request.host))
+      return handleMetadataRequest(request.method, request.target, request.headers, metadataIdentity);
     return null;
   }
 
@@ -80,7 +92,14 @@ export function createGoogleBearerEngine(options: GoogleBearerEngineOptions): Go
       throw err;
     }
     const replaced = headerValue(request.headers, "authorization") !== undefined;
-    audit({ kind: "google_bearer", host: request.host, method: request.method, path, cache: minted.cache, replacedClientAuthorization: replaced });
+    audit({
+      kind: "google_bearer",
+      host: request.host,
+      method: request.method,
+      path,
+      cache: minted.cache,
+      replacedClientAuthorization: replaced,
+    });
     return { action: "inject", headers: replaceHeader(request.headers, "authorization", `Bearer ${minted.token}`) };
   }
 

@@ -43,7 +43,10 @@ export function googleCompatServiceAccountJson(real: GoogleServiceAccount): stri
 }
 
 /** Environment for the sandbox (client libraries, gcloud's credential override, project id). */
-export function googleCompatEnv(real: GoogleServiceAccount, path = GOOGLE_COMPAT_CREDENTIALS_PATH): Record<string, string> {
+export function googleCompatEnv(
+  real: GoogleServiceAccount,
+  path = GOOGLE_COMPAT_CREDENTIALS_PATH,
+): Record<string, string> {
   const env: Record<string, string> = {
     GOOGLE_APPLICATION_CREDENTIALS: path,
     CLOUDSDK_AUTH_CREDENTIAL_FILE_OVERRIDE: path,
@@ -56,7 +59,10 @@ export function googleCompatEnv(real: GoogleServiceAccount, path = GOOGLE_COMPAT
   return env;
 }
 
-export function googleCompatFiles(real: GoogleServiceAccount, path = GOOGLE_COMPAT_CREDENTIALS_PATH): Record<string, string> {
+export function googleCompatFiles(
+  real: GoogleServiceAccount,
+  path = GOOGLE_COMPAT_CREDENTIALS_PATH,
+): Record<string, string> {
   return { [path]: googleCompatServiceAccountJson(real) };
 }
 

@@ -46,7 +46,11 @@ export function isGoogleSignedUrl(target: string): boolean {
       .split("&")
       .map((p) => decodeSafe(p.split("=")[0]).toLowerCase()),
   );
-  return keys.has("x-goog-signature") || keys.has("x-goog-credential") || (keys.has("googleaccessid") && keys.has("signature"));
+  return (
+    keys.has("x-goog-signature") ||
+    keys.has("x-goog-credential") ||
+    (keys.has("googleaccessid") && keys.has("signature"))
+  );
 }
 
 function decodeSafe(s: string): string {

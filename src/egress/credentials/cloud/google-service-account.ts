@@ -21,13 +21,16 @@ export function parseServiceAccountJson(text: string): GoogleServiceAccount {
   } catch {
     throw new Error("service_account_json is not valid JSON");
   }
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw new Error("service_account_json must be a JSON object");
+  if (typeof json !== "object" || json === null || Array.isArray(json))
+    throw new Error("service_account_json must be a JSON object");
   if (json.type !== "service_account") throw new Error('service_account_json must have "type": "service_account"');
-  const str = (k: string) => (typeof json[k] === "string" && (json[k] as string).length > 0 ? (json[k] as string) : undefined);
+  const str = (k: string) =>
+    typeof json[k] === "string" && (json[k] as string).length > 0 ? (json[k] as string) : undefined;
   const clientEmail = str("client_email");
   const privateKey = str("private_key");
   if (!clientEmail) throw new Error("service_account_json has no client_email");
-  if (!privateKey || !privateKey.includes("PRIVATE KEY")) throw new Error("service_account_json has no PEM private_key");
+  if (!privateKey || !privateKey.includes("PRIVATE KEY"))
+    throw new Error("service_account_json has no PEM private_key");
   const tokenUri = str("token_uri") ?? GOOGLE_DEFAULT_TOKEN_URI;
   let parsed: URL;
   try {
@@ -35,6 +38,14 @@ export function parseServiceAccountJson(text: string): GoogleServiceAccount {
   } catch {
     throw new Error("service_account_json token_uri is not a URL");
   }
-  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw new Error("service_account_json token_uri must be http(s)");
-  return { clientEmail, privateKey, privateKeyId: str("private_key_id"), projectId: str("project_id"), tokenUri, universeDomain: str("universe_domain") ?? "googleapis.com" };
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:")
+    throw new Error("service_account_json token_uri must be http(s)");
+  return {
+    clientEmail,
+    privateKey,
+    privateKeyId: str("private_key_id"),
+    projectId: str("project_id"),
+    tokenUri,
+    universeDomain: str("universe_domain") ?? "googleapis.com",
+  };
 }

@@ -96,11 +96,23 @@ export class GoogleTokenMinter {
       const lifetime = Math.max(0, expiresAt - mintedAt);
       const cached = { token, expiresAt, refreshAt: expiresAt - Math.min(this.margin, lifetime / 4) };
       this.cached = cached;
-      this.audit({ kind: "google_token_minted", clientEmail: serviceAccount.clientEmail, scopes, latencyMs: performance.now() - started, expiresInSeconds: Math.round(lifetime / 1000) });
+      this.audit({
+        kind: "google_token_minted",
+        clientEmail: serviceAccount.clientEmail,
+        scopes,
+        latencyMs: performance.now() - started,
+        expiresInSeconds: Math.round(lifetime / 1000),
+      });
       return cached;
     } catch (err) {
       const message = describe(err);
-      this.audit({ kind: "google_token_failed", clientEmail: serviceAccount.clientEmail, scopes, latencyMs: performance.now() - started, message });
+      this.audit({
+        kind: "google_token_failed",
+        clientEmail: serviceAccount.clientEmail,
+        scopes,
+        latencyMs: performance.now() - started,
+        message,
+      });
       throw new GoogleTokenUnavailable(message);
     }
   }

@@ -47,7 +47,12 @@ export function parseSigV4(headers: HeaderPairs, target: string): SigV4Parse {
   }
   if (algorithm === "AWS") {
     const akid = /^([^:\s]+):/.exec(rest)?.[1] ?? null;
-    return { kind: "unsupported", accessKeyId: akid, reason: "sigv2", message: "AWS signature version 2 is not supported by the egress proxy; use SigV4" };
+    return {
+      kind: "unsupported",
+      accessKeyId: akid,
+      reason: "sigv2",
+      message: "AWS signature version 2 is not supported by the egress proxy; use SigV4",
+    };
   }
   if (algorithm !== "AWS4-HMAC-SHA256") return { kind: "unsigned" };
   const fields = parseAuthFields(rest);
@@ -60,14 +65,18 @@ export function parseSigV4(headers: HeaderPairs, target: string): SigV4Parse {
     reason: "malformed_authorization",
     message: `malformed SigV4 Authorization header: ${detail}`,
   });
-  if (!credential || !signedHeaders || !signature) return malformed("Credential, SignedHeaders and Signature are required");
+  if (!credential || !signedHeaders || !signature)
+    return malformed("Credential, SignedHeaders and Signature are required");
   const parts = credential.split("/");
-  if (parts.length !== 5 || parts[4] !== "aws4_request") return malformed("Credential must be AKID/date/region/service/aws4_request");
+  if (parts.length !== 5 || parts[4] !== "aws4_request")
+    return malformed("Credential must be AKID/date/region/service/aws4_request");
   const [accessKeyId, scopeDate, region, service] = parts;
   if (!/^\d{8}$/.test(scopeDate)) return malformed("credential scope date must be yyyymmdd");
-  if (!SCOPE_PART.test(region) || !SCOPE_PART.test(service)) return malformed("credential scope region and service must be lower-case names");
+  if (!SCOPE_PART.test(region) || !SCOPE_PART.test(service))
+    return malformed("credential scope region and service must be lower-case names");
   const names = signedHeaders.split(";");
-  if (names.some((n) => !SIGNED_HEADER.test(n))) return malformed("SignedHeaders must be lower-case header names separated by ';'");
+  if (names.some((n) => !SIGNED_HEADER.test(n)))
+    return malformed("SignedHeaders must be lower-case header names separated by ';'");
   if (new Set(names).size !== names.length) return malformed("SignedHeaders lists a header twice");
   if (!names.includes("host")) return malformed("SignedHeaders must include host");
   if (!/^[0-9a-f]{64}$/.test(signature)) return malformed("Signature must be 64 lower-case hex digits");
@@ -109,7 +118,8 @@ function parsePresignedQuery(target: string): SigV4Parse | null {
     kind: "unsupported",
     accessKeyId,
     reason: "presigned_url",
-    message: "presigned URLs made with the sandbox's placeholder AWS key cannot be re-signed by the egress proxy; call the API directly",
+    message:
+      "presigned URLs made with the sandbox's placeholder AWS key cannot be re-signed by the egress proxy; call the API directly",
   };
 }
 

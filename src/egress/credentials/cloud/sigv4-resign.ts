@@ -56,7 +56,13 @@ function signerFor(singleEncodedPath: boolean): ClientShapedSigner {
   let signer = signers.get(singleEncodedPath);
   if (!signer) {
     // Credentials and region are unused on this path (scope and key are passed explicitly).
-    signer = new ClientShapedSigner({ service: "unused", region: "unused", credentials: { accessKeyId: "", secretAccessKey: "" }, sha256, uriEscapePath: !singleEncodedPath });
+    signer = new ClientShapedSigner({
+      service: "unused",
+      region: "unused",
+      credentials: { accessKeyId: "", secretAccessKey: "" },
+      sha256,
+      uriEscapePath: !singleEncodedPath,
+    });
     signers.set(singleEncodedPath, signer);
   }
   return signer;
@@ -67,7 +73,14 @@ export async function resignSigV4(input: ResignInput): Promise<ResignResult> {
   const longDate = amzDate(input.headers, auth.scopeDate);
   const { path, query } = splitTarget(input.target);
   const canonicalHeaders = canonicalSignedHeaders(input.headers, auth.signedHeaders);
-  const request = { method: input.method.toUpperCase(), protocol: "https:", hostname: "", path, query, headers: canonicalHeaders } as unknown as HttpRequest;
+  const request = {
+    method: input.method.toUpperCase(),
+    protocol: "https:",
+    hostname: "",
+    path,
+    query,
+    headers: canonicalHeaders,
+  } as unknown as HttpRequest;
   const signer = signerFor(SINGLE_ENCODED_PATH_SERVICES.has(auth.service));
   const canonical = signer.canonicalRequest(request, canonicalHeaders, input.payloadHash);
   const scope = createScope(auth.scopeDate, auth.region, auth.service);
@@ -84,7 +97,13 @@ export async function resignSigV4(input: ResignInput): Promise<ResignResult> {
 async function signingKeyFor(input: ResignInput, scope: string): Promise<Uint8Array> {
   const cached = input.keyCache?.get(scope);
   if (cached) return cached;
-  const key = await getSigningKey(sha256, input.credentials, input.auth.scopeDate, input.auth.region, input.auth.service);
+  const key = await getSigningKey(
+    sha256,
+    input.credentials,
+    input.auth.scopeDate,
+    input.auth.region,
+    input.auth.service,
+  );
   if (input.keyCache) {
     if (input.keyCache.size >= 64) input.keyCache.clear();
     input.keyCache.set(scope, key);
@@ -99,7 +118,8 @@ function amzDate(headers: HeaderPairs, scopeDate: string): string {
     throw new AwsRefusal("missing_amz_date", "the request must carry exactly one X-Amz-Date header (yyyymmddThhmmssZ)");
   }
   const value = values[0].trim();
-  if (value.slice(0, 8) !== scopeDate) throw new AwsRefusal("missing_amz_date", "X-Amz-Date does not match the credential scope date");
+  if (value.slice(0, 8) !== scopeDate)
+    throw new AwsRefusal("missing_amz_date", "X-Amz-Date does not match the credential scope date");
   return value;
 }
 
@@ -108,11 +128,13 @@ function canonicalSignedHeaders(headers: HeaderPairs, signed: string[]): Record<
   const bag: Record<string, string> = Object.create(null);
   for (const name of signed) {
     const values = headerValues(headers, name);
-    if (values.length === 0) throw new AwsRefusal("missing_signed_header", `signed header ${name} is missing from the request`);
+    if (values.length === 0)
+      throw new AwsRefusal("missing_signed_header", `signed header ${name} is missing from the request`);
     bag[name] = values.map((v) => v.trim()).join(",");
   }
   const canonical = getCanonicalHeaders({ headers: bag } as unknown as HttpRequest, undefined, new Set(signed));
-  if (Object.keys(canonical).length !== signed.length) throw new AwsRefusal("missing_signed_header", "a signed header could not be canonicalised");
+  if (Object.keys(canonical).length !== signed.length)
+    throw new AwsRefusal("missing_signed_header", "a signed header could not be canonicalised");
   return canonical as Record<string, string>;
 }
 
@@ -137,7 +159,8 @@ function splitTarget(target: string): { path: string; query: Record<string, stri
       else query[key] = [prev, value];
     }
   }
-  if (!path.startsWith("/")) throw new AwsRefusal("malformed_query", "the request-target must be in origin form (/path?query)");
+  if (!path.startsWith("/"))
+    throw new AwsRefusal("malformed_query", "the request-target must be in origin form (/path?query)");
   return { path, query };
 }
 
@@ -148,4 +171,3 @@ function strictDecode(s: string): string {
     throw new AwsRefusal("malformed_query", "the query string has an invalid percent-encoding");
   }
 }
-

@@ -46,7 +46,8 @@ export class H1Exchange implements ClientRequest, ReplyOwner {
 
   header(name: string): string | undefined {
     const raw = this.rawHeaders;
-    for (let i = 0; i < raw.length; i += 2) if (raw[i].length === name.length && raw[i].toLowerCase() === name) return raw[i + 1];
+    for (let i = 0; i < raw.length; i += 2)
+      if (raw[i].length === name.length && raw[i].toLowerCase() === name) return raw[i + 1];
     return undefined;
   }
 

@@ -130,7 +130,11 @@ class H1Connection implements ExchangeConnection {
     // The parser is made on the first bytes: an idle connection costs none.
     const parser = (this.parser ??= this.createParser());
     const r = parser.execute(data);
-    if (typeof r !== "number") return this.malformed(r.code === "HPE_HEADER_OVERFLOW" ? 431 : 400, `malformed HTTP from the sandbox (${r.code ?? "parse error"})`);
+    if (typeof r !== "number")
+      return this.malformed(
+        r.code === "HPE_HEADER_OVERFLOW" ? 431 : 400,
+        `malformed HTTP from the sandbox (${r.code ?? "parse error"})`,
+      );
     const over = this.handOver;
     if (over) {
       this.handOver = null;
@@ -153,7 +157,14 @@ class H1Connection implements ExchangeConnection {
   }
 
   /** @internal (parser callback) */
-  onHeadersComplete(minor: number, headers: string[] | undefined, method: number, url: string | undefined, upgrade: boolean, keepAlive: boolean): number {
+  onHeadersComplete(
+    minor: number,
+    headers: string[] | undefined,
+    method: number,
+    url: string | undefined,
+    upgrade: boolean,
+    keepAlive: boolean,
+  ): number {
     this.headStart = 0;
     // Heads read in one piece (the usual case) come whole here: no array is made for them.
     let raw = headers;
@@ -208,7 +219,8 @@ class H1Connection implements ExchangeConnection {
     this.active = ex;
     const expect = ex.header("expect");
     if (expect !== undefined) {
-      if (ex.versionMinor >= 1 && expect.trim().toLowerCase() === "100-continue") this.socket.write("HTTP/1.1 100 Continue\r\n\r\n", "latin1");
+      if (ex.versionMinor >= 1 && expect.trim().toLowerCase() === "100-continue")
+        this.socket.write("HTTP/1.1 100 Continue\r\n\r\n", "latin1");
       else {
         ex.discard();
         ex.keepAlive = false;
@@ -262,8 +274,10 @@ class H1Connection implements ExchangeConnection {
     this.detach(false);
     // An answer on the wire is cut; otherwise the client reads why.
     if (this.active && this.active.reply.headersSent) return void this.socket.destroy();
-    const text = status === 400 ? "Bad Request" : status === 408 ? "Request Timeout" : "Request Header Fields Too Large";
-    if (this.socket.writable) this.socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, "latin1");
+    const text =
+      status === 400 ? "Bad Request" : status === 408 ? "Request Timeout" : "Request Header Fields Too Large";
+    if (this.socket.writable)
+      this.socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, "latin1");
     else this.socket.destroy();
   }
 
@@ -288,7 +302,8 @@ class H1Connection implements ExchangeConnection {
     const ex = this.active;
     this.active = null;
     this.queue.length = 0;
-    if (this.reading?.body && !this.reading.requestDone) this.reading.body.destroy(new Error("client closed the connection"));
+    if (this.reading?.body && !this.reading.requestDone)
+      this.reading.body.destroy(new Error("client closed the connection"));
     this.reading = null;
     if (ex && !ex.answered) ex.watcher?.clientClosed();
   }
@@ -321,7 +336,13 @@ class H1Connection implements ExchangeConnection {
       if (this.parser === null) return void this.socket.destroy();
       return this.malformed(408, `request head not complete within ${limits.headerTimeoutMs} ms`);
     }
-    if (this.active === null && this.headStart === 0 && this.reading === null && now - this.lastActive > limits.idleTimeoutMs) this.socket.destroy();
+    if (
+      this.active === null &&
+      this.headStart === 0 &&
+      this.reading === null &&
+      now - this.lastActive > limits.idleTimeoutMs
+    )
+      this.socket.destroy();
   }
 }
 
@@ -353,7 +374,18 @@ function parserMessageBegin(this: Owned<NativeParser>): number {
 function parserHeaders(this: Owned<NativeParser>, headers: string[], url: string): void {
   this[OWNER].onHeaders(headers, url);
 }
-function parserHeadersComplete(this: Owned<NativeParser>, _major: number, minor: number, headers: string[] | undefined, method: number, url: string | undefined, _status: unknown, _text: unknown, upgrade: boolean, keepAlive: boolean): number {
+function parserHeadersComplete(
+  this: Owned<NativeParser>,
+  _major: number,
+  minor: number,
+  headers: string[] | undefined,
+  method: number,
+  url: string | undefined,
+  _status: unknown,
+  _text: unknown,
+  upgrade: boolean,
+  keepAlive: boolean,
+): number {
   return this[OWNER].onHeadersComplete(minor, headers, method, url, upgrade, keepAlive);
 }
 function parserBody(this: Owned<NativeParser>, chunk: Buffer): void {

@@ -71,7 +71,8 @@ export class H1Reply implements ClientReply {
     this.head = null;
     if (this.chunked) {
       const size = `${chunk.length.toString(16)}\r\n`;
-      if (head !== null && chunk.length < COALESCE_LIMIT) return socket.write(head + size + chunk.toString("latin1") + "\r\n", "latin1");
+      if (head !== null && chunk.length < COALESCE_LIMIT)
+        return socket.write(head + size + chunk.toString("latin1") + "\r\n", "latin1");
       socket.cork();
       socket.write(head === null ? size : head + size, "latin1");
       socket.write(chunk);

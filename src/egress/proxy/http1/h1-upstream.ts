@@ -79,9 +79,11 @@ export function requestHead(req: H1Request): { head: string; chunked: boolean; l
   for (let i = 0; i < h.length; i += 2) {
     const name = h[i];
     const value = h[i + 1];
-    if (!TOKEN.test(name) || BAD_VALUE.test(value)) throw failure(`invalid header ${JSON.stringify(name.slice(0, 64))}`, "ERR_INVALID_HEADER");
+    if (!TOKEN.test(name) || BAD_VALUE.test(value))
+      throw failure(`invalid header ${JSON.stringify(name.slice(0, 64))}`, "ERR_INVALID_HEADER");
     // The framing is this client's: a Transfer-Encoding from the caller would be a second one.
-    if (name.length === 17 && name.toLowerCase() === "transfer-encoding") throw failure("transfer-encoding is set by the client", "ERR_INVALID_HEADER");
+    if (name.length === 17 && name.toLowerCase() === "transfer-encoding")
+      throw failure("transfer-encoding is set by the client", "ERR_INVALID_HEADER");
     if (name.length === 14 && name.toLowerCase() === "content-length") {
       if (length !== null || !/^\d{1,15}$/.test(value)) throw failure("invalid content-length", "ERR_INVALID_HEADER");
       length = Number(value);
@@ -182,7 +184,8 @@ class H1Conn {
       const b = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
       if (b.length === 0) return;
       sent += b.length;
-      if (length !== null && sent > length) return this.fail(failure("request body longer than its content-length", "ERR_BODY_LENGTH"));
+      if (length !== null && sent > length)
+        return this.fail(failure("request body longer than its content-length", "ERR_BODY_LENGTH"));
       let ok: boolean;
       if (chunked) {
         this.socket.cork();
@@ -196,14 +199,16 @@ class H1Conn {
     const onEnd = () => {
       stop();
       if (this.current !== ex) return;
-      if (length !== null && sent !== length) return this.fail(failure("request body shorter than its content-length", "ERR_BODY_LENGTH"));
+      if (length !== null && sent !== length)
+        return this.fail(failure("request body shorter than its content-length", "ERR_BODY_LENGTH"));
       if (chunked) this.socket.write("0\r\n\r\n", "latin1");
       this.bodyDone = true;
       this.bodyWaiter = null;
     };
     const onError = (err: Error) => {
       stop();
-      if (this.current === ex) this.fail(Object.assign(err, { code: (err as UpstreamError).code ?? "ERR_REQUEST_BODY" }));
+      if (this.current === ex)
+        this.fail(Object.assign(err, { code: (err as UpstreamError).code ?? "ERR_REQUEST_BODY" }));
     };
     this.bodyWaiter = body;
     body.on("data", onData);
@@ -215,7 +220,17 @@ class H1Conn {
   private bodyWaiter: Readable | null = null;
   private readonly onDrain = () => this.bodyWaiter?.resume();
 
-  private readonly onHeadersComplete = (_maj: number, _min: number, headers: string[] | undefined, _method: unknown, _url: unknown, status: number, statusText: string, upgrade: boolean, keepAlive: boolean): number => {
+  private readonly onHeadersComplete = (
+    _maj: number,
+    _min: number,
+    headers: string[] | undefined,
+    _method: unknown,
+    _url: unknown,
+    status: number,
+    statusText: string,
+    upgrade: boolean,
+    keepAlive: boolean,
+  ): number => {
     const raw = headers ?? this.partial;
     this.partial = [];
     const ex = this.current;
@@ -340,7 +355,13 @@ export class H1Pool {
   private connect(): H1Conn {
     const o = this.origin;
     const socket = o.tls
-      ? tls.connect({ host: o.address, port: o.port, servername: o.tls.servername, secureContext: o.tls.secureContext, ALPNProtocols: ["http/1.1"] })
+      ? tls.connect({
+          host: o.address,
+          port: o.port,
+          servername: o.tls.servername,
+          secureContext: o.tls.secureContext,
+          ALPNProtocols: ["http/1.1"],
+        })
       : net.connect({ host: o.address, port: o.port, noDelay: true });
     if (o.tls) socket.setNoDelay(true);
     const conn = new H1Conn(socket, this);

@@ -18,7 +18,15 @@ export function makeServiceAccount(tokenUri: string): TestServiceAccount {
   const { privateKey, publicKey } = crypto.generateKeyPairSync("rsa", { modulusLength: 2048 });
   const privateKeyPem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
   const clientEmail = "agent@wharf-test-project.iam.gserviceaccount.com";
-  const json = JSON.stringify({ type: "service_account", project_id: "wharf-test-project", private_key_id: "real-key-id-1", private_key: privateKeyPem, client_email: clientEmail, client_id: "1234", token_uri: tokenUri });
+  const json = JSON.stringify({
+    type: "service_account",
+    project_id: "wharf-test-project",
+    private_key_id: "real-key-id-1",
+    private_key: privateKeyPem,
+    client_email: clientEmail,
+    client_id: "1234",
+    token_uri: tokenUri,
+  });
   return { json, clientEmail, publicKey, privateKeyPem };
 }
 
@@ -40,19 +48,40 @@ function b64urlJson(part: string): Record<string, unknown> {
 
 export async function startTokenEndpoint(address = "127.0.0.1"): Promise<TokenEndpoint> {
   let account: TestServiceAccount | null = null;
-  const state = { url: "", minted: [] as string[], scopes: [] as string[], failNext: 0, delayMs: 0, expiresIn: 3600, setAccount: (sa: TestServiceAccount) => void (account = sa), close: async () => {} };
+  const state = {
+    url: "",
+    minted: [] as string[],
+    scopes: [] as string[],
+    failNext: 0,
+    delayMs: 0,
+    expiresIn: 3600,
+    setAccount: (sa: TestServiceAccount) => void (account = sa),
+    close: async () => {},
+  };
   const server = http.createServer((req, res) => {
     let body = "";
     req.on("data", (d) => (body += d));
     req.on("end", () => {
-      const reply = (status: number, v: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(v));
+      const reply = (status: number, v: unknown) =>
+        res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(v));
       const form = new URLSearchParams(body);
       const assertion = form.get("assertion") ?? "";
       const [h, p, s] = assertion.split(".");
-      if (req.method !== "POST" || req.url !== "/token" || form.get("grant_type") !== "urn:ietf:params:oauth:grant-type:jwt-bearer" || !h || !p || !s) return reply(400, { error: "invalid_request" });
-      const ok = account && crypto.verify("RSA-SHA256", Buffer.from(`${h}.${p}`), account.publicKey, Buffer.from(s, "base64url"));
+      if (
+        req.method !== "POST" ||
+        req.url !== "/token" ||
+        form.get("grant_type") !== "urn:ietf:params:oauth:grant-type:jwt-bearer" ||
+        !h ||
+        !p ||
+        !s
+      )
+        return reply(400, { error: "invalid_request" });
+      const ok =
+        account &&
+        crypto.verify("RSA-SHA256", Buffer.from(`${h}.${p}`), account.publicKey, Buffer.from(s, "base64url"));
       const claims = b64urlJson(p);
-      if (!ok || claims.iss !== account!.clientEmail || claims.aud !== state.url || typeof claims.scope !== "string") return reply(400, { error: "invalid_grant", error_description: "bad assertion" });
+      if (!ok || claims.iss !== account!.clientEmail || claims.aud !== state.url || typeof claims.scope !== "string")
+        return reply(400, { error: "invalid_grant", error_description: "bad assertion" });
       if (state.failNext > 0) {
         state.failNext--;
         return reply(400, { error: "invalid_grant", error_description: "account disabled" });
@@ -67,12 +96,19 @@ export async function startTokenEndpoint(address = "127.0.0.1"): Promise<TokenEn
   });
   await new Promise<void>((r) => server.listen(0, address, r));
   state.url = `http://${address}:${(server.address() as AddressInfo).port}/token`;
-  state.close = () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); });
+  state.close = () =>
+    new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    });
   return state;
 }
 
 /** A tiny Cloud Storage JSON API: one bucket, multipart uploads, media downloads, listing. */
-export async function startGoogleApi(isMinted: (token: string) => boolean, address = "127.0.0.1"): Promise<{ port: number; seen: Array<{ host: string; path: string; auth: string }>; close(): Promise<void> }> {
+export async function startGoogleApi(
+  isMinted: (token: string) => boolean,
+  address = "127.0.0.1",
+): Promise<{ port: number; seen: Array<{ host: string; path: string; auth: string }>; close(): Promise<void> }> {
   const objects = new Map<string, Buffer>();
   const seen: Array<{ host: string; path: string; auth: string }> = [];
   const server = http.createServer((req, res) => {
@@ -81,10 +117,18 @@ export async function startGoogleApi(isMinted: (token: string) => boolean, addre
     req.on("end", () => {
       const auth = String(req.headers.authorization ?? "");
       seen.push({ host: String(req.headers.host), path: req.url ?? "", auth });
-      const json = (status: number, v: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(v));
-      if (!auth.startsWith("Bearer ") || !isMinted(auth.slice(7))) return json(401, { error: { code: 401, message: "Invalid Credentials" } });
+      const json = (status: number, v: unknown) =>
+        res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(v));
+      if (!auth.startsWith("Bearer ") || !isMinted(auth.slice(7)))
+        return json(401, { error: { code: 401, message: "Invalid Credentials" } });
       const url = new URL(req.url ?? "/", "http://x");
-      const meta = (name: string) => ({ kind: "storage#object", bucket: "wharf-b", name, size: String(objects.get(name)?.length ?? 0), id: `wharf-b/${name}` });
+      const meta = (name: string) => ({
+        kind: "storage#object",
+        bucket: "wharf-b",
+        name,
+        size: String(objects.get(name)?.length ?? 0),
+        id: `wharf-b/${name}`,
+      });
       let m: RegExpExecArray | null;
       if (req.method === "POST" && url.pathname === "/upload/storage/v1/b/wharf-b/o") {
         const body = Buffer.concat(parts).toString("latin1");
@@ -96,18 +140,31 @@ export async function startGoogleApi(isMinted: (token: string) => boolean, addre
         objects.set(name, Buffer.from(data, "latin1"));
         return json(200, meta(name));
       }
-      if (req.method === "GET" && url.pathname === "/storage/v1/b/wharf-b") return json(200, { kind: "storage#bucket", name: "wharf-b", id: "wharf-b" });
-      if (req.method === "GET" && url.pathname === "/storage/v1/b/wharf-b/o") return json(200, { kind: "storage#objects", items: [...objects.keys()].map(meta) });
+      if (req.method === "GET" && url.pathname === "/storage/v1/b/wharf-b")
+        return json(200, { kind: "storage#bucket", name: "wharf-b", id: "wharf-b" });
+      if (req.method === "GET" && url.pathname === "/storage/v1/b/wharf-b/o")
+        return json(200, { kind: "storage#objects", items: [...objects.keys()].map(meta) });
       if (req.method === "GET" && (m = /^\/(?:download\/)?storage\/v1\/b\/wharf-b\/o\/(.+)$/.exec(url.pathname))) {
         const name = decodeURIComponent(m[1]);
         const obj = objects.get(name);
         if (!obj) return json(404, { error: { code: 404, message: "No such object" } });
-        if (url.searchParams.get("alt") === "media") return res.writeHead(200, { "content-type": "application/octet-stream", "content-length": obj.length }).end(obj);
+        if (url.searchParams.get("alt") === "media")
+          return res
+            .writeHead(200, { "content-type": "application/octet-stream", "content-length": obj.length })
+            .end(obj);
         return json(200, meta(name));
       }
       return json(404, { error: { code: 404, message: `not in the stand-in: ${req.method} ${url.pathname}` } });
     });
   });
   await new Promise<void>((r) => server.listen(0, address, r));
-  return { port: (server.address() as AddressInfo).port, seen, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+  return {
+    port: (server.address() as AddressInfo).port,
+    seen,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }

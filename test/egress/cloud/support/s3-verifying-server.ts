@@ -92,7 +92,8 @@ class BodyReader {
     }
   }
   async exact(n: number): Promise<Buffer> {
-    while (this.buf.length < n) if (!(await this.more())) throw new S3Error(400, "IncompleteBody", "body ended inside a chunk");
+    while (this.buf.length < n)
+      if (!(await this.more())) throw new S3Error(400, "IncompleteBody", "body ended inside a chunk");
     const out = this.buf.subarray(0, n);
     this.buf = this.buf.subarray(n);
     return out;
@@ -123,7 +124,8 @@ function verifyHeaderSignature(req: http.IncomingMessage, creds: S3Credentials):
   const m = /^AWS4-HMAC-SHA256 Credential=([^,\s]+),\s*SignedHeaders=([^,\s]+),\s*Signature=([0-9a-f]{64})$/.exec(auth);
   if (!m) throw new S3Error(403, "AccessDenied", "missing or malformed SigV4 Authorization");
   const [akid, date, region, service, term] = m[1].split("/");
-  if (akid !== creds.accessKeyId) throw new S3Error(403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
+  if (akid !== creds.accessKeyId)
+    throw new S3Error(403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
   if (term !== "aws4_request" || service !== "s3") throw new S3Error(403, "AccessDenied", "bad credential scope");
   const amzDate = String(req.headers["x-amz-date"] ?? "");
   if (amzDate.slice(0, 8) !== date) throw new S3Error(403, "AccessDenied", "x-amz-date does not match the scope");
@@ -136,7 +138,8 @@ function verifyHeaderSignature(req: http.IncomingMessage, creds: S3Credentials):
     return `${name}:${values.join(",")}\n`;
   });
   const unsignedAmz = raw.filter(([n]) => n.startsWith("x-amz-") && !signed.includes(n));
-  if (unsignedAmz.length) throw new S3Error(403, "AccessDenied", "There were headers present in the request which were not signed");
+  if (unsignedAmz.length)
+    throw new S3Error(403, "AccessDenied", "There were headers present in the request which were not signed");
   const url = req.url ?? "/";
   const q = url.indexOf("?");
   const path = q === -1 ? url : url.slice(0, q);
@@ -152,23 +155,42 @@ function verifyHeaderSignature(req: http.IncomingMessage, creds: S3Credentials):
     .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
   const payloadHash = String(req.headers["x-amz-content-sha256"] ?? "");
   if (!payloadHash) throw new S3Error(400, "InvalidRequest", "x-amz-content-sha256 is required");
-  const canonical = [req.method, path, pairs.map(([k, v]) => `${k}=${v}`).join("&"), canonHeaders.join(""), signed.join(";"), payloadHash].join("\n");
+  const canonical = [
+    req.method,
+    path,
+    pairs.map(([k, v]) => `${k}=${v}`).join("&"),
+    canonHeaders.join(""),
+    signed.join(";"),
+    payloadHash,
+  ].join("\n");
   const scope = `${date}/${region}/${service}/aws4_request`;
   const stringToSign = ["AWS4-HMAC-SHA256", amzDate, scope, sha256Hex(canonical)].join("\n");
   const signingKey = hmac(hmac(hmac(hmac(`AWS4${creds.secretAccessKey}`, date), region), service), "aws4_request");
   const expected = hmac(signingKey, stringToSign).toString("hex");
-  if (!crypto.timingSafeEqual(Buffer.from(expected), Buffer.from(m[3]))) throw new S3Error(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided.");
+  if (!crypto.timingSafeEqual(Buffer.from(expected), Buffer.from(m[3])))
+    throw new S3Error(
+      403,
+      "SignatureDoesNotMatch",
+      "The request signature we calculated does not match the signature you provided.",
+    );
   return { signingKey, amzDate, scope, signature: m[3], payloadHash };
 }
 
 /** Reads and verifies the body according to the payload mode; returns the decoded object bytes. */
-async function readVerifiedBody(req: http.IncomingMessage, v: Verified, keep: boolean, rec: S3RequestRecord): Promise<Buffer> {
+async function readVerifiedBody(
+  req: http.IncomingMessage,
+  v: Verified,
+  keep: boolean,
+  rec: S3RequestRecord,
+): Promise<Buffer> {
   const reader = new BodyReader(req as AsyncIterable<Buffer>);
   const parts: Buffer[] = [];
   let decoded = 0;
   const trailerName = String(req.headers["x-amz-trailer"] ?? "").toLowerCase();
-  const crcKind = trailerName === "x-amz-checksum-crc32" ? "crc32" : trailerName === "x-amz-checksum-crc32c" ? "crc32c" : null;
-  const headerCrcName = ["crc32", "crc32c"].find((k) => req.headers[`x-amz-checksum-${k}`]) as "crc32" | "crc32c" | undefined;
+  const crcKind =
+    trailerName === "x-amz-checksum-crc32" ? "crc32" : trailerName === "x-amz-checksum-crc32c" ? "crc32c" : null;
+  const headerCrcName = ["crc32", "crc32c"].find((k) => req.headers[`x-amz-checksum-${k}`]) as
+    "crc32" | "crc32c" | undefined;
   const crc = new Crc((crcKind ?? headerCrcName ?? "crc32") as "crc32" | "crc32c");
   const take = (b: Buffer) => {
     decoded += b.length;
@@ -183,20 +205,34 @@ async function readVerifiedBody(req: http.IncomingMessage, v: Verified, keep: bo
       h.update(b);
       take(b);
     });
-    if (mode !== "UNSIGNED-PAYLOAD" && h.digest("hex") !== mode) throw new S3Error(400, "XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what was computed.");
+    if (mode !== "UNSIGNED-PAYLOAD" && h.digest("hex") !== mode)
+      throw new S3Error(
+        400,
+        "XAmzContentSHA256Mismatch",
+        "The provided 'x-amz-content-sha256' header does not match what was computed.",
+      );
   } else if (mode.startsWith("STREAMING-")) {
-    const signedChunks = mode === "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" || mode === "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER";
-    if (!signedChunks && mode !== "STREAMING-UNSIGNED-PAYLOAD-TRAILER") throw new S3Error(400, "InvalidArgument", `unsupported ${mode}`);
+    const signedChunks =
+      mode === "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" || mode === "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER";
+    if (!signedChunks && mode !== "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+      throw new S3Error(400, "InvalidArgument", `unsupported ${mode}`);
     let previous = v.signature;
     for (;;) {
       const header = await reader.line();
-      const m = signedChunks ? /^([0-9a-fA-F]+);chunk-signature=([0-9a-f]{64})$/.exec(header) : /^([0-9a-fA-F]+)$/.exec(header);
-      if (!m) throw new S3Error(400, "InvalidChunkSizeError", `bad chunk header ${JSON.stringify(header.slice(0, 80))}`);
+      const m = signedChunks
+        ? /^([0-9a-fA-F]+);chunk-signature=([0-9a-f]{64})$/.exec(header)
+        : /^([0-9a-fA-F]+)$/.exec(header);
+      if (!m)
+        throw new S3Error(400, "InvalidChunkSizeError", `bad chunk header ${JSON.stringify(header.slice(0, 80))}`);
       const size = parseInt(m[1], 16);
       const data = size > 0 ? await reader.exact(size) : Buffer.alloc(0);
       if (signedChunks) {
-        const expected = hmac(v.signingKey, ["AWS4-HMAC-SHA256-PAYLOAD", v.amzDate, v.scope, previous, EMPTY, sha256Hex(data)].join("\n")).toString("hex");
-        if (expected !== m[2]) throw new S3Error(403, "SignatureDoesNotMatch", `chunk ${rec.chunks} signature does not match`);
+        const expected = hmac(
+          v.signingKey,
+          ["AWS4-HMAC-SHA256-PAYLOAD", v.amzDate, v.scope, previous, EMPTY, sha256Hex(data)].join("\n"),
+        ).toString("hex");
+        if (expected !== m[2])
+          throw new S3Error(403, "SignatureDoesNotMatch", `chunk ${rec.chunks} signature does not match`);
         previous = expected;
       }
       rec.chunks++;
@@ -221,8 +257,12 @@ async function readVerifiedBody(req: http.IncomingMessage, v: Verified, keep: bo
       }
     }
     if (mode === "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER") {
-      const expected = hmac(v.signingKey, ["AWS4-HMAC-SHA256-TRAILER", v.amzDate, v.scope, previous, sha256Hex(canonicalTrailers)].join("\n")).toString("hex");
-      if (trailerSignature !== expected) throw new S3Error(403, "SignatureDoesNotMatch", "trailer signature does not match");
+      const expected = hmac(
+        v.signingKey,
+        ["AWS4-HMAC-SHA256-TRAILER", v.amzDate, v.scope, previous, sha256Hex(canonicalTrailers)].join("\n"),
+      ).toString("hex");
+      if (trailerSignature !== expected)
+        throw new S3Error(403, "SignatureDoesNotMatch", "trailer signature does not match");
     }
     if (crcKind) {
       const got = trailers.get(trailerName);
@@ -231,28 +271,49 @@ async function readVerifiedBody(req: http.IncomingMessage, v: Verified, keep: bo
     }
     if (!(await reader.atEnd())) throw new S3Error(400, "IncompleteBody", "bytes after the aws-chunked body");
     const declared = req.headers["x-amz-decoded-content-length"];
-    if (declared !== undefined && Number(declared) !== decoded) throw new S3Error(400, "IncompleteBody", "x-amz-decoded-content-length does not match");
+    if (declared !== undefined && Number(declared) !== decoded)
+      throw new S3Error(400, "IncompleteBody", "x-amz-decoded-content-length does not match");
   } else throw new S3Error(400, "InvalidArgument", "unknown x-amz-content-sha256");
   if (headerCrcName && !mode.startsWith("STREAMING-")) {
-    if (req.headers[`x-amz-checksum-${headerCrcName}`] !== crc.base64()) throw new S3Error(400, "BadDigest", "checksum header does not match");
+    if (req.headers[`x-amz-checksum-${headerCrcName}`] !== crc.base64())
+      throw new S3Error(400, "BadDigest", "checksum header does not match");
     rec.verifiedChecksum = `x-amz-checksum-${headerCrcName}`;
   }
   return keep ? Buffer.concat(parts) : Buffer.alloc(0);
 }
 
-const xmlEsc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+const xmlEsc = (s: string) =>
+  s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 export async function startVerifyingS3(creds: S3Credentials): Promise<VerifyingS3> {
   const objects = new Map<string, Buffer>();
   const uploads = new Map<string, Map<number, Buffer>>();
   const requests: S3RequestRecord[] = [];
-  const state: VerifyingS3 = { port: 0, objects, requests, store: true, closeConnections: false, close: async () => {} };
+  const state: VerifyingS3 = {
+    port: 0,
+    objects,
+    requests,
+    store: true,
+    closeConnections: false,
+    close: async () => {},
+  };
   const server = http.createServer(async (req, res) => {
-    const rec: S3RequestRecord = { method: req.method ?? "", target: req.url ?? "", payloadMode: "", chunks: 0, verifiedChecksum: null, status: 200 };
+    const rec: S3RequestRecord = {
+      method: req.method ?? "",
+      target: req.url ?? "",
+      payloadMode: "",
+      chunks: 0,
+      verifiedChecksum: null,
+      status: 200,
+    };
     requests.push(rec);
     const send = (status: number, body: string | Buffer = "", headers: Record<string, string> = {}) => {
       rec.status = status;
-      res.writeHead(status, { "content-length": String(Buffer.byteLength(body)), ...(state.closeConnections ? { connection: "close" } : {}), ...headers });
+      res.writeHead(status, {
+        "content-length": String(Buffer.byteLength(body)),
+        ...(state.closeConnections ? { connection: "close" } : {}),
+        ...headers,
+      });
       res.end(req.method === "HEAD" ? undefined : body);
     };
     try {
@@ -289,7 +350,11 @@ export async function startVerifyingS3(creds: S3Credentials): Promise<VerifyingS
       if (req.method === "POST" && q.has("uploads")) {
         const uploadId = crypto.randomUUID();
         uploads.set(uploadId, new Map());
-        return send(200, `<?xml version="1.0" encoding="UTF-8"?><InitiateMultipartUploadResult><Bucket>${xmlEsc(bucket)}</Bucket><Key>${xmlEsc(key)}</Key><UploadId>${uploadId}</UploadId></InitiateMultipartUploadResult>`, { "content-type": "application/xml" });
+        return send(
+          200,
+          `<?xml version="1.0" encoding="UTF-8"?><InitiateMultipartUploadResult><Bucket>${xmlEsc(bucket)}</Bucket><Key>${xmlEsc(key)}</Key><UploadId>${uploadId}</UploadId></InitiateMultipartUploadResult>`,
+          { "content-type": "application/xml" },
+        );
       }
       if (req.method === "POST" && q.has("uploadId")) {
         const parts = uploads.get(q.get("uploadId")!);
@@ -297,19 +362,39 @@ export async function startVerifyingS3(creds: S3Credentials): Promise<VerifyingS
         const numbers = [...body.toString().matchAll(/<PartNumber>(\d+)<\/PartNumber>/g)].map((m) => Number(m[1]));
         objects.set(id, Buffer.concat(numbers.map((n) => parts.get(n) ?? Buffer.alloc(0))));
         uploads.delete(q.get("uploadId")!);
-        return send(200, `<?xml version="1.0" encoding="UTF-8"?><CompleteMultipartUploadResult><Bucket>${xmlEsc(bucket)}</Bucket><Key>${xmlEsc(key)}</Key><ETag>"done"</ETag></CompleteMultipartUploadResult>`, { "content-type": "application/xml" });
+        return send(
+          200,
+          `<?xml version="1.0" encoding="UTF-8"?><CompleteMultipartUploadResult><Bucket>${xmlEsc(bucket)}</Bucket><Key>${xmlEsc(key)}</Key><ETag>"done"</ETag></CompleteMultipartUploadResult>`,
+          { "content-type": "application/xml" },
+        );
       }
       if ((req.method === "GET" || req.method === "HEAD") && key === "" && q.get("list-type") === "2") {
         const prefix = q.get("prefix") ?? "";
         const encodeKeys = q.get("encoding-type") === "url";
-        const keys = [...objects.keys()].filter((k) => k.startsWith(`${bucket}/${prefix}`)).map((k) => k.slice(bucket.length + 1)).sort();
-        const contents = keys.map((k) => `<Contents><Key>${xmlEsc(encodeKeys ? rfc3986(k).replace(/%2F/g, "/") : k)}</Key><LastModified>2024-01-01T00:00:00.000Z</LastModified><ETag>"x"</ETag><Size>${objects.get(`${bucket}/${k}`)!.length}</Size><StorageClass>STANDARD</StorageClass></Contents>`).join("");
-        return send(200, `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>${xmlEsc(bucket)}</Name><Prefix>${xmlEsc(prefix)}</Prefix><KeyCount>${keys.length}</KeyCount><MaxKeys>1000</MaxKeys>${encodeKeys ? "<EncodingType>url</EncodingType>" : ""}<IsTruncated>false</IsTruncated>${contents}</ListBucketResult>`, { "content-type": "application/xml" });
+        const keys = [...objects.keys()]
+          .filter((k) => k.startsWith(`${bucket}/${prefix}`))
+          .map((k) => k.slice(bucket.length + 1))
+          .sort();
+        const contents = keys
+          .map(
+            (k) =>
+              `<Contents><Key>${xmlEsc(encodeKeys ? rfc3986(k).replace(/%2F/g, "/") : k)}</Key><LastModified>2024-01-01T00:00:00.000Z</LastModified><ETag>"x"</ETag><Size>${objects.get(`${bucket}/${k}`)!.length}</Size><StorageClass>STANDARD</StorageClass></Contents>`,
+          )
+          .join("");
+        return send(
+          200,
+          `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>${xmlEsc(bucket)}</Name><Prefix>${xmlEsc(prefix)}</Prefix><KeyCount>${keys.length}</KeyCount><MaxKeys>1000</MaxKeys>${encodeKeys ? "<EncodingType>url</EncodingType>" : ""}<IsTruncated>false</IsTruncated>${contents}</ListBucketResult>`,
+          { "content-type": "application/xml" },
+        );
       }
       if (req.method === "GET" || req.method === "HEAD") {
         const obj = objects.get(id);
         if (!obj) throw new S3Error(404, "NoSuchKey", "The specified key does not exist.");
-        return send(200, obj, { etag: `"${sha256Hex(obj).slice(0, 32)}"`, "last-modified": new Date(0).toUTCString(), "content-type": "application/octet-stream" });
+        return send(200, obj, {
+          etag: `"${sha256Hex(obj).slice(0, 32)}"`,
+          "last-modified": new Date(0).toUTCString(),
+          "content-type": "application/octet-stream",
+        });
       }
       if (req.method === "DELETE") {
         objects.delete(id);
@@ -317,11 +402,16 @@ export async function startVerifyingS3(creds: S3Credentials): Promise<VerifyingS
       }
       throw new S3Error(405, "MethodNotAllowed", "not supported by the test server");
     } catch (err) {
-      const e = err instanceof S3Error ? err : new S3Error(500, "InternalError", String((err as Error)?.message ?? err));
+      const e =
+        err instanceof S3Error ? err : new S3Error(500, "InternalError", String((err as Error)?.message ?? err));
       rec.error = `${e.code}: ${e.message}`;
       req.resume();
       if (res.headersSent) return res.destroy();
-      send(e.status, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${e.code}</Code><Message>${xmlEsc(e.message)}</Message></Error>`, { "content-type": "application/xml", connection: "close" });
+      send(
+        e.status,
+        `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${e.code}</Code><Message>${xmlEsc(e.message)}</Message></Error>`,
+        { "content-type": "application/xml", connection: "close" },
+      );
     }
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));

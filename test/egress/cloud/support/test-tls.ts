@@ -52,7 +52,9 @@ export async function createTestCa(): Promise<TestCa> {
           new x509.BasicConstraintsExtension(false),
           new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
           new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-          new x509.SubjectAlternativeNameExtension(names.map((n) => ({ type: /^[\d.]+$/.test(n) ? ("ip" as const) : ("dns" as const), value: n }))),
+          new x509.SubjectAlternativeNameExtension(
+            names.map((n) => ({ type: /^[\d.]+$/.test(n) ? ("ip" as const) : ("dns" as const), value: n })),
+          ),
           await x509.AuthorityKeyIdentifierExtension.create(ca),
         ],
       });
