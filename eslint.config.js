@@ -83,6 +83,16 @@ export default tseslint.config(
     files: ["src/**/*.ts"],
     rules: { "no-empty": ["error", { allowEmptyCatch: false }], "@typescript-eslint/no-empty-function": "error" },
   },
+  {
+    // Type-aware checks on the platform's code: a promise nobody awaits loses its error, and a
+    // switch over a union says what it does with every member (a default counts).
+    files: ["src/**/*.ts"],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/switch-exhaustiveness-check": ["error", { considerDefaultExhaustiveForUnions: true }],
+    },
+  },
   ...boundaryBlocks,
   {
     // Imports of another feature's internals kept on purpose (see BOUNDARY_EXCEPTIONS).

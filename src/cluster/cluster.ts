@@ -152,6 +152,11 @@ export class Cluster implements ClusterView {
             );
           req[DECIDED] = true;
           server.emit("upgrade", req, socket, head);
+        })
+        .catch((err: Error) => {
+          // A handler that threw on the re-emitted upgrade: this connection ends, the server goes on.
+          this.log.error({ err }, "cannot hand over a workload's upgrade");
+          socket.destroy();
         });
     });
   }
