@@ -48,10 +48,12 @@ export function processesWithArg(marker: string): number[] {
   return pids;
 }
 
+// Short polls keep tests quick; the time limits are only there to end a hung build, so they leave
+// room for a loaded 2-core machine (a real npm install there can take a minute).
 export const FAST: DeploymentsOptions = {
   pollIntervalMs: 200,
-  buildTimeoutMs: 60_000,
-  deployTimeoutMs: 30_000,
+  buildTimeoutMs: 180_000,
+  deployTimeoutMs: 90_000,
   drainTimeoutMs: 10_000,
 };
 
@@ -89,7 +91,7 @@ export async function pollRevision(
   p: TestPlatform,
   deploymentId: string,
   revisionId: string,
-  timeoutMs = 60_000,
+  timeoutMs = 180_000,
   headers: Record<string, string> = {},
 ): Promise<RevisionBody> {
   const deadline = Date.now() + timeoutMs;
