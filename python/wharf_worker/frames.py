@@ -20,24 +20,51 @@ def encode(header: dict, body: bytes = b"") -> bytes:
     return _LEN.pack(len(h)) + h + _LEN.pack(len(body)) + body
 
 
-class FrameReader:
-    def __init__(self, reader: asyncio.StreamReader):
-        self._reader = reader
+class FrameProtocol(asyncio.Protocol):
+    """Splits the input into frames as it arrives and hands each to ``on_frame`` at once, in order:
+    no coroutine per frame (a request used to take four awaited reads before its task started)."""
 
-    async def read(self):
-        """The next (header, body), or None at end of input (the server went away)."""
-        try:
-            (hlen,) = _LEN.unpack(await self._reader.readexactly(4))
+    def __init__(self, on_frame, closed: asyncio.Future):
+        self._on_frame = on_frame
+        self._closed = closed
+        self._rest = b""
+
+    def data_received(self, data: bytes) -> None:
+        # Most chunks hold whole frames: parsed in place, only an incomplete tail is kept.
+        buf = self._rest + data if self._rest else data
+        pos, size = 0, len(buf)
+        while size - pos >= 4:
+            (hlen,) = _LEN.unpack_from(buf, pos)
             if hlen > MAX_FRAME:
                 raise ValueError(f"frame header of {hlen} bytes")
-            header = orjson.loads(await self._reader.readexactly(hlen))
-            (blen,) = _LEN.unpack(await self._reader.readexactly(4))
+            if size - pos < 8 + hlen:
+                break
+            (blen,) = _LEN.unpack_from(buf, pos + 4 + hlen)
             if blen > MAX_FRAME:
                 raise ValueError(f"frame body of {blen} bytes")
-            body = await self._reader.readexactly(blen) if blen else b""
-        except asyncio.IncompleteReadError:
-            return None
-        return header, body
+            end = pos + 8 + hlen + blen
+            if size < end:
+                break
+            header = orjson.loads(buf[pos + 4 : pos + 4 + hlen])
+            body = buf[pos + 8 + hlen : end]
+            pos = end
+            self._on_frame(header, body)
+        self._rest = buf[pos:] if pos < size else b""
+
+    def eof_received(self):
+        self._end(None)
+
+    def connection_lost(self, exc) -> None:
+        # A malformed frame ends the worker as it did before: the server restarts it.
+        self._end(exc)
+
+    def _end(self, exc) -> None:
+        if self._closed.done():
+            return
+        if exc is None:
+            self._closed.set_result(None)
+        else:
+            self._closed.set_exception(exc)
 
 
 class FrameWriter:
@@ -56,8 +83,10 @@ class FrameWriter:
             data = data[n:]
 
 
-async def open_reader(fd: int) -> FrameReader:
+async def open_reader(fd: int, on_frame) -> asyncio.Future:
+    """Reads frames from ``fd`` into ``on_frame(header, body)``; the future ends with the input
+    (the server went away) or with the error that broke it."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=MAX_FRAME)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", buffering=0))
-    return FrameReader(reader)
+    closed = loop.create_future()
+    await loop.connect_read_pipe(lambda: FrameProtocol(on_frame, closed), os.fdopen(fd, "rb", buffering=0))
+    return closed

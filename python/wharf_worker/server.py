@@ -51,10 +51,14 @@ class Worker:
         self.store = None
         self.calls = {}
         self.next_call = 0
+        # The requests' tasks, once the worker has said hello; requests that arrive before (the
+        # server waits for the hello) start right after it, and replies settle calls at once.
+        self.pending = None
+        self.early = []
 
     async def serve(self, in_fd: int, out_fd: int) -> None:
         self.out = frames.FrameWriter(out_fd)
-        reader = await frames.open_reader(in_fd)
+        closed = await frames.open_reader(in_fd, self._on_frame)
         self.store = RemoteStore(self.call, asyncio.get_running_loop())
         async with contextlib.AsyncExitStack() as stack:
             load_ref = lambda ref: graphs.import_ref(self.settings["project_dir"], ref)  # noqa: E731
@@ -100,18 +104,26 @@ class Worker:
                     "versions": {"python": sys.version.split()[0], **{n: _version(n) for n in ("langgraph", "langchain-core", "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres")}, "checkpointer": type(self.saver).__name__},
                 }),
             )
-            pending = set()
-            while (frame := await reader.read()) is not None:
-                header, body = frame
-                if header.get("kind") in ("reply", "reply_error"):
-                    self._settle(header, body)
-                    continue
-                task = asyncio.create_task(self.handle(header, body))
-                pending.add(task)
-                task.add_done_callback(pending.discard)
+            self.pending = set()
+            for header, body in self.early:
+                self._on_frame(header, body)
+            self.early = None
+            await closed
             # The server closed our input: it is stopping. Runs in flight end with it.
-            for task in pending:
+            for task in self.pending:
                 task.cancel()
+
+    def _on_frame(self, header: dict, body: bytes) -> None:
+        """A frame from the server, as it arrives: a reply settles a call, a request starts its task."""
+        if header.get("kind") in ("reply", "reply_error"):
+            self._settle(header, body)
+            return
+        if self.pending is None:
+            self.early.append((header, body))
+            return
+        task = asyncio.create_task(self.handle(header, body))
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
 
     async def call(self, op: str, payload):
         """A request to the agent server (the store); its reply settles the future."""
