@@ -372,9 +372,11 @@ try {
 
   // The floor: the same graph invoked in one process (wall p50 and CPU per run), with the worker's interpreter.
   const floorOf = (python: string) =>
-    execFileSync(python, [
-      "-c",
-      `import asyncio, time, statistics, sys
+    execFileSync(
+      python,
+      [
+        "-c",
+        `import asyncio, time, statistics, sys
 sys.path.insert(0, ${JSON.stringify(echoDir)})
 from echo import graph
 async def main():
@@ -384,14 +386,27 @@ async def main():
     c = time.process_time()
     for _ in range(${N}):
         s = time.perf_counter(); await graph.ainvoke(inp); t.append((time.perf_counter() - s) * 1000)
-    print(statistics.median(t), (time.process_time() - c) * 1000 / ${N})
+    w = []
+    try:
+        from wharf_worker import runs
+        req = {"input": inp, "stream_mode": ["values"], "temporary": True}
+        for k in range(${N} + 50):
+            s = time.perf_counter()
+            m = await runs.stream_run(graph, req, {"configurable": {}}, lambda e, b: None)
+            await runs.outcome(graph, {"configurable": {}}, m, False)
+            w.append((time.perf_counter() - s) * 1000)
+    except ImportError:
+        w = [float("nan")] * 51
+    print(statistics.median(t), (time.process_time() - c) * 1000 / ${N}, statistics.median(w[50:]))
 asyncio.run(main())`,
-    ])
+      ],
+      { env: { ...process.env, PYTHONPATH: path.join(root, "python") } },
+    )
       .toString()
       .trim()
       .split(" ")
       .map(Number);
-  const [floor, floorCpu] = floorOf(wharfPython(echoDir) ?? lgPython);
+  const [floor, floorCpu, workerRun] = floorOf(wharfPython(echoDir) ?? lgPython);
   console.log(`  (graph.ainvoke in one process: p50 ${floor.toFixed(2)} ms, ${floorCpu.toFixed(2)} ms CPU per run)`);
   line(
     "overhead over graph.ainvoke p50 (ms)",
@@ -411,6 +426,7 @@ asyncio.run(main())`,
   // write on both sides (one wake-up per batch): no gain for a lone client, and 30 to 40 % fewer
   // runs/s with 16 concurrent runs (the batch waits for the turn to end while the other side idles).
   const wPy = wharfPython(echoDir);
+  let bridgeP50: number | null = null;
   if (wPy) {
     const worker = new PythonWorker({
       python: wPy,
@@ -446,6 +462,7 @@ asyncio.run(main())`,
       return performance.now() - t;
     };
     const [bridge, pings] = await interleaved([run, ping], N);
+    bridgeP50 = pct(bridge, 50);
     await worker.stop();
     console.log(
       `  the bridge alone: a run p50 ${pct(bridge, 50).toFixed(2)} ms (${(pct(bridge, 50) - floor).toFixed(2)} over graph.ainvoke); a request that does nothing p50 ${pct(pings, 50).toFixed(2)} ms`,
@@ -501,6 +518,36 @@ asyncio.run(main())`,
   console.log(
     `  for reference, the JS echo graph in Wharf: /runs/wait p50 ${pct(js, 50).toFixed(2)} ms, ${jsRps.toFixed(0)} runs/s with 16 clients`,
   );
+
+  // Where the overhead over graph.ainvoke goes, stage by stage (p50s, each stage the difference of
+  // two measured paths): the worker's own run (astream, event mapping, serialisation) in one
+  // process; the pipes and the worker's request loop (the bridge alone); the server's run path
+  // (run row, queue, executor, result), from the JavaScript echo graph on the same server, less
+  // the same graph invoked here; and HTTP (a request that does nothing, GET /ok). The Python and
+  // JavaScript runs are sampled interleaved on the mixed server.
+  const jsGraph = (await import(path.join(mixed, "js/echo.ts"))) as {
+    graph: { invoke(i: unknown): Promise<unknown> };
+  };
+  const jsInvoke = async () => {
+    const t = performance.now();
+    await jsGraph.graph.invoke(input);
+    return performance.now() - t;
+  };
+  const okOnce = async () => {
+    const t = performance.now();
+    await (await fetch(`${wm.url}/ok`)).text();
+    return performance.now() - t;
+  };
+  const [jsFloor, okMs, jsWait, pyWait] = (
+    await interleaved([jsInvoke, okOnce, () => wait(wm, "js_echo"), () => wait(wm, "echo")], N)
+  ).map(median);
+  const stage = (what: string, ms: number) => console.log(`    ${what.padEnd(62)} ${ms.toFixed(2).padStart(7)} ms`);
+  console.log("  where the Python run's overhead over graph.ainvoke goes (p50s, ms):");
+  stage("the worker's run path in one process (over graph.ainvoke)", workerRun - floor);
+  if (bridgeP50 !== null) stage("pipes and request loop (the bridge alone, over that)", bridgeP50 - workerRun);
+  stage("HTTP alone (GET /ok)", okMs);
+  stage("the server's run path (JS echo /runs/wait - its invoke - /ok)", jsWait - jsFloor - okMs);
+  stage("Python echo /runs/wait - JS echo /runs/wait (same server)", pyWait - jsWait);
 } finally {
   await stopAll();
 }
