@@ -162,8 +162,20 @@ function lastEventId(c: C): number | null {
 
 const cancelOnDisconnect = (c: C) => ["1", "true"].includes(c.req.query("cancel_on_disconnect") ?? "");
 
-/** `/runs/*` and `/threads/{id}/runs/*`: stateless and thread runs, streams, waits, joins, cancels. */
-export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
+/** What the run routes share: run creation, final values, access checks. */
+interface RunRouteKit {
+  ctx: AgentServerContext;
+  engine: RunEngine;
+  create(
+    c: C,
+    threadId: string | null,
+  ): Promise<{ b: RunCreate; run: Run; active: ActiveRun | null; location: string }>;
+  finalValues(threadId: string): (active: ActiveRun | null) => Promise<unknown>;
+  visibleThread(c: C, threadId: string): Promise<unknown>;
+  runOf(c: C): Promise<{ threadId: string; runId: string; row: NonNullable<Awaited<ReturnType<typeof getRunRow>>> }>;
+}
+
+function runRouteKit(ctx: AgentServerContext, engine: RunEngine): RunRouteKit {
   const create = async (c: C, threadId: string | null) => {
     const b = (await body(c, runCreate)) as RunCreate;
     // The engine applies the `threads:create_run` filter to the thread (a hidden thread is a 404).
@@ -182,6 +194,31 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
     return thread?.values ?? {};
   };
 
+  const visibleThread = async (c: C, threadId: string) =>
+    getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
+
+  const runOf = async (c: C) => {
+    const threadId = uuidAt(c, "thread_id");
+    const runId = uuidAt(c, "run_id");
+    await visibleThread(c, threadId);
+    const row = await getRunRow(ctx.db, ctx, runId, threadId);
+    if (!row) throw new AgentError(404, "Run not found");
+    return { threadId, runId, row };
+  };
+
+  return { ctx, engine, create, finalValues, visibleThread, runOf };
+}
+
+/** `/runs/*` and `/threads/{id}/runs/*`: stateless and thread runs, streams, waits, joins, cancels. */
+export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
+  const kit = runRouteKit(ctx, engine);
+  registerStatelessRuns(app, kit);
+  registerThreadRuns(app, kit);
+  registerThreadRun(app, kit);
+}
+
+/** `/runs/*`: stateless runs (and background runs on new threads). */
+function registerStatelessRuns(app: Hono<AgentEnv>, { ctx, engine, create, finalValues }: RunRouteKit): void {
   app.post("/runs/stream", async (c) => {
     const { b, run, location } = await create(c, null);
     return streamResponse(c, engine, run.run_id, location, {
@@ -235,10 +272,13 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
       threadId,
     });
   });
+}
 
-  const visibleThread = async (c: C, threadId: string) =>
-    getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
-
+/** `/threads/{id}/runs`: a thread's runs, listed and created. */
+function registerThreadRuns(
+  app: Hono<AgentEnv>,
+  { ctx, engine, create, finalValues, visibleThread }: RunRouteKit,
+): void {
   app.get("/threads/:thread_id/runs", async (c) => {
     const threadId = uuidAt(c, "thread_id");
     const q = query(c, runListQuery);
@@ -274,16 +314,10 @@ export function registerRunRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
       run.kwargs.on_disconnect === "cancel" ? { threadId } : null,
     );
   });
+}
 
-  const runOf = async (c: C) => {
-    const threadId = uuidAt(c, "thread_id");
-    const runId = uuidAt(c, "run_id");
-    await visibleThread(c, threadId);
-    const row = await getRunRow(ctx.db, ctx, runId, threadId);
-    if (!row) throw new AgentError(404, "Run not found");
-    return { threadId, runId, row };
-  };
-
+/** `/threads/{id}/runs/{run_id}/*`: one thread run, read, removed, joined, followed, cancelled. */
+function registerThreadRun(app: Hono<AgentEnv>, { ctx, engine, finalValues, runOf }: RunRouteKit): void {
   app.get("/threads/:thread_id/runs/:run_id", async (c) => json(toRun((await runOf(c)).row)));
 
   app.delete("/threads/:thread_id/runs/:run_id", async (c) => {

@@ -32,17 +32,8 @@ export interface PrepareHost {
   seal(runId: string, priv: RunPrivate): NonNullable<RunKwargs["sealed_private"]>;
 }
 
-/** Validates a run request against its assistant, lets custom auth see it, and builds its row. */
-export async function prepareRun(
-  ctx: AgentServerContext,
-  host: PrepareHost,
-  threadId: string | null,
-  body: RunCreate,
-  auth: AuthContext | null,
-  headers: Headers | null,
-  opts: { protocol?: boolean },
-): Promise<PreparedRun> {
-  const assistant = await getAssistant(ctx, body.assistant_id, undefined, () => noAssistant(body.assistant_id));
+/** The run's arguments, as its row keeps them: the request merged over its assistant's defaults. */
+function runKwargs(body: RunCreate, assistant: Assistant, temporary: boolean, opts: { protocol?: boolean }): RunKwargs {
   const streamMode = Array.isArray(body.stream_mode)
     ? [...body.stream_mode]
     : body.stream_mode
@@ -52,10 +43,7 @@ export async function prepareRun(
   const config = mergeConfig(assistant, body.config);
   if (body.checkpoint_id) config.configurable = { ...config.configurable, checkpoint_id: body.checkpoint_id };
   if (body.checkpoint) config.configurable = { ...config.configurable, ...body.checkpoint };
-  const temporary = threadId === null && (body.on_completion ?? "delete") === "delete";
-  const multitask: MultitaskStrategy = threadId === null ? "reject" : (body.multitask_strategy ?? "reject");
-  const runId = newId();
-  const kwargs: RunKwargs = {
+  return {
     input: body.input,
     command: body.command ?? null,
     config,
@@ -74,6 +62,23 @@ export async function prepareRun(
     ...(opts.protocol ? { protocol: true } : {}),
     after_seconds: body.after_seconds ?? null,
   };
+}
+
+/** Validates a run request against its assistant, lets custom auth see it, and builds its row. */
+export async function prepareRun(
+  ctx: AgentServerContext,
+  host: PrepareHost,
+  threadId: string | null,
+  body: RunCreate,
+  auth: AuthContext | null,
+  headers: Headers | null,
+  opts: { protocol?: boolean },
+): Promise<PreparedRun> {
+  const assistant = await getAssistant(ctx, body.assistant_id, undefined, () => noAssistant(body.assistant_id));
+  const temporary = threadId === null && (body.on_completion ?? "delete") === "delete";
+  const multitask: MultitaskStrategy = threadId === null ? "reject" : (body.multitask_strategy ?? "reject");
+  const runId = newId();
+  const kwargs = runKwargs(body, assistant, temporary, opts);
   // The auth handler sees (and may change) the run; metadata it adds lands on the run and thread.
   const value = {
     thread_id: threadId ?? undefined,

@@ -1,21 +1,19 @@
 import type { AgentServerContext } from "../context.ts";
 import type { AuthContext } from "../auth/custom-auth.ts";
 import type { Assistant } from "../storage/assistants.ts";
-import { getAssistant } from "../storage/assistants.ts";
-import { nowIso } from "../../store/database.ts";
 import { parseJson } from "../storage/json-columns.ts";
 import type { AgentRunsTable } from "../storage/tables.ts";
 import type { RunEventBus } from "../../cluster/index.ts";
 import { RunControl } from "@langchain/langgraph";
-import { isPythonGraph, type PythonGraph } from "../python/index.ts";
 import { newWorkerId } from "./worker-identity.ts";
 import { RunHousekeeper } from "./run-housekeeping.ts";
 import { RunChannel, type RunEvent } from "./run-channel.ts";
 import { NO_RUN_SIGNALS, openRunSignals, signalChannel, type RunSignals } from "./run-signals.ts";
-import { executeGraph, serializeError, type RunOutcome } from "./run-executor.ts";
+import type { RunOutcome } from "./run-executor.ts";
 import { toRun, type Run, type RunKwargs, type RunPrivate } from "./runs.ts";
-import { sendWebhook, type WebhookGate } from "./webhook.ts";
-import { noAssistant, type ActiveRun, type CancelAction, type RunCreate } from "./run-types.ts";
+import { endedRunPayload, sendWebhook, type WebhookGate } from "./webhook.ts";
+import { ThreadWatchers } from "./thread-watchers.ts";
+import type { ActiveRun, CancelAction, RunCreate, RunEnded } from "./run-types.ts";
 import { runEnded, runSeconds } from "./run-events.ts";
 import { DbClock } from "./db-clock.ts";
 import { RunStreams } from "./run-streams.ts";
@@ -25,16 +23,11 @@ import { openRunPrivate, sealRunPrivate } from "./run-private.ts";
 import { RunQueue } from "./run-queue.ts";
 import { RunFollowers } from "./run-followers.ts";
 import { prepareRun } from "./run-create.ts";
-import { graphRunConfig, runConfigurable } from "./run-config.ts";
+import { runAttempt, type AttemptHost } from "./run-attempt.ts";
+import { HousekeepingPasses } from "./run-passes.ts";
 
-export type { ActiveRun, CancelAction, RunCreate } from "./run-types.ts";
+export type { ActiveRun, CancelAction, RunCreate, RunEnded } from "./run-types.ts";
 
-/** A run that ended in this process: its status and how long it executed. */
-export interface RunEnded {
-  runId: string;
-  status: string;
-  seconds: number;
-}
 export { noAssistant, privateConfigurable } from "./run-types.ts";
 
 /**
@@ -48,7 +41,7 @@ export class RunEngine {
   private readonly active = new Map<string, ActiveRun>();
   private readonly privates = new Map<string, RunPrivate>();
   /** Followers of whole threads (`GET /threads/{id}/stream`), told of each run that starts here. */
-  private readonly threadWatchers = new Map<string, Set<(a: ActiveRun) => void>>();
+  private readonly threadWatchers = new ThreadWatchers();
   private timer: NodeJS.Timeout | null = null;
   private stopping = false;
   /** Aborted when the engine stops: long-lived followers (thread streams) end with it. */
@@ -109,7 +102,22 @@ export class RunEngine {
       claimNext: (trx, threadId) => this.queue.claimNext(trx, threadId),
       startClaimed: (row) => this.startClaimed(row),
     });
+    this.passes = new HousekeepingPasses(
+      { full: () => this.housekeeping(), fill: () => this.housekeeper.startQueued() },
+      ctx.log,
+      () => this.stopping,
+    );
+    this.attemptHost = {
+      ctx,
+      controls: this.controls,
+      apiUrl: options.apiUrl,
+      fencedSaver: (saver, runId, onLost) => this.fencedSaver(saver, runId, onLost),
+    };
   }
+
+  /** What executing a run's graph needs of the engine. */
+  private readonly attemptHost: AttemptHost;
+  private readonly passes: HousekeepingPasses;
 
   private readonly housekeeper: RunHousekeeper;
   private readonly queue: RunQueue;
@@ -169,25 +177,12 @@ export class RunEngine {
   async runningOnThread(threadId: string): Promise<string | undefined> {
     const local = this.activeOnThread(threadId);
     if (local || !this.streams.enabled) return local?.run.run_id;
-    const row = await this.ctx.db
-      .selectFrom("agent_runs")
-      .select("run_id")
-      .where("thread_id", "=", threadId)
-      .where("status", "=", "running")
-      .where("temporary", "=", 0)
-      .executeTakeFirst();
-    return row?.run_id;
+    return this.queue.runningOnThread(threadId);
   }
 
   /** Calls `fn` for every run of the thread that starts in this process from now on; returns the unsubscribe. */
   watchThread(threadId: string, fn: (a: ActiveRun) => void): () => void {
-    const set = this.threadWatchers.get(threadId) ?? new Set();
-    set.add(fn);
-    this.threadWatchers.set(threadId, set);
-    return () => {
-      set.delete(fn);
-      if (set.size === 0 && this.threadWatchers.get(threadId) === set) this.threadWatchers.delete(threadId);
-    };
+    return this.threadWatchers.watch(threadId, fn);
   }
 
   /** The end of a lease taken now, on the database's clock. */
@@ -296,7 +291,7 @@ export class RunEngine {
     active.done = this.execute(active, kwargs, priv, assistant);
     this.notifyStart(run.run_id, active);
     if (!kwargs.temporary) {
-      for (const w of this.threadWatchers.get(run.thread_id) ?? []) w(active);
+      this.threadWatchers.started(run.thread_id, active);
       this.streams.threadRunStarted(run.thread_id, run.run_id);
     }
     return active;
@@ -311,9 +306,6 @@ export class RunEngine {
     const { run, channel, abort } = active;
     const ctx = this.ctx;
     const stateful = !kwargs.temporary;
-    let outcome: RunOutcome;
-    let rollbackTo: string | null | undefined = undefined;
-    let python: PythonGraph | null = null;
     const startedAt = new Date();
     // A replica that lost the run's lease (a later attempt owns its stream) stops executing it.
     await this.streams.attach(active, kwargs.attempt ?? 1, () => {
@@ -322,60 +314,14 @@ export class RunEngine {
     const control = new RunControl();
     this.controls.set(run.run_id, control);
     channel.push("metadata", { run_id: run.run_id, attempt: kwargs.attempt ?? 1 });
-    try {
-      const assistant =
-        knownAssistant ?? (await getAssistant(ctx, run.assistant_id, undefined, () => noAssistant(run.assistant_id)));
-      const loaded = ctx.graphs.get(assistant.graph_id);
-      if (!loaded) throw new Error(`graph "${assistant.graph_id}" is not part of this server`);
-      const configurable = runConfigurable(run, kwargs, priv, assistant);
-      const runConfig = graphRunConfig(run, kwargs, configurable, assistant, ctx.store, this.options.apiUrl?.());
-      if (isPythonGraph(loaded)) {
-        // The Python worker executes and checkpoints; its events arrive serialised. It drains
-        // through langgraph's Python RunControl.
-        python = loaded;
-        const graph = loaded;
-        this.controls.set(run.run_id, {
-          requestDrain: () =>
-            void graph
-              .drain(run.run_id)
-              .catch((err) => ctx.log.warn({ err, runId: run.run_id }, "cannot ask a Python run to drain")),
-        });
-        outcome = await loaded.execute(kwargs, runConfig, channel, abort.signal, stateful);
-      } else {
-        const graph = await loaded.get(
-          { configurable, context: kwargs.context },
-          stateful
-            ? this.fencedSaver(ctx.checkpointer.saver, run.run_id, () => abort.signal.aborted || abort.abort("fenced"))
-            : null,
-        );
-        if (stateful) {
-          const tuple = await ctx.checkpointer.saver.getTuple({
-            configurable: { thread_id: run.thread_id, checkpoint_ns: "" },
-          });
-          rollbackTo = tuple?.config.configurable?.checkpoint_id ?? null;
-        }
-        outcome = await executeGraph(graph, kwargs, { ...runConfig, control }, channel, abort.signal, stateful);
-      }
-    } catch (err) {
-      if (abort.signal.aborted) {
-        const reason = String(abort.signal.reason ?? "interrupt");
-        outcome =
-          reason === "fenced"
-            ? { status: "error", threadStatus: "error", fenced: true }
-            : reason === "shutdown"
-              ? {
-                  status: "error",
-                  threadStatus: "error",
-                  error: { error: "Error", message: "the agent server stopped during the run" },
-                }
-              : { status: "interrupted", threadStatus: "idle" };
-      } else {
-        const error = serializeError(err);
-        ctx.log.warn({ err, runId: run.run_id }, "run failed before its graph started");
-        channel.push("error", error);
-        outcome = { status: "error", threadStatus: "error", values: { __error__: error }, error };
-      }
-    }
+    const { outcome, rollbackTo, python } = await runAttempt(
+      this.attemptHost,
+      active,
+      kwargs,
+      priv,
+      knownAssistant,
+      control,
+    );
     if (outcome.error) ctx.log.info({ runId: run.run_id, error: outcome.error.message }, "run ended with an error");
     const rollback = abort.signal.aborted && abort.signal.reason === "rollback";
     if (rollback && python && stateful) {
@@ -387,19 +333,7 @@ export class RunEngine {
     this.controls.delete(run.run_id);
     this.leaseHeld.delete(run.run_id);
     const handBack = !!outcome.drained && stateful;
-    try {
-      if (outcome.fenced)
-        ctx.log.warn(
-          { runId: run.run_id, attempt: kwargs.attempt ?? 1 },
-          "this replica lost the run's lease: another attempt owns it; stopped without recording an outcome",
-        );
-      else if (handBack) {
-        await this.queue.handBack(run, kwargs);
-        this.wakeOthers();
-      } else await this.finish(run, outcome, stateful, rollback ? (rollbackTo ?? null) : undefined);
-    } catch (err) {
-      ctx.log.error({ err, runId: run.run_id }, "cannot record the end of a run");
-    }
+    await this.recordOutcome(run, kwargs, outcome, handBack, rollback ? (rollbackTo ?? null) : undefined);
     if (handBack || outcome.fenced) this.streams.handedBack(run.run_id);
     else this.streams.ended(run.run_id, kwargs.resumable);
     runEnded({ serverId: ctx.serverId, status: outcome.status, seconds: runSeconds(run.created_at, startedAt) });
@@ -409,23 +343,40 @@ export class RunEngine {
       fn({ runId: run.run_id, status: outcome.status, seconds: (Date.now() - startedAt.getTime()) / 1000 });
     this.ended.retain(active, kwargs.resumable ? RESUMABLE_KEEP_MS : ENDED_KEEP_MS);
     // A slot is free: a run queued for one (on any thread) starts now, not at the next timer tick.
-    if (this.timer && !this.stopping && this.slots !== Number.MAX_SAFE_INTEGER) this.fillSlots();
+    if (this.timer && !this.stopping && this.slots !== Number.MAX_SAFE_INTEGER) this.passes.fillSlots();
     if (kwargs.webhook)
       void sendWebhook(
         ctx.log,
         kwargs.webhook,
-        {
-          ...run,
-          status: outcome.status,
-          values: outcome.values,
-          error: outcome.error,
-          run_started_at: startedAt.toISOString(),
-          run_ended_at: nowIso(),
-        },
+        endedRunPayload(run, outcome, startedAt),
         this.options.apiUrl?.(),
         this.options.webhookGate,
       );
     return outcome;
+  }
+
+  /** Records how a run ended (or hands a drained one back); a fenced run records nothing. */
+  private async recordOutcome(
+    run: Run,
+    kwargs: RunKwargs,
+    outcome: RunOutcome,
+    handBack: boolean,
+    rollbackTo: string | null | undefined,
+  ): Promise<void> {
+    const ctx = this.ctx;
+    try {
+      if (outcome.fenced)
+        ctx.log.warn(
+          { runId: run.run_id, attempt: kwargs.attempt ?? 1 },
+          "this replica lost the run's lease: another attempt owns it; stopped without recording an outcome",
+        );
+      else if (handBack) {
+        await this.queue.handBack(run, kwargs);
+        this.wakeOthers();
+      } else await this.finish(run, outcome, !kwargs.temporary, rollbackTo);
+    } catch (err) {
+      ctx.log.error({ err, runId: run.run_id }, "cannot record the end of a run");
+    }
   }
 
   /** Records the end of a run; the thread's next queued run, claimed meanwhile, starts here at once. */
@@ -505,35 +456,8 @@ export class RunEngine {
   }
 
   /** Periodic housekeeping (one timer per process): renew our leases, end runs whose process died. */
-  private passing = false;
-  /** The pass asked for while one ran: a full one covers a slot fill. */
-  private passAgain: "full" | "fill" | null = null;
-
-  /** One housekeeping pass (never two at once; one asked for meanwhile runs right after). */
   private tick(): void {
-    this.pass("full");
-  }
-
-  /** A slot is free: queued runs start now, without the scans for dead processes of a full pass. */
-  private fillSlots(): void {
-    this.pass("fill");
-  }
-
-  private pass(kind: "full" | "fill"): void {
-    if (this.passing) {
-      if (this.passAgain !== "full") this.passAgain = kind;
-      return;
-    }
-    this.passing = true;
-    const work = kind === "full" ? this.housekeeping() : this.housekeeper.startQueued();
-    void work
-      .catch((err) => this.ctx.log.warn({ err }, "agent run housekeeping failed"))
-      .finally(() => {
-        this.passing = false;
-        const again = this.passAgain;
-        this.passAgain = null;
-        if (again && !this.stopping) this.pass(again);
-      });
+    this.passes.tick();
   }
 
   start(): void {

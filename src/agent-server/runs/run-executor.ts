@@ -1,11 +1,10 @@
 import { Command, createGraphRunStream, isGraphDrained, Send, STREAM_EVENTS_V3_MODES } from "@langchain/langgraph";
-import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableGraph } from "../project/graphs.ts";
 import type { RunChannel } from "./run-channel.ts";
 import type { RunKwargs } from "./runs.ts";
 import type { ThreadStatus } from "../storage/threads.ts";
-import { isMessageChunk, toPlain } from "../wire.ts";
-import { serverChunk } from "./debug-events.ts";
+import { toPlain } from "../wire.ts";
+import { ServerEvents } from "./server-events.ts";
 
 export interface RunOutcome {
   status: "success" | "error" | "interrupted";
@@ -92,94 +91,19 @@ export async function executeGraph(
   signal: AbortSignal,
   stateful: boolean,
 ): Promise<RunOutcome> {
-  const userModes = kwargs.stream_mode;
-  const wantTuple = userModes.includes("messages-tuple");
-  const wantLegacy = userModes.includes("messages");
-  const subgraphs = kwargs.subgraphs;
   const input = kwargs.command != null ? toCommand(kwargs.command) : (kwargs.input ?? null);
   const options: Record<string, unknown> = {
     ...runConfig,
-    streamMode: libraryModes(userModes, !stateful),
-    subgraphs,
+    streamMode: libraryModes(kwargs.stream_mode, !stateful),
+    subgraphs: kwargs.subgraphs,
     signal,
     interruptBefore: kwargs.interrupt_before ?? undefined,
     interruptAfter: kwargs.interrupt_after ?? undefined,
   };
   if (kwargs.durability) options.durability = kwargs.durability;
-
-  let lastValues: unknown = undefined;
-  let interrupt: unknown = undefined;
-  const seenIds = new Set<string>();
-  const partial = new Map<string, BaseMessage>();
-
-  const emit = (mode: string, ns: string[] | null, data: unknown) => {
-    const topLevel = !ns || ns.length === 0;
-    const name = (base: string) => (subgraphs && !topLevel ? `${base}|${ns!.join("|")}` : base);
-    if (mode === "values" && topLevel) {
-      if (data && typeof data === "object" && "__interrupt__" in data && Object.keys(data).length === 1)
-        interrupt = (data as Record<string, unknown>).__interrupt__;
-      else lastValues = data;
-    }
-    if (mode === "messages") {
-      if (wantTuple) channel.push(name("messages"), data);
-      if (wantLegacy) {
-        const [msg, meta] = data as [BaseMessage, unknown];
-        if (isMessageChunk(msg) && msg.id) {
-          const prev = partial.get(msg.id);
-          if (!prev) channel.push("messages/metadata", { [msg.id]: { metadata: meta } });
-          const merged = prev ? (prev as ReturnType<typeof msg.concat>).concat(msg) : msg;
-          partial.set(msg.id, merged);
-          channel.push("messages/partial", [merged]);
-        }
-      }
-      return;
-    }
-    // The mode's own event first, then (legacy `messages`) the completed messages of a values
-    // chunk, in the LangGraph server's order.
-    if (userModes.includes(mode)) channel.push(name(mode), serverChunk(mode, data));
-    if (mode === "values" && wantLegacy && (subgraphs || topLevel)) {
-      const msgs =
-        data && typeof data === "object" && "messages" in data ? (data as { messages: unknown }).messages : undefined;
-      const fresh = (Array.isArray(msgs) ? msgs : msgs ? [msgs] : []).filter(
-        (m) => isBaseMessage(m) && m.id && !seenIds.has(m.id),
-      ) as BaseMessage[];
-      for (const m of fresh) seenIds.add(m.id!);
-      if (fresh.length) channel.push("messages/complete", fresh);
-    }
-  };
-
+  const events = new ServerEvents(kwargs, channel);
   try {
-    if (kwargs.protocol) {
-      // The event-based protocol: LangGraph's own protocol events (`streamEvents` v3), framed by
-      // the protocol layer; the values of the root namespace still make the run's outcome.
-      for await (const ev of protocolEvents(graph, input, options)) {
-        const ns = ev.params.namespace;
-        if (ev.method === "values" && ns.length === 0) {
-          const data = ev.params.data;
-          if (data && typeof data === "object" && "__interrupt__" in data && Object.keys(data).length === 1)
-            interrupt = (data as Record<string, unknown>).__interrupt__;
-          else lastValues = data;
-        }
-        channel.push(PROTOCOL_EVENT, { method: ev.method, namespace: ns, node: ev.params.node, data: ev.params.data });
-      }
-    } else if (userModes.includes("events")) {
-      const runId = runConfig.runId;
-      for await (const ev of graph.streamEvents(input, { ...options, version: "v2" })) {
-        if (ev.tags?.includes("langsmith:hidden")) continue;
-        if (ev.event === "on_chain_stream" && (subgraphs || ev.run_id === runId)) {
-          // The graph's own stream chunks become their modes' events, not `events` (as there).
-          const chunk = ev.data.chunk as unknown[];
-          const [ns, mode, data] = (subgraphs ? chunk : [null, ...chunk]) as [string[] | null, string, unknown];
-          emit(mode, ns, data);
-        } else channel.push("events", ev);
-      }
-    } else {
-      for await (const chunk of await graph.stream(input, options)) {
-        const c = chunk as unknown[];
-        if (subgraphs) emit(c[1] as string, c[0] as string[], c[2]);
-        else emit(c[0] as string, null, c[1]);
-      }
-    }
+    await pump(graph, input, options, kwargs, events, channel);
   } catch (err) {
     if (signal.aborted) throw err;
     if (isGraphDrained(err)) return { status: "interrupted", threadStatus: "busy", drained: true };
@@ -187,32 +111,72 @@ export async function executeGraph(
     channel.push("error", error);
     return { status: "error", threadStatus: "error", values: { __error__: error }, error };
   }
-
-  if (stateful) {
-    const state = await graph.getState({
-      configurable: { thread_id: (runConfig.configurable as Record<string, unknown>).thread_id },
-    });
-    const interrupts: Record<string, unknown[]> = {};
-    const flat: unknown[] = [];
-    for (const t of state.tasks ?? []) {
-      if (t.interrupts?.length) {
-        interrupts[t.id] = toPlain(t.interrupts);
-        flat.push(...(t.interrupts as unknown[]));
-      }
-    }
-    const values = (state.values ?? {}) as Record<string, unknown>;
-    const paused = (state.next?.length ?? 0) > 0;
-    return {
-      status: "success",
-      threadStatus: paused ? "interrupted" : "idle",
-      values: flat.length ? { ...values, __interrupt__: flat } : values,
-      interrupts,
-    };
-  }
-  const values = (lastValues ?? {}) as Record<string, unknown>;
+  if (stateful) return stateOutcome(graph, runConfig);
+  const values = (events.lastValues ?? {}) as Record<string, unknown>;
   return {
     status: "success",
     threadStatus: "idle",
-    values: interrupt ? { ...values, __interrupt__: interrupt } : values,
+    values: events.interrupt ? { ...values, __interrupt__: events.interrupt } : values,
+  };
+}
+
+/** Streams the graph in the way the run asked for, its chunks published through `events`. */
+async function pump(
+  graph: RunnableGraph,
+  input: unknown,
+  options: Record<string, unknown>,
+  kwargs: RunKwargs,
+  events: ServerEvents,
+  channel: RunChannel,
+): Promise<void> {
+  const subgraphs = kwargs.subgraphs;
+  if (kwargs.protocol) {
+    // The event-based protocol: LangGraph's own protocol events (`streamEvents` v3), framed by
+    // the protocol layer; the values of the root namespace still make the run's outcome.
+    for await (const ev of protocolEvents(graph, input, options)) {
+      const ns = ev.params.namespace;
+      if (ev.method === "values" && ns.length === 0) events.topValues(ev.params.data);
+      channel.push(PROTOCOL_EVENT, { method: ev.method, namespace: ns, node: ev.params.node, data: ev.params.data });
+    }
+  } else if (kwargs.stream_mode.includes("events")) {
+    const runId = options.runId;
+    for await (const ev of graph.streamEvents(input, { ...options, version: "v2" })) {
+      if (ev.tags?.includes("langsmith:hidden")) continue;
+      if (ev.event === "on_chain_stream" && (subgraphs || ev.run_id === runId)) {
+        // The graph's own stream chunks become their modes' events, not `events` (as there).
+        const chunk = ev.data.chunk as unknown[];
+        const [ns, mode, data] = (subgraphs ? chunk : [null, ...chunk]) as [string[] | null, string, unknown];
+        events.emit(mode, ns, data);
+      } else channel.push("events", ev);
+    }
+  } else {
+    for await (const chunk of await graph.stream(input, options)) {
+      const c = chunk as unknown[];
+      if (subgraphs) events.emit(c[1] as string, c[0] as string[], c[2]);
+      else events.emit(c[0] as string, null, c[1]);
+    }
+  }
+}
+
+/** A thread run's outcome: the thread's state after it, with the interrupts it paused on. */
+async function stateOutcome(graph: RunnableGraph, runConfig: Record<string, unknown>): Promise<RunOutcome> {
+  const state = await graph.getState({
+    configurable: { thread_id: (runConfig.configurable as Record<string, unknown>).thread_id },
+  });
+  const interrupts: Record<string, unknown[]> = {};
+  const flat: unknown[] = [];
+  for (const t of state.tasks ?? []) {
+    if (t.interrupts?.length) {
+      interrupts[t.id] = toPlain(t.interrupts);
+      flat.push(...(t.interrupts as unknown[]));
+    }
+  }
+  const values = (state.values ?? {}) as Record<string, unknown>;
+  const paused = (state.next?.length ?? 0) > 0;
+  return {
+    status: "success",
+    threadStatus: paused ? "interrupted" : "idle",
+    values: flat.length ? { ...values, __interrupt__: flat } : values,
+    interrupts,
   };
 }

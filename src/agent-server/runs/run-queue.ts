@@ -246,6 +246,18 @@ export class RunQueue {
   }
 
   /** A queued run's status and owner (null: no such run). */
+  /** The thread's run executing now on any process, if any. */
+  async runningOnThread(threadId: string): Promise<string | undefined> {
+    const row = await this.ctx.db
+      .selectFrom("agent_runs")
+      .select("run_id")
+      .where("thread_id", "=", threadId)
+      .where("status", "=", "running")
+      .where("temporary", "=", 0)
+      .executeTakeFirst();
+    return row?.run_id;
+  }
+
   async owner(runId: string) {
     return this.ctx.db
       .selectFrom("agent_runs")

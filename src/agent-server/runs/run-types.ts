@@ -39,6 +39,13 @@ export interface ActiveRun {
   done: Promise<RunOutcome>;
 }
 
+/** A run that ended in this process: its status and how long it executed. */
+export interface RunEnded {
+  runId: string;
+  status: string;
+  seconds: number;
+}
+
 export type CancelAction = "interrupt" | "rollback";
 
 const REQUEST_HEADERS_SKIPPED = new Set(["x-api-key", "x-tenant-id", "x-service-key", "x-request-id"]);

@@ -4,6 +4,9 @@ import net from "node:net";
 import type { OutboundSettings } from "../../egress/index.ts";
 import type { Logger } from "../../log/logger.ts";
 import { toJson } from "../wire.ts";
+import { nowIso } from "../../store/database.ts";
+import type { RunOutcome } from "./run-executor.ts";
+import type { Run } from "./runs.ts";
 
 /**
  * Where a webhook may be sent: the address to dial for its URL, or why not. Null: no check here,
@@ -25,6 +28,18 @@ export function egressWebhookGate(settings: OutboundSettings): NonNullable<Webho
     policy ??= egress.outboundPolicy(settings);
     const verdict = await egress.checkOutboundUrl(policy, target);
     return "refused" in verdict ? { refused: `${verdict.refused} (${egress.REFUSAL_HINT})` } : verdict;
+  };
+}
+
+/** What a run's webhook is told of it: the run with its status, output and times. */
+export function endedRunPayload(run: Run, outcome: RunOutcome, startedAt: Date): Record<string, unknown> {
+  return {
+    ...run,
+    status: outcome.status,
+    values: outcome.values,
+    error: outcome.error,
+    run_started_at: startedAt.toISOString(),
+    run_ended_at: nowIso(),
   };
 }
 
