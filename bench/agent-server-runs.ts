@@ -310,5 +310,7 @@ console.log(`
 what the profile showed and what was done (share of the server's CPU under 16 concurrent /runs/wait):
   SQLite statement re-prepared on every query (better-sqlite3 prepare) 6.2% -> 0.6%: statements kept per SQL text (src/store/statement-cache.ts)
   full housekeeping pass after every run when slots are limited         4.7% -> 3.0%: a freed slot only starts queued runs (runs/run-housekeeping.ts startQueued)
-  LangSmith RunTree built for every node, write and branch, tracing off  5.4%, left:   avoiding it means patching LangChain's internals`);
+  a freed slot scanning the table for runs queued for one              2.6-2.9% -> 1.7-2.1%: runs queued here for a slot are claimed on their thread at once (runs/run-passes.ts)
+  a Headers object built to copy x- headers into each run's config     0.5-0.6% -> 0-0.1%: read from Node's raw headers (api/run-routes.ts)
+  LangSmith RunTree built for every node, write and branch, tracing off  5.4-7.6%, left:  avoiding it means patching LangChain's internals`);
 process.exit(0);

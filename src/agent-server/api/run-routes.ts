@@ -3,6 +3,7 @@ import type { AgentEnv, AgentServerContext } from "../context.ts";
 import { AgentError } from "../errors.ts";
 import type { RunOutcome } from "../runs/run-executor.ts";
 import type { ActiveRun, RunCreate, RunEngine } from "../runs/run-engine.ts";
+import type { RequestHeaderPairs } from "../runs/run-types.ts";
 import { getRunRow, INFLIGHT, listRuns, toRun, type Run } from "../runs/runs.ts";
 import { authorize, body, json, noContent, query, uuidAt, type C } from "./route-helpers.ts";
 import { cancelQuery, runBatch, runCreate, runListQuery } from "./schemas.ts";
@@ -160,6 +161,22 @@ function lastEventId(c: C): number | null {
   return m ? Number(m[1]) : null;
 }
 
+/**
+ * The request's headers, read from Node's raw header list when Node serves the request: iterating a
+ * `Headers` builds the whole object (measured at about 0.7 % of the server's CPU per stateless run).
+ */
+function requestHeaders(c: C): RequestHeaderPairs {
+  const raw = (c.env as { incoming?: { rawHeaders?: string[] } } | undefined)?.incoming?.rawHeaders;
+  if (!raw) return c.req.raw.headers;
+  const merged = new Map<string, string>();
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    const prev = merged.get(name);
+    merged.set(name, prev === undefined ? raw[i + 1] : `${prev}, ${raw[i + 1]}`);
+  }
+  return [...merged].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
 const cancelOnDisconnect = (c: C) => ["1", "true"].includes(c.req.query("cancel_on_disconnect") ?? "");
 
 /** What the run routes share: run creation, final values, access checks. */
@@ -179,7 +196,7 @@ function runRouteKit(ctx: AgentServerContext, engine: RunEngine): RunRouteKit {
   const create = async (c: C, threadId: string | null) => {
     const b = (await body(c, runCreate)) as RunCreate;
     // The engine applies the `threads:create_run` filter to the thread (a hidden thread is a 404).
-    const { run, active } = await engine.create(threadId, b, c.get("auth"), c.req.raw.headers);
+    const { run, active } = await engine.create(threadId, b, c.get("auth"), requestHeaders(c));
     const location = run.kwargs.temporary ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`;
     return { b, run, active, location };
   };
@@ -253,7 +270,7 @@ function registerStatelessRuns(app: Hono<AgentEnv>, { ctx, engine, create, final
     const items = await body(c, runBatch);
     const out = [];
     for (const b of items)
-      out.push(asCreated((await engine.create(null, b as RunCreate, c.get("auth"), c.req.raw.headers)).run));
+      out.push(asCreated((await engine.create(null, b as RunCreate, c.get("auth"), requestHeaders(c))).run));
     return json(out);
   });
 

@@ -6,7 +6,7 @@ import { getAssistant, type Assistant } from "../storage/assistants.ts";
 import { asJson } from "../storage/json-columns.ts";
 import type { AgentRunsTable } from "../storage/tables.ts";
 import { toJson } from "../wire.ts";
-import { mergeConfig, noAssistant, privateConfigurable, type RunCreate } from "./run-types.ts";
+import { mergeConfig, noAssistant, privateConfigurable, type RequestHeaderPairs, type RunCreate } from "./run-types.ts";
 import type { MultitaskStrategy, RunKwargs, RunPrivate } from "./runs.ts";
 
 /** A validated, authorised run, ready to record: its row as started here, and as queued. */
@@ -71,7 +71,7 @@ export async function prepareRun(
   threadId: string | null,
   body: RunCreate,
   auth: AuthContext | null,
-  headers: Headers | null,
+  headers: RequestHeaderPairs | null,
   opts: { protocol?: boolean },
 ): Promise<PreparedRun> {
   const assistant = await getAssistant(ctx, body.assistant_id, undefined, () => noAssistant(body.assistant_id));

@@ -13,7 +13,7 @@ import type { RunOutcome } from "./run-executor.ts";
 import { toRun, type Run, type RunKwargs, type RunPrivate } from "./runs.ts";
 import { endedRunPayload, sendWebhook, type WebhookGate } from "./webhook.ts";
 import { ThreadWatchers } from "./thread-watchers.ts";
-import type { ActiveRun, CancelAction, RunCreate, RunEnded } from "./run-types.ts";
+import type { ActiveRun, CancelAction, RequestHeaderPairs, RunCreate, RunEnded } from "./run-types.ts";
 import { runEnded, runSeconds } from "./run-events.ts";
 import { DbClock } from "./db-clock.ts";
 import { RunStreams } from "./run-streams.ts";
@@ -103,7 +103,12 @@ export class RunEngine {
       startClaimed: (row) => this.startClaimed(row),
     });
     this.passes = new HousekeepingPasses(
-      { full: () => this.housekeeping(), fill: () => this.housekeeper.startQueued() },
+      {
+        full: () => this.housekeeping(),
+        fill: () => this.housekeeper.startQueued(),
+        startOnThread: (threadId) => this.housekeeper.startOnThread(threadId),
+        hasSlot: () => this.hasSlot(),
+      },
       ctx.log,
       () => this.stopping,
     );
@@ -195,7 +200,7 @@ export class RunEngine {
     threadId: string | null,
     body: RunCreate,
     auth: AuthContext | null,
-    headers: Headers | null,
+    headers: RequestHeaderPairs | null,
     opts: { protocol?: boolean } = {},
   ): Promise<{ run: Run; active: ActiveRun | null }> {
     const ctx = this.ctx;
@@ -220,6 +225,7 @@ export class RunEngine {
     if (temporary && !this.hasSlot()) {
       // No free slot here: queued for whichever replica has one (its caller data sealed for it).
       await ctx.db.insertInto("agent_runs").values(queued(row)).execute();
+      this.passes.queuedForSlot(row.thread_id);
       this.wakeOthers();
       return { run: toRun(queued(row)), active: null };
     }
@@ -242,12 +248,11 @@ export class RunEngine {
     if (multitask === "interrupt" || multitask === "rollback") await this.cancel(row.thread_id, inflight, multitask);
     if (delayMs > 0) this.startLater(row.thread_id, delayMs);
     // Queued for want of a slot here (not behind another run of its thread): a replica with one starts it.
-    else if (inflight.length === 0) this.wakeOthers();
+    else if (inflight.length === 0) {
+      this.passes.queuedForSlot(row.thread_id);
+      this.wakeOthers();
+    }
     return { run, active: null };
-  }
-
-  private notifyStart(runId: string, active: ActiveRun | null): void {
-    this.followers.notifyStart(runId, active);
   }
 
   /**
@@ -289,7 +294,7 @@ export class RunEngine {
     this.leaseHeld.set(run.run_id, performance.now() + this.options.leaseMs - 250);
     this.privates.delete(run.run_id);
     active.done = this.execute(active, kwargs, priv, assistant);
-    this.notifyStart(run.run_id, active);
+    this.followers.notifyStart(run.run_id, active);
     if (!kwargs.temporary) {
       this.threadWatchers.started(run.thread_id, active);
       this.streams.threadRunStarted(run.thread_id, run.run_id);
@@ -419,7 +424,7 @@ export class RunEngine {
         continue;
       }
       this.privates.delete(runId);
-      this.notifyStart(runId, null);
+      this.followers.notifyStart(runId, null);
       // Running in another process: tell it (PostgreSQL NOTIFY); it records the end.
       const row = await this.queue.owner(runId);
       if (row?.status === "running" && row.worker_id !== this.workerId) {
@@ -443,7 +448,7 @@ export class RunEngine {
       signalChannel(this.ctx.serverId, this.options.signalSecret),
       (s) => {
         // A run waits for a slot: claim it now if this process has one (the poll stays the fallback).
-        if (s.serverId === this.ctx.serverId && this.timer && !this.stopping && this.hasSlot()) this.tick();
+        if (s.serverId === this.ctx.serverId && this.timer && !this.stopping && this.hasSlot()) this.passes.tick();
       },
     );
   }
@@ -455,13 +460,8 @@ export class RunEngine {
       .catch((err) => this.ctx.log.warn({ err }, "cannot wake other processes for a queued run"));
   }
 
-  /** Periodic housekeeping (one timer per process): renew our leases, end runs whose process died. */
-  private tick(): void {
-    this.passes.tick();
-  }
-
   start(): void {
-    const tick = () => this.tick();
+    const tick = () => this.passes.tick();
     tick();
     // Leases are renewed every third of their length; expired leases and queued runs are looked
     // for more often on replicas, so a takeover comes within a lease and a second.

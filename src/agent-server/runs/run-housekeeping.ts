@@ -118,18 +118,24 @@ export class RunHousekeeper {
       .execute();
     for (const o of orphans) {
       if (this.host.isStopping() || this.host.freeSlots() <= 0) break;
-      const next = await ctx.db.transaction().execute(async (trx) => {
-        await this.host.lockThread(trx, o.thread_id);
-        const running = await trx
-          .selectFrom("agent_runs")
-          .select("run_id")
-          .where("thread_id", "=", o.thread_id)
-          .where("status", "=", "running")
-          .executeTakeFirst();
-        return running ? null : this.host.claimNext(trx, o.thread_id);
-      });
-      if (next) this.host.startClaimed(next);
+      await this.startOnThread(o.thread_id);
     }
+  }
+
+  /** Starts the thread's next queued run here unless one of its runs is running; true when one started. */
+  async startOnThread(threadId: string): Promise<boolean> {
+    const next = await this.host.ctx.db.transaction().execute(async (trx) => {
+      await this.host.lockThread(trx, threadId);
+      const running = await trx
+        .selectFrom("agent_runs")
+        .select("run_id")
+        .where("thread_id", "=", threadId)
+        .where("status", "=", "running")
+        .executeTakeFirst();
+      return running ? null : this.host.claimNext(trx, threadId);
+    });
+    if (next) this.host.startClaimed(next);
+    return !!next;
   }
 
   /**

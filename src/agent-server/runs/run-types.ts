@@ -58,10 +58,16 @@ export const noAssistant = (id: string) =>
   );
 
 /** What the graph reads about the caller: the interface's key and the ones LangGraph graphs read. */
-export function privateConfigurable(auth: AuthContext | null, headers: Headers | null): Record<string, unknown> {
+/** A request's headers as `Headers` iterates them: lower-case names in order, repeated ones joined by ", ". */
+export type RequestHeaderPairs = Iterable<readonly [string, string]>;
+
+export function privateConfigurable(
+  auth: AuthContext | null,
+  headers: RequestHeaderPairs | null,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (headers) {
-    for (const [rawKey, value] of headers.entries()) {
+    for (const [rawKey, value] of headers) {
       const key = rawKey.toLowerCase();
       if ((key.startsWith("x-") && !REQUEST_HEADERS_SKIPPED.has(key)) || key === "user-agent") out[key] = value;
     }
