@@ -1,16 +1,13 @@
-import crypto from "node:crypto";
-import http from "node:http";
-import type { Readable } from "node:stream";
 import { DROP_REQUEST, pairs, upstreamHeaders } from "./header-filter.ts";
 import type { AuthorizeOutcome, ClientReply, ClientRequest, OutboundRequest, SandboxHandle } from "./types.ts";
-import { ClientResponse } from "./http1/client-response.ts";
-import { H1Pool } from "./http1/h1-upstream.ts";
-import { H2Origin } from "./h2-upstream.ts";
 import { hostForUrl, parseAuthority, type CanonicalHost } from "../policy/canonical-host.ts";
 import { normalisePath } from "../policy/path-patterns.ts";
-import type { InjectedHeader, SandboxPolicy } from "../policy/policy.ts";
+import type { SandboxPolicy } from "../policy/policy.ts";
 import type { Target } from "./resolver.ts";
 import type { EgressProxy } from "./egress-proxy.ts";
+import { answer, internalError, misdirected, reply } from "./replies.ts";
+import { credentialsFor } from "./static-credentials.ts";
+import { dispatchUpstream } from "./upstream-dispatch.ts";
 
 // One intercepted HTTP request: Host verification, access decision, injection, forwarding.
 
@@ -25,14 +22,6 @@ export function onRequest(proxy: EgressProxy, req: ClientRequest, res: ClientRep
   } catch (err) {
     internalError(proxy, res, err);
   }
-}
-
-export function internalError(proxy: EgressProxy, res: ClientReply, err: unknown): void {
-  const requestId = crypto.randomUUID();
-  proxy.log?.error({ err, requestId }, "egress request failed unexpectedly");
-  if (!res.headersSent)
-    reply(proxy, res, 502, `egress: internal error (request id ${requestId})`, ["x-request-id", requestId]);
-  else res.destroy();
 }
 
 export function handleRequest(proxy: EgressProxy, req: ClientRequest, res: ClientReply): void {
@@ -111,58 +100,6 @@ export function handleRequest(proxy: EgressProxy, req: ClientRequest, res: Clien
 function namesDestination(value: string | undefined, host: CanonicalHost, port: number, secure: boolean): boolean {
   const h = value === undefined ? null : parseAuthority(value, secure ? 443 : 80);
   return h !== null && h.host.kind === host.kind && h.host.host === host.host && h.port === port;
-}
-
-export function misdirected(
-  proxy: EgressProxy,
-  sb: SandboxHandle,
-  res: ClientReply,
-  req: ClientRequest,
-  host: CanonicalHost,
-  port: number,
-  reason: string,
-): void {
-  proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, reason });
-  reply(proxy, res, 421, `egress: ${reason}`);
-}
-
-export function reply(_proxy: EgressProxy, res: ClientReply, status: number, text: string, extra: string[] = []): void {
-  if (res.headersSent) return void res.destroy();
-  const body = text + "\n";
-  res.writeHead(status, http.STATUS_CODES[status] ?? "", [
-    "content-type",
-    "text/plain; charset=utf-8",
-    "content-length",
-    String(Buffer.byteLength(body)),
-    ...extra,
-  ]);
-  res.end(body);
-}
-
-/**
- * An answer made here (an engine's local or final word), nothing from upstream. Its headers may come
- * from a callback service: one that could not go on the wire (a bad name, CR/LF in a value) is left
- * out, the answer still goes.
- */
-function answer(res: ClientReply, status: number, headers: Record<string, string>, body: string): void {
-  if (res.headersSent) return void res.destroy();
-  const flat: string[] = [];
-  for (const [n, v] of Object.entries(headers))
-    if (n.toLowerCase() !== "content-length" && validHeader(n, String(v))) flat.push(n, String(v));
-  flat.push("content-length", String(Buffer.byteLength(body)));
-  res.writeHead(status, http.STATUS_CODES[status] ?? "", flat);
-  res.end(body);
-}
-
-function validHeader(name: string, value: string): boolean {
-  try {
-    http.validateHeaderName(name);
-    http.validateHeaderValue(name, value);
-    return true;
-  } catch {
-    // Refused by Node's own rules for outgoing headers: not sent.
-    return false;
-  }
 }
 
 /**
@@ -332,132 +269,6 @@ async function authorizeAndDispatch(
     if (lower === "host" || !DROP_REQUEST.has(lower) || (h2 && lower === "te")) flat.push(n, v);
   }
   dispatchUpstream(proxy, req, res, sb, host, port, secure, h2, target, out.method, path, out.target, flat, out.body);
-}
-
-/**
- * Sends one request upstream and streams the answer back with backpressure, through the sandbox's
- * own pool for the checked address: HTTP/1.1 clients through the HTTP/1.1 client (`h1-upstream.ts`:
- * keep-alive, no pipelining, bodies framed by the client: a streamed body is chunked, a
- * Content-Length is checked); HTTP/2 clients over TLS through an origin offered HTTP/2 as well
- * (`h2-upstream.ts`: gRPC needs it end to end; a server that only knows HTTP/1.1 still works).
- */
-export function dispatchUpstream(
-  proxy: EgressProxy,
-  req: ClientRequest,
-  res: ClientReply,
-  sb: SandboxHandle,
-  host: CanonicalHost,
-  port: number,
-  secure: boolean,
-  h2: boolean,
-  target: Target,
-  method: string,
-  path: string,
-  requestTarget: string,
-  headers: string[],
-  body: Readable | null,
-): void {
-  // The client left while the request was being decided: nothing goes upstream.
-  if (res.gone) return;
-  const sink = new ClientResponse(res, upstreamFailed, { proxy, sb, host, port, method, path } satisfies FailedRequest);
-  const pool = h2 && secure ? h2OriginFor(proxy, sb, target, host) : h1PoolFor(proxy, sb, secure, target, host);
-  sink.exchange = pool.request({ method, target: requestTarget, headers, body }, sink);
-}
-
-interface FailedRequest {
-  proxy: EgressProxy;
-  sb: SandboxHandle;
-  host: CanonicalHost;
-  port: number;
-  method: string;
-  path: string;
-}
-
-/** An upstream that could not be reached or answered badly: audited, 502 (or a cut answer). */
-function upstreamFailed(res: ClientReply, err: Error & { code?: string }, f: FailedRequest): void {
-  const code = err.code ?? err.name ?? "error";
-  const verify = /CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS/.test(code) || /certificate/i.test(err.message);
-  f.proxy.audit(f.sb, {
-    kind: "block",
-    decision: "failed",
-    host: f.host.host,
-    port: f.port,
-    method: f.method,
-    path: f.path,
-    reason: verify ? `upstream certificate rejected (${code})` : `upstream connection failed (${code})`,
-  });
-  if (!res.headersSent)
-    reply(
-      f.proxy,
-      res,
-      502,
-      verify
-        ? `egress: upstream certificate verification failed (${code})`
-        : `egress: upstream connection failed (${code})`,
-    );
-  else res.destroy();
-}
-
-/** The sandbox's HTTP/1.1 pool for a checked address (and TLS name). */
-function h1PoolFor(
-  proxy: EgressProxy,
-  sb: SandboxHandle,
-  secure: boolean,
-  target: Target,
-  host: CanonicalHost,
-): H1Pool {
-  const servername = secure && host.kind === "name" ? host.host : "";
-  const key = `${secure ? "s" : "p"}1|${target.address}|${target.port}|${servername}`;
-  let pool = sb.pools.get(key) as H1Pool | undefined;
-  if (!pool) {
-    pool = new H1Pool({
-      address: target.address,
-      port: target.port,
-      tls: secure ? { secureContext: proxy.upstreamContextFor(sb.policy), servername: servername || undefined } : null,
-    });
-    addPool(sb, key, pool);
-  }
-  return pool;
-}
-
-function addPool(sb: SandboxHandle, key: string, pool: H1Pool | H2Origin): void {
-  if (sb.pools.size > 256) {
-    const [oldKey, old] = sb.pools.entries().next().value!;
-    sb.pools.delete(oldKey);
-    void old.close();
-  }
-  sb.pools.set(key, pool);
-}
-
-/** The sandbox's HTTP/2-first origin for a checked address and TLS name. */
-function h2OriginFor(proxy: EgressProxy, sb: SandboxHandle, target: Target, host: CanonicalHost): H2Origin {
-  const servername = host.kind === "name" ? host.host : "";
-  const key = `s2|${target.address}|${target.port}|${servername}`;
-  let origin = sb.pools.get(key) as H2Origin | undefined;
-  if (!origin) {
-    origin = new H2Origin({
-      address: target.address,
-      port: target.port,
-      tls: { secureContext: proxy.upstreamContextFor(sb.policy), servername: servername || undefined },
-    });
-    addPool(sb, key, origin);
-  }
-  return origin;
-}
-
-/** The headers to inject for this request (first matching header rule), or an unavailable credential. */
-export function credentialsFor(
-  proxy: EgressProxy,
-  _sb: SandboxHandle,
-  policy: SandboxPolicy,
-  host: CanonicalHost,
-  path: string,
-): { rule: string; headers: InjectedHeader[] | null; error: string | null } | null {
-  if (policy.isNoProxy(host)) return null;
-  const rule = policy.headerRuleFor(host, path);
-  if (!rule) return null;
-  if (!rule.headers) return { rule: rule.name, headers: null, error: rule.problem ?? "unresolved" };
-  return { rule: rule.name, headers: rule.headers, error: null };
 }
 
 /**

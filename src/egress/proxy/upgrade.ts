@@ -6,7 +6,7 @@ import { normalisePath } from "../policy/path-patterns.ts";
 import type { EgressProxy } from "./egress-proxy.ts";
 import { responseHeaders, upstreamHeaders } from "./header-filter.ts";
 import type { ClientRequest } from "./types.ts";
-import { credentialsFor } from "./request-path.ts";
+import { credentialsFor } from "./static-credentials.ts";
 
 /**
  * WebSocket upgrades on an intercepted connection: the same Host verification, access decision,
