@@ -1,8 +1,8 @@
 import crypto from "node:crypto";
 import http from "node:http";
-import type { ClientReply, ClientRequest, SandboxHandle } from "./types.ts";
-import type { CanonicalHost } from "../policy/canonical-host.ts";
+import type { ClientReply } from "./types.ts";
 import type { EgressProxy } from "./egress-proxy.ts";
+import type { RequestContext } from "./request-context.ts";
 
 // The answers the proxy makes itself on the request path: refusals, local answers, internal errors.
 
@@ -14,17 +14,10 @@ export function internalError(proxy: EgressProxy, res: ClientReply, err: unknown
   else res.destroy();
 }
 
-export function misdirected(
-  proxy: EgressProxy,
-  sb: SandboxHandle,
-  res: ClientReply,
-  req: ClientRequest,
-  host: CanonicalHost,
-  port: number,
-  reason: string,
-): void {
-  proxy.audit(sb, { kind: "block", decision: "blocked", host: host.host, port, method: req.method, reason });
-  reply(proxy, res, 421, `egress: ${reason}`);
+/** A request whose target or Host names another destination than the verified one: audited, 421. */
+export function misdirected(rc: RequestContext, reason: string): void {
+  rc.decide("block", "blocked", undefined, reason);
+  reply(rc.proxy, rc.res, 421, `egress: ${reason}`);
 }
 
 export function reply(_proxy: EgressProxy, res: ClientReply, status: number, text: string, extra: string[] = []): void {

@@ -1,11 +1,8 @@
-import type { Readable } from "node:stream";
-import type { ClientReply, ClientRequest, SandboxHandle } from "./types.ts";
+import type { ClientReply, SandboxHandle } from "./types.ts";
 import { ClientResponse } from "./http1/client-response.ts";
-import { H1Pool } from "./http1/h1-upstream.ts";
+import { H1Pool, type H1Request } from "./http1/h1-upstream.ts";
 import { H2Origin } from "./h2-upstream.ts";
-import type { CanonicalHost } from "../policy/canonical-host.ts";
-import type { Target } from "./resolver.ts";
-import type { EgressProxy } from "./egress-proxy.ts";
+import type { RequestContext } from "./request-context.ts";
 import { reply } from "./replies.ts";
 
 // A decided request's way upstream: the sandbox's pools, the dispatch, an upstream's failure.
@@ -17,54 +14,23 @@ import { reply } from "./replies.ts";
  * Content-Length is checked); HTTP/2 clients over TLS through an origin offered HTTP/2 as well
  * (`h2-upstream.ts`: gRPC needs it end to end; a server that only knows HTTP/1.1 still works).
  */
-export function dispatchUpstream(
-  proxy: EgressProxy,
-  req: ClientRequest,
-  res: ClientReply,
-  sb: SandboxHandle,
-  host: CanonicalHost,
-  port: number,
-  secure: boolean,
-  h2: boolean,
-  target: Target,
-  method: string,
-  path: string,
-  requestTarget: string,
-  headers: string[],
-  body: Readable | null,
-): void {
+export function dispatchUpstream(rc: RequestContext, request: H1Request): void {
   // The client left while the request was being decided: nothing goes upstream.
-  if (res.gone) return;
-  const sink = new ClientResponse(res, upstreamFailed, { proxy, sb, host, port, method, path } satisfies FailedRequest);
-  const pool = h2 && secure ? h2OriginFor(proxy, sb, target, host) : h1PoolFor(proxy, sb, secure, target, host);
-  sink.exchange = pool.request({ method, target: requestTarget, headers, body }, sink);
-}
-
-interface FailedRequest {
-  proxy: EgressProxy;
-  sb: SandboxHandle;
-  host: CanonicalHost;
-  port: number;
-  method: string;
-  path: string;
+  if (rc.res.gone) return;
+  const sink = new ClientResponse(rc.res, upstreamFailed, rc);
+  const pool = rc.h2 && rc.secure ? h2OriginFor(rc) : h1PoolFor(rc);
+  sink.exchange = pool.request(request, sink);
 }
 
 /** An upstream that could not be reached or answered badly: audited, 502 (or a cut answer). */
-function upstreamFailed(res: ClientReply, err: Error & { code?: string }, f: FailedRequest): void {
+function upstreamFailed(res: ClientReply, err: Error & { code?: string }, rc: RequestContext): void {
   const code = err.code ?? err.name ?? "error";
   const verify = /CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS/.test(code) || /certificate/i.test(err.message);
-  f.proxy.audit(f.sb, {
-    kind: "block",
-    decision: "failed",
-    host: f.host.host,
-    port: f.port,
-    method: f.method,
-    path: f.path,
-    reason: verify ? `upstream certificate rejected (${code})` : `upstream connection failed (${code})`,
-  });
+  const reason = verify ? `upstream certificate rejected (${code})` : `upstream connection failed (${code})`;
+  rc.decide("block", "failed", undefined, reason);
   if (!res.headersSent)
     reply(
-      f.proxy,
+      rc.proxy,
       res,
       502,
       verify
@@ -74,14 +40,10 @@ function upstreamFailed(res: ClientReply, err: Error & { code?: string }, f: Fai
   else res.destroy();
 }
 
-/** The sandbox's HTTP/1.1 pool for a checked address (and TLS name). */
-function h1PoolFor(
-  proxy: EgressProxy,
-  sb: SandboxHandle,
-  secure: boolean,
-  target: Target,
-  host: CanonicalHost,
-): H1Pool {
+/** The sandbox's HTTP/1.1 pool for the request's checked address (and TLS name). */
+function h1PoolFor(rc: RequestContext): H1Pool {
+  const { sandbox: sb, secure, host } = rc;
+  const target = rc.target!;
   const servername = secure && host.kind === "name" ? host.host : "";
   const key = `${secure ? "s" : "p"}1|${target.address}|${target.port}|${servername}`;
   let pool = sb.pools.get(key) as H1Pool | undefined;
@@ -89,7 +51,9 @@ function h1PoolFor(
     pool = new H1Pool({
       address: target.address,
       port: target.port,
-      tls: secure ? { secureContext: proxy.upstreamContextFor(sb.policy), servername: servername || undefined } : null,
+      tls: secure
+        ? { secureContext: rc.proxy.upstreamContextFor(sb.policy), servername: servername || undefined }
+        : null,
     });
     addPool(sb, key, pool);
   }
@@ -105,8 +69,10 @@ function addPool(sb: SandboxHandle, key: string, pool: H1Pool | H2Origin): void 
   sb.pools.set(key, pool);
 }
 
-/** The sandbox's HTTP/2-first origin for a checked address and TLS name. */
-function h2OriginFor(proxy: EgressProxy, sb: SandboxHandle, target: Target, host: CanonicalHost): H2Origin {
+/** The sandbox's HTTP/2-first origin for the request's checked address and TLS name. */
+function h2OriginFor(rc: RequestContext): H2Origin {
+  const { sandbox: sb, host } = rc;
+  const target = rc.target!;
   const servername = host.kind === "name" ? host.host : "";
   const key = `s2|${target.address}|${target.port}|${servername}`;
   let origin = sb.pools.get(key) as H2Origin | undefined;
@@ -114,7 +80,7 @@ function h2OriginFor(proxy: EgressProxy, sb: SandboxHandle, target: Target, host
     origin = new H2Origin({
       address: target.address,
       port: target.port,
-      tls: { secureContext: proxy.upstreamContextFor(sb.policy), servername: servername || undefined },
+      tls: { secureContext: rc.proxy.upstreamContextFor(sb.policy), servername: servername || undefined },
     });
     addPool(sb, key, origin);
   }
