@@ -248,7 +248,9 @@ export class EgressProxy {
     if (!sb) return void socket.destroy();
     if (!this.admit(sb, socket, false)) return;
     socket.setNoDelay(true);
-    void handleStream(this, socket, sb, host, port, null).catch((err) => this.fail(socket, err));
+    void handleStream({ proxy: this, socket, sandbox: sb, host, port, connectReply: null }).catch((err) =>
+      this.fail(socket, err),
+    );
   }
 
   /**
@@ -344,7 +346,14 @@ export class EgressProxy {
     }
     if (head.length) socket.unshift(head);
     (socket as WithCtx)[CTX] = undefined;
-    void handleStream(this, socket, sb, target.host, target.port, "pending").catch((err) => this.fail(socket, err));
+    void handleStream({
+      proxy: this,
+      socket,
+      sandbox: sb,
+      host: target.host,
+      port: target.port,
+      connectReply: "pending",
+    }).catch((err) => this.fail(socket, err));
   }
 
   // ---------------------------------------------------------------- helpers

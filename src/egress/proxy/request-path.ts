@@ -174,7 +174,7 @@ function decided(rc: RequestContext, target: Target | { blocked: string }): void
 
 /** The first matching static header rule: its values to inject, or its credential unavailable (502, false). */
 function headerRuleApplied(rc: RequestContext): boolean {
-  const cred = credentialsFor(rc.proxy, rc.sandbox, rc.policy, rc.host, rc.path);
+  const cred = credentialsFor(rc.policy, rc.host, rc.path);
   if (cred && cred.error) {
     rc.decide("credential", "failed", cred.rule, cred.error);
     reply(rc.proxy, rc.res, 502, `egress: credential for rule ${cred.rule} is unavailable`);

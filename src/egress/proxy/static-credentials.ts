@@ -1,12 +1,8 @@
-import type { EgressProxy } from "./egress-proxy.ts";
-import type { SandboxHandle } from "./types.ts";
 import type { CanonicalHost } from "../policy/canonical-host.ts";
 import type { InjectedHeader, SandboxPolicy } from "../policy/policy.ts";
 
 /** The headers to inject for this request (first matching header rule), or an unavailable credential. */
 export function credentialsFor(
-  proxy: EgressProxy,
-  _sb: SandboxHandle,
   policy: SandboxPolicy,
   host: CanonicalHost,
   path: string,
