@@ -104,7 +104,7 @@ export function openNamespaceListeners(
       else if (msg.kind === "done") finish(null);
     });
     child.on("error", (err) =>
-      finish(new CaptureError(`cannot start the in-namespace listener helper: ${err.message}`)),
+      finish(new CaptureError(`cannot start the in-namespace listener helper: ${err.message}`, { cause: err })),
     );
     // 'exit' can come before the last messages are read from the channel ("done" among them):
     // decide on 'close', which waits for the channel too.
