@@ -47,8 +47,9 @@ export class CallbackResolutionError extends Error {
   constructor(
     readonly reason: CallbackFailureReason,
     detail: string,
+    options?: { cause?: unknown },
   ) {
-    super(`callback resolution failed: ${detail}`);
+    super(`callback resolution failed: ${detail}`, options);
     this.name = "CallbackResolutionError";
   }
 }
@@ -129,7 +130,7 @@ export class CallbackResolver {
     const started = performance.now();
     const callbackUrl = auditUrl(spec.url);
     let status: number | null = null;
-    const fail = (reason: CallbackFailureReason, detail: string): never => {
+    const fail = (reason: CallbackFailureReason, detail: string, cause?: unknown): never => {
       this.audit({
         kind: "callback_call",
         host,
@@ -140,7 +141,7 @@ export class CallbackResolver {
         outcome: "error",
         reason,
       });
-      throw new CallbackResolutionError(reason, detail);
+      throw new CallbackResolutionError(reason, detail, cause === undefined ? undefined : { cause });
     };
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), this.timeoutMs);
@@ -162,6 +163,7 @@ export class CallbackResolver {
           controller.signal.aborted
             ? `no answer within ${this.timeoutMs} ms`
             : `transport error (${(err as Error)?.message ?? err})`,
+          err,
         );
       }
       status = response.status;
@@ -174,25 +176,18 @@ export class CallbackResolver {
         text = await readLimited(response, this.maxResponseBytes);
       } catch (err) {
         if (err instanceof TooLarge)
-          return fail("too_large", `callback answer larger than ${this.maxResponseBytes} bytes`);
+          return fail("too_large", `callback answer larger than ${this.maxResponseBytes} bytes`, err);
         return fail(
           controller.signal.aborted ? "timeout" : "transport",
           controller.signal.aborted
             ? `no complete answer within ${this.timeoutMs} ms`
             : "transport error while reading the answer",
+          err,
         );
       }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        return fail("malformed_json", "callback answer is not JSON");
-      }
-      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
-        return fail("malformed_json", "callback answer is not a JSON object");
-      const problem = callbackHeadersProblem((parsed as { headers?: unknown }).headers);
-      if (problem) return fail("invalid_headers", problem);
-      const resolved = { ...(parsed as { headers: Record<string, string> }).headers };
+      const answer = headersOfAnswer(text);
+      if ("problem" in answer) return fail(answer.reason, answer.problem, answer.cause);
+      const resolved = answer.headers;
       this.audit({
         kind: "callback_call",
         host,
@@ -211,6 +206,23 @@ export class CallbackResolver {
 }
 
 class TooLarge extends Error {}
+
+/** The headers a callback answered with, or what is wrong with its answer. */
+function headersOfAnswer(
+  text: string,
+): { headers: Record<string, string> } | { reason: CallbackFailureReason; problem: string; cause?: unknown } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    return { reason: "malformed_json", problem: "callback answer is not JSON", cause: err };
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    return { reason: "malformed_json", problem: "callback answer is not a JSON object" };
+  const problem = callbackHeadersProblem((parsed as { headers?: unknown }).headers);
+  if (problem) return { reason: "invalid_headers", problem };
+  return { headers: { ...(parsed as { headers: Record<string, string> }).headers } };
+}
 
 async function readLimited(response: Response, max: number): Promise<string> {
   if (!response.body) return "";
