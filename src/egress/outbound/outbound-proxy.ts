@@ -45,6 +45,16 @@ function dial(address: string, port: number): Promise<net.Socket> {
   });
 }
 
+/** One outbound proxy's state: its policy, what it refused, its open sockets and the bytes received. */
+interface OutboundState {
+  policy: OutboundPolicy;
+  maxBytes: number | undefined;
+  refusals: string[];
+  sockets: Set<net.Socket>;
+  received: number;
+  overLimit: boolean;
+}
+
 /**
  * `maxBytes`: what all upstreams together may send (the whole download of one pull); past it every
  * connection is cut, so a registry cannot fill the platform's disk before anything checks the size.
@@ -53,88 +63,19 @@ export async function startOutboundProxy(
   policy: OutboundPolicy,
   opts: { listen?: { path: string }; maxBytes?: number } = {},
 ): Promise<OutboundProxy> {
-  const refusals: string[] = [];
-  const sockets = new Set<net.Socket>();
-  let received = 0;
-  let overLimit = false;
-  const count = (chunk: Buffer) => {
-    received += chunk.length;
-    if (opts.maxBytes === undefined || received <= opts.maxBytes || overLimit) return;
-    overLimit = true;
-    for (const s of sockets) s.destroy();
+  const st: OutboundState = {
+    policy,
+    maxBytes: opts.maxBytes,
+    refusals: [],
+    sockets: new Set(),
+    received: 0,
+    overLimit: false,
   };
-  const decide = async (authority: string, defaultPort: number | null) => {
-    const target = parseAuthority(authority, defaultPort);
-    if (!target) return { refused: `${authority.slice(0, 100)} is not a host` };
-    const verdict = await checkOutbound(policy, target.host, target.port);
-    if ("refused" in verdict) refusals.push(verdict.refused);
-    return "refused" in verdict ? verdict : { address: verdict.address, port: target.port };
-  };
-
-  const server = http.createServer((req, res) => {
-    void (async () => {
-      let url: URL;
-      try {
-        url = new URL(req.url ?? "");
-        if (url.protocol !== "http:") throw new Error("not http");
-      } catch {
-        return void res.writeHead(400, { connection: "close" }).end("absolute http:// URLs or CONNECT only\n");
-      }
-      const verdict = await decide(url.host, 80);
-      if ("refused" in verdict)
-        return void res.writeHead(403, { connection: "close" }).end("refused by the platform's egress policy\n");
-      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !HOP_BY_HOP.has(k)));
-      const upstream = http.request({
-        host: verdict.address,
-        port: verdict.port,
-        method: req.method,
-        path: `${url.pathname}${url.search}`,
-        headers,
-        setHost: false,
-        timeout: CONNECT_TIMEOUT_MS,
-      });
-      upstream.on("socket", (s) => {
-        sockets.add(s);
-        s.once("close", () => sockets.delete(s));
-      });
-      upstream.on("response", (up) => {
-        up.on("data", count);
-        res.writeHead(
-          up.statusCode ?? 502,
-          Object.fromEntries(Object.entries(up.headers).filter(([k]) => !HOP_BY_HOP.has(k))),
-        );
-        up.pipe(res);
-      });
-      upstream.on("timeout", () => upstream.destroy(new Error("timeout")));
-      upstream.on("error", () =>
-        res.headersSent ? res.destroy() : res.writeHead(502, { connection: "close" }).end("cannot connect\n"),
-      );
-      req.pipe(upstream);
-    })().catch(() => res.destroy());
-  });
-  server.on("connection", (s: net.Socket) => {
-    sockets.add(s);
-    s.once("close", () => sockets.delete(s));
-  });
+  const server = http.createServer((req, res) => void forwardRequest(st, req, res).catch(() => res.destroy()));
+  server.on("connection", (s: net.Socket) => track(st, s));
   server.on("connect", (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
     client.on("error", () => client.destroy());
-    void (async () => {
-      const verdict = await decide(req.url ?? "", null);
-      if ("refused" in verdict)
-        return void client.end("HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-      let upstream: net.Socket;
-      try {
-        upstream = await dial(verdict.address, verdict.port);
-      } catch {
-        return void client.end("HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-      }
-      sockets.add(upstream);
-      upstream.once("close", () => sockets.delete(upstream));
-      upstream.on("data", count);
-      client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-      if (head.length) upstream.write(head);
-      splice(client, upstream);
-    })().catch(() => client.destroy());
+    void forwardConnect(st, req, client, head).catch(() => client.destroy());
   });
   const where = opts.listen?.path;
   await new Promise<void>((resolve, reject) => {
@@ -145,14 +86,101 @@ export async function startOutboundProxy(
   const addr = server.address();
   return {
     url: typeof addr === "object" && addr ? `http://127.0.0.1:${addr.port}` : `unix:${where}`,
-    refusals,
+    refusals: st.refusals,
     get overLimit() {
-      return overLimit;
+      return st.overLimit;
     },
     close: () =>
       new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
+        for (const s of st.sockets) s.destroy();
         server.close(() => resolve());
       }),
   };
+}
+
+function track(st: OutboundState, s: net.Socket): void {
+  st.sockets.add(s);
+  s.once("close", () => st.sockets.delete(s));
+}
+
+/** Counts what upstreams sent; past the limit every connection is cut. */
+function count(st: OutboundState, chunk: Buffer): void {
+  st.received += chunk.length;
+  if (st.maxBytes === undefined || st.received <= st.maxBytes || st.overLimit) return;
+  st.overLimit = true;
+  for (const s of st.sockets) s.destroy();
+}
+
+async function decide(
+  st: OutboundState,
+  authority: string,
+  defaultPort: number | null,
+): Promise<{ refused: string } | { address: string; port: number }> {
+  const target = parseAuthority(authority, defaultPort);
+  if (!target) return { refused: `${authority.slice(0, 100)} is not a host` };
+  const verdict = await checkOutbound(st.policy, target.host, target.port);
+  if ("refused" in verdict) st.refusals.push(verdict.refused);
+  return "refused" in verdict ? verdict : { address: verdict.address, port: target.port };
+}
+
+/** An absolute-form http:// request: decided, then forwarded with its body and answer streamed. */
+async function forwardRequest(st: OutboundState, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  let url: URL;
+  try {
+    url = new URL(req.url ?? "");
+    if (url.protocol !== "http:") throw new Error("not http");
+  } catch {
+    return void res.writeHead(400, { connection: "close" }).end("absolute http:// URLs or CONNECT only\n");
+  }
+  const verdict = await decide(st, url.host, 80);
+  if ("refused" in verdict)
+    return void res.writeHead(403, { connection: "close" }).end("refused by the platform's egress policy\n");
+  const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !HOP_BY_HOP.has(k)));
+  const upstream = http.request({
+    host: verdict.address,
+    port: verdict.port,
+    method: req.method,
+    path: `${url.pathname}${url.search}`,
+    headers,
+    setHost: false,
+    timeout: CONNECT_TIMEOUT_MS,
+  });
+  upstream.on("socket", (s) => track(st, s));
+  upstream.on("response", (up) => {
+    up.on("data", (chunk: Buffer) => count(st, chunk));
+    res.writeHead(
+      up.statusCode ?? 502,
+      Object.fromEntries(Object.entries(up.headers).filter(([k]) => !HOP_BY_HOP.has(k))),
+    );
+    up.pipe(res);
+  });
+  upstream.on("timeout", () => upstream.destroy(new Error("timeout")));
+  upstream.on("error", () =>
+    res.headersSent ? res.destroy() : res.writeHead(502, { connection: "close" }).end("cannot connect\n"),
+  );
+  req.pipe(upstream);
+}
+
+/** CONNECT: decided, dialled, then spliced. */
+async function forwardConnect(
+  st: OutboundState,
+  req: http.IncomingMessage,
+  client: net.Socket,
+  head: Buffer,
+): Promise<void> {
+  const verdict = await decide(st, req.url ?? "", null);
+  if ("refused" in verdict)
+    return void client.end("HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+  let upstream: net.Socket;
+  try {
+    upstream = await dial(verdict.address, verdict.port);
+  } catch {
+    // Unreachable: the client is told so; nothing else to report.
+    return void client.end("HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+  }
+  track(st, upstream);
+  upstream.on("data", (chunk: Buffer) => count(st, chunk));
+  client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+  if (head.length) upstream.write(head);
+  splice(client, upstream);
 }
