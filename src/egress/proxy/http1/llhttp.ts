@@ -4,6 +4,14 @@ import { createRequire } from "node:module";
  * Node's own native llhttp binding, as its `http` module reaches it (`process.binding` warns). The
  * data plane's HTTP/1.1 front and upstream client parse with it directly: the same strict parser
  * (no lenient flags) without the request/response objects and streams of `http` around it.
+ *
+ * Why an internal module: it is the only llhttp with a JavaScript interface that ships with Node.
+ * The `llhttp` npm package is the parser's generator (TypeScript that emits C), not a parser one
+ * can call; the WebAssembly build inside undici is undici's own internal too, and crosses into
+ * WebAssembly and copies each chunk into its memory, where this binding parses the Buffer in place.
+ * What the front and client rely on (exports, callback slots and argument positions, return
+ * codes, errors, head limit, strictness) is pinned by test/egress/llhttp-binding.test.ts, in the
+ * unit tier CI runs on every supported Node: a release that changes it fails there.
  */
 
 export interface NativeParser {
