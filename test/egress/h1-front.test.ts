@@ -37,8 +37,8 @@ async function setUp(
 function raw(
   port: number,
   chunks: Array<string | Buffer>,
-  opts: { end?: boolean; ms?: number; gapMs?: number } = {},
-): Promise<{ text: string; closedBy: "proxy" | "timeout"; ms: number }> {
+  opts: { end?: boolean; ms?: number; gapMs?: number; until?: (text: string) => boolean } = {},
+): Promise<{ text: string; closedBy: "proxy" | "timeout" | "client"; ms: number }> {
   return new Promise((resolve) => {
     const t0 = Date.now();
     const bufs: Buffer[] = [];
@@ -49,13 +49,17 @@ function raw(
       }
       if (opts.end) s.end();
     });
-    const done = (closedBy: "proxy" | "timeout") => {
+    const done = (closedBy: "proxy" | "timeout" | "client") => {
       clearTimeout(timer);
       s.destroy();
       resolve({ text: Buffer.concat(bufs).toString("latin1"), closedBy, ms: Date.now() - t0 });
     };
     const timer = setTimeout(() => done("timeout"), opts.ms ?? 3_000);
-    s.on("data", (d) => bufs.push(d));
+    s.on("data", (d) => {
+      bufs.push(d);
+      // The client hangs up once it has what it waited for (a wait for a condition, not a clock).
+      if (opts.until?.(Buffer.concat(bufs).toString("latin1"))) done("client");
+    });
     s.on("close", () => done("proxy"));
     s.on("error", () => {});
   });
@@ -263,14 +267,15 @@ test("every request parser is deleted with its connection or when a CONNECT hand
   // The front's parsers: request parsers with a head limit (Node's own servers pass none).
   const parsers = watchParsers(t, (type, maxHeaderSize) => type === HTTPParser.REQUEST && maxHeaderSize > 0);
   const { port } = await setUp(t);
+  const headRead = (text: string) => text.includes("\r\n\r\n");
   const closing = Array.from({ length: 30 }, () =>
     raw(port, ["GET http://api.test/p HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"]),
   );
   const reset = Array.from({ length: 10 }, () =>
-    raw(port, ["GET http://api.test/p HTTP/1.1\r\nHost: api.test\r\n\r\n"], { ms: 300 }),
+    raw(port, ["GET http://api.test/p HTTP/1.1\r\nHost: api.test\r\n\r\n"], { ms: 10_000, until: headRead }),
   );
   const tunnels = Array.from({ length: 10 }, () =>
-    raw(port, ["CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n"], { ms: 300 }),
+    raw(port, ["CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n"], { ms: 10_000, until: headRead }),
   );
   const results = await Promise.all([...closing, ...reset, ...tunnels]);
   assert.ok(results.slice(0, 40).every((r) => statuses(r.text)[0] === 200));
