@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { corsHeaders } from "../../src/agent-server/api/cors.ts";
 import { graphConfigFromEnv } from "../../src/agent-server/project/graph-config.ts";
-import { ignoredKeys } from "../../src/agent-server/project/project.ts";
+import { ignoredKeys } from "../../src/agent-server/project/project-config.ts";
 import { fieldTexts } from "../../src/agent-server/storage/store-index.ts";
 
 test("ignoredKeys names every key this server does not use", () => {
