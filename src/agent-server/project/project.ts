@@ -161,6 +161,61 @@ export function parseDotenv(text: string): Record<string, string> {
 
 /** Reads `langgraph.json` from a folder (or the file itself); errors name the file and the field. */
 export function loadProject(dirOrFile: string): AgentProject {
+  const { raw, cfg, at } = readConfig(dirOrFile);
+  const { dir, configFile } = at;
+  const graphs = projectGraphs(cfg, at);
+  const warnings = ignoredKeys(raw as Record<string, unknown>);
+  const env = projectEnv(cfg, dir, warnings);
+  const auth = projectAuth(cfg, at, warnings);
+  // Local folders are resolved and checked; anything else is a package (PyPI name, `git+https` URL) for the Python installer.
+  const dependencies = (cfg.dependencies ?? []).map((d) => (isLocalDependency(d) ? path.resolve(dir, d) : d));
+  for (const d of dependencies) {
+    if (path.isAbsolute(d) && !fs.existsSync(d))
+      throw new ProjectError(`dependency ${d} named in ${configFile} does not exist`);
+  }
+  const http = projectHttp(cfg, at);
+  const store = projectStore(cfg, at, graphs, warnings);
+  const { checkpointerTtl, pythonCheckpointer } = projectCheckpointer(cfg, at);
+  const ui = Object.fromEntries(
+    Object.entries(cfg.ui ?? {}).map(([name, file]) => {
+      const abs = path.resolve(dir, file);
+      if (!fs.existsSync(abs)) throw new ProjectError(`ui "${name}" in ${configFile}: file not found: ${abs}`);
+      return [name, abs];
+    }),
+  );
+  const pythonVersion = cfg.python_version !== undefined ? String(cfg.python_version) : null;
+  const hasPython = graphs.some((g) => g.runtime === "python") || auth?.runtime === "python";
+  if (pythonVersion && !hasPython)
+    warnings.push(`"python_version" applies to Python graphs and this project has none: it is ignored`);
+  for (const k of ["path", "serde"] as const)
+    if (cfg.checkpointer?.[k] && !hasPython)
+      warnings.push(`"checkpointer.${k}" applies to Python graphs and this project has none: it is ignored`);
+  const pythonBuild = pythonBuildOf(cfg, dir, configFile);
+  return {
+    dir,
+    configFile,
+    graphs,
+    env,
+    auth,
+    dependencies,
+    pythonVersion,
+    pythonBuild,
+    http,
+    store,
+    checkpointerTtl,
+    pythonCheckpointer,
+    ui,
+    warnings,
+  };
+}
+
+/** Where the project's `langgraph.json` is: relative paths resolve against `dir`, errors name `configFile`. */
+interface ConfigSite {
+  dir: string;
+  configFile: string;
+}
+
+function readConfig(dirOrFile: string): { raw: unknown; cfg: ProjectConfig; at: ConfigSite } {
   const abs = path.resolve(dirOrFile);
   const configFile = fs.existsSync(abs) && fs.statSync(abs).isDirectory() ? path.join(abs, "langgraph.json") : abs;
   const dir = path.dirname(configFile);
@@ -175,70 +230,78 @@ export function loadProject(dirOrFile: string): AgentProject {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".") || "(root)"}: ${i.message}`);
     throw new ProjectError(`invalid ${configFile}:\n${lines.join("\n")}`);
   }
-  const cfg = parsed.data;
-  const graphs = Object.entries(cfg.graphs).map(([graphId, spec]) => {
+  return { raw, cfg: parsed.data, at: { dir, configFile } };
+}
+
+/** `pkg.mod:attr` (no `.py` file): a Python module found on the Python path at import. */
+const isModuleSyntax = (runtime: GraphRuntime, ref: string): boolean =>
+  runtime === "python" && !ref.slice(0, ref.lastIndexOf(":")).endsWith(".py");
+
+/** A `file:export` reference whose file must exist; the error names the field. */
+function existingRef(at: ConfigSite, where: string, r: string): { file: string; exportName: string } {
+  const out = splitRef(at.dir, r);
+  if (!fs.existsSync(out.file)) throw new ProjectError(`${where} in ${at.configFile}: file not found: ${out.file}`);
+  return out;
+}
+
+function projectGraphs(cfg: ProjectConfig, { dir, configFile }: ConfigSite): ProjectGraph[] {
+  return Object.entries(cfg.graphs).map(([graphId, spec]) => {
     const ref = typeof spec === "string" ? spec : spec.path;
     const description = typeof spec === "string" ? null : (spec.description ?? null);
     const runtime = graphRuntime(ref);
     // A module-syntax graph is found on the Python path at import; the worker reports it if not.
-    if (runtime === "python" && !ref.slice(0, ref.lastIndexOf(":")).endsWith(".py"))
+    if (isModuleSyntax(runtime, ref))
       return { graphId, file: dir, exportName: ref.slice(ref.lastIndexOf(":") + 1), description, runtime, ref };
     const { file, exportName } = splitRef(dir, ref);
     if (!fs.existsSync(file)) throw new ProjectError(`graph "${graphId}" in ${configFile}: file not found: ${file}`);
     return { graphId, file, exportName, description, runtime, ref };
   });
-  let env: Record<string, string> = {};
-  const warnings = ignoredKeys(raw as Record<string, unknown>);
+}
+
+function projectEnv(cfg: ProjectConfig, dir: string, warnings: string[]): Record<string, string> {
   if (typeof cfg.env === "string") {
     const envFile = path.resolve(dir, cfg.env);
     // As `langgraph dev`: the templates name `.env` and ship only `.env.example`.
-    if (fs.existsSync(envFile)) env = parseDotenv(fs.readFileSync(envFile, "utf8"));
-    else warnings.push(`env file ${envFile} does not exist: no variables loaded from it`);
-  } else if (cfg.env) {
-    env = Object.fromEntries(Object.entries(cfg.env).map(([k, v]) => [k, String(v)]));
+    if (fs.existsSync(envFile)) return parseDotenv(fs.readFileSync(envFile, "utf8"));
+    warnings.push(`env file ${envFile} does not exist: no variables loaded from it`);
+    return {};
   }
-  let auth: AgentProject["auth"] = null;
-  if (cfg.auth?.path) {
-    const ref = cfg.auth.path;
-    const runtime = graphRuntime(ref);
-    const { file, exportName } = splitRef(dir, ref);
-    const moduleSyntax = runtime === "python" && !ref.slice(0, ref.lastIndexOf(":")).endsWith(".py");
-    if (!moduleSyntax && !fs.existsSync(file))
-      throw new ProjectError(`auth.path in ${configFile}: file not found: ${file}`);
-    const c = cfg.auth.cache;
-    const cache = c
-      ? {
-          cacheKeys: c.cache_keys.map((k) => k.toLowerCase()),
-          ttlSeconds: c.ttl_seconds ?? 60,
-          maxSize: c.max_size ?? 1000,
-        }
-      : null;
-    if (cache && runtime !== "python")
-      warnings.push(`"auth.cache" applies to Python auth handlers only; it is ignored for ${ref}`);
-    auth = { file, exportName, disableStudioAuth: cfg.auth.disable_studio_auth ?? false, runtime, ref, cache };
-  }
-  // Local folders are resolved and checked; anything else is a package (PyPI name, `git+https` URL) for the Python installer.
-  const dependencies = (cfg.dependencies ?? []).map((d) => (isLocalDependency(d) ? path.resolve(dir, d) : d));
-  for (const d of dependencies) {
-    if (path.isAbsolute(d) && !fs.existsSync(d))
-      throw new ProjectError(`dependency ${d} named in ${configFile} does not exist`);
-  }
-  const ref = (where: string, r: string) => {
-    const out = splitRef(dir, r);
-    if (!fs.existsSync(out.file)) throw new ProjectError(`${where} in ${configFile}: file not found: ${out.file}`);
-    return out;
-  };
+  return cfg.env ? Object.fromEntries(Object.entries(cfg.env).map(([k, v]) => [k, String(v)])) : {};
+}
+
+function projectAuth(cfg: ProjectConfig, { dir, configFile }: ConfigSite, warnings: string[]): AgentProject["auth"] {
+  if (!cfg.auth?.path) return null;
+  const ref = cfg.auth.path;
+  const runtime = graphRuntime(ref);
+  const { file, exportName } = splitRef(dir, ref);
+  if (!isModuleSyntax(runtime, ref) && !fs.existsSync(file))
+    throw new ProjectError(`auth.path in ${configFile}: file not found: ${file}`);
+  const c = cfg.auth.cache;
+  const cache = c
+    ? {
+        cacheKeys: c.cache_keys.map((k) => k.toLowerCase()),
+        ttlSeconds: c.ttl_seconds ?? 60,
+        maxSize: c.max_size ?? 1000,
+      }
+    : null;
+  if (cache && runtime !== "python")
+    warnings.push(`"auth.cache" applies to Python auth handlers only; it is ignored for ${ref}`);
+  return { file, exportName, disableStudioAuth: cfg.auth.disable_studio_auth ?? false, runtime, ref, cache };
+}
+
+function projectHttp(cfg: ProjectConfig, at: ConfigSite): ProjectHttp {
   const h = cfg.http ?? {};
   const httpApp = (r: string) => {
     const runtime = graphRuntime(r);
-    const moduleSyntax = runtime === "python" && !r.slice(0, r.lastIndexOf(":")).endsWith(".py");
     return {
-      ...(moduleSyntax ? { file: dir, exportName: r.slice(r.lastIndexOf(":") + 1) } : ref("http.app", r)),
+      ...(isModuleSyntax(runtime, r)
+        ? { file: at.dir, exportName: r.slice(r.lastIndexOf(":") + 1) }
+        : existingRef(at, "http.app", r)),
       runtime,
       ref: r,
     };
   };
-  const http: ProjectHttp = {
+  return {
     app: h.app ? httpApp(h.app) : null,
     disable: {
       assistants: !!h.disable_assistants,
@@ -249,6 +312,9 @@ export function loadProject(dirOrFile: string): AgentProject {
     },
     cors: h.cors ?? null,
   };
+}
+
+function projectStore(cfg: ProjectConfig, at: ConfigSite, graphs: ProjectGraph[], warnings: string[]): ProjectStore {
   const idx = cfg.store?.index;
   const ttl = cfg.store?.ttl;
   // A path ("./embed.ts:embed") is the project's function; "openai:text-embedding-3-small" names a
@@ -270,12 +336,12 @@ export function loadProject(dirOrFile: string): AgentProject {
   const embed =
     idx && (embedIsPath || embedRuntime === "python")
       ? {
-          ...(embedIsPath ? ref("store.index.embed", idx.embed) : { file: dir, exportName: "" }),
+          ...(embedIsPath ? existingRef(at, "store.index.embed", idx.embed) : { file: at.dir, exportName: "" }),
           runtime: embedRuntime,
           ref: idx.embed,
         }
       : null;
-  const store: ProjectStore = {
+  return {
     index: idx && embed ? { dims: idx.dims, embed, fields: idx.fields?.length ? idx.fields : ["$"] } : null,
     ttl: ttl
       ? {
@@ -285,6 +351,12 @@ export function loadProject(dirOrFile: string): AgentProject {
         }
       : null,
   };
+}
+
+function projectCheckpointer(
+  cfg: ProjectConfig,
+  at: ConfigSite,
+): Pick<AgentProject, "checkpointerTtl" | "pythonCheckpointer"> {
   const cttl = cfg.checkpointer?.ttl;
   const checkpointerTtl = cttl
     ? {
@@ -295,39 +367,8 @@ export function loadProject(dirOrFile: string): AgentProject {
     : null;
   const cp = cfg.checkpointer;
   if (cp?.path && graphRuntime(cp.path) === "python" && cp.path.slice(0, cp.path.lastIndexOf(":")).endsWith(".py"))
-    ref("checkpointer.path", cp.path);
-  const pythonCheckpointer = { path: cp?.path ?? null, serde: cp?.serde ?? null };
-  const ui = Object.fromEntries(
-    Object.entries(cfg.ui ?? {}).map(([name, file]) => {
-      const abs = path.resolve(dir, file);
-      if (!fs.existsSync(abs)) throw new ProjectError(`ui "${name}" in ${configFile}: file not found: ${abs}`);
-      return [name, abs];
-    }),
-  );
-  const pythonVersion = cfg.python_version !== undefined ? String(cfg.python_version) : null;
-  const hasPython = graphs.some((g) => g.runtime === "python") || auth?.runtime === "python";
-  if (pythonVersion && !hasPython)
-    warnings.push(`"python_version" applies to Python graphs and this project has none: it is ignored`);
-  for (const k of ["path", "serde"] as const)
-    if (cp?.[k] && !hasPython)
-      warnings.push(`"checkpointer.${k}" applies to Python graphs and this project has none: it is ignored`);
-  const pythonBuild = pythonBuildOf(cfg, dir, configFile);
-  return {
-    dir,
-    configFile,
-    graphs,
-    env,
-    auth,
-    dependencies,
-    pythonVersion,
-    pythonBuild,
-    http,
-    store,
-    checkpointerTtl,
-    pythonCheckpointer,
-    ui,
-    warnings,
-  };
+    existingRef(at, "checkpointer.path", cp.path);
+  return { checkpointerTtl, pythonCheckpointer: { path: cp?.path ?? null, serde: cp?.serde ?? null } };
 }
 
 /** `pip_installer`, `pip_config_file` and `source`, resolved and checked as the LangGraph CLI does. */
