@@ -9,12 +9,12 @@ import { newId } from "../store/ids.ts";
 import type { Database } from "../store/schema.ts";
 import type { OAuthAuthRequestsTable } from "./connection-tables.ts";
 import { createConnection, isConnected } from "./connection-store.ts";
-import { accountIdentity, buildAuthorizationRequest, clientConfiguration, exchangeCode } from "./oauth-client.ts";
+import { buildAuthorizationRequest, clientConfiguration } from "./oauth-client.ts";
 import { callbackUrl, getProvider, openProviderSecret } from "./provider-store.ts";
 import { authorizeUrlAad, pkceVerifierAad } from "./sealed-columns.ts";
 import type { ConnectionSettings } from "./settings.ts";
 import type { FreshToken, TokenRefresher } from "./token-refresh.ts";
-import { getOwnedToken, parseScopes, storeGrant, type TokenRow } from "./token-vault.ts";
+import { getOwnedToken, parseScopes, type TokenRow } from "./token-vault.ts";
 
 export interface FlowDeps {
   db: Kysely<Database>;
@@ -50,7 +50,7 @@ export interface AuthenticateResponse {
   metadata: Record<string, unknown> | null;
 }
 
-type AuthRequestRow = Selectable<OAuthAuthRequestsTable>;
+export type AuthRequestRow = Selectable<OAuthAuthRequestsTable>;
 
 export const hashState = (state: string) => crypto.createHash("sha256").update(state, "utf8").digest("hex");
 
@@ -290,140 +290,6 @@ export async function authenticate(
     user_id: ownerId,
     metadata: tokenMetadata(fresh.row, connectionId ? { connection_id: connectionId } : {}),
   };
-}
-
-export interface CallbackOutcome {
-  authId: string;
-  providerId: string;
-  tokenId: string;
-  providerAccountLabel: string | null;
-  agentId: string | null;
-}
-
-async function failRequest(deps: FlowDeps, id: string, error: string): Promise<void> {
-  await deps.db
-    .updateTable("oauth_auth_requests")
-    .set({
-      status: "failed",
-      error: error.slice(0, 500),
-      pkce_key_id: null,
-      pkce_cipher: null,
-      url_key_id: null,
-      url_cipher: null,
-      completed_at: nowIso(),
-    })
-    .where("id", "=", id)
-    .execute();
-}
-
-/**
- * The provider's redirect (or the front-end bridge). Claims the auth request by its state in one
- * conditional UPDATE (pending, not expired, this provider), so a replayed or late state finds
- * nothing; then exchanges the code, stores the token, attaches it to the agent, marks completion.
- */
-export async function completeCallback(
-  deps: FlowDeps,
-  providerId: string,
-  params: URLSearchParams,
-): Promise<CallbackOutcome> {
-  const state = params.get("state") ?? "";
-  const claimed: AuthRequestRow | undefined = await deps.db
-    .updateTable("oauth_auth_requests")
-    .set({ status: "exchanging", url_key_id: null, url_cipher: null })
-    .where("state_hash", "=", hashState(state))
-    .where("provider_id", "=", providerId)
-    .where("status", "=", "pending")
-    .where("expires_at", ">", nowIso())
-    .returningAll()
-    .executeTakeFirst();
-  if (!claimed) throw new HttpError(400, "Unknown, expired or already used state; start the connection again");
-
-  const providerError = params.get("error");
-  if (providerError) {
-    const description = params.get("error_description");
-    const message = `The provider returned ${providerError}${description ? `: ${description}` : ""}`;
-    await failRequest(deps, claimed.id, message);
-    throw new HttpError(400, message.slice(0, 300));
-  }
-  if (!params.get("code")) {
-    await failRequest(deps, claimed.id, "the callback carried no code");
-    throw new HttpError(400, "The callback carried no authorization code");
-  }
-  try {
-    const provider = openProviderSecret(deps.box, await getProvider(deps.db, claimed.workspace_id, providerId));
-    const config = clientConfiguration(provider, deps.settings.providerTimeoutSeconds);
-    const codeVerifier =
-      claimed.pkce_cipher && claimed.pkce_key_id
-        ? deps.box.open(
-            { keyId: claimed.pkce_key_id, blob: claimed.pkce_cipher },
-            pkceVerifierAad(claimed.workspace_id, claimed.id),
-          )
-        : null;
-    const tokens = await exchangeCode(provider, config, {
-      redirectUri: claimed.redirect_uri,
-      callbackParams: params,
-      state,
-      codeVerifier,
-      nonce: claimed.nonce,
-    });
-    const identity = await accountIdentity(provider, tokens, deps.settings.providerTimeoutSeconds);
-    const token = await storeGrant(deps.db, deps.box, {
-      workspaceId: claimed.workspace_id,
-      providerId,
-      userId: claimed.user_id,
-      createdBy: claimed.created_by,
-      tokens,
-      identity,
-      requestedScopes: parseScopes(claimed.scopes),
-      isDefault: claimed.is_default === 1,
-      replaceTokenId: claimed.replace_token_id,
-    });
-    if (claimed.agent_id)
-      await createConnection(
-        deps.db,
-        {
-          workspaceId: claimed.workspace_id,
-          agentId: claimed.agent_id,
-          tokenId: token.id,
-          createdBy: claimed.created_by,
-        },
-        { ifMissing: true },
-      );
-    await deps.db
-      .updateTable("oauth_auth_requests")
-      .set({
-        status: "completed",
-        result_token_id: token.id,
-        pkce_key_id: null,
-        pkce_cipher: null,
-        url_key_id: null,
-        url_cipher: null,
-        completed_at: nowIso(),
-      })
-      .where("id", "=", claimed.id)
-      .execute();
-    deps.log.info(
-      { authId: claimed.id, provider: providerId, tokenId: token.id, agentId: claimed.agent_id },
-      "connection completed",
-    );
-    return {
-      authId: claimed.id,
-      providerId,
-      tokenId: token.id,
-      providerAccountLabel: token.provider_account_label,
-      agentId: claimed.agent_id,
-    };
-  } catch (err) {
-    const message = err instanceof HttpError ? String(err.detail) : (err as Error).message;
-    await failRequest(deps, claimed.id, message);
-    deps.log.warn({ authId: claimed.id, provider: providerId, reason: message }, "connection failed");
-    if (err instanceof HttpError) throw err;
-    const kind = (err as { kind?: string }).kind;
-    throw new HttpError(
-      kind === "transient" ? 502 : 400,
-      `Could not complete the connection: ${message}`.slice(0, 400),
-    );
-  }
 }
 
 export type WaitStatus = "completed" | "pending" | "timeout" | "not_found" | "failed";

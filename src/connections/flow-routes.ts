@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { HttpError } from "../http/errors.ts";
 import type { Router } from "../http/route.ts";
-import { authenticate, completeCallback, waitForAuth, type FlowDeps } from "./auth-flow.ts";
+import { completeCallback } from "./auth-callback.ts";
+import { authenticate, waitForAuth, type FlowDeps } from "./auth-flow.ts";
 import { callbackPage, wantsHtml } from "./callback-page.ts";
 import { providerId } from "./provider-schemas.ts";
 
