@@ -42,11 +42,30 @@ export async function completeCallback(
   providerId: string,
   params: URLSearchParams,
 ): Promise<CallbackOutcome> {
-  const state = params.get("state") ?? "";
+  const claimed = await claimRequest(deps, providerId, params);
+  try {
+    return await exchangeAndStore(deps, claimed, providerId, params);
+  } catch (err) {
+    const message = err instanceof HttpError ? String(err.detail) : (err as Error).message;
+    await failRequest(deps, claimed.id, message);
+    deps.log.warn({ err, authId: claimed.id, provider: providerId, reason: message }, "connection failed");
+    if (err instanceof HttpError) throw err;
+    const kind = (err as { kind?: string }).kind;
+    throw new HttpError(
+      kind === "transient" ? 502 : 400,
+      `Could not complete the connection: ${message}`.slice(0, 400),
+      {},
+      { cause: err },
+    );
+  }
+}
+
+/** The pending request this state names, now `exchanging`; a provider error or a missing code fails it. */
+async function claimRequest(deps: FlowDeps, providerId: string, params: URLSearchParams): Promise<AuthRequestRow> {
   const claimed: AuthRequestRow | undefined = await deps.db
     .updateTable("oauth_auth_requests")
     .set({ status: "exchanging", url_key_id: null, url_cipher: null })
-    .where("state_hash", "=", hashState(state))
+    .where("state_hash", "=", hashState(params.get("state") ?? ""))
     .where("provider_id", "=", providerId)
     .where("status", "=", "pending")
     .where("expires_at", ">", nowIso())
@@ -65,79 +84,80 @@ export async function completeCallback(
     await failRequest(deps, claimed.id, "the callback carried no code");
     throw new HttpError(400, "The callback carried no authorization code");
   }
-  try {
-    const provider = openProviderSecret(deps.box, await getProvider(deps.db, claimed.workspace_id, providerId));
-    const config = clientConfiguration(provider, deps.settings.providerTimeoutSeconds);
-    const codeVerifier =
-      claimed.pkce_cipher && claimed.pkce_key_id
-        ? deps.box.open(
-            { keyId: claimed.pkce_key_id, blob: claimed.pkce_cipher },
-            pkceVerifierAad(claimed.workspace_id, claimed.id),
-          )
-        : null;
-    const tokens = await exchangeCode(provider, config, {
-      redirectUri: claimed.redirect_uri,
-      callbackParams: params,
-      state,
-      codeVerifier,
-      nonce: claimed.nonce,
-    });
-    const identity = await accountIdentity(provider, tokens, deps.settings.providerTimeoutSeconds);
-    const token = await storeGrant(deps.db, deps.box, {
-      workspaceId: claimed.workspace_id,
-      providerId,
-      userId: claimed.user_id,
-      createdBy: claimed.created_by,
-      tokens,
-      identity,
-      requestedScopes: parseScopes(claimed.scopes),
-      isDefault: claimed.is_default === 1,
-      replaceTokenId: claimed.replace_token_id,
-    });
-    if (claimed.agent_id)
-      await createConnection(
-        deps.db,
-        {
-          workspaceId: claimed.workspace_id,
-          agentId: claimed.agent_id,
-          tokenId: token.id,
-          createdBy: claimed.created_by,
-        },
-        { ifMissing: true },
-      );
-    await deps.db
-      .updateTable("oauth_auth_requests")
-      .set({
-        status: "completed",
-        result_token_id: token.id,
-        pkce_key_id: null,
-        pkce_cipher: null,
-        url_key_id: null,
-        url_cipher: null,
-        completed_at: nowIso(),
-      })
-      .where("id", "=", claimed.id)
-      .execute();
-    deps.log.info(
-      { authId: claimed.id, provider: providerId, tokenId: token.id, agentId: claimed.agent_id },
-      "connection completed",
+  return claimed;
+}
+
+async function exchangeAndStore(
+  deps: FlowDeps,
+  claimed: AuthRequestRow,
+  providerId: string,
+  params: URLSearchParams,
+): Promise<CallbackOutcome> {
+  const provider = openProviderSecret(deps.box, await getProvider(deps.db, claimed.workspace_id, providerId));
+  const config = clientConfiguration(provider, deps.settings.providerTimeoutSeconds);
+  const codeVerifier =
+    claimed.pkce_cipher && claimed.pkce_key_id
+      ? deps.box.open(
+          { keyId: claimed.pkce_key_id, blob: claimed.pkce_cipher },
+          pkceVerifierAad(claimed.workspace_id, claimed.id),
+        )
+      : null;
+  const tokens = await exchangeCode(provider, config, {
+    redirectUri: claimed.redirect_uri,
+    callbackParams: params,
+    state: params.get("state") ?? "",
+    codeVerifier,
+    nonce: claimed.nonce,
+  });
+  const identity = await accountIdentity(provider, tokens, deps.settings.providerTimeoutSeconds);
+  const token = await storeGrant(deps.db, deps.box, {
+    workspaceId: claimed.workspace_id,
+    providerId,
+    userId: claimed.user_id,
+    createdBy: claimed.created_by,
+    tokens,
+    identity,
+    requestedScopes: parseScopes(claimed.scopes),
+    isDefault: claimed.is_default === 1,
+    replaceTokenId: claimed.replace_token_id,
+  });
+  if (claimed.agent_id)
+    await createConnection(
+      deps.db,
+      {
+        workspaceId: claimed.workspace_id,
+        agentId: claimed.agent_id,
+        tokenId: token.id,
+        createdBy: claimed.created_by,
+      },
+      { ifMissing: true },
     );
-    return {
-      authId: claimed.id,
-      providerId,
-      tokenId: token.id,
-      providerAccountLabel: token.provider_account_label,
-      agentId: claimed.agent_id,
-    };
-  } catch (err) {
-    const message = err instanceof HttpError ? String(err.detail) : (err as Error).message;
-    await failRequest(deps, claimed.id, message);
-    deps.log.warn({ authId: claimed.id, provider: providerId, reason: message }, "connection failed");
-    if (err instanceof HttpError) throw err;
-    const kind = (err as { kind?: string }).kind;
-    throw new HttpError(
-      kind === "transient" ? 502 : 400,
-      `Could not complete the connection: ${message}`.slice(0, 400),
-    );
-  }
+  await markCompleted(deps, claimed.id, token.id);
+  deps.log.info(
+    { authId: claimed.id, provider: providerId, tokenId: token.id, agentId: claimed.agent_id },
+    "connection completed",
+  );
+  return {
+    authId: claimed.id,
+    providerId,
+    tokenId: token.id,
+    providerAccountLabel: token.provider_account_label,
+    agentId: claimed.agent_id,
+  };
+}
+
+async function markCompleted(deps: FlowDeps, authId: string, tokenId: string): Promise<void> {
+  await deps.db
+    .updateTable("oauth_auth_requests")
+    .set({
+      status: "completed",
+      result_token_id: tokenId,
+      pkce_key_id: null,
+      pkce_cipher: null,
+      url_key_id: null,
+      url_cipher: null,
+      completed_at: nowIso(),
+    })
+    .where("id", "=", authId)
+    .execute();
 }

@@ -5,14 +5,18 @@ export interface ValidationIssue {
   type: string;
 }
 
-/** An error that becomes `{"detail": ...}` with its status; `detail` may be a string or an object. */
+/**
+ * An error that becomes `{"detail": ...}` with its status; `detail` may be a string or an object.
+ * A `cause` is for the logs only: the response carries `detail` alone.
+ */
 export class HttpError extends Error {
   constructor(
     readonly status: number,
     readonly detail: unknown,
     readonly headers: Record<string, string> = {},
+    options?: ErrorOptions,
   ) {
-    super(typeof detail === "string" ? detail : JSON.stringify(detail));
+    super(typeof detail === "string" ? detail : JSON.stringify(detail), options);
   }
 }
 
