@@ -121,7 +121,13 @@ export function registerSandbox(program: Command): void {
   const sb = program
     .command("sandbox")
     .description("isolated Linux sandboxes: create, exec, copy files, stop, start, snapshot");
+  addCreateAndListCommands(sb);
+  addExecAndCopyCommands(sb);
+  addLifecycleCommands(sb);
+  addSnapshotAndUrlCommands(sb);
+}
 
+function addCreateAndListCommands(sb: Command): void {
   addConnectionOptions(sb.command("create [name]").description("create a sandbox and wait until it is ready"))
     .option("--snapshot <name>", "start from a snapshot (name or name:tag)")
     .option("--cpus <n>", "vCPUs", Number)
@@ -163,7 +169,9 @@ export function registerSandbox(program: Command): void {
         })),
       );
     });
+}
 
+function addExecAndCopyCommands(sb: Command): void {
   addConnectionOptions(
     sb
       .command("exec <name> <command...>")
@@ -223,7 +231,10 @@ export function registerSandbox(program: Command): void {
         );
     }
   });
+}
 
+/** `stop`, `start`, `rm`. */
+function addLifecycleCommands(sb: Command): void {
   addConnectionOptions(sb.command("stop <name>").description("stop a sandbox (its files are kept)")).action(
     async (name: string, opts) => {
       await callApi(connectionFromEnv(opts), "POST", `/v2/sandboxes/boxes/${enc(name)}/stop`, {});
@@ -246,6 +257,9 @@ export function registerSandbox(program: Command): void {
       }
     },
   );
+}
+
+function addSnapshotAndUrlCommands(sb: Command): void {
   addConnectionOptions(
     sb.command("snapshot <name> <snapshot>").description("capture a sandbox's files as a snapshot (NAME or NAME:TAG)"),
   ).action(async (name: string, snapshot: string, opts) => {
