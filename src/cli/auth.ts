@@ -77,7 +77,13 @@ async function waitFor(
 export function registerAuth(program: Command): void {
   const auth = program.command("auth").description("OAuth providers and agent connections (accounts agents act with)");
   const providers = auth.command("providers").description("manage OAuth providers (your client registrations)");
+  addProviderCommands(providers);
+  addConnectCommand(auth);
+  addConnectionCommands(auth);
+}
 
+/** `auth providers list|add|show|rm`. */
+function addProviderCommands(providers: Command): void {
   addConnectionOptions(providers.command("list").description("list providers")).action(async (opts) => {
     const rows = await callApi<ProviderRow[]>(connectionFromEnv(opts), "GET", "/v2/auth/providers");
     printTable(
@@ -152,7 +158,9 @@ export function registerAuth(program: Command): void {
     await callApi(connectionFromEnv(opts), "DELETE", `/v2/auth/providers/${encodeURIComponent(providerId)}`);
     console.log(`deleted ${providerId}`);
   });
+}
 
+function addConnectCommand(auth: Command): void {
   addConnectionOptions(
     auth
       .command("connect <provider>")
@@ -192,7 +200,10 @@ export function registerAuth(program: Command): void {
         `connected ${provider} as ${done.metadata?.provider_account_label ?? "(unlabelled account)"} to agent ${opts.agent} (token ${done.metadata?.token_id})`,
       );
     });
+}
 
+/** `auth connections`, `tokens`, `disconnect`. */
+function addConnectionCommands(auth: Command): void {
   addConnectionOptions(auth.command("connections <agent_id>").description("list an agent's connections")).action(
     async (agentId: string, opts) => {
       const { data } = await callApi<{ data: AgentConnection[] }>(
