@@ -104,6 +104,12 @@ export async function waitForRevision(
 
 export function registerDeployments(program: Command): void {
   const cmd = program.command("deployments").description("list, inspect, roll back and remove deployments");
+  addListingCommands(cmd);
+  addChangeCommands(cmd);
+}
+
+/** `deployments ls`, `get`, `logs`. */
+function addListingCommands(cmd: Command): void {
   addConnectionOptions(cmd.command("ls").description("list deployments")).action(async (opts) => {
     const page = await callApi<{ resources: DeploymentView[] }>(
       connectionFromEnv(opts),
@@ -153,6 +159,10 @@ export function registerDeployments(program: Command): void {
     if (!revision) throw new CliError(`${d.name} has no revision yet`);
     for (const line of await logLines(conn, d.id, revision, opts.deploy ? "deploy" : "build")) console.log(line);
   });
+}
+
+/** `deployments rollback`, `rm`. */
+function addChangeCommands(cmd: Command): void {
   addConnectionOptions(
     cmd
       .command("rollback <name-or-id> [revision]")
