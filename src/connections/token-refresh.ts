@@ -231,7 +231,7 @@ export class TokenRefresher {
       try {
         await this.fresh(row, this.settings.sweepWindowSeconds);
       } catch (err) {
-        this.log.warn({ tokenId: row.id, reason: (err as Error).message }, "sweep could not refresh a token");
+        this.log.warn({ tokenId: row.id, err }, "sweep could not refresh a token");
       }
     }
     return due.length;

@@ -56,7 +56,7 @@ export async function revokeAllOfProvider(deps: FlowDeps, workspaceId: string, p
       await revokeRow(deps, provider, row);
     } catch (err) {
       deps.log.warn(
-        { tokenId: row.id, provider: providerId, reason: (err as Error).message },
+        { tokenId: row.id, provider: providerId, err },
         "token revocation failed; deleting anyway with the provider",
       );
     }

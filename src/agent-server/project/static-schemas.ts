@@ -143,7 +143,7 @@ export class GraphSchemaCache {
       },
       (err: Error) => {
         this.log.warn(
-          { graphs: todo, error: err.message },
+          { graphs: todo, err },
           `graph schemas could not be derived from TypeScript types: ${err.message}`,
         );
         return null;
@@ -174,7 +174,7 @@ export class GraphSchemaCache {
       fs.renameSync(tmp, path.join(this.dir, `${k}.json`));
     } catch (err) {
       this.log.warn(
-        { graphId, error: (err as Error).message },
+        { graphId, err },
         "graph schemas could not be cached on disk; they are derived again at the next start",
       );
     }
