@@ -3,20 +3,14 @@ import type { AuthContext } from "../auth/custom-auth.ts";
 import { AgentError } from "../errors.ts";
 import { isPythonGraph } from "../python/index.ts";
 import type { RunCreate, RunEngine } from "../runs/run-engine.ts";
-import { PROTOCOL_EVENT } from "../runs/run-executor.ts";
 import type { MultitaskStrategy } from "../runs/runs.ts";
 import { graphForThread } from "../storage/thread-state.ts";
 import type { Thread } from "../storage/threads.ts";
 import { checkThreadAccess } from "./access.ts";
 import { protocolError, type ErrorCode, type ProtocolResponse } from "./events.ts";
-import {
-  convertClassicEvent,
-  convertProtocolEvent,
-  lifecycleOf,
-  protocolState,
-  type ConvertState,
-} from "./normalize.ts";
-import type { LogOrigin, ThreadLog, ThreadLogs } from "./thread-log.ts";
+import { protocolState } from "./normalize.ts";
+import { pumpRun } from "./run-pump.ts";
+import type { ThreadLog, ThreadLogs } from "./thread-log.ts";
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const MULTITASK = new Set(["reject", "rollback", "interrupt", "enqueue"]);
@@ -274,7 +268,7 @@ export class ProtocolService {
     const graphName = await this.graphName(run.assistant_id);
     const origin = { runId: run.run_id, assistantId: body.assistant_id };
     log.pumping = log.pumping
-      .then(() => this.pump(log, origin, graphName))
+      .then(() => pumpRun(this.ctx, this.engine, log, origin, graphName))
       .catch((err) => this.ctx.log.warn({ err, runId: run.run_id }, "protocol: following a run failed"));
     return run.run_id;
   }
@@ -287,63 +281,6 @@ export class ProtocolService {
       .executeTakeFirst()
       .catch(() => undefined);
     return row?.graph_id ?? assistantId;
-  }
-
-  /** Follows one run from its start to its end, appending its protocol events to the thread's log. */
-  private async pump(log: ThreadLog, origin: LogOrigin, graphName: string): Promise<void> {
-    const runId = origin.runId;
-    // Replicas: the previous run's pump may be on another replica, its last events still on their way.
-    if (log.sink) await log.rootSettled(10_000, this.engine.stopSignal);
-    log.runStartSeq = log.lastSeq;
-    log.noteRun(runId, log.lastSeq);
-    log.append({ method: "lifecycle", namespace: [], data: { event: "running", graph_name: graphName } }, origin);
-    // Executing here: its channel; elsewhere (replicas): its stream in Redis.
-    const active = await this.engine.whenStarted(runId, this.engine.stopSignal);
-    const events = active
-      ? active.channel.follow(-1, this.engine.stopSignal)
-      : await this.engine.follow(runId, -1, this.engine.stopSignal, true);
-    const state: ConvertState = { announced: new Set() };
-    let failed = false;
-    if (events) {
-      for await (const ev of events) {
-        if (ev.event === "metadata") continue;
-        if (ev.event === "error") {
-          failed = true;
-          const e = JSON.parse(ev.json) as { message?: string };
-          log.append(
-            {
-              method: "lifecycle",
-              namespace: [],
-              data: { event: "failed", graph_name: graphName, error: e.message ?? "Run failed" },
-            },
-            origin,
-          );
-          continue;
-        }
-        const bodies =
-          ev.event === PROTOCOL_EVENT
-            ? convertProtocolEvent(JSON.parse(ev.json), state)
-            : convertClassicEvent(ev.event, JSON.parse(ev.json), state);
-        for (const b of bodies) log.append(b, origin);
-      }
-    }
-    if (failed) return;
-    const outcome = active ? await active.done : null;
-    const row = outcome
-      ? null
-      : await this.ctx.db.selectFrom("agent_runs").select("status").where("run_id", "=", runId).executeTakeFirst();
-    let status = lifecycleOf(outcome ? outcome.status : (row?.status ?? "error"));
-    if (status === "completed" && (state.announced.size > 0 || outcome?.threadStatus === "interrupted"))
-      status = "interrupted";
-    if (status === "running") return;
-    log.append(
-      {
-        method: "lifecycle",
-        namespace: [],
-        data: { event: status, graph_name: graphName, ...(outcome?.error ? { error: outcome.error.message } : {}) },
-      },
-      origin,
-    );
   }
 }
 
