@@ -1,6 +1,12 @@
 // Cluster plumbing shared by replicas: run events through Redis Streams, the replica registry, and
 // forwarding of workload requests to the replica that runs the workload.
-export { RunEventBus, StreamGapError, type ThreadEventItem, type ThreadEventStore } from "./run-event-bus.ts";
+export {
+  RunEventBus,
+  StreamGapError,
+  type PumpFence,
+  type ThreadEventItem,
+  type ThreadEventStore,
+} from "./run-event-bus.ts";
 export type { RunStreamWriter } from "./run-stream-writer.ts";
 export { RedisRetry } from "./redis-retry.ts";
 export { compareIds } from "./stream-reader.ts";

@@ -1,7 +1,7 @@
 import crypto from "node:crypto";
 import type { Logger } from "../log/logger.ts";
 import { openRedis, type RedisConnection } from "./redis-connection.ts";
-import { APPEND_SCRIPT, CLAIM_SCRIPT, THREAD_APPEND_SCRIPT } from "./run-stream-scripts.ts";
+import { APPEND_SCRIPT, CLAIM_SCRIPT, THREAD_APPEND_SCRIPT, THREAD_PUMP_CLAIM_SCRIPT } from "./run-stream-scripts.ts";
 import { RunStreamWriter, type WriterSource } from "./run-stream-writer.ts";
 import { StreamReader } from "./stream-reader.ts";
 import {
@@ -12,6 +12,7 @@ import {
   runStreamKey,
   streamId,
   threadEventsKey,
+  threadPumpKey,
   threadRunsKey,
   type RawEntry,
   type RunStreamEntry,
@@ -39,10 +40,23 @@ export interface ThreadEventItem {
   assistantId: string;
 }
 
+/** The pump of one run attempt's protocol events (on its executing replica): what fences its appends. */
+export interface PumpFence {
+  runId: string;
+  attempt: number;
+  /** The last run event the batch converts (-1: none): where the next attempt's pump continues. */
+  through: number;
+}
+
 /** The shared protocol logs of threads: any replica appends (numbered atomically) and follows. */
 export interface ThreadEventStore {
-  /** Appends in order after the stream's top (or `floor`, if higher); the first seq given, 0 for a retry already applied. */
-  append(threadId: string, items: ThreadEventItem[], floor: number): Promise<number>;
+  /**
+   * Appends in order after the stream's top (or `floor`, if higher); the first seq given, 0 for a
+   * retry already applied, -1 when `fence` names an attempt a later one replaced.
+   */
+  append(threadId: string, items: ThreadEventItem[], floor: number, fence?: PumpFence): Promise<number>;
+  /** Takes a run's pump for an attempt: the last run event converted (-1: none), or null when a later attempt has it. */
+  claimPump(threadId: string, runId: string, attempt: number): Promise<number | null>;
   /** Every entry kept, oldest first. */
   backlog(threadId: string): Promise<ThreadEventEntry[]>;
   /** Entries after seq `after`, live; `failed` when Redis stays unreachable. Returns the unsubscribe. */
@@ -243,10 +257,26 @@ export class RunEventBus {
 
   /** The threads' protocol logs, kept in Redis like run events. */
   readonly threadEvents: ThreadEventStore = {
-    append: async (threadId, items, floor) => {
-      const args: Array<string | number> = [THREAD_MAX_LEN, THREAD_TTL_SECONDS, floor];
+    append: async (threadId, items, floor, fence) => {
+      const args: Array<string | number> = [
+        THREAD_MAX_LEN,
+        THREAD_TTL_SECONDS,
+        floor,
+        fence?.attempt ?? 0,
+        fence?.through ?? -1,
+      ];
       for (const it of items) args.push(it.uid, it.body, it.runId, it.assistantId);
-      return this.script(THREAD_APPEND_SCRIPT, [threadEventsKey(threadId)], args);
+      const keys = [threadEventsKey(threadId)];
+      if (fence) keys.push(threadPumpKey(threadId, fence.runId));
+      return this.script(THREAD_APPEND_SCRIPT, keys, args);
+    },
+    claimPump: async (threadId, runId, attempt) => {
+      const n = await this.script(
+        THREAD_PUMP_CLAIM_SCRIPT,
+        [threadPumpKey(threadId, runId)],
+        [attempt, THREAD_TTL_SECONDS],
+      );
+      return n === -2 ? null : n;
     },
     backlog: async (threadId) => {
       const raw = await this.commands.command<RawEntry[] | null>(["XRANGE", threadEventsKey(threadId), "-", "+"]);

@@ -52,6 +52,9 @@ export function nextStep(after: number, entry: RunStreamEntry): "deliver" | "ski
  */
 export const threadEventsKey = (threadId: string) => `wharf:{${threadId}}:proto`;
 
+/** The pump of a run's protocol events into its thread's log: its attempt and how far it got (the thread's slot). */
+export const threadPumpKey = (threadId: string, runId: string) => `wharf:{${threadId}}:pump:${runId}`;
+
 /** One protocol event of a thread as stored: its seq, the event's JSON, the run that produced it and the assistant. */
 export interface ThreadEventEntry {
   seq: number;

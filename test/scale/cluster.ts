@@ -266,7 +266,7 @@ export async function startCluster(
   t: Pick<TestContext, "after">,
   n: number,
   env: Record<string, string> = {},
-  opts: { start?: number; project?: string } = {},
+  opts: { start?: number; project?: string; envOf?: (i: number) => Record<string, string> } = {},
 ): Promise<Cluster> {
   const databaseUrl = await freshDatabase(t);
   const redis = new TestRedis(await freePort());
@@ -279,7 +279,10 @@ export async function startCluster(
     WHARF_RUN_LEASE_MS: "2000",
     ...env,
   };
-  const replicas = Array.from({ length: n }, (_, i) => new Replica(`r${i}`, shared, opts.project));
+  const replicas = Array.from(
+    { length: n },
+    (_, i) => new Replica(`r${i}`, { ...shared, ...opts.envOf?.(i) }, opts.project),
+  );
   t.after(() => Promise.all(replicas.map((r) => r.stop())));
   // The first creates the schema; the others start together (`opts.start`: only that many now).
   const started = opts.start ?? n;

@@ -9,7 +9,7 @@ import type { Thread } from "../storage/threads.ts";
 import { checkThreadAccess } from "./access.ts";
 import { protocolError, type ErrorCode, type ProtocolResponse } from "./events.ts";
 import { protocolState } from "./normalize.ts";
-import { pumpRun } from "./run-pump.ts";
+import { announceRun, pumpHere, pumpRun } from "./run-pump.ts";
 import type { ThreadLog, ThreadLogs } from "./thread-log.ts";
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -37,7 +37,18 @@ export class ProtocolService {
     private readonly ctx: AgentServerContext,
     private readonly engine: RunEngine,
     readonly logs: ThreadLogs,
-  ) {}
+  ) {
+    // Replicas: the replica that executes a protocol run pumps its events, fenced by its attempt.
+    const store = engine.streams.threadEvents;
+    if (!store) return;
+    const host = { ctx, engine, logs, store, graphName: (id: string) => this.graphName(id) };
+    engine.onRunStarted((active, kwargs) => {
+      if (!kwargs.protocol || kwargs.temporary) return;
+      void pumpHere(host, active, kwargs.attempt ?? 1).catch((err) =>
+        ctx.log.warn({ err, runId: active.run.run_id }, "protocol: pumping a run's events failed"),
+      );
+    });
+  }
 
   private success(id: number, threadId: string, log: ThreadLog, result: Record<string, unknown>): ProtocolResponse {
     return { type: "success", id, result, meta: { thread_id: threadId, applied_through_seq: log.lastSeq } };
@@ -267,8 +278,13 @@ export class ProtocolService {
     log.noteRun(run.run_id, log.lastSeq);
     const graphName = await this.graphName(run.assistant_id);
     const origin = { runId: run.run_id, assistantId: body.assistant_id };
+    // Replicas: this replica announces the run; the one executing it pumps its events (pumpHere).
     log.pumping = log.pumping
-      .then(() => pumpRun(this.ctx, this.engine, log, origin, graphName))
+      .then(() =>
+        log.sink
+          ? announceRun(this.engine, log, origin, graphName)
+          : pumpRun(this.ctx, this.engine, log, origin, graphName),
+      )
       .catch((err) => this.ctx.log.warn({ err, runId: run.run_id }, "protocol: following a run failed"));
     return run.run_id;
   }

@@ -5,45 +5,96 @@ import type { LogOrigin, LogSink, ShareLog, ThreadLog } from "./thread-log.ts";
 
 const BATCH = 500;
 
+/** The attempt of a run whose pump writes: its appends are fenced like the run's own events. */
+export interface PumpIdentity {
+  runId: string;
+  attempt: number;
+}
+
+/** Events converted from one run event (or none): appended together, never split across batches. */
+interface Group {
+  items: ThreadEventItem[];
+  /** The run event they come from (-1: none). */
+  through: number;
+}
+
 /**
  * Appends a thread's protocol events to its shared log in Redis, in order, in batches (one call
  * in flight; what arrives meanwhile goes in the next). A failed batch is retried as it was: its
  * last uid tells the store whether it was applied already, so a lost reply adds nothing twice.
+ * A run's pump (`pump` given) is fenced by its attempt: once a later attempt took the pump, its
+ * batches are refused and `onFenced` stops it.
  */
 export class SharedLogWriter implements LogSink {
-  private queue: ThreadEventItem[] = [];
-  private inFlight: ThreadEventItem[] | null = null;
+  private queue: Group[] = [];
+  private inFlight: Group[] | null = null;
   private flushing = false;
+  private fenced = false;
   private readonly retry = new RedisRetry();
+  private idleWaiters: Array<() => void> = [];
   private n = 0;
   /** A prefix no other writer uses: uids stay unique across replicas and restarts. */
   private readonly prefix = crypto.randomBytes(6).toString("base64url");
+  onFenced: () => void = () => undefined;
 
   constructor(
     private readonly threadId: string,
     private readonly store: ThreadEventStore,
     private readonly log: ThreadLog,
     private readonly logger: Logger,
+    private readonly pump: PumpIdentity | null = null,
   ) {}
 
   push(body: string, origin: LogOrigin | undefined): void {
-    this.queue.push({
+    this.pushGroup([body], origin, -1);
+  }
+
+  /** Appends the events converted from run event `through` as one unit. */
+  pushGroup(bodies: string[], origin: LogOrigin | undefined, through: number): void {
+    if (this.fenced) return;
+    const items = bodies.map((body) => ({
       uid: `${this.prefix}.${++this.n}`,
       body,
       runId: origin?.runId ?? "",
       assistantId: origin?.assistantId ?? "",
-    });
+    }));
+    this.queue.push({ items, through });
     if (!this.flushing && !this.retry.pending) void this.flush();
+  }
+
+  /** Resolves once everything pushed is in Redis (or refused), or after `ms`. */
+  async drained(ms: number): Promise<void> {
+    if (this.idle()) return;
+    await Promise.race([
+      new Promise<void>((r) => this.idleWaiters.push(r)),
+      new Promise((r) => setTimeout(r, ms).unref()),
+    ]);
+  }
+
+  private idle(): boolean {
+    return this.fenced || (!this.inFlight && !this.queue.length);
+  }
+
+  private nextBatch(): Group[] {
+    let count = 0;
+    let i = 0;
+    while (i < this.queue.length && (i === 0 || count + this.queue[i].items.length <= BATCH))
+      count += this.queue[i++].items.length;
+    return this.queue.splice(0, i);
   }
 
   private async flush(): Promise<void> {
     this.flushing = true;
     try {
-      while (this.inFlight || this.queue.length) {
-        this.inFlight ??= this.queue.splice(0, BATCH);
+      while (!this.fenced && (this.inFlight || this.queue.length)) {
+        this.inFlight ??= this.nextBatch();
+        const items = this.inFlight.flatMap((g) => g.items);
+        const through = Math.max(-1, ...this.inFlight.map((g) => g.through));
+        const fence = this.pump ? { ...this.pump, through } : undefined;
         // The floor: after Redis lost the stream, numbering continues past what this replica has seen.
-        await this.store.append(this.threadId, this.inFlight, this.log.lastSeq);
+        const first = items.length ? await this.store.append(this.threadId, items, this.log.lastSeq, fence) : 0;
         this.inFlight = null;
+        if (first === -1) this.fence();
       }
     } catch (err) {
       this.logger.warn({ err, threadId: this.threadId }, "cannot write protocol events to redis; retrying");
@@ -51,6 +102,17 @@ export class SharedLogWriter implements LogSink {
     } finally {
       this.flushing = false;
     }
+    if (this.idle()) for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  private fence(): void {
+    this.fenced = true;
+    this.queue = [];
+    this.logger.warn(
+      { threadId: this.threadId, ...this.pump },
+      "a later attempt pumps this run's protocol events: this attempt's are refused",
+    );
+    this.onFenced();
   }
 }
 

@@ -25,6 +25,21 @@ const MAX_EVENTS = 10_000;
 /** Runs and WebSocket subscriptions a thread remembers for `subscription.reconnect`; the oldest are forgotten. */
 const MAX_REMEMBERED = 256;
 
+/** An event's params as the log keeps them: stamped with the time it was appended. */
+function stamped(body: EventBody): ProtocolEvent["params"] {
+  return {
+    namespace: body.namespace,
+    timestamp: Date.now(),
+    ...(body.node ? { node: body.node } : {}),
+    data: body.data,
+  };
+}
+
+/** An event as a shared log stores it (`method`, stamped `params`). */
+export function eventJson(body: EventBody): string {
+  return JSON.stringify({ method: body.method, params: stamped(body) });
+}
+
 /** Sets an entry, forgetting the oldest past the bound (a Map iterates in insertion order). */
 function remember<V>(map: Map<string, V>, key: string, value: V): void {
   map.delete(key);
@@ -65,6 +80,8 @@ export class ThreadLog {
   detach: () => void = () => undefined;
   /** The run of the last event ingested (a new one marks where that run's events begin). */
   private lastRunId = "";
+  /** Runs with events in the shared log, as ingested (a run's pump waits for the announcement of its run). */
+  private readonly ingestedRuns = new Map<string, true>();
 
   get lastSeq(): number {
     return this.seq;
@@ -89,16 +106,11 @@ export class ThreadLog {
 
   /** Adds an event; a shared log numbers it in the store, and it arrives here through `ingest`. */
   append(body: EventBody, origin?: LogOrigin): void {
-    const params = {
-      namespace: body.namespace,
-      timestamp: Date.now(),
-      ...(body.node ? { node: body.node } : {}),
-      data: body.data,
-    };
     if (this.sink) {
-      this.sink.push(JSON.stringify({ method: body.method, params }), origin);
+      this.sink.push(eventJson(body), origin);
       return;
     }
+    const params = stamped(body);
     this.seq += 1;
     this.keep({ type: "event", event_id: String(this.seq), seq: this.seq, method: body.method, params });
     this.wake();
@@ -125,6 +137,7 @@ export class ThreadLog {
         this.runStartSeq = e.seq - 1;
         this.noteRun(e.runId, e.seq - 1);
         this.currentRunId = e.runId;
+        remember(this.ingestedRuns, e.runId, true);
       }
       if (e.runId) this.lastRunId = e.runId;
       if (e.assistantId) this.assistantId = e.assistantId;
@@ -142,14 +155,24 @@ export class ThreadLog {
     this.lastUsed = Date.now();
   }
 
+  /** Whether the shared log holds events of this run (its announcement came back through `ingest`). */
+  hasRun(runId: string): boolean {
+    return this.ingestedRuns.has(runId);
+  }
+
   /**
    * Resolves once the thread's root run is not `running` in this log, or after `ms`. Replicas: a
    * run's pump may be on another replica, still appending the previous run's last events; the next
-   * run's pump waits for them so two runs' events do not interleave.
+   * run's announcement waits for them so two runs' events do not interleave.
    */
-  async rootSettled(ms: number, signal: AbortSignal): Promise<void> {
+  rootSettled(ms: number, signal: AbortSignal): Promise<void> {
+    return this.until(() => this.namespaces.get("[]")?.status !== "running", ms, signal);
+  }
+
+  /** Resolves once `done()` holds after an event (or at once), or after `ms`, or when `signal` aborts. */
+  async until(done: () => boolean, ms: number, signal: AbortSignal): Promise<void> {
     const deadline = Date.now() + ms;
-    while (this.namespaces.get("[]")?.status === "running" && Date.now() < deadline && !signal.aborted) {
+    while (!done() && Date.now() < deadline && !signal.aborted) {
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, Math.max(1, deadline - Date.now()));
         this.waiters.push(() => {

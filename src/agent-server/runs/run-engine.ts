@@ -53,6 +53,15 @@ export class RunEngine {
   /** Told of each run that ends in this process (metrics). */
   private readonly endListeners = new Set<(ended: RunEnded) => void>();
 
+  /** Told of each run that starts executing in this process (the event-based protocol's pumps on replicas). */
+  private readonly startListeners = new Set<(active: ActiveRun, kwargs: RunKwargs) => void>();
+
+  /** Calls `fn` with each run that starts executing in this process from now on; returns the unsubscribe. */
+  onRunStarted(fn: (active: ActiveRun, kwargs: RunKwargs) => void): () => void {
+    this.startListeners.add(fn);
+    return () => this.startListeners.delete(fn);
+  }
+
   /** Calls `fn` with each run that ends in this process from now on; returns the unsubscribe. */
   onRunEnded(fn: (ended: RunEnded) => void): () => void {
     this.endListeners.add(fn);
@@ -295,6 +304,7 @@ export class RunEngine {
     this.privates.delete(run.run_id);
     active.done = this.execute(active, kwargs, priv, assistant);
     this.followers.notifyStart(run.run_id, active);
+    for (const fn of this.startListeners) fn(active, kwargs);
     if (!kwargs.temporary) {
       this.threadWatchers.started(run.thread_id, active);
       this.streams.threadRunStarted(run.thread_id, run.run_id);
