@@ -11,6 +11,7 @@ import { protocolError } from "./events.ts";
 import { matches, unknownChannels, type EventFilter } from "./filters.ts";
 import type { ProtocolService } from "./service.ts";
 import { planReconnect } from "./reconnect.ts";
+import type { ThreadLog } from "./thread-log.ts";
 
 const PATH = /^\/threads\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/stream\/events$/i;
 /** What a socket may have unsent before the server gives up on it (a client that never reads). */
@@ -98,6 +99,91 @@ export function parseSubscribe(params: unknown): Omit<Subscription, "id"> | stri
   return { channels: new Set(p.channels as string[]), namespaces, depth };
 }
 
+/** What a socket's command handlers share: its thread's log, its subscriptions and its sender. */
+interface Session {
+  threadId: string;
+  log: ThreadLog;
+  subs: Map<string, Subscription>;
+  /** The last event the socket's loop has looked at: replays cover up to here, the loop the rest. */
+  cursor: number;
+  send(message: unknown): void;
+}
+
+/** Sends to a socket, ending it (alone, with the reason) once its client stops reading. */
+function socketSender(ws: WebSocket): (message: unknown) => void {
+  let overflowed = false;
+  return (message) => {
+    if (ws.readyState !== ws.OPEN || overflowed) return;
+    if (ws.bufferedAmount > MAX_BUFFERED) {
+      overflowed = true;
+      const error = protocolError(null, "unknown_error", "The client is not reading its events; closing this stream.");
+      ws.send(JSON.stringify(error));
+      ws.close(1013, "client not reading");
+      return;
+    }
+    ws.send(JSON.stringify(message));
+  };
+}
+
+const meta = (s: Session) => ({ thread_id: s.threadId, applied_through_seq: s.log.lastSeq });
+
+/** `subscription.subscribe`: what the current run already sent that the subscription takes, then live events. */
+function subscribe(s: Session, id: number, params: unknown): void {
+  const parsed = parseSubscribe(params);
+  if (typeof parsed === "string") return s.send(protocolError(id, "invalid_argument", parsed));
+  const sub: Subscription = { id: s.log.addSubscription(parsed), ...parsed };
+  const from = s.log.runStartSeq;
+  const replay = s.log.events.filter((e) => e.seq > from && e.seq <= s.cursor && matches(sub, e));
+  s.subs.set(sub.id, sub);
+  s.send({ type: "success", id, result: { subscription_id: sub.id, replayed_events: replay.length }, meta: meta(s) });
+  for (const e of replay) s.send(e);
+}
+
+function unsubscribe(s: Session, id: number, params: unknown): void {
+  const subId = isRecord(params) ? params.subscription_id : undefined;
+  if (typeof subId !== "string")
+    return s.send(protocolError(id, "invalid_argument", "subscription.unsubscribe requires a subscription_id."));
+  if (!s.subs.delete(subId)) return s.send(protocolError(id, "no_such_subscription", `Unknown subscription: ${subId}`));
+  s.log.subscriptions.delete(subId);
+  s.send({ type: "success", id, result: {}, meta: meta(s) });
+}
+
+/** `subscription.reconnect`: the restored subscriptions' events after the client's last one, each once; live ones follow. */
+function reconnect(s: Session, id: number, params: unknown): void {
+  const plan = planReconnect(params, s.log);
+  if ("error" in plan) return s.send(protocolError(id, plan.error, plan.message));
+  for (const [subId, filter] of plan.restore) s.subs.set(subId, { id: subId, ...filter });
+  const restored = plan.restore.map(([, f]) => f);
+  const missed = s.log.events.filter(
+    (e) => e.seq > plan.after && e.seq <= s.cursor && restored.some((f) => matches(f, e)),
+  );
+  const current_namespaces = [...s.log.namespaces.values()].map((n) => ({ namespace: n.namespace, status: n.status }));
+  const result = { restored: plan.complete, missed_events: missed.length, current_namespaces };
+  s.send({ type: "success", id, result, meta: meta(s) });
+  for (const e of missed) s.send(e);
+}
+
+/** A command's envelope, or null when it has no integer id and string method. */
+function envelope(payload: unknown): { id: number; method: string; params: unknown } | null {
+  if (!isRecord(payload) || typeof payload.method !== "string") return null;
+  const id = payload.id;
+  if (typeof id !== "number" || !Number.isInteger(id) || id < 0) return null;
+  return { id, method: payload.method, params: payload.params };
+}
+
+/** Sends the socket's subscribed events as the thread's log receives them, until `signal` aborts. */
+async function forward(s: Session, signal: AbortSignal): Promise<void> {
+  for await (const ev of s.log.follow(s.cursor, signal)) {
+    s.cursor = ev.seq;
+    for (const sub of s.subs.values()) {
+      if (matches(sub, ev)) {
+        s.send(ev);
+        break;
+      }
+    }
+  }
+}
+
 function serveSocket(
   ws: WebSocket,
   threadId: string,
@@ -106,105 +192,28 @@ function serveSocket(
   stopSignal: AbortSignal,
 ): void {
   const log = service.logs.get(threadId);
-  const subs = new Map<string, Subscription>();
+  const session: Session = { threadId, log, subs: new Map(), cursor: log.lastSeq, send: socketSender(ws) };
   const stop = new AbortController();
   const onStop = () => ws.close(1001, "server stopping");
   stopSignal.addEventListener("abort", onStop, { once: true });
-  /** The last event the socket's loop has looked at: replays cover up to here, the loop the rest. */
-  let cursor = log.lastSeq;
-  let overflowed = false;
-
-  const send = (message: unknown) => {
-    if (ws.readyState !== ws.OPEN || overflowed) return;
-    if (ws.bufferedAmount > MAX_BUFFERED) {
-      // The client does not read: this socket alone ends, with the reason.
-      overflowed = true;
-      ws.send(
-        JSON.stringify(
-          protocolError(null, "unknown_error", "The client is not reading its events; closing this stream."),
-        ),
-      );
-      ws.close(1013, "client not reading");
-      return;
-    }
-    ws.send(JSON.stringify(message));
-  };
-
-  void (async () => {
-    for await (const ev of log.follow(cursor, stop.signal)) {
-      cursor = ev.seq;
-      for (const s of subs.values()) {
-        if (matches(s, ev)) {
-          send(ev);
-          break;
-        }
-      }
-    }
-  })();
+  void forward(session, stop.signal);
 
   const onCommand = async (raw: RawData) => {
     let payload: unknown;
     try {
       payload = JSON.parse(raw.toString());
     } catch {
-      return send(protocolError(null, "invalid_argument", "Protocol commands must be valid JSON."));
+      return session.send(protocolError(null, "invalid_argument", "Protocol commands must be valid JSON."));
     }
-    if (
-      !isRecord(payload) ||
-      typeof payload.id !== "number" ||
-      !Number.isInteger(payload.id) ||
-      payload.id < 0 ||
-      typeof payload.method !== "string"
-    ) {
-      return send(
-        protocolError(null, "invalid_argument", "Protocol commands must include an integer id and string method."),
-      );
+    const cmd = envelope(payload);
+    if (!cmd) {
+      const message = "Protocol commands must include an integer id and string method.";
+      return session.send(protocolError(null, "invalid_argument", message));
     }
-    const id = payload.id;
-    const meta = () => ({ thread_id: threadId, applied_through_seq: log.lastSeq });
-    if (payload.method === "subscription.subscribe") {
-      const parsed = parseSubscribe(payload.params);
-      if (typeof parsed === "string") return send(protocolError(id, "invalid_argument", parsed));
-      const sub: Subscription = { id: log.addSubscription(parsed), ...parsed };
-      // What the current run already sent that this subscription takes, then live events.
-      const from = log.runStartSeq;
-      const replay = log.events.filter((e) => e.seq > from && e.seq <= cursor && matches(sub, e));
-      subs.set(sub.id, sub);
-      send({ type: "success", id, result: { subscription_id: sub.id, replayed_events: replay.length }, meta: meta() });
-      for (const e of replay) send(e);
-      return;
-    }
-    if (payload.method === "subscription.unsubscribe") {
-      const subId = isRecord(payload.params) ? payload.params.subscription_id : undefined;
-      if (typeof subId !== "string")
-        return send(protocolError(id, "invalid_argument", "subscription.unsubscribe requires a subscription_id."));
-      if (!subs.delete(subId)) return send(protocolError(id, "no_such_subscription", `Unknown subscription: ${subId}`));
-      log.subscriptions.delete(subId);
-      return send({ type: "success", id, result: {}, meta: meta() });
-    }
-    if (payload.method === "subscription.reconnect") {
-      const plan = planReconnect(payload.params, log);
-      if ("error" in plan) return send(protocolError(id, plan.error, plan.message));
-      for (const [subId, filter] of plan.restore) subs.set(subId, { id: subId, ...filter });
-      // The restored subscriptions' events after the client's last one, each once; live ones follow.
-      const restored = plan.restore.map(([, f]) => f);
-      const missed = log.events.filter(
-        (e) => e.seq > plan.after && e.seq <= cursor && restored.some((f) => matches(f, e)),
-      );
-      const current_namespaces = [...log.namespaces.values()].map((n) => ({
-        namespace: n.namespace,
-        status: n.status,
-      }));
-      send({
-        type: "success",
-        id,
-        result: { restored: plan.complete, missed_events: missed.length, current_namespaces },
-        meta: meta(),
-      });
-      for (const e of missed) send(e);
-      return;
-    }
-    send(await service.handle(threadId, { id, method: payload.method, params: payload.params }, caller));
+    if (cmd.method === "subscription.subscribe") return subscribe(session, cmd.id, cmd.params);
+    if (cmd.method === "subscription.unsubscribe") return unsubscribe(session, cmd.id, cmd.params);
+    if (cmd.method === "subscription.reconnect") return reconnect(session, cmd.id, cmd.params);
+    session.send(await service.handle(threadId, cmd, caller));
   };
 
   // Commands are answered in the order they came.
@@ -212,7 +221,7 @@ function serveSocket(
   ws.on("message", (raw) => {
     queue = queue
       .then(() => onCommand(raw))
-      .catch(() => send(protocolError(null, "unknown_error", "The command could not be handled.")));
+      .catch(() => session.send(protocolError(null, "unknown_error", "The command could not be handled.")));
   });
   ws.on("close", () => {
     stop.abort();
