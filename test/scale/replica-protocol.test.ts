@@ -33,6 +33,9 @@ test("the event-based protocol on 3 replicas behind HAProxy (one cluster for the
     "commands on one replica, the thread's events from every replica: identical, numbered alike, replayed with since",
     (t) => crossReplica(t, cluster),
   );
+  await top.test("a WebSocket subscription made on one replica, restored with subscription.reconnect on another", (t) =>
+    reconnectElsewhere(t, cluster),
+  );
   await top.test(
     "the SDK's ThreadStream (SSE and WebSocket) and RemoteGraph streamEvents v3 through the balancer",
     (t) => sdkThroughBalancer(t, cluster),
@@ -154,4 +157,71 @@ async function sdkThroughBalancer(t: TestContext, cluster: Cluster): Promise<voi
   for await (const ev of run as AsyncIterable<any>) seen.push(ev.method);
   assert.ok(seen.includes("values") && seen.includes("lifecycle"), seen.join(","));
   t.diagnostic(`RemoteGraph v3 through the balancer: ${seen.length} events`);
+}
+
+/** A WebSocket on a thread's event stream as alice, with everything it received. */
+async function socket(url: string, threadId: string) {
+  const ws = new WebSocket(`${url.replace("http", "ws")}/threads/${threadId}/stream/events`, {
+    headers: { authorization: "Bearer user-alice" },
+  });
+  const msgs: any[] = [];
+  let wake = () => {};
+  ws.on("message", (d) => {
+    msgs.push(JSON.parse(d.toString()));
+    wake();
+  });
+  await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
+  // Woken by each message (or the deadline): no polling.
+  const until = async (p: (m: any[]) => boolean, ms = 20_000) => {
+    const deadline = Date.now() + ms;
+    while (!p(msgs) && Date.now() < deadline)
+      await new Promise<void>((r) => {
+        wake = r;
+        setTimeout(r, deadline - Date.now()).unref();
+      });
+    assert.ok(p(msgs), `timed out; got ${JSON.stringify(msgs).slice(0, 2000)}`);
+  };
+  return { ws, msgs, send: (m: unknown) => ws.send(JSON.stringify(m)), until };
+}
+
+const rootIs = (event: string) => (m: any) =>
+  m.type === "event" && m.method === "lifecycle" && m.params.namespace.length === 0 && m.params.data.event === event;
+
+async function reconnectElsewhere(t: TestContext, cluster: Cluster): Promise<void> {
+  const [a, b] = cluster.replicas;
+  const threadId = crypto.randomUUID();
+  const first = await socket(a.url, threadId);
+  first.send({ id: 1, method: "subscription.subscribe", params: { channels: ["lifecycle", "values"] } });
+  await first.until((m) => m.some((x) => x.id === 1));
+  const subId = first.msgs.find((x) => x.id === 1).result.subscription_id as string;
+  first.send({ id: 2, method: "run.start", params: { assistant_id: "agent", input: say("ask me") } });
+  // The socket to A drops after the run's first event: the rest is missed.
+  await first.until((m) => m.some((x) => x.type === "event") && m.some((x) => x.id === 2));
+  const runId = first.msgs.find((x) => x.id === 2).result.run_id as string;
+  const lastSeen = first.msgs.find((x) => x.type === "event").event_id as string;
+  first.ws.terminate();
+  const all = await protocolSseEvents(b.url, as("alice"), threadId, { channels: ["lifecycle", "values"] }, rootEnded);
+
+  const second = await socket(b.url, threadId);
+  second.send({
+    id: 1,
+    method: "subscription.reconnect",
+    params: { run_id: runId, last_event_id: lastSeen, subscriptions: [subId] },
+  });
+  await second.until((m) => m.some((x) => x.id === 1));
+  const answer = second.msgs.find((x) => x.id === 1);
+  assert.equal(answer.type, "success", JSON.stringify(answer));
+  assert.equal(answer.result.restored, true);
+  await second.until((m) => m.some(rootIs("interrupted")));
+  const replayed = second.msgs.filter((x) => x.type === "event");
+  assert.deepEqual(
+    replayed.map((e) => e.seq),
+    all.filter((e) => e.seq > Number(lastSeen)).map((e) => e.seq),
+    "exactly the events after the last one seen on A",
+  );
+  // The restored subscription carries the next run's events live, on B.
+  second.send({ id: 2, method: "run.start", params: { assistant_id: "agent", input: say("plain") } });
+  await second.until((m) => m.some(rootIs("completed")));
+  second.ws.close();
+  t.diagnostic(`${replayed.length} missed events replayed on another replica`);
 }

@@ -13,6 +13,7 @@ import {
   streamId,
 } from "../../src/cluster/index.ts";
 import { ThreadLog } from "../../src/agent-server/protocol/thread-log.ts";
+import { filterOfId, subscriptionId } from "../../src/agent-server/protocol/subscription-ids.ts";
 import { parseSignal } from "../../src/agent-server/runs/run-signals.ts";
 import { leftBehind } from "../../src/sandboxes/lifecycle/left-behind.ts";
 import { replicaRefusal } from "../../src/config/index.ts";
@@ -207,3 +208,18 @@ test("sandbox folders a returning replica removes: rows gone, or owned by anothe
   assert.deepEqual(leftBehind(["mine", "moved", "provisioning", "deleted"], owners, "node-a"), ["moved", "deleted"]);
   assert.deepEqual(leftBehind([], owners, "node-a"), []);
 });
+
+test("a WebSocket subscription's id carries its filter (any replica restores it)", () => {
+  const filter = { channels: new Set(["values", "lifecycle"]), namespaces: [["a", "b:1"]], depth: 2 };
+  const id = subscriptionId(filter);
+  assert.match(id, /^sub-[\w-]{8}\./);
+  assert.deepEqual(filterOfId(id), filter);
+  assert.notEqual(subscriptionId(filter), id, "unique");
+  assert.deepEqual(filterOfId(subscriptionId({ channels: new Set(["values"]) })), { channels: new Set(["values"]) });
+  for (const bad of ["sub-1", "sub-999", "sub-abcdefgh.", "sub-abcdefgh.bm90IGpzb24", `sub-abcdefgh.${b64({ c: [] })}`])
+    assert.equal(filterOfId(bad), null, bad);
+  assert.equal(filterOfId(`sub-abcdefgh.${b64({ c: ["values"], d: -1 })}`), null);
+  assert.equal(filterOfId(`sub-abcdefgh.${b64({ c: ["values"], n: "x" })}`), null);
+});
+
+const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");

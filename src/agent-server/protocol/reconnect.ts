@@ -1,11 +1,12 @@
 import type { ErrorCode } from "./events.ts";
 import type { EventFilter } from "./filters.ts";
+import { filterOfId } from "./subscription-ids.ts";
 
 /** What a thread's log knows that a reconnect needs. */
 export interface ReconnectView {
   /** The seq before each run's first event, by run id (runs this log has carried). */
   runStarts: ReadonlyMap<string, number>;
-  /** Subscriptions made on this thread's sockets, by id (they outlive their socket). */
+  /** Subscriptions made on this thread's sockets here, by id (they outlive their socket); others' ids carry their filter. */
   subscriptions: ReadonlyMap<string, EventFilter>;
   /** The oldest seq still kept (later ones are all kept), and the newest. */
   firstKeptSeq: number;
@@ -39,8 +40,10 @@ export function planReconnect(params: unknown, view: ReconnectView): ReconnectPl
   const ids = p.subscriptions ?? [];
   if (!Array.isArray(ids) || !ids.every((i) => typeof i === "string"))
     return { error: "invalid_argument", message: "subscriptions must be an array of subscription ids." };
-  const unknown = (ids as string[]).filter((id) => !view.subscriptions.has(id));
+  // A subscription made on another replica: its id carries its filter.
+  const filterOf = (id: string) => view.subscriptions.get(id) ?? filterOfId(id);
+  const unknown = (ids as string[]).filter((id) => !filterOf(id));
   if (unknown.length) return { error: "no_such_subscription", message: `Unknown subscription: ${unknown.join(", ")}` };
-  const restore = [...new Set(ids as string[])].map((id) => [id, view.subscriptions.get(id)!] as [string, EventFilter]);
+  const restore = [...new Set(ids as string[])].map((id) => [id, filterOf(id)!] as [string, EventFilter]);
   return { restore, after, complete: after + 1 >= view.firstKeptSeq };
 }

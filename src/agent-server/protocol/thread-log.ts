@@ -1,5 +1,6 @@
 import type { EventBody, ProtocolEvent } from "./events.ts";
 import type { EventFilter } from "./filters.ts";
+import { subscriptionId } from "./subscription-ids.ts";
 
 /** The run (and its assistant) whose pump appends an event. */
 export interface LogOrigin {
@@ -64,7 +65,6 @@ export class ThreadLog {
   readonly runStarts = new Map<string, number>();
   /** WebSocket subscriptions by id: they outlive their socket, so a new one may restore them. */
   readonly subscriptions = new Map<string, EventFilter>();
-  private subscriptionCount = 0;
   /** The namespaces seen, with their last lifecycle status and graph name (`agent.getTree`). */
   readonly namespaces = new Map<string, { namespace: string[]; status: string; graphName: string }>();
   /** Runs are pumped into the log one after the other, in the order they were started. */
@@ -97,9 +97,9 @@ export class ThreadLog {
     remember(this.runStarts, runId, startSeq);
   }
 
-  /** Registers a WebSocket subscription under an id unique on this thread. */
+  /** Registers a WebSocket subscription under an id unique on this thread (it carries its filter). */
   addSubscription(filter: EventFilter): string {
-    const id = `sub-${++this.subscriptionCount}`;
+    const id = subscriptionId(filter);
     remember(this.subscriptions, id, filter);
     return id;
   }
