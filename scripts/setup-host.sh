@@ -5,7 +5,7 @@
 # platform checks the sandbox packages at start and names the missing ones when a sandbox is created
 # on a host that did not run this.
 set -eu
-PACKAGES="bubblewrap util-linux mount iproute2 perl-base tar zstd dpkg bash coreutils python3 curl ca-certificates mawk debianutils sensible-utils python3-pip python3-venv git less xz-utils netbase skopeo umoci docker-registry wrk nghttp2-client haproxy redis-server"
+PACKAGES="bubblewrap util-linux mount iproute2 perl-base tar zstd dpkg bash coreutils python3 curl ca-certificates mawk debianutils sensible-utils python3-pip python3-venv git less xz-utils netbase skopeo umoci docker-registry wrk nghttp2-client haproxy redis-server redis-sentinel"
 # Test-only peers: the console's browser tests drive Debian's Chromium, and the image tests pull from
 # Debian's docker-registry on loopback; only CI (and WHARF_BROWSER_TESTS=1) needs them.
 if [ "${CI:-}" = true ] || [ "${WHARF_BROWSER_TESTS:-}" = 1 ]; then PACKAGES="$PACKAGES chromium docker-registry"; fi

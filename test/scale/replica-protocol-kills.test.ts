@@ -120,7 +120,12 @@ function assertComplete(all: ProtocolEvent[]): void {
 
 test("the protocol's thread log when replicas die mid-run (3 replicas, the first executes nothing)", async (top) => {
   if (!(await clusterAvailable(top))) return;
-  const cluster = await startCluster(top, 3, {}, { envOf: (i) => (i === 0 ? { WHARF_RUN_SLOTS: "0" } : {}) });
+  const cluster = await startCluster(
+    top,
+    3,
+    {},
+    { envOf: (i): Record<string, string> => (i === 0 ? { WHARF_RUN_SLOTS: "0" } : {}) },
+  );
   await top.test("kill -9 of the replica that received run.start", (t) => killReceiver(t, cluster));
   await top.test(
     "kill -9 of the executing replica a client streams from; the client resumes through the balancer",
