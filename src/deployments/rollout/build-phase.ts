@@ -10,7 +10,48 @@ import { LostRevision, transition } from "./revision-states.ts";
 
 /** The build phase of a rollout: a revision's source fetched and built, or an earlier build reused. */
 
-export async function reusableBuild(s: EngineState, revisionId: string) {
+/**
+ * The build phase, or none when the revision redeploys a build that is still there: what the
+ * revision's build gives its deploy, or null when the build failed (the revision is ended).
+ */
+export async function buildOrReuse(
+  s: EngineState,
+  rev: Revision,
+  deployment: Database["deployments"],
+  entry: { controller: AbortController; reason: AbortReason | null },
+  buildLog: RevisionLog,
+  env: Record<string, string>,
+) {
+  const reused = rev.reuse_build_of ? await reuseBuild(s, rev, rev.reuse_build_of, buildLog) : null;
+  if (reused) return reused;
+  if (rev.reuse_build_of)
+    buildLog.line(`the build of revision ${rev.reuse_build_of} is gone: building again`, "warning");
+  return buildPhase(s, rev, deployment, entry, buildLog, env);
+}
+
+/** Points the revision at an earlier revision's build when that build is still there. */
+async function reuseBuild(s: EngineState, rev: Revision, of: string, buildLog: RevisionLog) {
+  const reused = await reusableBuild(s, of);
+  if (!reused) return null;
+  buildLog.line(`reusing the build of revision ${of} (no rebuild)`);
+  await transition(s.db, rev.id, ["AWAITING_BUILD"], "AWAITING_DEPLOY", {
+    owner: s.nodeId,
+    reason: `reusing the build of ${of}`,
+    set: {
+      artifact_dir: reused.artifact_dir,
+      project_dir: reused.project_dir,
+      graphs: reused.graphs,
+      repo_commit_sha: reused.repo_commit_sha,
+    },
+  });
+  return {
+    artifactDir: reused.artifact_dir,
+    projectDir: reused.project_dir,
+    graphs: JSON.parse(reused.graphs ?? "[]") as string[],
+  };
+}
+
+async function reusableBuild(s: EngineState, revisionId: string) {
   const r = await s.db
     .selectFrom("deployment_revisions")
     .select(["artifact_dir", "project_dir", "graphs", "repo_commit_sha"])
@@ -32,7 +73,7 @@ function sourcePolicy(s: EngineState): SourcePolicy {
   return s.sources;
 }
 
-export async function buildPhase(
+async function buildPhase(
   s: EngineState,
   rev: Revision,
   deployment: Database["deployments"],

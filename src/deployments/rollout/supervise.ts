@@ -57,21 +57,7 @@ async function serveAgain(s: EngineState, rev: Revision, previous: LiveRevision 
   if (s.restarting.has(rev.id)) return;
   s.restarting.add(rev.id);
   try {
-    const claim = await s.db
-      .updateTable("deployment_revisions")
-      .set({ owner: s.nodeId, lease_until: leaseUntil(s) })
-      .where("id", "=", rev.id)
-      .where("status", "=", "DEPLOYED")
-      .where((eb) =>
-        eb.or([
-          eb("owner", "is", null),
-          eb("owner", "=", s.nodeId),
-          eb("lease_until", "is", null),
-          eb("lease_until", "<", nowIso()),
-        ]),
-      )
-      .executeTakeFirst();
-    if (Number(claim.numUpdatedRows) !== 1) return;
+    if (!(await claimServing(s, rev))) return;
     const deployment = await s.db
       .selectFrom("deployments")
       .selectAll()
@@ -117,28 +103,52 @@ async function serveAgain(s: EngineState, rev: Revision, previous: LiveRevision 
       live.nextRestartAt = Date.now() + Math.min(30_000, 500 * 2 ** Math.min(live.restarts, 6));
     }
     s.live.set(rev.id, live);
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), s.opts.deployTimeoutMs);
-    try {
-      await waitUntilUp(live.proc, controller.signal, log);
-      live.here.up();
-      await s.db
-        .updateTable("deployment_revisions")
-        .set({ serving_url: live.url, pid: live.proc.pid ?? null })
-        .where("id", "=", rev.id)
-        .execute();
-      live.markReady();
-      s.routes.invalidate(rev.deployment_id);
-    } catch (err) {
-      log.line(`the agent server did not come up: ${(err as Error).message}`, "error");
-      live.here.up();
-      live.markFailed(err as Error);
-      await live.proc.stop(2000);
-    } finally {
-      clearTimeout(timer);
-      await log.flush();
-    }
+    await comeUp(s, rev, live, log);
   } finally {
     s.restarting.delete(rev.id);
+  }
+}
+
+/** Takes over serving a DEPLOYED revision nobody else serves; false when another process does. */
+async function claimServing(s: EngineState, rev: Revision): Promise<boolean> {
+  const claim = await s.db
+    .updateTable("deployment_revisions")
+    .set({ owner: s.nodeId, lease_until: leaseUntil(s) })
+    .where("id", "=", rev.id)
+    .where("status", "=", "DEPLOYED")
+    .where((eb) =>
+      eb.or([
+        eb("owner", "is", null),
+        eb("owner", "=", s.nodeId),
+        eb("lease_until", "is", null),
+        eb("lease_until", "<", nowIso()),
+      ]),
+    )
+    .executeTakeFirst();
+  return Number(claim.numUpdatedRows) === 1;
+}
+
+/** Waits for a restarted server's `/ok` and routes to it, or stops it (the supervisor tries again later). */
+async function comeUp(s: EngineState, rev: Revision, live: LiveRevision, log: RevisionLog): Promise<void> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), s.opts.deployTimeoutMs);
+  try {
+    await waitUntilUp(live.proc, controller.signal, log);
+    live.here.up();
+    await s.db
+      .updateTable("deployment_revisions")
+      .set({ serving_url: live.url, pid: live.proc.pid ?? null })
+      .where("id", "=", rev.id)
+      .execute();
+    live.markReady();
+    s.routes.invalidate(rev.deployment_id);
+  } catch (err) {
+    log.line(`the agent server did not come up: ${(err as Error).message}`, "error");
+    live.here.up();
+    live.markFailed(err as Error);
+    await live.proc.stop(2000);
+  } finally {
+    clearTimeout(timer);
+    await log.flush();
   }
 }
