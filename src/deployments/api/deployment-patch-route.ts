@@ -10,7 +10,11 @@ import {
   type RevisionPlan,
 } from "../rollout/revision-plan.ts";
 import { planPatch } from "../rollout/patch-plan.ts";
+import type { z } from "zod";
+import type { DeploymentsTable } from "../store/deployments-tables.ts";
 import { deploymentRecord, patchDeploymentBody } from "./schemas.ts";
+
+type PatchBody = z.infer<typeof patchDeploymentBody>;
 import { releaseProxyConfig, storedProxyConfig } from "./deployment-proxy-config.ts";
 import { deploymentParams, insertRevision, TAGS, type RouteDeps } from "./route-support.ts";
 
@@ -40,19 +44,7 @@ export function registerPatchRoute(d: RouteDeps): void {
           "secret_references are for external_docker sources, which this platform does not run",
         );
       checkSourceConfig(body.source_config, JSON.parse(row.source_config) as Record<string, unknown>);
-      let secrets = openSecrets(ctx.box, row);
-      let secretsChanged = false;
-      if (body.secrets) {
-        duplicateSecretNames(body.secrets);
-        const m = mergeSecrets(secrets, body.secrets);
-        if (m.unknown.length)
-          throw invalidAt(
-            ["body", "secrets", m.unknown[0], "value"],
-            "value may be null only for a secret the deployment already has (null keeps its value)",
-          );
-        secretsChanged = !sameSecrets(secrets, m.secrets);
-        secrets = m.secrets;
-      }
+      const { secrets, secretsChanged } = patchedSecrets(d, row, body.secrets);
       const patch = planPatch(row, body, secretsChanged);
       const { nextSource, merged, sourceChanged } = patch;
       let plan: RevisionPlan | null = null;
@@ -105,4 +97,18 @@ export function registerPatchRoute(d: RouteDeps): void {
       return c.json(await record((await getDeploymentRow(db, ws, row.id))!));
     },
   });
+}
+
+/** The deployment's secrets after the PATCH's (a null value keeps one), and whether they changed. */
+function patchedSecrets(d: RouteDeps, row: DeploymentsTable, patch: PatchBody["secrets"]) {
+  const secrets = openSecrets(d.ctx.box, row);
+  if (!patch) return { secrets, secretsChanged: false };
+  duplicateSecretNames(patch);
+  const m = mergeSecrets(secrets, patch);
+  if (m.unknown.length)
+    throw invalidAt(
+      ["body", "secrets", m.unknown[0], "value"],
+      "value may be null only for a secret the deployment already has (null keeps its value)",
+    );
+  return { secrets: m.secrets, secretsChanged: !sameSecrets(secrets, m.secrets) };
 }

@@ -16,7 +16,14 @@ import {
 
 /** A deployment's revisions: list, get, redeploy, interrupt. */
 export function registerRevisionRoutes(d: RouteDeps): void {
-  const { router, ctx, db, engine, record, queue, requireDeployment } = d;
+  registerRevisionReadRoutes(d);
+  registerRedeployRoute(d);
+  registerInterruptRoute(d);
+}
+
+/** GET a deployment's revisions, or one of them. */
+function registerRevisionReadRoutes(d: RouteDeps): void {
+  const { router, db, requireDeployment } = d;
 
   router.add({
     method: "get",
@@ -57,6 +64,11 @@ export function registerRevisionRoutes(d: RouteDeps): void {
       return c.json(toRevisionRecord(rev));
     },
   });
+}
+
+/** POST …/redeploy: a new revision that reuses a revision's build (rollback without rebuilding). */
+function registerRedeployRoute(d: RouteDeps): void {
+  const { router, ctx, db, record, queue, requireDeployment } = d;
 
   router.add({
     method: "post",
@@ -100,6 +112,11 @@ export function registerRevisionRoutes(d: RouteDeps): void {
       return c.json(await record((await getDeploymentRow(db, ws, row.id))!));
     },
   });
+}
+
+/** POST …/interrupt: a revision that is not finished ends INTERRUPTED. */
+function registerInterruptRoute(d: RouteDeps): void {
+  const { router, db, engine } = d;
 
   router.add({
     method: "post",
