@@ -186,153 +186,209 @@ export function mountDeploymentProxy(
   tenantDomain: string,
   log: Logger,
 ): void {
-  /**
-   * Without custom auth the agent server accepts any platform key; the stable URL narrows that to
-   * keys of the deployment's own workspace (another workspace's key reads as "not found", as on the
-   * control plane). With custom auth the project's handler decides, as on LangSmith Deployment.
-   */
-  const admit = async (
-    c: Context<AppEnv>,
-    id: string,
-    route: RouteAccess,
-    rest: string,
-  ): Promise<Response | Principal | null> => {
-    if (PUBLIC_PATHS.has(rest)) return null;
-    const headers = c.req.raw.headers;
-    if (route.customAuth) {
-      // The project's handler decides; a developer (Studio) request with a platform credential of
-      // the deployment's workspace is passed on as that caller.
-      if (headers.get("x-auth-scheme") !== "langsmith" || !(headers.get("x-api-key") || headers.get("authorization")))
-        return null;
-      const principal = await authenticate(headers).catch(() => null);
-      return principal && principal.workspaceId === route.workspaceId ? principal : null;
-    }
-    try {
-      const principal = await authenticate(headers);
-      return principal.workspaceId === route.workspaceId ? principal : problem(404, `Deployment ID ${id} not found.`);
-    } catch (err) {
-      if (err instanceof HttpError)
-        return new Response(JSON.stringify({ detail: err.detail }), {
-          status: err.status,
-          headers: { "content-type": "application/json", ...err.headers },
-        });
-      throw err;
-    }
-  };
-
-  const handler = async (c: Context<AppEnv>): Promise<Response> => {
-    const id = c.req.param("deployment_id") ?? "";
-    if (!UUIDISH.test(id)) return problem(404, `Deployment ID ${id} not found.`);
-    const prefix = `/deployments/${id}`;
-    const incoming = new URL(c.req.url);
-    const rest = incoming.pathname.slice(prefix.length) || "/";
-    // On the deployment's own host (`dep-{id}.{tenant domain}`) its routes start at the root.
-    const host = parseTenantHost(c.req.header("host"), tenantDomain);
-    const ownHost = host !== null && host !== "unknown" && host.kind === "deployment";
-    const clientPrefix = ownHost ? "" : prefix;
-    const method = c.req.method;
-    let body: Buffer | null = null;
-    if (method !== "GET" && method !== "HEAD") {
-      const limit = engine().bodyLimitBytes;
-      try {
-        body = await requestBody(c, limit);
-      } catch (err) {
-        if (err instanceof BodyTooLarge) return problem(413, `Request body too large: the limit is ${limit} bytes`);
-        throw err;
-      }
-    }
-    const headers: http.OutgoingHttpHeaders = {};
-    c.req.raw.headers.forEach((v, k) => {
-      if (HOP_BY_HOP.has(k) || k === PRINCIPAL_HEADER || PLATFORM_ONLY_HEADERS.has(k)) return;
-      // The console's session cookie is the platform's credential: the agent server never sees it.
-      if (k === "cookie") {
-        const rest = withoutPlatformCookies(v);
-        if (rest) headers[k] = rest;
-        return;
-      }
-      headers[k] = v;
-    });
-    headers["x-forwarded-host"] = incoming.host;
-    headers["x-forwarded-proto"] = incoming.protocol.replace(":", "");
-    if (clientPrefix) headers["x-forwarded-prefix"] = clientPrefix;
-    if (body) headers["content-length"] = String(body.length);
-
-    const signal = clientGone(c);
-    let upstream: Upstream | null = null;
-    let lastError: Error | null = null;
-    for (let attempt = 0; attempt < 3 && !upstream; attempt++) {
-      const route: Route = await engine().route(id, attempt > 0);
-      if (route.kind === "none") {
-        // Whether it serves is the deployment's workspace's business: others are told it does not exist.
-        const refused = attempt === 0 && route.access ? await admit(c, id, route.access, rest) : null;
-        return refused instanceof Response ? refused : problem(route.status, route.detail);
-      }
-      if (attempt === 0) {
-        const admitted = await admit(c, id, route, rest);
-        if (admitted instanceof Response) return admitted;
-        if (admitted) headers[PRINCIPAL_HEADER] = encodePrincipal(admitted);
-        // The caller's platform credentials stay here: deployed code learns who calls from the principal header.
-        for (const name of await platformCredentialHeaders(c.req.raw.headers, authenticate, admitted))
-          delete headers[name];
-      }
-      const live: LiveRevision | null = route.kind === "live" ? route.live : null;
-      const base = route.kind === "live" ? route.live.url : route.url;
-      live?.begin();
-      let finished = false;
-      const done = () => {
-        if (!finished) {
-          finished = true;
-          live?.end();
-        }
-      };
-      try {
-        const res = await sendUpstream(base, rest + incoming.search, { method, headers, body, signal });
-        upstream = { res, done };
-      } catch (err) {
-        done();
-        lastError = err as Error;
-        // Resent only when the agent server cannot have seen it: a run must not start twice.
-        if (upstreamFailure(err as NodeJS.ErrnoException) === "other" || signal.aborted) break;
-        await new Promise((r) => setTimeout(r, 20 * (attempt + 1)));
-      }
-    }
-    if (!upstream) {
-      if (signal.aborted) return problem(499, "client closed the request");
-      const e = lastError as (NodeJS.ErrnoException & { reusedSocket?: boolean }) | null;
-      log.warn(
-        {
-          deploymentId: id,
-          method,
-          path: rest,
-          code: e?.code,
-          reusedSocket: e?.reusedSocket,
-          err: e?.message,
-          requestId: c.get("requestId"),
-        },
-        "the deployment's agent server did not answer",
-      );
-      return problem(502, `The deployment's agent server did not answer: ${lastError?.message ?? "unknown error"}`);
-    }
-    const { res, done } = upstream;
-    res.once("close", done);
-    res.once("end", done);
-    res.once("error", done);
-    const status = res.statusCode ?? 502;
-    const bodyless = method === "HEAD" || status === 204 || status === 304;
-    const out = responseHeaders(res.headers, clientPrefix, !ownHost);
-    const outgoing = nodeResponseOf(c);
-    // Not for HEAD: Hono answers HEAD by running the GET route and copying its Response.
-    if (outgoing && alreadySentUsable && proxyTuning.pipeResponses && method !== "HEAD")
-      return pipeToClient(res, outgoing, status, { ...out, "x-request-id": c.get("requestId") }, bodyless);
-    const webHeaders = new Headers();
-    for (const [k, v] of Object.entries(out))
-      for (const one of Array.isArray(v) ? v : [String(v)]) webHeaders.append(k, one);
-    if (bodyless) {
-      res.resume();
-      return new Response(null, { status, headers: webHeaders });
-    }
-    return new Response(Readable.toWeb(res) as ReadableStream<Uint8Array>, { status, headers: webHeaders });
-  };
+  const deps: ProxyDeps = { engine, authenticate, tenantDomain, log };
+  const handler = (c: Context<AppEnv>): Promise<Response> => proxyRequest(deps, c);
   app.all("/deployments/:deployment_id", handler);
   app.all("/deployments/:deployment_id/*", handler);
+}
+
+interface ProxyDeps {
+  engine: () => RolloutEngine;
+  authenticate: Authenticate;
+  tenantDomain: string;
+  log: Logger;
+}
+
+/** A request to the upstream, as the retries send it again. */
+interface Outgoing {
+  id: string;
+  rest: string;
+  search: string;
+  method: string;
+  headers: http.OutgoingHttpHeaders;
+  body: Buffer | null;
+  signal: AbortSignal;
+}
+
+/**
+ * Without custom auth the agent server accepts any platform key; the stable URL narrows that to
+ * keys of the deployment's own workspace (another workspace's key reads as "not found", as on the
+ * control plane). With custom auth the project's handler decides, as on LangSmith Deployment.
+ */
+async function admit(
+  authenticate: Authenticate,
+  c: Context<AppEnv>,
+  id: string,
+  route: RouteAccess,
+  rest: string,
+): Promise<Response | Principal | null> {
+  if (PUBLIC_PATHS.has(rest)) return null;
+  const headers = c.req.raw.headers;
+  if (route.customAuth) {
+    // The project's handler decides; a developer (Studio) request with a platform credential of
+    // the deployment's workspace is passed on as that caller.
+    if (headers.get("x-auth-scheme") !== "langsmith" || !(headers.get("x-api-key") || headers.get("authorization")))
+      return null;
+    const principal = await authenticate(headers).catch(() => null);
+    return principal && principal.workspaceId === route.workspaceId ? principal : null;
+  }
+  try {
+    const principal = await authenticate(headers);
+    return principal.workspaceId === route.workspaceId ? principal : problem(404, `Deployment ID ${id} not found.`);
+  } catch (err) {
+    if (err instanceof HttpError)
+      return new Response(JSON.stringify({ detail: err.detail }), {
+        status: err.status,
+        headers: { "content-type": "application/json", ...err.headers },
+      });
+    throw err;
+  }
+}
+
+async function proxyRequest(d: ProxyDeps, c: Context<AppEnv>): Promise<Response> {
+  const id = c.req.param("deployment_id") ?? "";
+  if (!UUIDISH.test(id)) return problem(404, `Deployment ID ${id} not found.`);
+  const prefix = `/deployments/${id}`;
+  const incoming = new URL(c.req.url);
+  const rest = incoming.pathname.slice(prefix.length) || "/";
+  // On the deployment's own host (`dep-{id}.{tenant domain}`) its routes start at the root.
+  const host = parseTenantHost(c.req.header("host"), d.tenantDomain);
+  const ownHost = host !== null && host !== "unknown" && host.kind === "deployment";
+  const clientPrefix = ownHost ? "" : prefix;
+  const method = c.req.method;
+  let body: Buffer | null = null;
+  if (method !== "GET" && method !== "HEAD") {
+    const limit = d.engine().bodyLimitBytes;
+    try {
+      body = await requestBody(c, limit);
+    } catch (err) {
+      if (err instanceof BodyTooLarge) return problem(413, `Request body too large: the limit is ${limit} bytes`);
+      throw err;
+    }
+  }
+  const headers = forwardedHeaders(c, incoming, clientPrefix, body);
+  const signal = clientGone(c);
+  const out: Outgoing = { id, rest, search: incoming.search, method, headers, body, signal };
+  const upstream = await sendToRevision(d, c, out);
+  if (upstream instanceof Response) return upstream;
+  return answer(c, upstream, method, clientPrefix, ownHost);
+}
+
+/** The request's headers as the agent server gets them: no hop-by-hop or platform-only ones. */
+function forwardedHeaders(
+  c: Context<AppEnv>,
+  incoming: URL,
+  clientPrefix: string,
+  body: Buffer | null,
+): http.OutgoingHttpHeaders {
+  const headers: http.OutgoingHttpHeaders = {};
+  c.req.raw.headers.forEach((v, k) => {
+    if (HOP_BY_HOP.has(k) || k === PRINCIPAL_HEADER || PLATFORM_ONLY_HEADERS.has(k)) return;
+    // The console's session cookie is the platform's credential: the agent server never sees it.
+    if (k === "cookie") {
+      const rest = withoutPlatformCookies(v);
+      if (rest) headers[k] = rest;
+      return;
+    }
+    headers[k] = v;
+  });
+  headers["x-forwarded-host"] = incoming.host;
+  headers["x-forwarded-proto"] = incoming.protocol.replace(":", "");
+  if (clientPrefix) headers["x-forwarded-prefix"] = clientPrefix;
+  if (body) headers["content-length"] = String(body.length);
+  return headers;
+}
+
+/**
+ * Sends the request to the deployment's live revision, again to a fresh route when the first could
+ * not have seen it; the upstream response, or the answer when there is none (refused, not serving,
+ * no answer).
+ */
+async function sendToRevision(d: ProxyDeps, c: Context<AppEnv>, out: Outgoing): Promise<Upstream | Response> {
+  const { id, rest, method, headers, body, signal } = out;
+  let lastError: Error | null = null;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const route: Route = await d.engine().route(id, attempt > 0);
+    if (route.kind === "none") {
+      // Whether it serves is the deployment's workspace's business: others are told it does not exist.
+      const refused = attempt === 0 && route.access ? await admit(d.authenticate, c, id, route.access, rest) : null;
+      return refused instanceof Response ? refused : problem(route.status, route.detail);
+    }
+    if (attempt === 0) {
+      const admitted = await admit(d.authenticate, c, id, route, rest);
+      if (admitted instanceof Response) return admitted;
+      if (admitted) headers[PRINCIPAL_HEADER] = encodePrincipal(admitted);
+      // The caller's platform credentials stay here: deployed code learns who calls from the principal header.
+      for (const name of await platformCredentialHeaders(c.req.raw.headers, d.authenticate, admitted))
+        delete headers[name];
+    }
+    const live: LiveRevision | null = route.kind === "live" ? route.live : null;
+    const base = route.kind === "live" ? route.live.url : route.url;
+    live?.begin();
+    let finished = false;
+    const done = () => {
+      if (!finished) {
+        finished = true;
+        live?.end();
+      }
+    };
+    try {
+      const res = await sendUpstream(base, rest + out.search, { method, headers, body, signal });
+      return { res, done };
+    } catch (err) {
+      done();
+      lastError = err as Error;
+      // Resent only when the agent server cannot have seen it: a run must not start twice.
+      if (upstreamFailure(err as NodeJS.ErrnoException) === "other" || signal.aborted) break;
+      await new Promise((r) => setTimeout(r, 20 * (attempt + 1)));
+    }
+  }
+  return noAnswer(d, c, out, lastError);
+}
+
+function noAnswer(d: ProxyDeps, c: Context<AppEnv>, out: Outgoing, lastError: Error | null): Response {
+  if (out.signal.aborted) return problem(499, "client closed the request");
+  const e = lastError as (NodeJS.ErrnoException & { reusedSocket?: boolean }) | null;
+  d.log.warn(
+    {
+      deploymentId: out.id,
+      method: out.method,
+      path: out.rest,
+      code: e?.code,
+      reusedSocket: e?.reusedSocket,
+      err: e?.message,
+      requestId: c.get("requestId"),
+    },
+    "the deployment's agent server did not answer",
+  );
+  return problem(502, `The deployment's agent server did not answer: ${lastError?.message ?? "unknown error"}`);
+}
+
+/** The agent server's response streamed to the client, counted in flight until it ends. */
+function answer(
+  c: Context<AppEnv>,
+  upstream: Upstream,
+  method: string,
+  clientPrefix: string,
+  ownHost: boolean,
+): Response {
+  const { res, done } = upstream;
+  res.once("close", done);
+  res.once("end", done);
+  res.once("error", done);
+  const status = res.statusCode ?? 502;
+  const bodyless = method === "HEAD" || status === 204 || status === 304;
+  const out = responseHeaders(res.headers, clientPrefix, !ownHost);
+  const outgoing = nodeResponseOf(c);
+  // Not for HEAD: Hono answers HEAD by running the GET route and copying its Response.
+  if (outgoing && alreadySentUsable && proxyTuning.pipeResponses && method !== "HEAD")
+    return pipeToClient(res, outgoing, status, { ...out, "x-request-id": c.get("requestId") }, bodyless);
+  const webHeaders = new Headers();
+  for (const [k, v] of Object.entries(out))
+    for (const one of Array.isArray(v) ? v : [String(v)]) webHeaders.append(k, one);
+  if (bodyless) {
+    res.resume();
+    return new Response(null, { status, headers: webHeaders });
+  }
+  return new Response(Readable.toWeb(res) as ReadableStream<Uint8Array>, { status, headers: webHeaders });
 }
