@@ -356,7 +356,7 @@ function noAnswer(d: ProxyDeps, c: Context<AppEnv>, out: Outgoing, lastError: Er
       path: out.rest,
       code: e?.code,
       reusedSocket: e?.reusedSocket,
-      err: e?.message,
+      err: e,
       requestId: c.get("requestId"),
     },
     "the deployment's agent server did not answer",

@@ -127,8 +127,8 @@ export async function buildRevision(
   };
   try {
     result = JSON.parse(last);
-  } catch {
-    throw new BuildError(`loading the graphs printed no result: ${last.slice(0, 500)}`);
+  } catch (err) {
+    throw new BuildError(`loading the graphs printed no result: ${last.slice(0, 500)}`, { cause: err });
   }
   if (python)
     result.graphs.push(

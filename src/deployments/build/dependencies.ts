@@ -92,10 +92,11 @@ export async function installDependencies(
   fs.writeFileSync(path.join(staging, ".complete"), new Date().toISOString());
   try {
     fs.renameSync(staging, cached);
-  } catch {
+  } catch (err) {
+    // Another build made the same cache meanwhile: its copy is as good as ours.
     fs.rmSync(staging, { recursive: true, force: true });
     if (!fs.existsSync(path.join(cached, ".complete")))
-      throw new Error(`dependency cache ${cached} is in an unexpected state`);
+      throw new Error(`dependency cache ${cached} is in an unexpected state`, { cause: err });
   }
   fs.symlinkSync(path.relative(projectDir, path.join(cached, "node_modules")), target, "dir");
   opts.log.line(`dependencies installed and cached as ${key}`);

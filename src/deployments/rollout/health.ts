@@ -131,7 +131,7 @@ async function call(
     });
   } catch (err) {
     opts.signal.throwIfAborted();
-    throw new HealthError(`${what} got no answer: ${(err as Error).message}`);
+    throw new HealthError(`${what} got no answer: ${(err as Error).message}`, { cause: err });
   }
 }
 

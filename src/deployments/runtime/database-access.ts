@@ -158,7 +158,7 @@ const RETRYABLE = new Set(["XX000", "40001", "40P01"]);
 async function runPlan(
   db: Kysely<Database>,
   plan: PlanStep[],
-  warn: (msg: string) => void = () => undefined,
+  warn: (msg: string, err: unknown) => void = () => undefined,
 ): Promise<void> {
   for (const step of plan) {
     for (let attempt = 0; ; attempt++) {
@@ -169,7 +169,7 @@ async function runPlan(
         const code = (err as { code?: string }).code ?? "";
         if (step.alreadyDone?.includes(code)) break;
         if (step.unavailable?.includes(code)) {
-          warn(`"${step.sql}" is not applied: ${(err as Error).message}`);
+          warn(`"${step.sql}" is not applied`, err);
           break;
         }
         if (RETRYABLE.has(code) && attempt < 5) {
@@ -252,8 +252,8 @@ export async function ensureDeploymentDatabase(
     platformIsSuperuser: su === "on",
     limits,
   });
-  await runPlan(ctx.db, plan, (msg) =>
-    ctx.log.warn({ deployment: deployment.id }, `deployment database limit: ${msg}`),
+  await runPlan(ctx.db, plan, (msg, err) =>
+    ctx.log.warn({ deployment: deployment.id, err }, `deployment database limit: ${msg}`),
   );
   const made = { ...names, password, database };
   ensured.set(deployment.id, made);
