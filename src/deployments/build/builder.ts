@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { installDependencies } from "./dependencies.ts";
 import { checkPythonGraphs, installPythonEnvironment, projectNeedsPython } from "./python-deps.ts";
 import type { DeploymentsLayout } from "../layout.ts";
-import { readProjectConfig } from "./project-config.ts";
+import { readProjectConfig, type ProjectConfig } from "./project-config.ts";
 import type { RevisionLog } from "../store/revision-logs.ts";
 import { fetchSource, type SourcePolicy, type SourceSpec } from "./sources.ts";
 import { TSX_LOADER } from "../runtime/agent-process.ts";
@@ -111,6 +111,26 @@ export async function buildRevision(
       step: ctx.step,
       env: childEnv,
     });
+  await checkGraphsLoad(config, python, ctx, childEnv);
+  log.line(`build finished in ${Math.round(performance.now() - started)} ms`);
+  return {
+    artifactDir,
+    projectDir: config.dir,
+    configFile: config.file,
+    graphs: config.graphIds,
+    hasCustomAuth: config.hasCustomAuth,
+    commitSha,
+  };
+}
+
+/** Imports every graph (and the auth module) in a child process; a BuildError names those that fail. */
+async function checkGraphsLoad(
+  config: ProjectConfig,
+  python: boolean,
+  ctx: { layout: DeploymentsLayout; log: RevisionLog; workspaceId: string; step: BuildStep },
+  childEnv: Record<string, string>,
+): Promise<void> {
+  const { layout, log } = ctx;
   log.line("loading graphs");
   const out = await ctx.step({
     what: "loading the graphs",
@@ -147,15 +167,6 @@ export async function buildRevision(
   if (failed.length)
     throw new BuildError(`graph${failed.length > 1 ? "s" : ""} ${failed.map((g) => g.id).join(", ")} failed to load`);
   if (result.auth && !result.auth.ok) throw new BuildError(`the auth module failed to load: ${result.auth.error}`);
-  log.line(`build finished in ${Math.round(performance.now() - started)} ms`);
-  return {
-    artifactDir,
-    projectDir: config.dir,
-    configFile: config.file,
-    graphs: config.graphIds,
-    hasCustomAuth: config.hasCustomAuth,
-    commitSha,
-  };
 }
 
 /** Whether an earlier build can be deployed again (rollbacks reuse it without rebuilding). */
