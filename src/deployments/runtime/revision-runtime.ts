@@ -37,7 +37,7 @@ import {
 import { CommandFailed } from "../build/run-command.ts";
 import { prepareDatabaseAccess } from "./database-access.ts";
 import type { StoredProxyConfig } from "../../egress/index.ts";
-import { buildRegistryPlan } from "../build/registry-hosts.ts";
+import { buildRegistryPlan, type BuildRegistryPlan } from "../build/registry-hosts.ts";
 import { readHostRegistries, type HostRegistries } from "../build/host-registries.ts";
 import { readProjectFile } from "../build/project-file.ts";
 import { buildEgressId, serverEgressId } from "../confinement/egress-plan.ts";
@@ -275,29 +275,40 @@ export class RevisionRuntime {
           await egress?.close();
           throw err;
         }
-        let captured = "";
-        launched.stdout.on("data", step.capture ? (d: Buffer) => (captured += d.toString()) : log.lineSink("info"));
-        launched.stderr.on("data", log.lineSink("info"));
-        const kill = () => void launched.stop(0);
-        // An interrupt that arrived while the confinement was starting has already fired its event.
-        if (signal.aborted) kill();
-        else signal.addEventListener("abort", kill, { once: true });
-        const refusals = egress
-          ? new BuildRefusals(buildEgressId(revisionId), log, kill, { hostRegistries: plan.hostEntries })
-          : null;
-        try {
-          const code = await launched.exited;
-          await launched.stop(0);
-          signal.throwIfAborted();
-          if (code !== 0)
-            throw new CommandFailed(refusals?.failure(step.what) ?? `${step.what} failed (exit ${code ?? "signal"})`);
-          return captured;
-        } finally {
-          refusals?.close();
-          signal.removeEventListener("abort", kill);
-          await egress?.close();
-        }
+        return this.awaitBuildStep(launched, step, revisionId, log, signal, egress, plan.hostEntries);
       });
+  }
+
+  /** Waits for a launched build step (killed on interrupt); its captured output, or CommandFailed. */
+  private async awaitBuildStep(
+    launched: Launched,
+    step: Parameters<BuildStep>[0],
+    revisionId: string,
+    log: RevisionLog,
+    signal: AbortSignal,
+    egress: ProcessEgress | null,
+    hostRegistries: BuildRegistryPlan["hostEntries"],
+  ): Promise<string> {
+    let captured = "";
+    launched.stdout.on("data", step.capture ? (d: Buffer) => (captured += d.toString()) : log.lineSink("info"));
+    launched.stderr.on("data", log.lineSink("info"));
+    const kill = () => void launched.stop(0);
+    // An interrupt that arrived while the confinement was starting has already fired its event.
+    if (signal.aborted) kill();
+    else signal.addEventListener("abort", kill, { once: true });
+    const refusals = egress ? new BuildRefusals(buildEgressId(revisionId), log, kill, { hostRegistries }) : null;
+    try {
+      const code = await launched.exited;
+      await launched.stop(0);
+      signal.throwIfAborted();
+      if (code !== 0)
+        throw new CommandFailed(refusals?.failure(step.what) ?? `${step.what} failed (exit ${code ?? "signal"})`);
+      return captured;
+    } finally {
+      refusals?.close();
+      signal.removeEventListener("abort", kill);
+      await egress?.close();
+    }
   }
 
   /**
@@ -332,10 +343,7 @@ export class RevisionRuntime {
     const stateImage = this.isolated
       ? await ensureStateImage(stateDir, ident.uid, this.ctx.config.settings.WHARF_DEPLOYMENT_STATE_BYTES)
       : null;
-    const socketDir = path.join(socketRoot(), revisionId);
-    fs.rmSync(socketDir, { recursive: true, force: true });
-    fs.mkdirSync(socketRoot(), { recursive: true, mode: 0o711 });
-    ownFolder(socketDir, ident.uid, this.isolated);
+    const socketDir = this.freshSocketDir(revisionId, ident.uid);
     const inside = {
       state: this.isolated ? STATE_INSIDE : stateDir,
       socket: path.join(this.isolated ? SOCKET_DIR_INSIDE : socketDir, SOCKET_NAME),
@@ -352,44 +360,13 @@ export class RevisionRuntime {
     // On PostgreSQL: the deployment's own role and schema, through a forwarder in its namespace.
     const database = await prepareDatabaseAccess(this.ctx, deployment, this.isolated);
     // The data plane, through a gateway that only this revision's fresh key opens.
-    const userId = await deploymentUser(this.ctx.db, deployment.api_key_id);
-    if (!userId) throw new Error("the deployment's owner is gone");
-    const key = newGatewayKey();
-    const gateway = new DataPlaneGateway(
-      { deploymentId: deployment.id, revisionId, workspaceId: deployment.workspace_id, userId, key },
-      {
-        baseUrl: () => this.ctx.baseUrl(),
-        box: this.ctx.box,
-        limits: {
-          maxConnections: this.ctx.config.settings.WHARF_MAX_CONNECTIONS_PER_CLIENT,
-          timeouts: serverTimeouts(this.ctx.config.settings),
-        },
-      },
-    );
-    let gatewayUrl = GATEWAY_URL;
-    if (!this.isolated) {
-      // No network namespace: the gateway listens on a loopback port of the host instead.
-      const l = net.createServer();
-      await new Promise<void>((resolve, reject) => l.once("error", reject).listen(0, "127.0.0.1", () => resolve()));
-      gateway.attach(l);
-      gatewayUrl = `http://127.0.0.1:${(l.address() as net.AddressInfo).port}`;
-    }
+    const { gateway, key, gatewayUrl } = await this.openGateway(deployment, revisionId);
     // The way out: the egress proxy under the deployment's proxy_config (confined only).
-    let egress: ProcessEgress | null = null;
-    try {
-      if (this.isolated)
-        egress = await this.egress.open({
-          id: serverEgressId(revisionId),
-          deploymentId: deployment.id,
-          workspaceId: deployment.workspace_id,
-          registries: null,
-          onUnplaced: unplacedNote(log),
-        });
-    } catch (err) {
+    const egress = await this.openServerEgress(deployment, revisionId, log).catch((err) => {
       database?.close();
       gateway.close();
       throw err;
-    }
+    });
     // Python projects: the workspace's environments, read-only, where their builds made them.
     const pythonEnvs = fs.existsSync(this.layout.pythonEnvsFor(deployment.workspace_id))
       ? { envs: this.layout.pythonEnvsFor(deployment.workspace_id), writable: false }
@@ -454,6 +431,53 @@ export class RevisionRuntime {
       log,
       cleanup,
     );
+  }
+
+  private async openServerEgress(deployment: Deployment, revisionId: string, log: RevisionLog) {
+    if (!this.isolated) return null;
+    return this.egress.open({
+      id: serverEgressId(revisionId),
+      deploymentId: deployment.id,
+      workspaceId: deployment.workspace_id,
+      registries: null,
+      onUnplaced: unplacedNote(log),
+    });
+  }
+
+  /** The revision's socket folder, emptied and given to its uid. */
+  private freshSocketDir(revisionId: string, uid: number): string {
+    const socketDir = path.join(socketRoot(), revisionId);
+    fs.rmSync(socketDir, { recursive: true, force: true });
+    fs.mkdirSync(socketRoot(), { recursive: true, mode: 0o711 });
+    ownFolder(socketDir, uid, this.isolated);
+    return socketDir;
+  }
+
+  /** The revision's data-plane gateway, opened by its fresh key alone (on a loopback port when unconfined). */
+  private async openGateway(deployment: Deployment, revisionId: string) {
+    const userId = await deploymentUser(this.ctx.db, deployment.api_key_id);
+    if (!userId) throw new Error("the deployment's owner is gone");
+    const key = newGatewayKey();
+    const gateway = new DataPlaneGateway(
+      { deploymentId: deployment.id, revisionId, workspaceId: deployment.workspace_id, userId, key },
+      {
+        baseUrl: () => this.ctx.baseUrl(),
+        box: this.ctx.box,
+        limits: {
+          maxConnections: this.ctx.config.settings.WHARF_MAX_CONNECTIONS_PER_CLIENT,
+          timeouts: serverTimeouts(this.ctx.config.settings),
+        },
+      },
+    );
+    let gatewayUrl = GATEWAY_URL;
+    if (!this.isolated) {
+      // No network namespace: the gateway listens on a loopback port of the host instead.
+      const l = net.createServer();
+      await new Promise<void>((resolve, reject) => l.once("error", reject).listen(0, "127.0.0.1", () => resolve()));
+      gateway.attach(l);
+      gatewayUrl = `http://127.0.0.1:${(l.address() as net.AddressInfo).port}`;
+    }
+    return { gateway, key, gatewayUrl };
   }
 
   /**
