@@ -28,18 +28,7 @@ export function registerCreateRoute(router: Router, ctx: PlatformContext, manage
     },
     handler: async ({ c, principal, body }) => {
       await manager.ensureAvailable();
-      let snapshotId: string | null = null;
-      let fromImage = false;
-      const snapshotRef = body.snapshot_id ?? body.snapshot_name ?? body.snapshot;
-      if (snapshotRef) {
-        const snap = await findSnapshot(ctx.db, principal.workspaceId, snapshotRef);
-        const loc = body.snapshot_id ? "snapshot_id" : body.snapshot_name ? "snapshot_name" : "snapshot";
-        if (!snap) throw invalidAt(["body", loc], `Snapshot ${snapshotRef} not found`);
-        if (snap.status !== "ready")
-          throw invalidAt(["body", loc], `Snapshot ${snapshotRef} is ${snap.status}, not ready`);
-        snapshotId = snap.id;
-        fromImage = Boolean(snap.docker_image);
-      }
+      const { snapshotId, fromImage } = await snapshotToStartFrom(ctx, principal.workspaceId, body);
       let proxyConfig: StoredProxyConfig | null = null;
       if (body.proxy_config)
         proxyConfig = await prepareProxyConfig({ db: ctx.db, box: ctx.box }, principal.workspaceId, body.proxy_config);
@@ -83,16 +72,7 @@ export function registerCreateRoute(router: Router, ctx: PlatformContext, manage
             updated_at: now,
             updated_by: principal.userId,
           };
-          try {
-            await ctx.db.insertInto("sandboxes").values(row).execute();
-          } catch (err) {
-            // Not awaited: the warm sandbox may still be starting, and other admissions wait for this one.
-            manager
-              .releaseWarm(id)
-              .catch((e) => ctx.log.warn({ id, err: (e as Error).message }, "claimed warm sandbox not given back"));
-            if (isUniqueViolation(err)) throw conflict(`A sandbox named ${row.name} already exists`);
-            throw err;
-          }
+          await insertSandbox(ctx, manager, row);
           return row;
         },
       );
@@ -107,4 +87,33 @@ export function registerCreateRoute(router: Router, ctx: PlatformContext, manage
       return c.json(presentSandbox(settled, base()), 201);
     },
   });
+}
+
+/** The snapshot a create names (by id, name or either), which must be ready; none when it names none. */
+async function snapshotToStartFrom(
+  ctx: PlatformContext,
+  workspaceId: string,
+  body: { snapshot_id?: string; snapshot_name?: string; snapshot?: string },
+): Promise<{ snapshotId: string | null; fromImage: boolean }> {
+  const snapshotRef = body.snapshot_id ?? body.snapshot_name ?? body.snapshot;
+  if (!snapshotRef) return { snapshotId: null, fromImage: false };
+  const snap = await findSnapshot(ctx.db, workspaceId, snapshotRef);
+  const loc = body.snapshot_id ? "snapshot_id" : body.snapshot_name ? "snapshot_name" : "snapshot";
+  if (!snap) throw invalidAt(["body", loc], `Snapshot ${snapshotRef} not found`);
+  if (snap.status !== "ready") throw invalidAt(["body", loc], `Snapshot ${snapshotRef} is ${snap.status}, not ready`);
+  return { snapshotId: snap.id, fromImage: Boolean(snap.docker_image) };
+}
+
+/** Inserts a new sandbox's row; a claimed warm sandbox goes back to the pool when that fails. */
+async function insertSandbox(ctx: PlatformContext, manager: SandboxManager, row: SandboxRow): Promise<void> {
+  try {
+    await ctx.db.insertInto("sandboxes").values(row).execute();
+  } catch (err) {
+    // Not awaited: the warm sandbox may still be starting, and other admissions wait for this one.
+    manager
+      .releaseWarm(row.id)
+      .catch((e) => ctx.log.warn({ id: row.id, err: e }, "claimed warm sandbox not given back"));
+    if (isUniqueViolation(err)) throw conflict(`A sandbox named ${row.name} already exists`);
+    throw err;
+  }
 }
