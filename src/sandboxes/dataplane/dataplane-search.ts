@@ -14,7 +14,8 @@ import {
   type FoundEntry,
   type GrepMatch,
 } from "./file-search.ts";
-import { dataplaneError, type SandboxManager } from "../lifecycle/manager.ts";
+import { dataplaneError } from "./dataplane-error.ts";
+import type { SandboxManager } from "../lifecycle/manager.ts";
 import type { SandboxRow } from "../store/sandbox-store.ts";
 
 const DEFAULT_LIMIT = 1000;

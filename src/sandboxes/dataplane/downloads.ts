@@ -13,7 +13,8 @@ import type { Router } from "../../http/route.ts";
 import { webStreamOf } from "../../http/web-stream.ts";
 import type { PlatformContext } from "../../platform/context.ts";
 import { SANDBOX_USER } from "../../confinement/index.ts";
-import { dataplaneError, type SandboxManager } from "../lifecycle/manager.ts";
+import { dataplaneError } from "./dataplane-error.ts";
+import type { SandboxManager } from "../lifecycle/manager.ts";
 import { findSandbox, getSandbox, type SandboxRow } from "../store/sandbox-store.ts";
 import { signLink, verifyLink, type LinkClaims } from "../links/signed-links.ts";
 

@@ -1,55 +1,33 @@
 import fs from "node:fs";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { attachEgress, egressCaptureSpec, releaseEgressValues, type EgressAttachment } from "../../egress/index.ts";
+import { releaseEgressValues, type EgressAttachment } from "../../egress/index.ts";
 import type { StoredProxyConfig } from "../../egress/index.ts";
 import { HttpError } from "../../http/errors.ts";
+import { dataplaneError } from "../dataplane/dataplane-error.ts";
 import type { PlatformContext } from "../../platform/context.ts";
 import { nowIso } from "../../store/database.ts";
-import { newId } from "../../store/ids.ts";
-import { CommandRegistry, CommandSession, type CommandOptions } from "../dataplane/commands.ts";
+import { CommandRegistry, type CommandSession } from "../dataplane/commands.ts";
 import { Admissions } from "./capacity.ts";
-import { SpillBuffer } from "../dataplane/output-buffer.ts";
+import type { SpillBuffer } from "../dataplane/output-buffer.ts";
 import { SANDBOX_USER, retryOutOfDescriptors } from "../../confinement/index.ts";
-import type { CapturedNetwork, RuntimeRef, SandboxDriver } from "../driver/driver.ts";
-import {
-  getSandbox,
-  markLostSandboxes,
-  openEnv,
-  ownersOfSandboxes,
-  sandboxesInStatus,
-  transition,
-  type SandboxRow,
-} from "../store/sandbox-store.ts";
-import { leftBehind } from "./left-behind.ts";
+import type { RuntimeRef, SandboxDriver } from "../driver/driver.ts";
+import { getSandbox, openEnv, transition, type SandboxRow } from "../store/sandbox-store.ts";
 import type { SandboxStatus } from "../api/schemas.ts";
 import type { SandboxSettings } from "../settings.ts";
 import { LostCommands } from "./lost-commands.ts";
+import { provision } from "./provision.ts";
+import { reconcileAll } from "./reconcile.ts";
+import { lifecycleTick } from "./lifecycle-loop.ts";
+import { runWithInputIn, startCommandIn, type ExecParams } from "./exec.ts";
 import { WarmPool, type WarmWant } from "./warm-pool.ts";
-import { nextAction, type LifecycleAction, type LifecycleFacts } from "./lifecycle-decision.ts";
 
 /** What the platform holds in memory for a running sandbox. */
-interface Live {
+export interface Live {
   ref: RuntimeRef;
   egress: EgressAttachment | null;
   env: Record<string, string>;
   lastActivity: number;
-}
-
-export interface ExecParams {
-  command: string;
-  shell: string;
-  env?: Record<string, string>;
-  cwd?: string;
-  commandId?: string;
-  /** A pseudo-terminal of this size (WebSocket `pty: true`). */
-  tty?: { rows: number; cols: number };
-  options: CommandOptions;
-}
-
-/** A data-plane error with LangSmith Deployment's `{"detail":{"error","message"}}` body. */
-export function dataplaneError(status: number, error: string, message: string): HttpError {
-  return new HttpError(status, { error, message });
 }
 
 const BASE_ENV: Record<string, string> = {
@@ -67,30 +45,35 @@ const BASE_ENV: Record<string, string> = {
  * transition is a conditional update in the database; the driver does the work; the loop in
  * `tick` stops idle sandboxes, deletes long-stopped ones, fails transitions past their deadline
  * and notices sandboxes whose processes died. `reconcile` re-adopts running sandboxes after a restart.
+ *
+ * The acting parts live beside it by concern: `provision.ts`, `reconcile.ts`, `lifecycle-loop.ts`
+ * (the acting edge of `nextAction`), `exec.ts` (commands). They share this class's in-memory state
+ * (`live`, `inflight`, `busy`, `jobs`, …), which is why those members are not private; nothing
+ * outside `lifecycle/` touches them.
  */
 export class SandboxManager {
   readonly commands = new CommandRegistry();
-  private live = new Map<string, Live>();
-  private inflight = new Map<string, Promise<void>>();
+  readonly live = new Map<string, Live>();
+  readonly inflight = new Map<string, Promise<void>>();
   /** Sandboxes a stop or delete is working on: the lifecycle loop leaves them alone. */
-  private busy = new Set<string>();
+  readonly busy = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
   private ticking = false;
   private prepared: Promise<void> | null = null;
   /** Sandboxes begun with default resources, waiting for a create to claim them. */
-  private readonly warm: WarmPool;
+  readonly warm: WarmPool;
   /** While the platform re-adopts sandboxes after a start: data-plane calls wait for it, not 400. */
   private reconciling: Promise<void> | null = null;
   /** Background jobs (snapshots being built from images): shutdown waits for them briefly. */
-  private jobs = new Set<Promise<void>>();
+  readonly jobs = new Set<Promise<void>>();
   /** Commands a previous platform process ran over WebSocket: their output files, by sandbox. */
-  private readonly lost: LostCommands;
-  private prepareError: Error | null = null;
+  readonly lost: LostCommands;
+  prepareError: Error | null = null;
   /** Admission against the host's capacity and the workspace's quotas: creates, starts and wakes. */
   readonly admissions: Admissions;
 
   constructor(
-    private readonly ctx: PlatformContext,
+    readonly ctx: PlatformContext,
     readonly driver: SandboxDriver | null,
     readonly settings: SandboxSettings,
   ) {
@@ -102,7 +85,7 @@ export class SandboxManager {
     });
   }
 
-  private get db() {
+  get db() {
     return this.ctx.db;
   }
 
@@ -127,7 +110,7 @@ export class SandboxManager {
     this.requireDriver();
   }
 
-  private requireDriver(): SandboxDriver {
+  requireDriver(): SandboxDriver {
     if (!this.driver) throw new HttpError(503, "Sandboxes are disabled on this server (WHARF_SANDBOX_DRIVER=none)");
     if (this.prepareError)
       throw new HttpError(503, `Sandboxes are unavailable on this host: ${this.prepareError.message}`);
@@ -135,7 +118,7 @@ export class SandboxManager {
   }
 
   /** Best-effort cleanup failed: say so (it is retried by the lifecycle loop or at the next start). */
-  private logFailure(what: string, sandboxId: string, err: unknown): void {
+  logFailure(what: string, sandboxId: string, err: unknown): void {
     this.ctx.log.warn({ sandboxId, err }, `sandbox ${what} failed`);
   }
 
@@ -186,102 +169,11 @@ export class SandboxManager {
 
   /** Starts provisioning in the background (create and start); the row must be in `provisioning`. */
   launch(row: SandboxRow, snapshotArchive: string | null): void {
-    const run = this.provision(row, snapshotArchive).finally(() => {
+    const run = provision(this, row, snapshotArchive).finally(() => {
       this.inflight.delete(row.id);
       void this.warm.refill();
     });
     this.inflight.set(row.id, run);
-  }
-
-  private async provision(row: SandboxRow, snapshotArchive: string | null): Promise<void> {
-    let ref: RuntimeRef | null = null;
-    let egress: EgressAttachment | null = null;
-    try {
-      // Replica mode: whoever provisions it runs it, so its data plane is forwarded here.
-      if (this.ctx.cluster)
-        await this.db
-          .updateTable("sandboxes")
-          .set({ owner_replica: this.ctx.cluster.replicaId })
-          .where("id", "=", row.id)
-          .execute();
-      await this.prepare();
-      const driver = this.requireDriver();
-      const proxyConfig = row.proxy_config ? (JSON.parse(row.proxy_config) as StoredProxyConfig) : null;
-      const image = await this.imageSnapshotOf(row);
-      const lowerDir = image ? path.join(this.settings.stateDir, "oci-images", image, "bundle", "rootfs") : undefined;
-      if (lowerDir && !fs.existsSync(lowerDir))
-        throw new Error("the image this sandbox was made from is no longer on this host");
-      const parked = await this.warm.take(row.id);
-      const spec = {
-        id: row.id,
-        workspaceId: row.workspace_id,
-        cpuMillicores: row.cpu_millicores,
-        memBytes: Number(row.mem_bytes),
-        fsCapacityBytes: Number(row.fs_capacity_bytes),
-        snapshotArchive,
-        lowerDir,
-        capture: await egressCaptureSpec(),
-      };
-      const hooks = {
-        onNetwork: async (netnsPid: number, captured: CapturedNetwork | null) => {
-          egress = await attachEgress({
-            sandboxId: row.id,
-            workspaceId: row.workspace_id,
-            netnsPid,
-            proxyConfig,
-            captured,
-          });
-          if (Object.keys(egress.files).length) driver.placeFiles(row.id, egress.files, netnsPid);
-        },
-      };
-      ref = parked && driver.finish ? await driver.finish(parked, hooks) : await driver.start(spec, hooks);
-      const env = this.commandEnv(row, egress);
-      this.live.set(row.id, { ref, egress, env, lastActivity: Date.now() });
-      // Ready means an exec succeeds now. On the base image the driver's start already proved it
-      // (bubblewrap's keeper runs inside every namespace, after the mounts and seccomp, which is all
-      // an exec enters); an image may lack what an exec needs, so there an exec proves it. The
-      // probe costs 15-60 ms of create → ready on a loaded host.
-      if (lowerDir) {
-        const probe = await this.runToCompletion(row.id, ["/bin/sh", "-c", ":"], 10);
-        if (probe !== 0) throw new Error(`readiness probe exited with ${probe} (does the image have /bin/sh?)`);
-      }
-      const updated = await transition(this.db, row.id, ["provisioning"], "ready", {
-        runtime: JSON.stringify(ref),
-        stopped_at: null,
-      });
-      if (!updated) {
-        // Deleted or failed (deadline) meanwhile: do not leave processes behind.
-        await this.teardown(row.id, ref, false);
-      }
-    } catch (err) {
-      const message = (err as Error).message;
-      this.ctx.log.warn({ sandboxId: row.id, err }, "sandbox provisioning failed");
-      await this.teardown(row.id, ref, false).catch((e) =>
-        this.logFailure("teardown after a failed provision", row.id, e),
-      );
-      if (egress)
-        await (egress as EgressAttachment)
-          .detach()
-          .catch((e) => this.logFailure("egress detach after a failed provision", row.id, e));
-      await transition(this.db, row.id, ["provisioning"], "failed", {
-        status_message: `Provisioning failed: ${message}`,
-        runtime: null,
-      });
-    }
-  }
-
-  private async runToCompletion(id: string, argv: string[], timeoutSeconds: number): Promise<number> {
-    const l = this.live.get(id)!;
-    const proc = this.driver!.exec(id, l.ref, { argv, env: l.env, cwd: SANDBOX_USER.home });
-    proc.stdin.end();
-    proc.stdout.resume();
-    proc.stderr.resume();
-    const t = setTimeout(() => proc.kill(), timeoutSeconds * 1000);
-    try {
-      return await proc.exited;
-    } finally {
-      clearTimeout(t);
-    }
   }
 
   /** Waits until the sandbox leaves `provisioning` or the time is up; returns the row as it is then. */
@@ -292,7 +184,7 @@ export class SandboxManager {
   }
 
   /** Kills the sandbox's processes (the filesystem stays unless `destroy`). */
-  private async teardown(id: string, ref: RuntimeRef | null, destroy: boolean): Promise<void> {
+  async teardown(id: string, ref: RuntimeRef | null, destroy: boolean): Promise<void> {
     const l = this.live.get(id);
     this.live.delete(id);
     this.commands.forget(id);
@@ -310,7 +202,7 @@ export class SandboxManager {
     });
   }
 
-  private runtimeOf(row: SandboxRow): RuntimeRef | null {
+  runtimeOf(row: SandboxRow): RuntimeRef | null {
     return this.live.get(row.id)?.ref ?? (row.runtime ? (JSON.parse(row.runtime) as RuntimeRef) : null);
   }
 
@@ -354,7 +246,7 @@ export class SandboxManager {
   }
 
   /** Every command's environment: the base, the egress's (proxy, CA, cloud placeholders), the sandbox's own. */
-  private commandEnv(row: SandboxRow, egress: EgressAttachment | null): Record<string, string> {
+  commandEnv(row: SandboxRow, egress: EgressAttachment | null): Record<string, string> {
     return { ...BASE_ENV, ...(egress?.env ?? {}), ...openEnv(this.ctx.box, row) };
   }
 
@@ -418,52 +310,17 @@ export class SandboxManager {
 
   /** Starts a command; its output is kept for reconnects. */
   startCommand(row: SandboxRow, p: ExecParams): CommandSession {
-    const l = this.requireLive(row);
-    const id = p.commandId ?? newId();
-    if (this.commands.get(row.id, id)) throw dataplaneError(409, "CommandError", `Command id ${id} is already in use`);
-    const env = { ...l.env, ...(p.env ?? {}), WHARF_FSIZE_LIMIT: String(Number(row.fs_capacity_bytes)) };
-    const proc = this.driver!.exec(row.id, l.ref, {
-      argv: [p.shell, "-c", p.command],
-      env,
-      cwd: p.cwd || SANDBOX_USER.home,
-      tty: p.tty,
-    });
-    const session = new CommandSession(id, row.id, proc, p.options);
-    this.commands.add(session);
-    void session.done.then(() => this.touch(row.id));
-    return session;
+    return startCommandIn(this, row, p);
   }
 
   /** Runs a command to completion with the bytes given as stdin (file transfers). */
-  async runWithInput(
+  runWithInput(
     row: SandboxRow,
     argv: string[],
     input: Buffer | Readable | null,
     onStdout?: (b: Buffer) => void,
   ): Promise<{ code: number; stderr: string }> {
-    const l = this.requireLive(row);
-    const proc = this.driver!.exec(row.id, l.ref, {
-      argv,
-      env: { ...l.env, WHARF_FSIZE_LIMIT: String(Number(row.fs_capacity_bytes)) },
-      cwd: SANDBOX_USER.home,
-    });
-    proc.stdin.on("error", () => {
-      // EPIPE once the command exited without reading all its input: its exit code and stderr say why.
-    });
-    if (input instanceof Readable) {
-      // A broken input (client gone, truncated form) kills the command before it sees end-of-file,
-      // so a partial upload is never committed as if it were whole.
-      input.once("error", () => proc.kill());
-      input.pipe(proc.stdin);
-    } else proc.stdin.end(input ?? undefined);
-    let stderr = "";
-    proc.stderr.on("data", (d: Buffer) => (stderr.length < 4000 ? (stderr += d.toString()) : undefined));
-    if (onStdout) proc.stdout.on("data", onStdout);
-    else proc.stdout.resume();
-    const ended = new Promise<void>((r) => proc.stdout.on("close", () => r()));
-    const code = await proc.exited;
-    await Promise.race([ended, new Promise((r) => setTimeout(r, 200))]);
-    return { code, stderr };
+    return runWithInputIn(this, row, argv, input, onStdout);
   }
 
   // ---- background work -------------------------------------------------------------------
@@ -481,7 +338,7 @@ export class SandboxManager {
 
   /** After a restart: running sandboxes are re-adopted, dead ones are marked explicitly. */
   async reconcile(): Promise<void> {
-    this.reconciling = this.reconcileAll();
+    this.reconciling = reconcileAll(this);
     try {
       await this.reconciling;
     } finally {
@@ -489,229 +346,13 @@ export class SandboxManager {
     }
   }
 
-  /** Sandboxes are re-adopted concurrently (each is an egress attach and a few /proc reads). */
-  private async reconcileAll(): Promise<void> {
-    const rows = await sandboxesInStatus(
-      this.db,
-      this.ctx.cluster ? ["provisioning", "ready", "deleting", "error"] : ["provisioning", "ready", "deleting"],
-      this.ctx.cluster?.replicaId,
-    );
-    if (rows.length) await this.prepare();
-    const queue = [...rows];
-    const worker = async () => {
-      for (let row = queue.shift(); row; row = queue.shift()) await this.reconcileOne(row);
-    };
-    await Promise.all(Array.from({ length: Math.min(16, queue.length) }, worker));
-    if (this.ctx.cluster) await this.removeLeftBehind(this.ctx.cluster.replicaId);
-  }
-
-  /**
-   * Replicas: what this replica left of sandboxes deleted through another while it was dead (or
-   * started afresh on another) is removed when it comes back: their processes, if any outlived
-   * it, and their folders. The folders are listed before the rows are read, so a sandbox being
-   * created meanwhile (its row comes first) is never taken for one left behind.
-   */
-  private async removeLeftBehind(me: string): Promise<void> {
-    const boxes = path.join(this.settings.stateDir, "boxes");
-    let ids: string[];
-    try {
-      // Warm sandboxes have no row yet: the warm pool's removeStale deals with those.
-      ids = fs.readdirSync(boxes).filter((id) => !fs.existsSync(path.join(boxes, id, ".warm")));
-    } catch {
-      return; // no sandboxes here yet
-    }
-    for (const id of leftBehind(ids, await ownersOfSandboxes(this.db, ids), me)) {
-      try {
-        await this.driver?.destroy(id, null);
-        fs.rmSync(this.commandOutputDir(id), { recursive: true, force: true });
-        this.ctx.log.info(
-          { sandboxId: id },
-          "removed a sandbox left behind while this replica was away (deleted or started on another replica)",
-        );
-      } catch (err) {
-        this.logFailure("removal of a sandbox left behind", id, err);
-      }
-    }
-  }
-
-  private async reconcileOne(row: SandboxRow): Promise<void> {
-    {
-      try {
-        const ref = row.runtime ? (JSON.parse(row.runtime) as RuntimeRef) : null;
-        if (row.status === "deleting") {
-          await this.delete(row);
-        } else if (row.status === "error") {
-          // Reported lost while this replica was away: end what is left of it, keep its files.
-          if (ref && this.driver)
-            await this.driver
-              .stop(row.id, ref)
-              .catch((e) => this.logFailure("stop of a sandbox reported lost", row.id, e));
-          await transition(this.db, row.id, ["error"], "stopped", {
-            runtime: null,
-            stopped_at: nowIso(),
-            status_message:
-              "Its replica came back after the sandbox was reported lost; its files are kept, start it again",
-          });
-        } else if (row.status === "provisioning") {
-          if (ref && this.driver)
-            await this.driver
-              .stop(row.id, ref)
-              .catch((e) => this.logFailure("stop of a half-provisioned sandbox", row.id, e));
-          await transition(this.db, row.id, ["provisioning"], "failed", {
-            status_message: "The platform restarted while the sandbox was provisioning",
-            runtime: null,
-          });
-        } else if (ref && this.driver && !this.prepareError && this.driver.isRunning(ref)) {
-          const proxyConfig = row.proxy_config ? (JSON.parse(row.proxy_config) as StoredProxyConfig) : null;
-          let egress: EgressAttachment;
-          try {
-            // The listeners are opened by a small helper in the sandbox's namespace (no Node start-up per box).
-            const spec = await egressCaptureSpec();
-            const captured = spec && this.driver.captureNetwork ? await this.driver.captureNetwork(ref, spec) : null;
-            egress = await attachEgress({
-              sandboxId: row.id,
-              workspaceId: row.workspace_id,
-              netnsPid: this.driver.netnsPid(ref),
-              proxyConfig,
-              captured,
-            });
-          } catch (err) {
-            // Never leave a sandbox running without its egress: stop it, say why, keep its files.
-            await this.driver.stop(row.id, ref).catch((e) => this.logFailure("stop without egress", row.id, e));
-            await transition(this.db, row.id, ["ready"], "stopped", {
-              runtime: null,
-              stopped_at: nowIso(),
-              status_message: `Stopped at platform start: the egress proxy could not be re-attached (${(err as Error).message}); start it again`,
-            });
-            return;
-          }
-          const env = this.commandEnv(row, egress);
-          this.live.set(row.id, { ref, egress, env, lastActivity: Date.now() });
-          // Their output had nowhere to go: end them; a reconnecting client is told why.
-          const ended = this.driver.endOrphanedCommands?.(row.id, ref) ?? 0;
-          this.ctx.log.info({ sandboxId: row.id, commandsEnded: ended }, "sandbox re-adopted after restart");
-        } else {
-          if (this.driver)
-            await this.driver
-              .stop(row.id, ref)
-              .catch((e) => this.logFailure("cleanup of a sandbox whose processes are gone", row.id, e));
-          await transition(this.db, row.id, ["ready"], "stopped", {
-            runtime: null,
-            stopped_at: nowIso(),
-            status_message:
-              "The sandbox's processes were gone when the platform started (host reboot or crash); its files are kept",
-          });
-        }
-      } catch (err) {
-        this.ctx.log.error({ sandboxId: row.id, err }, "sandbox reconcile failed");
-      }
-    }
-  }
-
   async tick(): Promise<void> {
     if (this.ticking) return;
     this.ticking = true;
     try {
-      this.commands.purge();
-      const now = Date.now();
-      // A snapshot is written inside its request; one still `building` long after was cut short (restart).
-      const stale = new Date(now - this.settings.provisionDeadlineMs).toISOString();
-      // Image pulls run for as long as they need while this process lives; a restart ends them.
-      const pulling = this.jobs.size > 0;
-      await this.db
-        .updateTable("sandbox_snapshots")
-        .set({
-          status: "failed",
-          status_message: "Snapshot did not finish (the platform stopped while writing it)",
-          updated_at: nowIso(),
-        })
-        .where("status", "=", "building")
-        .where("updated_at", "<", stale)
-        .where((eb) => (pulling ? eb("docker_image", "is", null) : eb.lit(true)))
-        .execute();
-      if (this.ctx.cluster) {
-        const lost = await markLostSandboxes(this.db, await this.ctx.cluster.deadReplicas());
-        if (lost) this.ctx.log.warn({ sandboxes: lost }, "sandboxes of a dead replica reported as error");
-      }
-      // Replica mode: each replica looks after the sandboxes it runs, and only those.
-      const rows = await sandboxesInStatus(
-        this.db,
-        ["provisioning", "ready", "stopped", "deleting"],
-        this.ctx.cluster?.replicaId,
-      );
-      const times = {
-        provisionDeadlineMs: this.settings.provisionDeadlineMs,
-        deleteDeadlineMs: this.settings.deleteDeadlineMs,
-        ttlSecondMs: this.settings.ttlSecondMs,
-      };
-      for (const row of rows) await this.act(row, nextAction(this.factsOf(row), now, times), now);
-    } catch (err) {
-      this.ctx.log.error({ err }, "sandbox lifecycle tick failed");
+      await lifecycleTick(this);
     } finally {
       this.ticking = false;
-    }
-  }
-
-  /** What the lifecycle decision needs to know of one sandbox, gathered from the row, memory and the driver. */
-  private factsOf(row: SandboxRow): LifecycleFacts {
-    const l = this.live.get(row.id);
-    const running = row.status === "ready" && !!l && !!this.driver?.isRunning(l.ref);
-    return {
-      status: row.status,
-      statusChangedAt: Date.parse(row.status_changed_at),
-      stoppedAt: row.stopped_at ? Date.parse(row.stopped_at) : null,
-      idleTtlSeconds: row.idle_ttl_seconds,
-      deleteAfterStopSeconds: row.delete_after_stop_seconds,
-      held: this.busy.has(row.id),
-      inflight: this.inflight.has(row.id),
-      running,
-      // Only a running sandbox is asked (the driver reads its processes).
-      activeProcesses: running ? this.commands.activity(row.id) + this.driver!.busyProcesses(row.id) : 0,
-      lastActivity: l?.lastActivity ?? null,
-    };
-  }
-
-  /** The acting edge of the lifecycle loop: carries out what `nextAction` decided for one sandbox. */
-  private async act(row: SandboxRow, action: LifecycleAction, now: number): Promise<void> {
-    const provisionLate = `Provisioning did not finish within ${Math.round(this.settings.provisionDeadlineMs / 1000)} s`;
-    switch (action) {
-      case "fail-provision":
-        await transition(this.db, row.id, ["provisioning"], "failed", { status_message: provisionLate });
-        return;
-      case "teardown-fail-provision":
-        await this.teardown(row.id, this.runtimeOf(row), false).catch((e) => this.logFailure("teardown", row.id, e));
-        await transition(this.db, row.id, ["provisioning"], "failed", { status_message: provisionLate });
-        return;
-      case "retry-delete":
-        await this.delete(row).catch((err) =>
-          this.ctx.log.error({ sandboxId: row.id, err }, "sandbox delete retry failed"),
-        );
-        return;
-      case "fail-exited": {
-        const oom = this.driver?.oomKills(row.id) ?? 0;
-        await this.teardown(row.id, this.runtimeOf(row), false).catch((e) => this.logFailure("teardown", row.id, e));
-        await transition(this.db, row.id, ["ready"], "failed", {
-          runtime: null,
-          stopped_at: nowIso(),
-          status_message: `The sandbox's init process exited unexpectedly${oom ? " (out of memory)" : ""}; its files are kept, start it again`,
-        });
-        return;
-      }
-      case "touch": {
-        const l = this.live.get(row.id);
-        if (l) l.lastActivity = now;
-        return;
-      }
-      case "idle-stop":
-        this.ctx.log.info({ sandboxId: row.id }, "stopping idle sandbox");
-        await this.stop(row, `Stopped after ${row.idle_ttl_seconds} s without activity`);
-        return;
-      case "expire":
-        this.ctx.log.info({ sandboxId: row.id }, "deleting sandbox stopped past delete_after_stop_seconds");
-        await this.delete(row);
-        return;
-      case "none":
-        return;
     }
   }
 

@@ -19,7 +19,8 @@ import type { AppEnv } from "../../http/principal.ts";
 import type { Router } from "../../http/route.ts";
 import type { PlatformContext } from "../../platform/context.ts";
 import { PortRefused } from "../driver/port-connect.ts";
-import { dataplaneError, type SandboxManager } from "../lifecycle/manager.ts";
+import { dataplaneError } from "../dataplane/dataplane-error.ts";
+import type { SandboxManager } from "../lifecycle/manager.ts";
 import { findSandbox, getSandbox, type SandboxRow } from "../store/sandbox-store.ts";
 import { signLink, verifyLink, type LinkClaims } from "./signed-links.ts";
 
