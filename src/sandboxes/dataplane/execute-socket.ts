@@ -6,6 +6,8 @@ import type { CommandEvent, CommandSession } from "./commands.ts";
 import { dataplaneSandbox } from "./dataplane.ts";
 import type { SandboxManager } from "../lifecycle/manager.ts";
 import { envVars } from "../api/schemas.ts";
+import type { SpillBuffer } from "./output-buffer.ts";
+import type { SandboxRow } from "../store/sandbox-store.ts";
 
 const executeMsg = z.object({
   type: z.literal("execute"),
@@ -93,22 +95,7 @@ export function serveExecuteSocket(
             const p = executeMsg.safeParse(msg);
             if (!p.success)
               return fail("InvalidMessage", p.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
-            const s = manager.startCommand(row, {
-              command: p.data.command,
-              shell: p.data.shell,
-              env: p.data.env,
-              cwd: p.data.cwd,
-              commandId: p.data.command_id,
-              tty: p.data.pty ? { rows: p.data.rows, cols: p.data.cols } : undefined,
-              options: {
-                timeoutSeconds: p.data.timeout_seconds,
-                idleTimeoutSeconds: p.data.idle_timeout_seconds,
-                ttlSeconds: p.data.ttl_seconds,
-                killOnDisconnect: p.data.kill_on_disconnect,
-                maxOutputBytes: manager.settings.maxOutputBytes,
-                output: { kind: "spill", dir: manager.commandOutputDir(row.id) },
-              },
-            });
+            const s = startFrom(manager, row, p.data);
             if (p.data.close_stdin) s.proc.stdin.end();
             s.pid = await s.proc.pid();
             follow(s, 0, 0);
@@ -119,10 +106,7 @@ export function serveExecuteSocket(
             const s = manager.commands.get(row.id, p.data.command_id);
             const lost = s ? null : manager.lostCommand(row.id, p.data.command_id);
             if (lost) {
-              // Ran when the platform restarted: what it printed until then, and why it ended.
-              send({ type: "started", command_id: p.data.command_id, pid: 0 });
-              for (const c of lost.stdout.since(p.data.stdout_offset)) send({ type: "stdout", ...c });
-              for (const c of lost.stderr.since(p.data.stderr_offset)) send({ type: "stderr", ...c });
+              replayLost(send, lost, p.data);
               return fail(
                 "CommandError",
                 "The command was running when the platform restarted and was ended; its output up to then was replayed",
@@ -136,22 +120,60 @@ export function serveExecuteSocket(
         const p = controlMsg.safeParse(msg);
         if (!p.success) return fail("InvalidMessage", `Unknown message type ${String(type)}`);
         if (!session) return fail("InvalidMessage", "No command on this connection yet");
-        const s = session as CommandSession;
-        if (p.data.type === "kill") s.kill();
-        else if (p.data.type === "input") s.proc.stdin.write(p.data.data);
-        else if (p.data.type === "resize") s.proc.resize?.(p.data.rows, p.data.cols);
-        else s.proc.stdin.end();
+        applyControl(session as CommandSession, p.data);
       } catch (err) {
-        if (err instanceof HttpError) {
-          const d = err.detail as { error?: string; message?: string } | string;
-          return fail(
-            typeof d === "object" ? (d.error ?? "CommandError") : "CommandError",
-            typeof d === "object" ? (d.message ?? "") : d,
-          );
-        }
+        if (err instanceof HttpError) return fail(...socketError(err));
         ctx.log.error({ err }, "websocket message failed");
         fail("CommandError", "Internal error");
       }
     })();
   });
+}
+
+/** Starts the command an `execute` message asks for; its output spills to disk for reconnects. */
+function startFrom(manager: SandboxManager, row: SandboxRow, data: z.infer<typeof executeMsg>): CommandSession {
+  return manager.startCommand(row, {
+    command: data.command,
+    shell: data.shell,
+    env: data.env,
+    cwd: data.cwd,
+    commandId: data.command_id,
+    tty: data.pty ? { rows: data.rows, cols: data.cols } : undefined,
+    options: {
+      timeoutSeconds: data.timeout_seconds,
+      idleTimeoutSeconds: data.idle_timeout_seconds,
+      ttlSeconds: data.ttl_seconds,
+      killOnDisconnect: data.kill_on_disconnect,
+      maxOutputBytes: manager.settings.maxOutputBytes,
+      output: { kind: "spill", dir: manager.commandOutputDir(row.id) },
+    },
+  });
+}
+
+/** Ran when the platform restarted: what it printed until then, from the client's offsets (the caller says why it ended). */
+function replayLost(
+  send: (m: unknown) => unknown,
+  lost: { stdout: SpillBuffer; stderr: SpillBuffer },
+  from: { command_id: string; stdout_offset: number; stderr_offset: number },
+): void {
+  send({ type: "started", command_id: from.command_id, pid: 0 });
+  for (const c of lost.stdout.since(from.stdout_offset)) send({ type: "stdout", ...c });
+  for (const c of lost.stderr.since(from.stderr_offset)) send({ type: "stderr", ...c });
+}
+
+/** A control message for the command this connection follows. */
+function applyControl(s: CommandSession, data: z.infer<typeof controlMsg>): void {
+  if (data.type === "kill") s.kill();
+  else if (data.type === "input") s.proc.stdin.write(data.data);
+  else if (data.type === "resize") s.proc.resize?.(data.rows, data.cols);
+  else s.proc.stdin.end();
+}
+
+/** The error type and message an HttpError (a data-plane error or a plain detail) becomes on the socket. */
+function socketError(err: HttpError): [string, string] {
+  const d = err.detail as { error?: string; message?: string } | string;
+  return [
+    typeof d === "object" ? (d.error ?? "CommandError") : "CommandError",
+    typeof d === "object" ? (d.message ?? "") : d,
+  ];
 }
