@@ -117,33 +117,7 @@ export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manag
     const row = await sandboxOf(c);
     const path = parse(filePath, "query", c.req.query("path"));
     manager.requireLive(row);
-    const temp = `${posix.dirname(path)}/.${posix.basename(path)}.wharf-upload-${randomBytes(6).toString("hex")}`;
-    const { r, size, broken } = await withMultipartFile(c.req.raw, "file", async (file) => {
-      let size = 0;
-      let broken = false;
-      const counted = new Transform({
-        transform(chunk: Buffer, _enc, done) {
-          size += chunk.length;
-          done(null, chunk);
-        },
-      });
-      file.once("error", (err) => ((broken = true), counted.destroy(err)));
-      try {
-        const r = await manager.runWithInput(row, ["/bin/sh", "-c", UPLOAD, "sh", path, temp], file.pipe(counted));
-        // Killed mid-write: its temporary file is all that is left of the attempt.
-        if (broken)
-          await manager
-            .runWithInput(row, ["rm", "-f", "--", temp], null)
-            .catch((err) =>
-              ctx.log.warn({ sandboxId: row.id, err: (err as Error).message }, "temporary upload file not removed"),
-            );
-        return { r, size, broken };
-      } finally {
-        // The command may have stopped reading (a directory, no permission): let the form finish.
-        file.unpipe(counted);
-        file.resume();
-      }
-    });
+    const { r, size, broken } = await writeUpload(ctx, manager, row, c.req.raw, path);
     if (broken)
       throw new ValidationFailed([
         { loc: ["body", "file"], msg: "The upload ended before the file was complete", type: "value_error" },
@@ -162,4 +136,33 @@ export function registerDataplane(app: Hono<AppEnv>, ctx: PlatformContext, manag
   app.get(`${DATAPLANE_PREFIX}/:id/download`, download);
   app.on("HEAD", `${DATAPLANE_PREFIX}/:id/download`, download);
   registerSearch(app, DATAPLANE_PREFIX, sandboxOf, manager);
+}
+
+/** Streams the form's file into the sandbox through a temporary file renamed into place once whole. */
+function writeUpload(ctx: PlatformContext, manager: SandboxManager, row: SandboxRow, raw: Request, path: string) {
+  const temp = `${posix.dirname(path)}/.${posix.basename(path)}.wharf-upload-${randomBytes(6).toString("hex")}`;
+  return withMultipartFile(raw, "file", async (file) => {
+    let size = 0;
+    let broken = false;
+    const counted = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        size += chunk.length;
+        done(null, chunk);
+      },
+    });
+    file.once("error", (err) => ((broken = true), counted.destroy(err)));
+    try {
+      const r = await manager.runWithInput(row, ["/bin/sh", "-c", UPLOAD, "sh", path, temp], file.pipe(counted));
+      // Killed mid-write: its temporary file is all that is left of the attempt.
+      if (broken)
+        await manager
+          .runWithInput(row, ["rm", "-f", "--", temp], null)
+          .catch((err) => ctx.log.warn({ sandboxId: row.id, err }, "temporary upload file not removed"));
+      return { r, size, broken };
+    } finally {
+      // The command may have stopped reading (a directory, no permission): let the form finish.
+      file.unpipe(counted);
+      file.resume();
+    }
+  });
 }

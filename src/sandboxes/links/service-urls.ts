@@ -288,7 +288,7 @@ export function proxyServiceUpgrades(server: http.Server, ctx: PlatformContext, 
         const e = err as { status?: number; detail?: unknown };
         const status = e.status ?? 502;
         const body = JSON.stringify({ detail: e.detail ?? "Bad gateway" });
-        if (!e.status) ctx.log.warn({ err: (err as Error).message }, "service upgrade failed");
+        if (!e.status) ctx.log.warn({ err }, "service upgrade failed");
         socket.end(
           `HTTP/1.1 ${status} Error\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
         );
