@@ -87,7 +87,15 @@ export async function findRegistry(
     .executeTakeFirst();
 }
 
+/** `/sandboxes/registries`: image registry credentials, one registrar per operation. */
 export function registerRegistryRoutes(router: Router, ctx: PlatformContext): void {
+  registerRegistryCreate(router, ctx);
+  registerRegistryReads(router, ctx);
+  registerRegistryPatch(router, ctx);
+  registerRegistryDelete(router, ctx);
+}
+
+function registerRegistryCreate(router: Router, ctx: PlatformContext): void {
   router.add({
     method: "post",
     path: "/sandboxes/registries",
@@ -121,7 +129,9 @@ export function registerRegistryRoutes(router: Router, ctx: PlatformContext): vo
       return c.json(presentRegistry(row), 201);
     },
   });
+}
 
+function registerRegistryReads(router: Router, ctx: PlatformContext): void {
   router.add({
     method: "get",
     path: "/sandboxes/registries",
@@ -150,7 +160,9 @@ export function registerRegistryRoutes(router: Router, ctx: PlatformContext): vo
       return c.json(presentRegistry(row));
     },
   });
+}
 
+function registerRegistryPatch(router: Router, ctx: PlatformContext): void {
   router.add({
     method: "patch",
     path: "/sandboxes/registries/:name",
@@ -184,7 +196,9 @@ export function registerRegistryRoutes(router: Router, ctx: PlatformContext): vo
       return c.json(presentRegistry({ ...row, ...set }));
     },
   });
+}
 
+function registerRegistryDelete(router: Router, ctx: PlatformContext): void {
   router.add({
     method: "delete",
     path: "/sandboxes/registries/:name",
