@@ -109,6 +109,7 @@ export class RunEngine {
       leaseUntil: () => this.leaseUntil(),
       lockThread: (trx, threadId) => this.queue.lockThread(trx, threadId),
       claimNext: (trx, threadId) => this.queue.claimNext(trx, threadId),
+      claimOnThread: (threadId) => this.queue.claimDelayed(threadId, () => true),
       startClaimed: (row) => this.startClaimed(row),
     });
     this.passes = new HousekeepingPasses(

@@ -37,6 +37,8 @@ export interface HousekeepingHost {
   leaseUntil(): string;
   lockThread(trx: Transaction<Database>, threadId: string): Promise<unknown>;
   claimNext(trx: Kysely<Database>, threadId: string): Promise<AgentRunsTable | null>;
+  /** Under the thread's lock: its next queued run, claimed, unless one of its runs is running. */
+  claimOnThread(threadId: string): Promise<AgentRunsTable | null>;
   startClaimed(row: AgentRunsTable): void;
 }
 
@@ -124,16 +126,7 @@ export class RunHousekeeper {
 
   /** Starts the thread's next queued run here unless one of its runs is running; true when one started. */
   async startOnThread(threadId: string): Promise<boolean> {
-    const next = await this.host.ctx.db.transaction().execute(async (trx) => {
-      await this.host.lockThread(trx, threadId);
-      const running = await trx
-        .selectFrom("agent_runs")
-        .select("run_id")
-        .where("thread_id", "=", threadId)
-        .where("status", "=", "running")
-        .executeTakeFirst();
-      return running ? null : this.host.claimNext(trx, threadId);
-    });
+    const next = await this.host.claimOnThread(threadId);
     if (next) this.host.startClaimed(next);
     return !!next;
   }
