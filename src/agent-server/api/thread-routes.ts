@@ -38,9 +38,41 @@ async function asBadInput<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
-  const readable = async (c: C, threadId: string): Promise<Thread> =>
-    getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
+  registerThreadCreate(app, ctx);
+  registerThreadCrud(app, ctx, engine);
+  registerThreadCopy(app, ctx);
+  registerThreadStateReads(app, ctx);
+  registerThreadStateWrites(app, ctx);
+  registerThreadHistory(app, ctx);
+}
 
+/** The thread, if the caller may read it. */
+async function readable(ctx: AgentServerContext, c: C, threadId: string): Promise<Thread> {
+  return getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
+}
+
+/** The thread row's copy of its latest state (what GET /threads and search return). */
+async function recordState(ctx: AgentServerContext, threadId: string, graph: RunnableGraph): Promise<void> {
+  await recordValues(ctx, threadId, await graph.getState({ configurable: { thread_id: threadId } }));
+}
+
+async function recordValues(
+  ctx: AgentServerContext,
+  threadId: string,
+  state: { values?: unknown; next?: unknown[] },
+): Promise<void> {
+  await ctx.db
+    .updateTable("agent_threads")
+    .set({
+      state_values: toJson(state.values ?? {}, false),
+      updated_at: nowIso(),
+      status: (state.next?.length ?? 0) > 0 ? "interrupted" : "idle",
+    })
+    .where("thread_id", "=", threadId)
+    .execute();
+}
+
+function registerThreadCreate(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   app.post("/threads", async (c) => {
     const b = await body(c, threadCreate, {});
     const value = { ...b, metadata: { ...(b.metadata ?? {}) } };
@@ -55,7 +87,7 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
         "supersteps need the thread's graph: pass graph_id in its metadata (threads.create({graphId}))",
       );
     if (isPythonGraph(graph)) {
-      await recordValues(thread.thread_id, await graph.bulkUpdate(thread.thread_id, b.supersteps as never));
+      await recordValues(ctx, thread.thread_id, await graph.bulkUpdate(thread.thread_id, b.supersteps as never));
       return json(await getThread(ctx, thread.thread_id, undefined));
     }
     await asBadInput(() =>
@@ -69,25 +101,12 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
         })),
       ),
     );
-    await recordState(thread.thread_id, graph);
+    await recordState(ctx, thread.thread_id, graph);
     return json(await getThread(ctx, thread.thread_id, undefined));
   });
+}
 
-  /** The thread row's copy of its latest state (what GET /threads and search return). */
-  const recordState = async (threadId: string, graph: RunnableGraph) =>
-    recordValues(threadId, await graph.getState({ configurable: { thread_id: threadId } }));
-  const recordValues = async (threadId: string, state: { values?: unknown; next?: unknown[] }) => {
-    await ctx.db
-      .updateTable("agent_threads")
-      .set({
-        state_values: toJson(state.values ?? {}, false),
-        updated_at: nowIso(),
-        status: (state.next?.length ?? 0) > 0 ? "interrupted" : "idle",
-      })
-      .where("thread_id", "=", threadId)
-      .execute();
-  };
-
+function registerThreadCrud(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
   const search = async (c: C, q: Parameters<typeof searchThreads>[1]) => {
     const filters = await authorize(ctx, c, "threads:search", q);
     const { items, total } = await searchThreads(ctx, q, filters);
@@ -103,7 +122,7 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     return json(await countThreads(ctx, b, filters));
   });
 
-  app.get("/threads/:thread_id", async (c) => json(await readable(c, uuidAt(c, "thread_id"))));
+  app.get("/threads/:thread_id", async (c) => json(await readable(ctx, c, uuidAt(c, "thread_id"))));
 
   app.patch("/threads/:thread_id", async (c) => {
     const threadId = uuidAt(c, "thread_id");
@@ -120,12 +139,14 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     await removeThread(ctx, engine, threadId);
     return noContent();
   });
+}
 
+function registerThreadCopy(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   app.post("/threads/:thread_id/copy", async (c) => {
     const threadId = uuidAt(c, "thread_id");
     // A source that is missing or not the caller's is a 409 (the same for both, so existence does
     // not leak), as the LangGraph server answers a copy.
-    const source = await readable(c, threadId).catch((err: unknown) => {
+    const source = await readable(ctx, c, threadId).catch((err: unknown) => {
       throw err instanceof AgentError && err.status === 404
         ? new AgentError(409, `Thread with ID ${threadId} not found`, {}, { cause: err })
         : err;
@@ -148,9 +169,11 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     await ctx.db.updateTable("agent_threads").set(set).where("thread_id", "=", copy.thread_id).execute();
     return json(await getThread(ctx, copy.thread_id, undefined));
   });
+}
 
+function registerThreadStateReads(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   const stateAt = async (c: C, threadId: string, checkpoint: Record<string, unknown>, subgraphs: boolean) => {
-    const thread = await readable(c, threadId);
+    const thread = await readable(ctx, c, threadId);
     const graph = await graphForThread(ctx, thread);
     if (!graph) return json(emptyState(threadId));
     if (isPythonGraph(graph)) return json((await graph.state(threadId, checkpoint, subgraphs)) ?? emptyState(threadId));
@@ -174,7 +197,9 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
       truthy(c.req.query("subgraphs")),
     ),
   );
+}
 
+function registerThreadStateWrites(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   app.post("/threads/:thread_id/state", async (c) => {
     const threadId = uuidAt(c, "thread_id");
     const b = await body(c, stateUpdate);
@@ -193,7 +218,7 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
         b.values,
         b.as_node ?? null,
       );
-      await recordValues(threadId, updated);
+      await recordValues(ctx, threadId, updated);
       return json({
         checkpoint: updated.checkpoint,
         configurable: updated.checkpoint,
@@ -213,7 +238,7 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
         b.as_node ?? undefined,
       ),
     );
-    await recordState(threadId, graph);
+    await recordState(ctx, threadId, graph);
     return json({ checkpoint: config.configurable });
   });
 
@@ -226,7 +251,9 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
     await patchThread(ctx, threadId, b.metadata, filters);
     return noContent(200);
   });
+}
 
+function registerThreadHistory(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   const historyOf = async (
     c: C,
     threadId: string,
@@ -237,7 +264,7 @@ export function registerThreadRoutes(app: Hono<AgentEnv>, ctx: AgentServerContex
       checkpoint?: Record<string, unknown> | null;
     },
   ) => {
-    const thread = await readable(c, threadId);
+    const thread = await readable(ctx, c, threadId);
     const graph = await graphForThread(ctx, thread);
     if (!graph) return json([]);
     if (isPythonGraph(graph))
