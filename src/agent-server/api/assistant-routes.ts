@@ -31,6 +31,11 @@ import { graphSchemas, resolveSchema } from "../project/graph-schemas.ts";
 
 /** `/assistants/*`: the default assistant per graph plus user-made ones, with versions. */
 export function registerAssistantRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
+  registerAssistantCrud(app, ctx, engine);
+  registerAssistantGraphs(app, ctx);
+}
+
+function registerAssistantCrud(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
   app.post("/assistants", async (c) => {
     const b = await body(c, assistantCreate);
     const value = { ...b, metadata: { ...(b.metadata ?? {}) } };
@@ -101,7 +106,9 @@ export function registerAssistantRoutes(app: Hono<AgentEnv>, ctx: AgentServerCon
     const filters = await authorize(ctx, c, "assistants:update", { assistant_id: id, version: b.version });
     return json(await setLatestVersion(ctx, id, b.version, filters));
   });
+}
 
+function registerAssistantGraphs(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   const graphOf = async (c: C) => {
     const id = resolveAssistantId(ctx, c.req.param("assistant_id")!);
     const filters = await authorize(ctx, c, "assistants:read", { assistant_id: id });

@@ -41,6 +41,11 @@ function namespaceOf(value: unknown, opts: Parameters<typeof checkNamespace>[1] 
  * items, as the LangGraph JS server applies it (other filter keys name nothing an item has).
  */
 export function registerStoreRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
+  registerStoreItems(app, ctx);
+  registerStoreListings(app, ctx);
+}
+
+function registerStoreItems(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   app.put("/store/items", async (c) => {
     const b = await body(c, storePut);
     const value = {
@@ -81,7 +86,9 @@ export function registerStoreRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext
     await ctx.store.delete(namespaceOf(value.namespace), value.key);
     return noContent();
   });
+}
 
+function registerStoreListings(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   app.post("/store/items/search", async (c) => {
     const b = await body(c, storeSearch, {});
     const value = {
