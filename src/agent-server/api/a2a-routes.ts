@@ -67,25 +67,32 @@ const taskOf = (r: InvokeResult, threadId: string, history: A2aMessage[]) =>
  * sends the task, status and artifact updates as SSE; `tasks/get` reads a run back.
  */
 export function registerA2aRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
-  const assistantOf = async (c: C, raw: string) => {
-    const id = resolveAssistantId(ctx, raw);
-    return getAssistant(
-      ctx,
-      id,
-      await authorize(ctx, c, "assistants:read", { assistant_id: id }),
-      () => new AgentError(404, "Assistant not found"),
-    );
-  };
+  registerA2aCards(app, ctx);
+  registerA2aRpc(app, ctx, engine);
+}
 
+async function assistantOf(ctx: AgentServerContext, c: C, raw: string): Promise<Assistant> {
+  const id = resolveAssistantId(ctx, raw);
+  return getAssistant(
+    ctx,
+    id,
+    await authorize(ctx, c, "assistants:read", { assistant_id: id }),
+    () => new AgentError(404, "Assistant not found"),
+  );
+}
+
+function registerA2aCards(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   const card = async (c: C, raw: string | undefined) => {
     if (!raw) throw new AgentError(422, "assistant_id is required");
-    const a = await assistantOf(c, raw);
+    const a = await assistantOf(ctx, c, raw);
     const url = new URL(c.req.url);
     return rpc(agentCard(a, `${url.origin}/a2a/${a.assistant_id}`));
   };
   app.get("/a2a/:assistant_id/.well-known/agent-card.json", (c) => card(c, c.req.param("assistant_id")));
   app.get("/.well-known/agent-card.json", (c) => card(c, c.req.query("assistant_id")));
+}
 
+function registerA2aRpc(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
   app.post("/a2a/:assistant_id", async (c) => {
     let req: { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown };
     try {
@@ -104,7 +111,7 @@ export function registerA2aRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
     const id = req.id ?? null;
     let assistant: Assistant;
     try {
-      assistant = await assistantOf(c, c.req.param("assistant_id"));
+      assistant = await assistantOf(ctx, c, c.req.param("assistant_id"));
     } catch (err) {
       if (err instanceof AgentError && err.status === 404)
         return rpc(rpcError(id, JSONRPC.INVALID_PARAMS, `Assistant ${c.req.param("assistant_id")} not found`), 404);
@@ -112,63 +119,10 @@ export function registerA2aRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
     }
     switch (req.method) {
       case "message/send":
-      case "message/stream": {
-        const message = parseMessage(req.params);
-        if (typeof message === "string") return rpc(rpcError(id, JSONRPC.INVALID_PARAMS, message));
-        const input = messageInput(message);
-        if (input === null) return rpc(rpcError(id, JSONRPC.INVALID_PARAMS, "params.message has no text or data part"));
-        const threadId = message.contextId ?? randomUUID();
-        const target = { assistantId: assistant.assistant_id, threadId, input };
-        try {
-          // The context's thread is made as `POST /threads` makes one (the caller's `threads:create`
-          // handler stamps it), so the caller can read it and its tasks back; an existing one is kept.
-          const value = {
-            thread_id: threadId,
-            metadata: { graph_id: assistant.graph_id, assistant_id: assistant.assistant_id },
-            if_exists: "do_nothing" as const,
-          };
-          await createThread(ctx, value, await authorize(ctx, c, "threads:create", value));
-          if (req.method === "message/stream") return streamTask(c, engine, id, target, message);
-          const r = await invokeAssistant(engine, c.get("auth"), c.req.raw.headers, target, null, c.req.raw.signal);
-          return rpc(rpcResult(id, taskOf(r, threadId, [message])));
-        } catch (err) {
-          if (err instanceof AgentError) return rpc(rpcError(id, JSONRPC.INVALID_PARAMS, err.message));
-          throw err;
-        }
-      }
-      case "tasks/get": {
-        const taskId = (req.params as { id?: unknown } | null)?.id;
-        if (!isUuid(taskId)) return rpc(rpcError(id, JSONRPC.INVALID_PARAMS, "params.id must be a task id (UUID)"));
-        const row = await getRunRow(ctx.db, ctx, taskId);
-        const thread =
-          row && row.assistant_id === assistant.assistant_id
-            ? await findThreadRow(
-                ctx.db,
-                ctx,
-                row.thread_id,
-                await authorize(ctx, c, "threads:read", { thread_id: row.thread_id }),
-              )
-            : undefined;
-        // Another user's task reads as missing, as their thread does on the REST routes.
-        if (!row || !thread) return rpc(rpcError(id, JSONRPC.TASK_NOT_FOUND, `Task ${taskId} not found`));
-        const t = toThread(thread);
-        const values = (t.values ?? {}) as Record<string, unknown>;
-        const waiting = Array.isArray(t.interrupts)
-          ? t.interrupts.length > 0
-          : !!t.interrupts && Object.keys(t.interrupts).length > 0;
-        const state = taskState(row.status, row.status === "success" && waiting);
-        return rpc(
-          rpcResult(
-            id,
-            task(
-              taskId,
-              row.thread_id,
-              state,
-              state === "submitted" || state === "working" ? null : outputText(values),
-            ),
-          ),
-        );
-      }
+      case "message/stream":
+        return sendMessage(ctx, engine, c, id, assistant, req.method, req.params);
+      case "tasks/get":
+        return getTask(ctx, c, id, assistant, req.params);
       default:
         return rpc(
           rpcError(
@@ -179,6 +133,76 @@ export function registerA2aRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, 
         );
     }
   });
+}
+
+/** message/send and message/stream: run the assistant on the context's thread (made if new). */
+async function sendMessage(
+  ctx: AgentServerContext,
+  engine: RunEngine,
+  c: C,
+  id: unknown,
+  assistant: Assistant,
+  method: string,
+  params: unknown,
+): Promise<Response> {
+  const message = parseMessage(params);
+  if (typeof message === "string") return rpc(rpcError(id, JSONRPC.INVALID_PARAMS, message));
+  const input = messageInput(message);
+  if (input === null) return rpc(rpcError(id, JSONRPC.INVALID_PARAMS, "params.message has no text or data part"));
+  const threadId = message.contextId ?? randomUUID();
+  const target = { assistantId: assistant.assistant_id, threadId, input };
+  try {
+    // The context's thread is made as `POST /threads` makes one (the caller's `threads:create`
+    // handler stamps it), so the caller can read it and its tasks back; an existing one is kept.
+    const value = {
+      thread_id: threadId,
+      metadata: { graph_id: assistant.graph_id, assistant_id: assistant.assistant_id },
+      if_exists: "do_nothing" as const,
+    };
+    await createThread(ctx, value, await authorize(ctx, c, "threads:create", value));
+    if (method === "message/stream") return streamTask(c, engine, id, target, message);
+    const r = await invokeAssistant(engine, c.get("auth"), c.req.raw.headers, target, null, c.req.raw.signal);
+    return rpc(rpcResult(id, taskOf(r, threadId, [message])));
+  } catch (err) {
+    if (err instanceof AgentError) return rpc(rpcError(id, JSONRPC.INVALID_PARAMS, err.message));
+    throw err;
+  }
+}
+
+/** tasks/get: a run read back as a task, if the caller may read its thread. */
+async function getTask(
+  ctx: AgentServerContext,
+  c: C,
+  id: unknown,
+  assistant: Assistant,
+  params: unknown,
+): Promise<Response> {
+  const taskId = (params as { id?: unknown } | null)?.id;
+  if (!isUuid(taskId)) return rpc(rpcError(id, JSONRPC.INVALID_PARAMS, "params.id must be a task id (UUID)"));
+  const row = await getRunRow(ctx.db, ctx, taskId);
+  const thread =
+    row && row.assistant_id === assistant.assistant_id
+      ? await findThreadRow(
+          ctx.db,
+          ctx,
+          row.thread_id,
+          await authorize(ctx, c, "threads:read", { thread_id: row.thread_id }),
+        )
+      : undefined;
+  // Another user's task reads as missing, as their thread does on the REST routes.
+  if (!row || !thread) return rpc(rpcError(id, JSONRPC.TASK_NOT_FOUND, `Task ${taskId} not found`));
+  const t = toThread(thread);
+  const values = (t.values ?? {}) as Record<string, unknown>;
+  const waiting = Array.isArray(t.interrupts)
+    ? t.interrupts.length > 0
+    : !!t.interrupts && Object.keys(t.interrupts).length > 0;
+  const state = taskState(row.status, row.status === "success" && waiting);
+  return rpc(
+    rpcResult(
+      id,
+      task(taskId, row.thread_id, state, state === "submitted" || state === "working" ? null : outputText(values)),
+    ),
+  );
 }
 
 /** message/stream: the task once the run exists, a `working` update per graph step, then the artifact and the final status. */
