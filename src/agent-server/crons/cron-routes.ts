@@ -32,49 +32,57 @@ const withoutUndefined = (o: Record<string, unknown>) =>
 
 /** `/runs/crons*` and `/threads/{id}/runs/crons`: scheduled runs (fired by `CronScheduler`). */
 export function registerCronRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
-  const create = async (c: C, b: CronCreateBody, threadId: string | null): Promise<Cron> => {
-    const assistant = await getAssistant(ctx, b.assistant_id, undefined, () => noAssistant(b.assistant_id));
-    // A thread cron runs on the thread: the caller must be able to see it.
-    if (threadId) await getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
-    const { schedule, end_time, on_run_completed, enabled, ...run } = b;
-    const auth = c.get("auth");
-    const value = {
-      cron_id: newId(),
-      thread_id: threadId ?? undefined,
-      user_id: auth?.user.identity ?? null,
-      schedule,
-      end_time: end_time ?? null,
-      payload: withoutUndefined({ ...run, assistant_id: assistant.assistant_id }),
-      metadata: { ...(b.metadata ?? {}) },
-    };
-    // The handler may rewrite the payload and metadata (e.g. stamp an owner); they are what is stored.
-    await authorize(ctx, c, "crons:create", value);
-    const metadata = {
-      ...((value.payload.metadata as Record<string, unknown> | undefined) ?? {}),
-      ...(value.metadata ?? {}),
-    };
-    return insertCron(ctx, {
-      cronId: value.cron_id,
-      assistantId: assistant.assistant_id,
-      threadId,
-      userId: value.user_id,
-      schedule,
-      payload: { ...value.payload, metadata },
-      metadata,
-      onRunCompleted: on_run_completed ?? "delete",
-      enabled: enabled ?? true,
-      endTime: end_time ?? null,
-      auth,
-    });
-  };
+  registerCronCreate(app, ctx);
+  registerCronQueries(app, ctx);
+  registerCronItem(app, ctx);
+}
 
+async function createCron(ctx: AgentServerContext, c: C, b: CronCreateBody, threadId: string | null): Promise<Cron> {
+  const assistant = await getAssistant(ctx, b.assistant_id, undefined, () => noAssistant(b.assistant_id));
+  // A thread cron runs on the thread: the caller must be able to see it.
+  if (threadId) await getThread(ctx, threadId, await authorize(ctx, c, "threads:read", { thread_id: threadId }));
+  const { schedule, end_time, on_run_completed, enabled, ...run } = b;
+  const auth = c.get("auth");
+  const value = {
+    cron_id: newId(),
+    thread_id: threadId ?? undefined,
+    user_id: auth?.user.identity ?? null,
+    schedule,
+    end_time: end_time ?? null,
+    payload: withoutUndefined({ ...run, assistant_id: assistant.assistant_id }),
+    metadata: { ...(b.metadata ?? {}) },
+  };
+  // The handler may rewrite the payload and metadata (e.g. stamp an owner); they are what is stored.
+  await authorize(ctx, c, "crons:create", value);
+  const metadata = {
+    ...((value.payload.metadata as Record<string, unknown> | undefined) ?? {}),
+    ...(value.metadata ?? {}),
+  };
+  return insertCron(ctx, {
+    cronId: value.cron_id,
+    assistantId: assistant.assistant_id,
+    threadId,
+    userId: value.user_id,
+    schedule,
+    payload: { ...value.payload, metadata },
+    metadata,
+    onRunCompleted: on_run_completed ?? "delete",
+    enabled: enabled ?? true,
+    endTime: end_time ?? null,
+    auth,
+  });
+}
+
+function registerCronCreate(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   app.post("/threads/:thread_id/runs/crons", async (c) => {
     const threadId = uuidAt(c, "thread_id");
-    return json(await create(c, await body(c, cronCreate), threadId));
+    return json(await createCron(ctx, c, await body(c, cronCreate), threadId));
   });
 
-  app.post("/runs/crons", async (c) => json(await create(c, await body(c, cronCreate), null)));
+  app.post("/runs/crons", async (c) => json(await createCron(ctx, c, await body(c, cronCreate), null)));
+}
 
+function registerCronQueries(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   app.post("/runs/crons/search", async (c) => {
     const b = await body(c, cronSearch, {});
     const filters = await authorize(ctx, c, "crons:search", {
@@ -103,7 +111,9 @@ export function registerCronRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext)
       ),
     );
   });
+}
 
+function registerCronItem(app: Hono<AgentEnv>, ctx: AgentServerContext): void {
   app.get("/runs/crons/:cron_id", async (c) => {
     const cronId = uuidAt(c, "cron_id");
     const row = await findCronRow(ctx.db, ctx, cronId, await authorize(ctx, c, "crons:read", { cron_id: cronId }));
