@@ -60,8 +60,15 @@ const securityHeaders = {
   "X-Content-Type-Options": "nosniff",
 };
 
+const tags = ["auth flow"];
+
 export function registerFlowRoutes(router: Router, deps: FlowDeps): void {
-  const tags = ["auth flow"];
+  registerFlowStart(router, deps);
+  registerBrowserCallback(router, deps);
+  registerBridgeCallback(router, deps);
+}
+
+function registerFlowStart(router: Router, deps: FlowDeps): void {
   router.add({
     method: "post",
     path: "/auth/authenticate",
@@ -85,6 +92,9 @@ export function registerFlowRoutes(router: Router, deps: FlowDeps): void {
     handler: async ({ c, principal, params, query }) =>
       c.json(await waitForAuth(deps, principal, params.auth_id.toLowerCase(), query.timeout, c.req.raw.signal)),
   });
+}
+
+function registerBrowserCallback(router: Router, deps: FlowDeps): void {
   router.add({
     method: "get",
     path: "/auth/callback/:provider_id",
@@ -130,6 +140,9 @@ export function registerFlowRoutes(router: Router, deps: FlowDeps): void {
       }
     },
   });
+}
+
+function registerBridgeCallback(router: Router, deps: FlowDeps): void {
   router.add({
     method: "post",
     path: "/auth/callback/:provider_id",
