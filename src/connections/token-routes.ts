@@ -23,12 +23,19 @@ const ownerQuery = { user_id: z.string().min(1).max(256).optional() };
 const flag = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
 const tokenParams = z.object({ token_id: z.uuid({ message: "Input should be a valid UUID" }) });
 
+const tags = ["auth tokens"];
+
+function owner(principal: { workspaceId: string; userId: string }, userId?: string) {
+  return { workspaceId: principal.workspaceId, userId: userId ?? principal.userId };
+}
+
 export function registerTokenRoutes(router: Router, deps: FlowDeps): void {
-  const tags = ["auth tokens"];
-  const owner = (principal: { workspaceId: string; userId: string }, userId?: string) => ({
-    workspaceId: principal.workspaceId,
-    userId: userId ?? principal.userId,
-  });
+  registerTokenReads(router, deps);
+  registerTokenLabels(router, deps);
+  registerTokenRevocation(router, deps);
+}
+
+function registerTokenReads(router: Router, deps: FlowDeps): void {
   router.add({
     method: "get",
     path: "/auth/tokens",
@@ -49,6 +56,9 @@ export function registerTokenRoutes(router: Router, deps: FlowDeps): void {
     handler: async ({ c, principal, query }) =>
       c.json({ has_token: (await listTokens(deps.db, owner(principal, query.user_id), query.provider_id)).length > 0 }),
   });
+}
+
+function registerTokenLabels(router: Router, deps: FlowDeps): void {
   router.add({
     method: "patch",
     path: "/auth/tokens/:token_id/metadata",
@@ -73,6 +83,9 @@ export function registerTokenRoutes(router: Router, deps: FlowDeps): void {
         ),
       ),
   });
+}
+
+function registerTokenRevocation(router: Router, deps: FlowDeps): void {
   router.add({
     method: "delete",
     path: "/auth/tokens/:token_id",
