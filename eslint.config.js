@@ -52,6 +52,16 @@ for (const own of [
   }
 }
 
+const KNOWN_OVERSIZE = [
+  "src/agent-server/runs/run-engine.ts",
+  "src/agent-server/server.ts",
+  "src/confinement/service.ts",
+  "src/deployments/runtime/revision-runtime.ts",
+  "src/metrics/state-collectors.ts",
+  "src/platform/start-platform.ts",
+  "src/sandboxes/driver/local-driver.ts",
+];
+
 export default tseslint.config(
   { ignores: ["node_modules/**", ".wharf/**", "dist/**", "console/dist/**", "**/.wharf/**", ".scratch*/**"] },
   js.configs.recommended,
@@ -92,6 +102,20 @@ export default tseslint.config(
       "@typescript-eslint/no-floating-promises": "error",
       "@typescript-eslint/switch-exhaustiveness-check": ["error", { considerDefaultExhaustiveForUnions: true }],
     },
+  },
+  {
+    // A file over 400 lines or a function over 80 is split by concern; where a long function is
+    // right (a table, a migration), a disable comment above it says why.
+    files: ["src/**/*.ts"],
+    rules: {
+      "max-lines": ["error", { max: 400, skipBlankLines: true, skipComments: true }],
+      "max-lines-per-function": ["error", { max: 80, skipBlankLines: true, skipComments: true }],
+    },
+  },
+  {
+    // Known oversize places, still to be split (a list to shrink; a new entry needs a reason in review).
+    files: KNOWN_OVERSIZE,
+    rules: { "max-lines": "off", "max-lines-per-function": "off" },
   },
   ...boundaryBlocks,
   {
