@@ -1,10 +1,16 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import path from "node:path";
-import { describe, test, type TestContext } from "node:test";
+import { after, describe, test, type TestContext } from "node:test";
 import { DIALECTS } from "../support/dialects.ts";
-import { pythonAvailable, requireCapability, TEST_PYTHON_ENVS } from "../support/requirements.ts";
-import { collect, startTestAgentServer } from "./support.ts";
+import {
+  POSTGRES_URL,
+  postgresReachable,
+  pythonAvailable,
+  requireCapability,
+  TEST_PYTHON_ENVS,
+} from "../support/requirements.ts";
+import { collect, startTestAgentServer, type TestAgentServer } from "./support.ts";
 
 process.env.WHARF_PYTHON_ENVS = TEST_PYTHON_ENVS;
 const MIXED = path.resolve(import.meta.dirname, "fixtures/python-mixed");
@@ -16,10 +22,42 @@ async function start(t: TestContext, dialect: (typeof DIALECTS)[number]) {
   return startTestAgentServer(t, { dialect, project: MIXED });
 }
 
+/**
+ * One server for the tests of a dialect that only add threads, runs and store items of their own:
+ * each start waits for a Python worker to import langgraph (seconds, more on a loaded machine). It
+ * starts when the first of them asks and stops when the dialect's tests end; the test that ends
+ * the worker starts its own.
+ */
+function sharedServer(dialect: (typeof DIALECTS)[number]) {
+  const cleanups: Array<() => unknown> = [];
+  const scope = { after: (fn: () => unknown) => void cleanups.push(fn) } as unknown as TestContext;
+  let server: Promise<TestAgentServer | null> | null = null;
+  return {
+    async get(t: TestContext): Promise<TestAgentServer | null> {
+      if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python graphs"))
+        return null;
+      // Checked on the test itself, which is skipped (or failed in strict mode) as before.
+      if (
+        dialect === "postgres" &&
+        !requireCapability(t, await postgresReachable(), `PostgreSQL is not reachable at ${POSTGRES_URL}`)
+      )
+        return null;
+      server ??= startTestAgentServer(scope, { dialect, project: MIXED });
+      return server;
+    },
+    async close(): Promise<void> {
+      for (const fn of cleanups.reverse()) await fn();
+    },
+  };
+}
+
 for (const dialect of DIALECTS) {
   describe(`Python graphs beside JavaScript ones, with the JS SDK (${dialect})`, () => {
+    const shared = sharedServer(dialect);
+    after(() => shared.close());
+
     test("assistants, graph errors, stateless wait and every stream mode with Python's own serialisation", async (t) => {
-      const server = await start(t, dialect);
+      const server = await shared.get(t);
       if (!server) return;
       const client = server.client();
       const info = (await (await fetch(`${server.url}/info`)).json()) as {
@@ -136,7 +174,7 @@ for (const dialect of DIALECTS) {
     });
 
     test("threads: interrupt and Command resume, state, history and update through the Python checkpointer", async (t) => {
-      const server = await start(t, dialect);
+      const server = await shared.get(t);
       if (!server) return;
       const client = server.client();
       const thread = await client.threads.create({ graphId: "ask" });
@@ -258,7 +296,7 @@ for (const dialect of DIALECTS) {
     });
 
     test("the store: Python nodes (async and sync) read and write the items the API sees", async (t) => {
-      const server = await start(t, dialect);
+      const server = await shared.get(t);
       if (!server) return;
       const client = server.client();
       await client.store.putItem(["memories", "u1"], "http", { text: "from http" });
@@ -274,7 +312,7 @@ for (const dialect of DIALECTS) {
     });
 
     test("cancel: interrupt stops an awaiting Python node and keeps its checkpoints, rollback removes the run's", async (t) => {
-      const server = await start(t, dialect);
+      const server = await shared.get(t);
       if (!server) return;
       const client = server.client();
       const started = async (threadId: string) => {
