@@ -4,11 +4,11 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { test } from "node:test";
+import { after, test } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
 import { runPythonClient, sdkPython } from "../support/python-client.ts";
 import { pythonAvailable, requireCapability, TEST_PYTHON_ENVS } from "../support/requirements.ts";
-import { startTestAgentServer } from "./support.ts";
+import { sharedAgentServer } from "./support.ts";
 
 process.env.WHARF_PYTHON_ENVS = TEST_PYTHON_ENVS;
 const here = import.meta.dirname;
@@ -16,6 +16,10 @@ const TEMPLATE = path.join(here, "fixtures/python-template");
 const MIXED = path.join(here, "fixtures/python-mixed");
 const WHARF = path.resolve(here, "../../bin/wharf.js");
 const EXPECTED = { changeme: "output from call_model. Configured with x" };
+// The tests over Python graphs each use threads, runs, assistants and store items of their own: one
+// server for them all.
+const mixed = sharedAgentServer({ project: MIXED });
+after(() => mixed.close());
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -108,7 +112,7 @@ test("wharf dev serves the official new-langgraph-project template: Python clien
 test("the Python client drives interrupts, Command resume, subgraph and token streams of Python graphs (sync and async)", async (t) => {
   if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects")) return;
   const python = await sdkPython();
-  const server = await startTestAgentServer(t, { project: MIXED });
+  const server = await mixed.get(t);
   if (!server) return;
   const out = await runPythonClient(python, path.join(here, "python-client/hitl_flows.py"), [server.url], {
     WHARF_TEST_API_KEY: server.apiKey!,
@@ -119,7 +123,7 @@ test("the Python client drives interrupts, Command resume, subgraph and token st
 test("the Python client (sync and async) over Python graphs: assistants, threads, every stream mode with subgraphs, join_stream from last_event_id, HITL, cancel, crons, store", async (t) => {
   if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects")) return;
   const python = await sdkPython();
-  const server = await startTestAgentServer(t, { project: MIXED });
+  const server = await mixed.get(t);
   if (!server) return;
   const out = await runPythonClient(python, path.join(here, "python-client/client_flows.py"), [server.url], {
     WHARF_TEST_API_KEY: server.apiKey!,
@@ -129,7 +133,7 @@ test("the Python client (sync and async) over Python graphs: assistants, threads
 
 test("the JS SDK over Python graphs: streams with subgraphs, state, interrupt and Command resume", async (t) => {
   if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python projects")) return;
-  const server = await startTestAgentServer(t, { project: MIXED });
+  const server = await mixed.get(t);
   if (!server) return;
   const js = server.client();
   const events: Array<{ event: string; data: unknown }> = [];

@@ -3,14 +3,8 @@ import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { after, describe, test, type TestContext } from "node:test";
 import { DIALECTS } from "../support/dialects.ts";
-import {
-  POSTGRES_URL,
-  postgresReachable,
-  pythonAvailable,
-  requireCapability,
-  TEST_PYTHON_ENVS,
-} from "../support/requirements.ts";
-import { collect, startTestAgentServer, type TestAgentServer } from "./support.ts";
+import { pythonAvailable, requireCapability, TEST_PYTHON_ENVS } from "../support/requirements.ts";
+import { collect, sharedAgentServer, startTestAgentServer, type TestAgentServer } from "./support.ts";
 
 process.env.WHARF_PYTHON_ENVS = TEST_PYTHON_ENVS;
 const MIXED = path.resolve(import.meta.dirname, "fixtures/python-mixed");
@@ -23,31 +17,18 @@ async function start(t: TestContext, dialect: (typeof DIALECTS)[number]) {
 }
 
 /**
- * One server for the tests of a dialect that only add threads, runs and store items of their own:
- * each start waits for a Python worker to import langgraph (seconds, more on a loaded machine). It
- * starts when the first of them asks and stops when the dialect's tests end; the test that ends
- * the worker starts its own.
+ * One server per dialect for the tests that only add threads, runs and store items of their own;
+ * the test that ends the worker starts its own.
  */
 function sharedServer(dialect: (typeof DIALECTS)[number]) {
-  const cleanups: Array<() => unknown> = [];
-  const scope = { after: (fn: () => unknown) => void cleanups.push(fn) } as unknown as TestContext;
-  let server: Promise<TestAgentServer | null> | null = null;
+  const shared = sharedAgentServer({ dialect, project: MIXED });
   return {
     async get(t: TestContext): Promise<TestAgentServer | null> {
       if (!requireCapability(t, await pythonAvailable(), "python3 (3.11+) with venv is needed for Python graphs"))
         return null;
-      // Checked on the test itself, which is skipped (or failed in strict mode) as before.
-      if (
-        dialect === "postgres" &&
-        !requireCapability(t, await postgresReachable(), `PostgreSQL is not reachable at ${POSTGRES_URL}`)
-      )
-        return null;
-      server ??= startTestAgentServer(scope, { dialect, project: MIXED });
-      return server;
+      return shared.get(t);
     },
-    async close(): Promise<void> {
-      for (const fn of cleanups.reverse()) await fn();
-    },
+    close: () => shared.close(),
   };
 }
 

@@ -9,6 +9,7 @@ import { createLogger, type Logger } from "../../src/log/logger.ts";
 import { bootstrap } from "../../src/platform/bootstrap.ts";
 import type { Dialect } from "../../src/store/database.ts";
 import { storageSettings } from "../support/dialects.ts";
+import { POSTGRES_URL, postgresReachable, requireCapability } from "../support/requirements.ts";
 import { egressWebhookGate, type WebhookGate } from "../../src/agent-server/runs/webhook.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -82,6 +83,33 @@ export async function startTestAgentServer(
     await s.dropSchema();
   });
   return start();
+}
+
+/**
+ * One agent server for the tests of a file or suite that each add only data of their own (threads,
+ * runs, store items): a start with Python graphs waits for a worker to import langgraph (seconds,
+ * more on a loaded machine). The first test that asks starts it; `close` (from the suite's `after`)
+ * stops it and drops its storage. A test that needs a fresh server still starts its own.
+ */
+export function sharedAgentServer(options: Parameters<typeof startTestAgentServer>[1] = {}) {
+  const cleanups: Array<() => unknown> = [];
+  const scope = { after: (fn: () => unknown) => void cleanups.push(fn) } as unknown as TestContext;
+  let server: Promise<TestAgentServer | null> | null = null;
+  return {
+    async get(t: TestContext): Promise<TestAgentServer | null> {
+      // Checked on each test, which is skipped (failed in strict mode) as with a server of its own.
+      if (
+        options.dialect === "postgres" &&
+        !requireCapability(t, await postgresReachable(), `PostgreSQL is not reachable at ${POSTGRES_URL}`)
+      )
+        return null;
+      server ??= startTestAgentServer(scope, options);
+      return server;
+    },
+    async close(): Promise<void> {
+      for (const fn of cleanups.reverse()) await fn();
+    },
+  };
 }
 
 /** Collects an SDK stream into a list of {event, data}. */
