@@ -59,7 +59,6 @@ const KNOWN_OVERSIZE = [
   "src/deployments/runtime/revision-runtime.ts",
   "src/metrics/state-collectors.ts",
   "src/platform/start-platform.ts",
-  "src/sandboxes/driver/local-driver.ts",
 ];
 
 export default tseslint.config(

@@ -1,0 +1,6 @@
+import type { ProcRef } from "../../../confinement/index.ts";
+
+export interface LocalRef {
+  holder: ProcRef;
+  init: ProcRef;
+}
