@@ -1,15 +1,6 @@
 import fs from "node:fs";
 import type net from "node:net";
-import path from "node:path";
-import {
-  ensureBaseImage,
-  cgroupLayout,
-  checkHost,
-  HostNotReady,
-  isAlive,
-  archSyscalls,
-  buildSeccompFilter,
-} from "../../confinement/index.ts";
+import { archSyscalls, cgroupLayout, isAlive } from "../../confinement/index.ts";
 import type {
   CapturedNetwork,
   ExecProcess,
@@ -21,10 +12,11 @@ import type {
 } from "./driver.ts";
 import { captureInNamespace, connectInNamespace } from "./port-connect.ts";
 import { exec } from "./local/exec.ts";
-import { placeFiles, releaseLeftImageMounts } from "./local/filesystem.ts";
-import { boxDir, DISK_POINT, MOUNT_POINT, type LocalDriverOptions, type LocalHost } from "./local/host.ts";
+import { placeFiles } from "./local/filesystem.ts";
+import { boxDir, type LocalDriverOptions, type LocalHost } from "./local/host.ts";
 import { endOrphanedCommands, stop } from "./local/kill.ts";
-import type { LocalRef } from "./local/ref.ts";
+import { prepareHost } from "./local/prepare.ts";
+import { localRef } from "./local/ref.ts";
 import { snapshot } from "./local/snapshot.ts";
 import { abandon, begin, finish, type ParkedStart } from "./local/start.ts";
 
@@ -43,28 +35,7 @@ export class LocalDriver implements SandboxDriver {
   }
 
   async prepare(): Promise<void> {
-    const host = this.host;
-    checkHost();
-    fs.mkdirSync(path.join(host.opts.stateDir, "boxes"), { recursive: true, mode: 0o700 });
-    releaseLeftImageMounts(host);
-    fs.mkdirSync(MOUNT_POINT, { recursive: true, mode: 0o755 });
-    fs.mkdirSync(DISK_POINT, { recursive: true, mode: 0o755 });
-    const base = ensureBaseImage(host.opts.baseCacheDir, host.opts.log);
-    host.baseDir = base.dir;
-    const filter = buildSeccompFilter();
-    host.bpfFile = path.join(host.opts.stateDir, "seccomp.bpf");
-    if (!host.sys) throw new HostNotReady(`the local sandbox driver supports x86_64 and arm64, not ${process.arch}`);
-    host.sysArg = Object.entries(host.sys)
-      .map(([k, v]) => `${k}=${v}`)
-      .join(",");
-    if (filter) {
-      fs.writeFileSync(host.bpfFile, filter, { mode: 0o644 });
-      host.bpfHex = filter.toString("hex");
-    } else {
-      // bwrap needs a program; an empty one is refused, so fall back to "allow all".
-      fs.writeFileSync(host.bpfFile, Buffer.from([0x06, 0, 0, 0, 0x00, 0x00, 0xff, 0x7f]));
-      host.opts.log?.("seccomp filter unavailable on this architecture", { arch: process.arch });
-    }
+    prepareHost(this.host);
   }
 
   async start(spec: SandboxSpec, hooks: StartHooks = {}): Promise<RuntimeRef> {
@@ -75,12 +46,13 @@ export class LocalDriver implements SandboxDriver {
     return begin(this.host, spec);
   }
 
+  // `parked` is what `begin` returned: the interface keeps it opaque to the warm pool.
   abandon(parked: unknown): Promise<void> {
-    return abandon(this.host, parked);
+    return abandon(this.host, parked as ParkedStart);
   }
 
   finish(parked: unknown, hooks: StartHooks = {}): Promise<RuntimeRef> {
-    return finish(this.host, parked, hooks);
+    return finish(this.host, parked as ParkedStart, hooks);
   }
 
   placeFiles(id: string, files: Record<string, string>, netnsPid: number): void {
@@ -88,12 +60,12 @@ export class LocalDriver implements SandboxDriver {
   }
 
   isRunning(ref: RuntimeRef): boolean {
-    const r = ref as unknown as LocalRef;
+    const r = localRef(ref);
     return isAlive(r.init) && isAlive(r.holder);
   }
 
   netnsPid(ref: RuntimeRef): number {
-    return (ref as unknown as LocalRef).holder.pid;
+    return localRef(ref).holder.pid;
   }
 
   busyProcesses(id: string): number {
@@ -102,11 +74,11 @@ export class LocalDriver implements SandboxDriver {
   }
 
   exec(id: string, ref: RuntimeRef, req: ExecRequest): ExecProcess {
-    return exec(this.host, id, ref, req);
+    return exec(this.host, id, localRef(ref), req);
   }
 
   stop(id: string, ref: RuntimeRef | null): Promise<void> {
-    return stop(this.host, id, ref);
+    return stop(this.host, id, ref ? localRef(ref) : null);
   }
 
   async destroy(id: string, ref: RuntimeRef | null): Promise<void> {
@@ -115,20 +87,20 @@ export class LocalDriver implements SandboxDriver {
   }
 
   snapshot(id: string, archivePath: string, ref: RuntimeRef | null): Promise<{ sizeBytes: number; usedBytes: number }> {
-    return snapshot(this.host, id, archivePath, ref);
+    return snapshot(this.host, id, archivePath, ref ? localRef(ref) : null);
   }
 
   endOrphanedCommands(id: string, ref: RuntimeRef): number {
-    return endOrphanedCommands(this.host, id, ref);
+    return endOrphanedCommands(this.host, id, localRef(ref));
   }
 
   captureNetwork(ref: RuntimeRef, capture: { tcpPorts: number[]; dns: boolean }): Promise<CapturedNetwork> {
-    const r = ref as unknown as LocalRef;
+    const r = localRef(ref);
     return captureInNamespace(this.host.sys!, r.holder.pid, r.holder.start, capture);
   }
 
   connectPort(ref: RuntimeRef, port: number): Promise<net.Socket> {
-    const r = ref as unknown as LocalRef;
+    const r = localRef(ref);
     return connectInNamespace(this.host.sys!, r.holder.pid, r.holder.start, port);
   }
 

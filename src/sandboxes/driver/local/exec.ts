@@ -9,12 +9,11 @@ import {
   namespacePid,
   SANDBOX_USER,
 } from "../../../confinement/index.ts";
-import type { ExecProcess, ExecRequest, RuntimeRef } from "../driver.ts";
+import type { ExecProcess, ExecRequest } from "../driver.ts";
 import type { LocalHost } from "./host.ts";
 import type { LocalRef } from "./ref.ts";
 
-export function exec(host: LocalHost, id: string, ref: RuntimeRef, req: ExecRequest): ExecProcess {
-  const r = ref as unknown as LocalRef;
+export function exec(host: LocalHost, id: string, r: LocalRef, req: ExecRequest): ExecProcess {
   const fsize = String(req.env.WHARF_FSIZE_LIMIT ?? 0);
   const env = Object.fromEntries(Object.entries(req.env).filter(([k]) => k !== "WHARF_FSIZE_LIMIT"));
   const pty = req.tty ? `${clampTty(req.tty.rows)}x${clampTty(req.tty.cols)}` : "-";
@@ -46,7 +45,10 @@ export function exec(host: LocalHost, id: string, ref: RuntimeRef, req: ExecRequ
   control?.on("error", () => undefined); // the launcher is gone: a late resize has nowhere to go
   const exited = new Promise<number>((resolve) => {
     child.on("exit", (code, signal) => resolve(code ?? 128 + signalNumber(signal)));
-    child.on("error", () => resolve(127));
+    child.on("error", (err) => {
+      host.opts.log?.("a command launcher failed (not started, or not killed)", { id, err });
+      resolve(127);
+    });
   });
   const hostPid = async (): Promise<number> => {
     // The launcher forks once to enter the pid namespace: the command is its child.

@@ -86,10 +86,14 @@ export function withImageMounted<T>(img: string, readOnly: boolean, fn: (root: s
   return result;
 }
 
-export async function prepareFilesystem(
-  host: LocalHost,
-  spec: SandboxSpec,
-): Promise<{ image: string; upper: string; work: string }> {
+/** A sandbox's writable layer as the holder mounts it: the disk image ("-": none), upper and work folders. */
+export interface WritableLayer {
+  image: string;
+  upper: string;
+  work: string;
+}
+
+export async function prepareFilesystem(host: LocalHost, spec: SandboxSpec): Promise<WritableLayer> {
   const dir = boxDir(host, spec.id);
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (host.opts.diskImages) {
@@ -168,5 +172,6 @@ export function placeFiles(host: LocalHost, id: string, files: Record<string, st
 
 function execFileSyncChecked(cmd: string, args: string[]): void {
   const r = spawnSync(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
-  if (r.status !== 0) throw new Error(`${cmd} failed: ${r.stderr?.toString().trim().slice(0, 300)}`);
+  if (r.status !== 0)
+    throw new Error(`${cmd} failed: ${r.stderr?.toString().trim().slice(0, 300)}`, { cause: r.error });
 }

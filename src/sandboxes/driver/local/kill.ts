@@ -1,12 +1,11 @@
 import fs from "node:fs";
 import { descendantsOf, enterArgs, isAlive, killGroupsAndProcesses } from "../../../confinement/index.ts";
-import type { RuntimeRef } from "../driver.ts";
 import type { LocalHost } from "./host.ts";
 import type { LocalRef } from "./ref.ts";
 
-export function killTree(id: string, holderPid: number, initPid: number): void {
-  // SIGKILL to a pid namespace's init kills everything in that namespace (and commands that entered it).
-  for (const p of [initPid, holderPid]) {
+/** SIGKILL to each pid given (0: none); a pid namespace's init takes everything in it along (commands that entered it too). */
+export function sigkill(...pids: number[]): void {
+  for (const p of pids) {
     if (!p) continue;
     try {
       process.kill(p, "SIGKILL");
@@ -14,14 +13,12 @@ export function killTree(id: string, holderPid: number, initPid: number): void {
       // the process (group) is already gone
     }
   }
-  void id;
 }
 
-export async function stop(host: LocalHost, id: string, ref: RuntimeRef | null): Promise<void> {
-  const r = ref as unknown as LocalRef | null;
+export async function stop(host: LocalHost, id: string, r: LocalRef | null): Promise<void> {
   if (r) {
-    if (isAlive(r.init)) killTree(id, 0, r.init.pid);
-    if (isAlive(r.holder)) killTree(id, r.holder.pid, 0);
+    if (isAlive(r.init)) sigkill(r.init.pid);
+    if (isAlive(r.holder)) sigkill(r.holder.pid);
   }
   await host.cg.destroy(id);
   if (r) {
@@ -35,8 +32,7 @@ export async function stop(host: LocalHost, id: string, ref: RuntimeRef | null):
  * After a platform restart: the launchers of commands the previous process started are orphans
  * (nobody reads their output); end those commands. Returns how many were ended.
  */
-export function endOrphanedCommands(host: LocalHost, id: string, ref: RuntimeRef): number {
-  const r = ref as unknown as LocalRef;
+export function endOrphanedCommands(host: LocalHost, id: string, r: LocalRef): number {
   let ended = 0;
   for (const pid of host.cg.pids(id)) {
     if (pid === r.holder.pid) continue;

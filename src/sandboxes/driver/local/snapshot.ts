@@ -3,7 +3,6 @@ import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { isAlive } from "../../../confinement/index.ts";
-import type { RuntimeRef } from "../driver.ts";
 import { liveUpper, withImageMounted } from "./filesystem.ts";
 import { imagePath, type LocalHost } from "./host.ts";
 import type { LocalRef } from "./ref.ts";
@@ -14,7 +13,7 @@ export async function snapshot(
   host: LocalHost,
   id: string,
   archivePath: string,
-  ref: RuntimeRef | null,
+  r: LocalRef | null,
 ): Promise<{ sizeBytes: number; usedBytes: number }> {
   fs.mkdirSync(path.dirname(archivePath), { recursive: true, mode: 0o700 });
   const tmp = `${archivePath}.part`;
@@ -40,7 +39,6 @@ export async function snapshot(
     const { stdout } = await execFileP("du", ["-sb", upper]);
     return Number(stdout.split("\t")[0]) || 0;
   };
-  const r = ref as unknown as LocalRef | null;
   let used: number;
   if (host.opts.diskImages && !(r && isAlive(r.holder)))
     used = await withImageMounted(imagePath(host, id), true, (root) => write(path.join(root, "upper")));

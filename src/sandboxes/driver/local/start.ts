@@ -7,10 +7,10 @@ import {
   releaseHolder,
   SANDBOX_USER,
 } from "../../../confinement/index.ts";
-import type { CapturedNetwork, RuntimeRef, SandboxSpec, StartHooks } from "../driver.ts";
-import { prepareFilesystem } from "./filesystem.ts";
+import type { CapturedNetwork, SandboxSpec, StartHooks } from "../driver.ts";
+import { prepareFilesystem, type WritableLayer } from "./filesystem.ts";
 import { DISK_POINT, MOUNT_POINT, type LocalHost } from "./host.ts";
-import { killTree } from "./kill.ts";
+import { sigkill } from "./kill.ts";
 import type { LocalRef } from "./ref.ts";
 
 /** A start halfway through (see `begin`): the holder waits at its gate. */
@@ -21,7 +21,12 @@ export interface ParkedStart {
   stderr: string;
   info: string;
   exited: number | null;
+  /** Why the holder could not be started at all (kept as the failed start's cause). */
+  spawnError?: Error;
 }
+
+/** How long a start may take to reach each of its two waits (the gate, then the keeper). */
+const START_TIMEOUT_MS = 30_000;
 
 /** bubblewrap's part: user/pid/ipc/uts/cgroup namespaces, the root, seccomp, `sleep infinity` as the keeper. */
 function bwrapArgs(): string[] {
@@ -67,37 +72,53 @@ function bwrapArgs(): string[] {
  * gate for the platform (nothing of the sandbox runs yet). A warm pool keeps sandboxes here.
  */
 export async function begin(host: LocalHost, spec: SandboxSpec): Promise<ParkedStart> {
-  const { image, upper, work } = await prepareFilesystem(host, spec);
+  const layer = await prepareFilesystem(host, spec);
   await host.cg
     .destroy(spec.id)
     .catch((err) => host.opts.log?.("stale sandbox cgroups could not be removed", { id: spec.id, err }));
   host.cg.create(spec.id, { memBytes: spec.memBytes, pidsMax: host.opts.pidsMax, cpuMillicores: spec.cpuMillicores });
+  const p = spawnHolder(host, spec, layer);
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while (!(p.info.startsWith("netns\n") && p.captured.done)) {
+    if (p.exited !== null || Date.now() > deadline) {
+      await abandon(host, p);
+      throw p.exited !== null ? initExited(p) : initTimedOut(p);
+    }
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  return p;
+}
+
+/** The holder's arguments: what it joins, captures and mounts, then bubblewrap's command line. */
+function holderCommand(host: LocalHost, spec: SandboxSpec, layer: WritableLayer): string[] {
   const capture = spec.capture ?? null;
-  const child = spawn(
-    "/usr/bin/perl",
-    [
-      ...holderArgs(),
-      host.sysArg,
-      host.cg.procsFiles(spec.id).join(":"),
-      capture ? capture.tcpPorts.join(",") : "-",
-      capture?.dns ? "dns" : "nodns",
-      image,
-      DISK_POINT,
-      spec.lowerDir ?? host.baseDir,
-      upper,
-      work,
-      MOUNT_POINT,
-      host.bpfFile,
-      String(host.opts.hostUid),
-      "--",
-      ...bwrapArgs(),
-    ],
-    {
-      detached: true,
-      stdio: ["ignore", "ignore", "pipe", "ignore", "pipe", "pipe", ...(capture ? ["ipc" as const] : [])],
-      env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" },
-    },
-  );
+  return [
+    ...holderArgs(),
+    host.sysArg,
+    host.cg.procsFiles(spec.id).join(":"),
+    capture ? capture.tcpPorts.join(",") : "-",
+    capture?.dns ? "dns" : "nodns",
+    layer.image,
+    DISK_POINT,
+    spec.lowerDir ?? host.baseDir,
+    layer.upper,
+    layer.work,
+    MOUNT_POINT,
+    host.bpfFile,
+    String(host.opts.hostUid),
+    "--",
+    ...bwrapArgs(),
+  ];
+}
+
+/** Starts the holder and follows what it reports (stderr, the info descriptor, its exit). */
+function spawnHolder(host: LocalHost, spec: SandboxSpec, layer: WritableLayer): ParkedStart {
+  const capture = spec.capture ?? null;
+  const child = spawn("/usr/bin/perl", holderCommand(host, spec, layer), {
+    detached: true,
+    stdio: ["ignore", "ignore", "pipe", "ignore", "pipe", "pipe", ...(capture ? ["ipc" as const] : [])],
+    env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" },
+  });
   const p: ParkedStart = {
     spec,
     child,
@@ -106,10 +127,9 @@ export async function begin(host: LocalHost, spec: SandboxSpec): Promise<ParkedS
     info: "",
     exited: null,
   };
-  const captured = p.captured;
   if (capture) {
     // The holder hands over the capture listeners, then says "done", before it reports the namespace.
-    receiveListeners(child, captured);
+    receiveListeners(child, p.captured);
   }
   child.stderr!.on("data", (d: Buffer) => {
     if (p.stderr.length < 4000) p.stderr += d.toString();
@@ -118,26 +138,14 @@ export async function begin(host: LocalHost, spec: SandboxSpec): Promise<ParkedS
   child.on("exit", (code, signal) => (p.exited = code ?? 128 + (signal ? 9 : 0)));
   child.on("error", (err) => {
     p.stderr += err.message;
+    p.spawnError = err;
     p.exited = 127;
   });
-  const deadline = Date.now() + 30_000;
-  while (!(p.info.startsWith("netns\n") && captured.done)) {
-    if (p.exited !== null || Date.now() > deadline) {
-      await abandon(host, p);
-      throw new Error(
-        p.exited !== null
-          ? `sandbox init exited with ${p.exited}: ${p.stderr.trim().slice(0, 500) || "no message"}`
-          : `sandbox init did not come up in 30 s: ${p.stderr.trim().slice(0, 500)}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 1));
-  }
   return p;
 }
 
 /** Gives up a begun start: the holder is killed, its listeners closed, its cgroups removed. */
-export async function abandon(host: LocalHost, parked: unknown): Promise<void> {
-  const p = parked as ParkedStart;
+export async function abandon(host: LocalHost, p: ParkedStart): Promise<void> {
   if (!p.captured.handedOver) {
     for (const l of p.captured.tcp.values()) if (l.listening) l.close();
     for (const u of p.captured.udp) {
@@ -148,58 +156,88 @@ export async function abandon(host: LocalHost, parked: unknown): Promise<void> {
       }
     }
   }
-  killTree(p.spec.id, p.child.pid ?? 0, 0);
+  sigkill(p.child.pid ?? 0);
   await host.cg
     .destroy(p.spec.id)
     .catch((err) => host.opts.log?.("sandbox cgroups could not be removed", { id: p.spec.id, err }));
 }
 
 /** Second half: the egress attaches (`onNetwork`), the holder execs bubblewrap, the keeper is up. */
-export async function finish(host: LocalHost, parked: unknown, hooks: StartHooks = {}): Promise<RuntimeRef> {
-  const p = parked as ParkedStart;
-  const { child, captured, spec } = p;
+export async function finish(host: LocalHost, p: ParkedStart, hooks: StartHooks): Promise<LocalRef> {
+  const { child } = p;
   if (p.exited !== null) {
     await abandon(host, p);
-    throw new Error(`sandbox init exited with ${p.exited}: ${p.stderr.trim().slice(0, 500) || "no message"}`);
+    throw initExited(p);
   }
-  // The namespace exists and has only loopback; nothing runs in it yet.
+  await handOverNetwork(host, p, hooks);
+  releaseHolder(child);
+  const initPid = await waitForKeeper(host, p);
+  // The platform may restart while the sandbox runs on: nothing of ours may keep it tied to us.
+  child.unref();
+  unrefPipe(child.stderr);
+  unrefPipe(child.stdio[4]);
+  const holder = procRef(child.pid!);
+  const init = procRef(initPid);
+  if (!holder || !init) throw new Error(`sandbox init exited during start: ${stderrOf(p)}`, { cause: p.spawnError });
+  return { holder, init };
+}
+
+/** The namespace exists and has only loopback; nothing runs in it yet: the egress attaches now. */
+async function handOverNetwork(host: LocalHost, p: ParkedStart, hooks: StartHooks): Promise<void> {
+  const { captured, spec } = p;
   captured.handedOver = Boolean(hooks.onNetwork);
   const handOver: CapturedNetwork | null = spec.capture
     ? { tcp: captured.tcp, udp: captured.udp, errors: captured.errors }
     : null;
   try {
-    if (hooks.onNetwork) await hooks.onNetwork(child.pid!, handOver);
+    if (hooks.onNetwork) await hooks.onNetwork(p.child.pid!, handOver);
   } catch (err) {
     captured.handedOver = false;
     await abandon(host, p);
     throw err;
   }
-  releaseHolder(child);
-  const deadline = Date.now() + 30_000;
+}
+
+/** Waits for bubblewrap's pid 1 to start the keeper; returns pid 1's host pid. */
+async function waitForKeeper(host: LocalHost, p: ParkedStart): Promise<number> {
+  const deadline = Date.now() + START_TIMEOUT_MS;
   let initPid = 0;
   for (;;) {
     if (p.exited !== null) {
       await abandon(host, p);
-      throw new Error(`sandbox init exited with ${p.exited}: ${p.stderr.trim().slice(0, 500) || "no message"}`);
+      throw initExited(p);
     }
-    if (!initPid) {
-      const m = /"child-pid"\s*:\s*(\d+)/.exec(p.info);
-      if (m) initPid = Number(m[1]);
-    }
+    if (!initPid) initPid = childPidOf(p.info);
     // bwrap's pid 1 forks the command only after the mounts, pivot_root and seccomp are in place.
-    if (initPid && childrenOf(initPid).length > 0) break;
+    if (initPid && childrenOf(initPid).length > 0) return initPid;
     if (Date.now() > deadline) {
-      killTree(spec.id, 0, initPid);
+      sigkill(initPid);
       await abandon(host, p);
-      throw new Error(`sandbox init did not come up in 30 s: ${p.stderr.trim().slice(0, 500)}`);
+      throw initTimedOut(p);
     }
     await new Promise((r) => setTimeout(r, 1));
   }
-  // The platform may restart while the sandbox runs on: nothing of ours may keep it tied to us.
-  child.unref();
-  (child.stderr as unknown as { unref?: () => void }).unref?.();
-  (child.stdio[4] as unknown as { unref?: () => void }).unref?.();
-  const ref: LocalRef = { holder: procRef(child.pid!)!, init: procRef(initPid)! };
-  if (!ref.holder || !ref.init) throw new Error(`sandbox init exited during start: ${p.stderr.trim().slice(0, 500)}`);
-  return ref as unknown as RuntimeRef;
+}
+
+/** bubblewrap's `child-pid` (its pid 1 as the host sees it) from its info descriptor; 0 until written. */
+function childPidOf(info: string): number {
+  const m = /"child-pid"\s*:\s*(\d+)/.exec(info);
+  return m ? Number(m[1]) : 0;
+}
+
+function stderrOf(p: ParkedStart): string {
+  return p.stderr.trim().slice(0, 500);
+}
+
+function initExited(p: ParkedStart): Error {
+  return new Error(`sandbox init exited with ${p.exited}: ${stderrOf(p) || "no message"}`, { cause: p.spawnError });
+}
+
+function initTimedOut(p: ParkedStart): Error {
+  return new Error(`sandbox init did not come up in ${START_TIMEOUT_MS / 1000} s: ${stderrOf(p)}`);
+}
+
+/** Pipes to a child are sockets, which can stop holding the event loop open; typed as plain streams. */
+function unrefPipe(stream: unknown): void {
+  (stream as { unref?: () => void } | null)?.unref?.();
 }
