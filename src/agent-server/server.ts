@@ -1,8 +1,6 @@
-import crypto from "node:crypto";
 import fs from "node:fs";
 import type http from "node:http";
 import type { AddressInfo } from "node:net";
-import path from "node:path";
 import { serve, type ServerType } from "@hono/node-server";
 import type { Hono } from "hono";
 import { hostVariable, readSetting } from "../config/index.ts";
@@ -14,29 +12,20 @@ import { openStore, type Store } from "../store/database.ts";
 import { migrateToLatest } from "../store/migrate.ts";
 import { buildAgentApp } from "./api/app.ts";
 import { ensureSystemAssistants } from "./storage/assistants.ts";
-import { openCheckpointer, type Checkpointer } from "./storage/checkpointer.ts";
 import type { AgentEnv, AgentServerContext } from "./context.ts";
-import { CronScheduler } from "./crons/cron-scheduler.ts";
-import { egressWebhookGate, type WebhookGate } from "./runs/webhook.ts";
-import { CustomAuth } from "./auth/custom-auth.ts";
-import { loadGraphs, type LoadedGraph } from "./project/graphs.ts";
+import type { CronScheduler } from "./crons/cron-scheduler.ts";
+import type { WebhookGate } from "./runs/webhook.ts";
 import { assertSupportedLangGraph } from "./project/langgraph-version.ts";
-import { pythonStoreBatch, startPythonRuntime, type PythonLaunch, type PythonStoreOp } from "./python/index.ts";
-import { pythonSettings } from "./python/prestart.ts";
+import type { PythonLaunch } from "./python/index.ts";
 import { registerSdkLogger } from "./project/sdk-logger.ts";
-import { loadHttpApp } from "./project/http-app.ts";
-import { buildUiBundles } from "./project/ui-bundles.ts";
 import { graphConfigFromEnv } from "./project/graph-config.ts";
-import { loadEmbed } from "./storage/store-index.ts";
-import { parseJson } from "./storage/json-columns.ts";
-import { TtlSweeper } from "./storage/ttl-sweeper.ts";
+import type { TtlSweeper } from "./storage/ttl-sweeper.ts";
 import { applyProjectEnv, loadProject, type AgentProject } from "./project/project.ts";
-import { RunEngine } from "./runs/run-engine.ts";
+import type { RunEngine } from "./runs/run-engine.ts";
 import { attachProtocolUpgrades } from "./protocol/index.ts";
-import { AgentStore } from "./storage/store.ts";
-import { GraphSchemaCache } from "./project/static-schemas.ts";
-import { needsStaticSchemas } from "./project/graph-schemas.ts";
-import { RunEventBus } from "../cluster/index.ts";
+import { addPythonSide, loadJsSide } from "./server-graphs.ts";
+import { defaultServerId, openServerContext } from "./server-context.ts";
+import { startRuns } from "./server-runs.ts";
 
 export interface AgentServerOptions {
   /** The project folder (with `langgraph.json`) or an already loaded project. */
@@ -97,10 +86,7 @@ export interface AgentServer {
   close(): Promise<void>;
 }
 
-export function defaultServerId(project: AgentProject): string {
-  const hash = crypto.createHash("sha256").update(project.configFile).digest("hex").slice(0, 12);
-  return `project:${path.basename(project.dir)}:${hash}`;
-}
+export { defaultServerId };
 
 /**
  * Builds the agent server of one project: loads `langgraph.json`, its graphs and auth (failing
@@ -113,161 +99,22 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
   registerSdkLogger(options.log);
   // Before importing any graph: an unsupported LangGraph line is refused with one clear line.
   assertSupportedLangGraph(project.graphs.filter((g) => g.runtime === "js").map((g) => g.file));
-  const js = await loadGraphs(project);
-  const schemas = new GraphSchemaCache(
-    project.dir,
-    project.graphs,
-    path.join(options.home, "graph-schemas"),
-    options.log,
-  );
-  // Started before the rest of the start-up: the type checker runs alongside it in its own process.
-  if (options.warmSchemas) void warmSchemas(schemas, js.graphs);
-  for (const [graphId, f] of js.failures)
-    options.log.error(
-      { graphId, module: f.module, error: f.error },
-      `graph "${graphId}" did not load (${f.module}): ${f.error}; the other graphs still serve`,
-    );
-  for (const w of project.warnings) options.log.warn({ configFile: project.configFile }, `langgraph.json: ${w}`);
-  const jsAuth = project.auth?.runtime === "python" ? null : await CustomAuth.load(project);
-  const userApp = await loadHttpApp(project);
-  const ui = await buildUiBundles(project.ui, options.log);
+  const jsSide = await loadJsSide(project, options);
   const graphConfig = graphConfigFromEnv(hostVariable("LANGGRAPH_CONFIG"));
-  const python = await startPythonRuntime(
-    {
-      project,
-      home: options.home,
-      databaseUrl: options.databaseUrl,
-      pgSchema: options.pgSchema,
-      ...pythonSettings(options.home),
-      log: options.log,
-    },
-    options.earlyPython,
-  );
-  const idx = project.store.index;
-  const embed = !idx ? null : idx.embed.runtime === "python" ? (python?.embed ?? null) : await loadEmbed(idx.embed);
-  if (idx && !embed)
-    options.log.warn(
-      { embed: idx.embed.ref },
-      `store.index.embed "${idx.embed.ref}" did not load in the Python worker: semantic search is off`,
-    );
-  const index = idx && embed ? { dims: idx.dims, fields: idx.fields, embed } : null;
-  // Ordered as in langgraph.json, whichever runtime serves each graph.
-  const graphs = new Map(
-    project.graphs.flatMap((g) => {
-      const loaded = js.graphs.get(g.graphId) ?? python?.graphs.get(g.graphId);
-      return loaded ? [[g.graphId, loaded] as const] : [];
-    }),
-  );
-  const failures = new Map([...js.failures, ...(python?.failures ?? [])]);
-  const customAuth = python?.auth ?? jsAuth;
-  for (const [graphId, f] of python?.failures ?? [])
-    options.log.error(
-      { graphId, module: f.module, error: f.error },
-      `python graph "${graphId}" did not load (${f.module}): ${f.error}; the other graphs still serve`,
-    );
-  const leaseMs = options.leaseMs ?? readSetting("WHARF_RUN_LEASE_MS");
-  const checkpointer: Checkpointer = await openCheckpointer({
-    databaseUrl: options.databaseUrl,
-    home: options.home,
-    pgSchema: options.pgSchema,
-    leaseMs,
-  });
-  const serverId = options.serverId ?? defaultServerId(project);
-  const tickMs = options.cronTickMs ?? readSetting("WHARF_CRON_TICK_MS");
-  const ctx: AgentServerContext = {
-    serverId,
-    db: options.store.db,
-    dialect: options.store.dialect,
-    graphs,
-    python: python?.worker ?? null,
-    graphFailures: failures,
-    checkpointer,
-    store: new AgentStore(options.store.db, options.store.dialect, serverId, { index, ttl: project.store.ttl }),
-    customAuth,
-    box: options.box,
-    authenticate: options.authenticate,
-    open: options.open ?? false,
-    log: options.log,
-    http: project.http,
-    userApp,
-    pythonApp: python?.http ?? null,
-    ui,
-    schemas,
+  const code = await addPythonSide(project, options, jsSide);
+  const { ctx, checkpointer, leaseMs, tickMs } = await openServerContext(project, options, code);
+  const python = code.python;
+  const release = async () => {
+    await python?.worker.stop();
+    await checkpointer.close();
   };
-  // Python graphs read and write the same store as the API and the JS graphs.
-  python?.worker.serve("store.batch", (ops) => pythonStoreBatch(ctx.store, ops as PythonStoreOp[]));
-  // A Python graph's checkpoints carry its thread's metadata, as on the Python server.
-  const threadMetadata = async (threadId: string) => {
-    const row = await ctx.db
-      .selectFrom("agent_threads")
-      .select("metadata")
-      .where("thread_id", "=", threadId)
-      .where("server_id", "=", serverId)
-      .executeTakeFirst();
-    return parseJson<Record<string, unknown>>(row?.metadata, {});
-  };
-  for (const g of python?.graphs.values() ?? []) g.threadMetadata = threadMetadata;
   try {
     await ensureSystemAssistants(ctx, graphConfig);
   } catch (err) {
-    await python?.worker.stop();
-    await checkpointer.close();
+    await release();
     throw err;
   }
-  const webhookGate = options.webhookGate === undefined ? defaultWebhookGate() : options.webhookGate;
-  // Replicas (PostgreSQL + REDIS_URL): run events through Redis Streams, any replica serves any stream.
-  const redisUrl = readSetting("REDIS_URL");
-  let bus: RunEventBus | null = null;
-  try {
-    if (redisUrl && ctx.dialect !== "postgres")
-      throw new Error(
-        "REDIS_URL needs DATABASE_URL to be PostgreSQL (replicas share runs through it); with SQLite Wharf runs as one process without Redis",
-      );
-    if (redisUrl) bus = await RunEventBus.open(redisUrl, options.log);
-  } catch (err) {
-    await python?.worker.stop();
-    await checkpointer.close();
-    throw new Error(`cannot open redis for run events: ${(err as Error).message}`, { cause: err });
-  }
-  const engine = new RunEngine(ctx, {
-    leaseMs,
-    apiUrl: options.apiUrl,
-    databaseUrl: options.databaseUrl,
-    signalSecret: options.signalSecret,
-    webhookGate,
-    bus,
-    slots: options.runSlots ?? readSetting("WHARF_RUN_SLOTS"),
-  });
-  try {
-    await engine.listen();
-  } catch (err) {
-    await bus?.close();
-    await python?.worker.stop();
-    await checkpointer.close();
-    throw err;
-  }
-  if (options.exclusive) {
-    const n = await engine.recoverAbandoned();
-    if (n)
-      options.log.warn(
-        { runs: n },
-        "runs abandoned by a previous process were settled at start (resumed or ended as error)",
-      );
-  }
-  engine.start();
-  const crons = new CronScheduler(ctx, engine, tickMs);
-  crons.start();
-  const sweeper = new TtlSweeper(ctx, {
-    storeMinutes: project.store.ttl?.sweepMinutes ?? null,
-    threads: project.checkpointerTtl
-      ? {
-          strategy: project.checkpointerTtl.strategy,
-          ttlMinutes: project.checkpointerTtl.defaultTtlMinutes,
-          sweepMinutes: project.checkpointerTtl.sweepMinutes,
-        }
-      : null,
-  });
-  sweeper.start();
+  const { engine, crons, sweeper } = await startRuns(ctx, project, options, { leaseMs, tickMs, release });
   const app = buildAgentApp(ctx, engine);
   let closing: Promise<void> | null = null;
   return {
@@ -283,32 +130,9 @@ export async function createAgentServerApp(options: AgentServerOptions): Promise
         await crons.stop();
         await sweeper.stop();
         await engine.stop();
-        await python?.worker.stop();
-        await checkpointer.close();
+        await release();
       })()),
   };
-}
-
-/** Starts deriving, in the background, the TypeScript-typed schemas of the graphs that have no runtime schema. */
-async function warmSchemas(schemas: GraphSchemaCache, graphs: Map<string, LoadedGraph>): Promise<void> {
-  const ids: string[] = [];
-  for (const [id, loaded] of graphs)
-    if (await needsStaticSchemas(() => loaded.get({ configurable: {} }, null), schemas.fileOf(id))) ids.push(id);
-  schemas.warm(ids);
-}
-
-/**
- * Webhooks of a server whose connections go through the egress proxy (`WHARF_AGENT_EGRESS_PROXIED`,
- * set by the platform for a confined deployment) are left to the proxy; anywhere else they are
- * checked here against the same egress address policy and the operator's settings.
- */
-export function defaultWebhookGate(): WebhookGate {
-  if (readSetting("WHARF_AGENT_EGRESS_PROXIED")) return null;
-  return egressWebhookGate({
-    WHARF_EGRESS_HOSTS: readSetting("WHARF_EGRESS_HOSTS"),
-    WHARF_EGRESS_ALLOW_INTERNAL: readSetting("WHARF_EGRESS_ALLOW_INTERNAL"),
-    WHARF_EGRESS_SYSTEM_DNS: readSetting("WHARF_EGRESS_SYSTEM_DNS"),
-  });
 }
 
 export interface StandaloneOptions {
