@@ -60,6 +60,9 @@ const KNOWN_OVERSIZE = [
   "src/platform/start-platform.ts",
 ];
 
+// Rethrows that still drop the caught error (owned elsewhere, to be fixed there: a list to shrink).
+const CAUSE_TODO = ["src/agent-server/storage/store-index.ts"];
+
 export default tseslint.config(
   { ignores: ["node_modules/**", ".wharf/**", "dist/**", "console/dist/**", "**/.wharf/**", ".scratch*/**"] },
   js.configs.recommended,
@@ -90,6 +93,13 @@ export default tseslint.config(
     // everywhere in src/ (an empty catch or handler needs a comment saying why).
     files: ["src/**/*.ts"],
     rules: { "no-empty": ["error", { allowEmptyCatch: false }], "@typescript-eslint/no-empty-function": "error" },
+  },
+  {
+    // An error thrown from a catch keeps the one it replaces as its `cause` (the stack says where it
+    // began). A catch without a parameter is a deliberate drop (a parse error that would echo a secret).
+    files: ["src/**/*.ts"],
+    ignores: CAUSE_TODO,
+    rules: { "preserve-caught-error": "error" },
   },
   {
     // Type-aware checks on the platform's code: a promise nobody awaits loses its error, and a

@@ -23,8 +23,7 @@ export async function openRedis(url: string, log: Logger, name: string): Promise
   let lastLogged = 0;
   client.on("error", (err: Error) => {
     // Reconnects are automatic: one line a few seconds at most, not one per retry.
-    if (Date.now() - lastLogged > 5000)
-      log.warn({ err: err.message, connection: name }, "redis connection failed; reconnecting");
+    if (Date.now() - lastLogged > 5000) log.warn({ err, connection: name }, "redis connection failed; reconnecting");
     lastLogged = Date.now();
   });
   await client.connect();

@@ -248,7 +248,7 @@ export class RunEventBus {
           }
         }
       } catch (err) {
-        this.log.warn({ err: (err as Error).message, threadId }, "thread run watch ended");
+        this.log.warn({ err, threadId }, "thread run watch ended");
       } finally {
         entries.close();
       }

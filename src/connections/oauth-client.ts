@@ -26,8 +26,9 @@ export class ProviderCallError extends Error {
     readonly kind: ProviderFailureKind,
     message: string,
     readonly oauthError: string | null = null,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
 }
 
@@ -134,13 +135,24 @@ function toTokenSet(
 /** Classifies any failure of a call to the provider; never lets a provider's answer become a 500. */
 export function classifyProviderError(err: unknown): ProviderCallError {
   if (err instanceof ProviderCallError) return err;
+  const cause: ErrorOptions = { cause: err };
   if (err instanceof client.ResponseBodyError) {
     const desc = err.error_description ? `: ${err.error_description}` : "";
     if (err.error === "invalid_grant")
-      return new ProviderCallError("invalid_grant", `the provider refused the grant (invalid_grant${desc})`, err.error);
+      return new ProviderCallError(
+        "invalid_grant",
+        `the provider refused the grant (invalid_grant${desc})`,
+        err.error,
+        cause,
+      );
     if (err.status >= 500 || err.status === 429 || err.error === "temporarily_unavailable")
-      return new ProviderCallError("transient", `the provider failed (${err.status} ${err.error})`, err.error);
-    return new ProviderCallError("rejected", `the provider rejected the request (${err.error}${desc})`, err.error);
+      return new ProviderCallError("transient", `the provider failed (${err.status} ${err.error})`, err.error, cause);
+    return new ProviderCallError(
+      "rejected",
+      `the provider rejected the request (${err.error}${desc})`,
+      err.error,
+      cause,
+    );
   }
   if (err instanceof client.WWWAuthenticateChallengeError) {
     // A 401 with a challenge: the client's credentials were refused (RFC 6749 §5.2 invalid_client).
@@ -148,20 +160,25 @@ export function classifyProviderError(err: unknown): ProviderCallError {
       err.cause.map((c) => c.parameters.error).find(Boolean) ??
       (err.status === 401 ? "invalid_client" : `HTTP ${err.status}`);
     if (err.status >= 500 || err.status === 429)
-      return new ProviderCallError("transient", `the provider failed (${err.status} ${error})`, error);
-    return new ProviderCallError("rejected", `the provider rejected the client (${error})`, error);
+      return new ProviderCallError("transient", `the provider failed (${err.status} ${error})`, error, cause);
+    return new ProviderCallError("rejected", `the provider rejected the client (${error})`, error, cause);
   }
   if (err instanceof client.AuthorizationResponseError)
-    return new ProviderCallError("rejected", `the provider returned an error (${err.error})`, err.error);
+    return new ProviderCallError("rejected", `the provider returned an error (${err.error})`, err.error, cause);
   const e = err as Error & { code?: string; cause?: unknown };
   if (e?.name === "TimeoutError" || e?.name === "AbortError" || e instanceof TypeError)
-    return new ProviderCallError("transient", `cannot reach the provider (${e.message})`);
+    return new ProviderCallError("transient", `cannot reach the provider (${e.message})`, null, cause);
   if (e?.code === "OAUTH_RESPONSE_IS_NOT_CONFORM" || e?.code === "OAUTH_RESPONSE_IS_NOT_JSON") {
     const status = (e.cause as Response | undefined)?.status;
     if (typeof status === "number" && (status >= 500 || status === 429))
-      return new ProviderCallError("transient", `the provider failed (HTTP ${status})`);
+      return new ProviderCallError("transient", `the provider failed (HTTP ${status})`, null, cause);
   }
-  return new ProviderCallError("rejected", `the provider's answer was not usable (${e?.message ?? String(err)})`);
+  return new ProviderCallError(
+    "rejected",
+    `the provider's answer was not usable (${e?.message ?? String(err)})`,
+    null,
+    cause,
+  );
 }
 
 /**

@@ -134,12 +134,15 @@ export class TokenRefresher {
         const tokens = await refreshGrant(provider, config, refreshToken);
         return await this.storeRefreshed(row, tokens);
       } catch (err) {
-        failure = err instanceof ProviderCallError ? err : new ProviderCallError("rejected", (err as Error).message);
+        failure =
+          err instanceof ProviderCallError
+            ? err
+            : new ProviderCallError("rejected", (err as Error).message, null, { cause: err });
         const delay = RETRY_DELAYS_MS[attempt];
         const room = leaseEnds - Date.now() - this.settings.providerTimeoutSeconds * 1000;
         if (failure.kind !== "transient" || delay === undefined || delay > room) break;
         this.log.warn(
-          { tokenId: row.id, provider: row.provider_id, attempt: attempt + 1, reason: failure.message },
+          { tokenId: row.id, provider: row.provider_id, attempt: attempt + 1, err: failure },
           "token refresh failed, retrying",
         );
         await sleep(delay);
@@ -164,7 +167,7 @@ export class TokenRefresher {
       .where("id", "=", row.id)
       .where("refresh_lease_owner", "=", this.leaseOwner)
       .execute();
-    this.log.warn({ tokenId: row.id, provider: row.provider_id, reason: failure.message }, "token refresh failed");
+    this.log.warn({ tokenId: row.id, provider: row.provider_id, err: failure }, "token refresh failed");
     if (!this.isExpired(row)) return { kind: "ok", row, accessToken: openAccessToken(this.box, row) };
     if (failure.kind === "transient")
       throw new HttpError(

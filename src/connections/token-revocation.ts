@@ -29,7 +29,7 @@ export async function revokeAndDelete(deps: FlowDeps, row: TokenRow, force: bool
     revoked = await revokeRow(deps, provider, row);
   } catch (err) {
     const message = err instanceof HttpError ? String(err.detail) : (err as Error).message;
-    deps.log.warn({ tokenId: row.id, provider: row.provider_id, reason: message }, "token revocation failed");
+    deps.log.warn({ err, tokenId: row.id, provider: row.provider_id, reason: message }, "token revocation failed");
     if (!force)
       throw new HttpError(
         502,

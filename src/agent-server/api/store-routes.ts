@@ -29,7 +29,7 @@ function namespaceOf(value: unknown, opts: Parameters<typeof checkNamespace>[1] 
   try {
     return checkNamespace(value, opts);
   } catch (err) {
-    if (err instanceof InvalidNamespace) throw new AgentError(422, err.message);
+    if (err instanceof InvalidNamespace) throw new AgentError(422, err.message, {}, { cause: err });
     throw err;
   }
 }

@@ -32,7 +32,7 @@ async function asBadInput<T>(fn: () => Promise<T>): Promise<T> {
     return await fn();
   } catch (err) {
     if (err instanceof BaseLangGraphError || (err as Error)?.name === "InvalidUpdateError")
-      throw new AgentError(400, `${(err as Error).name}: ${(err as Error).message}`);
+      throw new AgentError(400, `${(err as Error).name}: ${(err as Error).message}`, {}, { cause: err });
     throw err;
   }
 }

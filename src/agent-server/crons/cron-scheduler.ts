@@ -68,7 +68,7 @@ export class CronScheduler {
       return true;
     } catch (err) {
       const reason = err instanceof AgentError ? `${err.status} ${err.message}` : (err as Error).message;
-      this.ctx.log.warn({ cronId: row.cron_id, threadId, reason }, "cron firing skipped: the run could not start");
+      this.ctx.log.warn({ err, cronId: row.cron_id, threadId, reason }, "cron firing skipped: the run could not start");
       return false;
     }
   }

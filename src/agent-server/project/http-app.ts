@@ -18,7 +18,7 @@ export async function loadHttpApp(project: AgentProject): Promise<UserApp | null
   try {
     mod = (await import(pathToFileURL(ref.file).href)) as Record<string, unknown>;
   } catch (err) {
-    throw new Error(`cannot load ${where}: ${(err as Error)?.message ?? String(err)}`);
+    throw new Error(`cannot load ${where}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
   }
   const app = mod[ref.exportName];
   if (!isHono(app)) throw new Error(`cannot load ${where}: the export is not a Hono app`);

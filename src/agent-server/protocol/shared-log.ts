@@ -135,13 +135,12 @@ export function shareThroughRedis(store: ThreadEventStore, logger: Logger): Shar
         log.ingest(await store.backlog(threadId));
       } catch (err) {
         // Redis down: the follow below delivers the kept events once it is back.
-        logger.warn({ err: (err as Error).message, threadId }, "cannot read a thread's protocol events from redis");
+        logger.warn({ err, threadId }, "cannot read a thread's protocol events from redis");
       }
       if (detached) return;
       unsubscribe = store.follow(threadId, log.lastSeq, {
         entries: (list) => log.ingest(list),
-        failed: (err) =>
-          logger.warn({ err: err.message, threadId }, "following a thread's protocol events: redis unreachable"),
+        failed: (err) => logger.warn({ err, threadId }, "following a thread's protocol events: redis unreachable"),
       });
     })();
   };

@@ -111,7 +111,7 @@ async function buildNow(
     ctx.log.info({ snapshotId: snap.id, image, digest, ms: Date.now() - started }, "snapshot built from image");
   } catch (err) {
     const message = (err as Error).message;
-    ctx.log.warn({ snapshotId: snap.id, image, err: message }, "snapshot from image failed");
+    ctx.log.warn({ snapshotId: snap.id, image, err }, "snapshot from image failed");
     await ctx.db
       .updateTable("sandbox_snapshots")
       .set({ status: "failed", status_message: message, updated_at: nowIso() })

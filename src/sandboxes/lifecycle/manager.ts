@@ -113,7 +113,14 @@ export class SandboxManager {
   requireDriver(): SandboxDriver {
     if (!this.driver) throw new HttpError(503, "Sandboxes are disabled on this server (WHARF_SANDBOX_DRIVER=none)");
     if (this.prepareError)
-      throw new HttpError(503, `Sandboxes are unavailable on this host: ${this.prepareError.message}`);
+      throw new HttpError(
+        503,
+        `Sandboxes are unavailable on this host: ${this.prepareError.message}`,
+        {},
+        {
+          cause: this.prepareError,
+        },
+      );
     return this.driver;
   }
 
