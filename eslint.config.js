@@ -103,9 +103,11 @@ export default tseslint.config(
   },
   {
     // Type-aware checks on the platform's code: a promise nobody awaits loses its error, and a
-    // switch over a union says what it does with every member (a default counts).
+    // switch over a union says what it does with every member (a default counts). Their program is
+    // src/ alone (tsconfig.lint.json): the whole tsconfig.json would also parse the tests, benches and
+    // examples that no typed rule looks at (about a fifth of the lint's time).
     files: ["src/**/*.ts"],
-    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    languageOptions: { parserOptions: { project: "./tsconfig.lint.json", tsconfigRootDir: import.meta.dirname } },
     rules: {
       "@typescript-eslint/no-floating-promises": "error",
       "@typescript-eslint/switch-exhaustiveness-check": ["error", { considerDefaultExhaustiveForUnions: true }],

@@ -77,7 +77,8 @@ const env = {
   WHARF_STRICT: strict ? "1" : (process.env.WHARF_STRICT ?? ""),
   WHARF_SANDBOX_BASE_CACHE: baseCache,
 };
-const uvBin = sharedUv();
+// The fast tier creates no Python environment: on a clean clone it must not wait for uv's download.
+const uvBin = unit ? null : sharedUv();
 if (uvBin) Object.assign(env, { PATH: `${uvBin}:${env.PATH ?? ""}`, WHARF_TEST_UV_BIN: uvBin });
 
 /**
