@@ -53,7 +53,6 @@ for (const own of [
 }
 
 const KNOWN_OVERSIZE = [
-  "src/agent-server/runs/run-engine.ts",
   "src/confinement/service.ts",
   "src/deployments/runtime/revision-runtime.ts",
   "src/metrics/state-collectors.ts",

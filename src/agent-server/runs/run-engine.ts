@@ -22,7 +22,7 @@ import { fencedSaver } from "./fenced-saver.ts";
 import { openRunPrivate, sealRunPrivate } from "./run-private.ts";
 import { RunQueue } from "./run-queue.ts";
 import { RunFollowers } from "./run-followers.ts";
-import { prepareRun } from "./run-create.ts";
+import { admitRun, type AdmissionHost } from "./run-admission.ts";
 import { runAttempt, type AttemptHost } from "./run-attempt.ts";
 import { HousekeepingPasses } from "./run-passes.ts";
 
@@ -128,10 +128,12 @@ export class RunEngine {
       apiUrl: options.apiUrl,
       fencedSaver: (saver, runId, onLost) => this.fencedSaver(saver, runId, onLost),
     };
+    this.admission = this.admissionHost();
   }
 
   /** What executing a run's graph needs of the engine. */
   private readonly attemptHost: AttemptHost;
+  private readonly admission: AdmissionHost;
   private readonly passes: HousekeepingPasses;
 
   private readonly housekeeper: RunHousekeeper;
@@ -206,63 +208,32 @@ export class RunEngine {
   }
 
   /** Validates and records a run; starts it at once when its thread is free. */
-  async create(
+  create(
     threadId: string | null,
     body: RunCreate,
     auth: AuthContext | null,
     headers: RequestHeaderPairs | null,
     opts: { protocol?: boolean } = {},
   ): Promise<{ run: Run; active: ActiveRun | null }> {
-    const ctx = this.ctx;
-    const prepared = await prepareRun(
-      ctx,
-      { workerId: this.workerId, leaseUntil: () => this.leaseUntil(), seal: (runId, priv) => this.seal(runId, priv) },
-      threadId,
-      body,
-      auth,
-      headers,
-      opts,
-    );
-    const { assistant, runId, kwargs, priv, row, queued, metadata, multitask, temporary, delayMs, now, filters } =
-      prepared;
+    return admitRun(this.admission, threadId, body, auth, headers, opts);
+  }
 
-    if (temporary && delayMs > 0) {
-      await ctx.db.insertInto("agent_runs").values(queued(row)).execute();
-      this.privates.set(runId, priv);
-      this.startLater(row.thread_id, delayMs);
-      return { run: toRun(queued(row)), active: null };
-    }
-    if (temporary && !this.hasSlot()) {
-      // No free slot here: queued for whichever replica has one (its caller data sealed for it).
-      await ctx.db.insertInto("agent_runs").values(queued(row)).execute();
-      this.passes.queuedForSlot(row.thread_id);
-      this.wakeOthers();
-      return { run: toRun(queued(row)), active: null };
-    }
-    if (temporary) {
-      // Stateless: no thread row, no checkpoints; the run row lives while the run does.
-      await ctx.db.insertInto("agent_runs").values(row).execute();
-      return { run: toRun(row), active: this.launch(toRun(row), kwargs, priv, assistant) };
-    }
-
-    const threadMetadata = { graph_id: assistant.graph_id, assistant_id: assistant.assistant_id };
-    const { inflight, startNow } = await this.queue.insertThreadRun(
-      threadId,
-      { row, queued, metadata, threadMetadata, multitask, ifNotExists: body.if_not_exists, delayMs, now, filters },
-      () => this.hasSlot(),
-    );
-
-    const run = toRun(startNow ? row : { ...row, status: "pending" });
-    if (startNow) return { run, active: this.launch(run, kwargs, priv, assistant) };
-    this.privates.set(runId, priv);
-    if (multitask === "interrupt" || multitask === "rollback") await this.cancel(row.thread_id, inflight, multitask);
-    if (delayMs > 0) this.startLater(row.thread_id, delayMs);
-    // Queued for want of a slot here (not behind another run of its thread): a replica with one starts it.
-    else if (inflight.length === 0) {
-      this.passes.queuedForSlot(row.thread_id);
-      this.wakeOthers();
-    }
-    return { run, active: null };
+  /** What admitting a new run needs of the engine. */
+  private admissionHost(): AdmissionHost {
+    return {
+      ctx: this.ctx,
+      queue: this.queue,
+      workerId: this.workerId,
+      leaseUntil: () => this.leaseUntil(),
+      seal: (runId, priv) => this.seal(runId, priv),
+      hasSlot: () => this.hasSlot(),
+      keepPrivate: (runId, priv) => this.privates.set(runId, priv),
+      startLater: (threadId, delayMs) => this.startLater(threadId, delayMs),
+      queuedForSlot: (threadId) => this.passes.queuedForSlot(threadId),
+      wakeOthers: () => this.wakeOthers(),
+      launch: (run, kwargs, priv, assistant) => this.launch(run, kwargs, priv, assistant),
+      cancel: (threadId, runIds, action) => this.cancel(threadId, runIds, action),
+    };
   }
 
   /**
