@@ -25,6 +25,7 @@ import { RunFollowers } from "./run-followers.ts";
 import { admitRun, type AdmissionHost } from "./run-admission.ts";
 import { runAttempt, type AttemptHost } from "./run-attempt.ts";
 import { HousekeepingPasses } from "./run-passes.ts";
+import { PendingWrites } from "./pending-writes.ts";
 
 export type { ActiveRun, CancelAction, RunCreate, RunEnded } from "./run-types.ts";
 
@@ -171,6 +172,9 @@ export class RunEngine {
   private hasSlot(): boolean {
     return this.active.size < this.slots;
   }
+
+  /** Writes the answer to a run did not wait for: the engine stops after them. */
+  private readonly lateWrites = new PendingWrites();
 
   /** Ended runs' channels, kept a while so their events can be replayed (`Last-Event-ID`). */
   private readonly ended = new EndedRuns();
@@ -320,7 +324,11 @@ export class RunEngine {
     this.controls.delete(run.run_id);
     this.leaseHeld.delete(run.run_id);
     const handBack = !!outcome.drained && stateful;
-    await this.recordOutcome(run, kwargs, outcome, handBack, rollback ? (rollbackTo ?? null) : undefined);
+    const recorded = this.recordOutcome(run, kwargs, outcome, handBack, rollback ? (rollbackTo ?? null) : undefined);
+    // A stateless run's row only marks it executing (if this process dies, housekeeping removes it):
+    // its caller is answered without waiting for the row's removal, one round trip on PostgreSQL.
+    if (stateful || outcome.fenced) await recorded;
+    else this.lateWrites.track(recorded);
     if (handBack || outcome.fenced) this.streams.handedBack(run.run_id);
     else this.streams.ended(run.run_id, kwargs.resumable);
     runEnded({ serverId: ctx.serverId, status: outcome.status, seconds: runSeconds(run.created_at, startedAt) });
@@ -429,8 +437,11 @@ export class RunEngine {
       },
       signalChannel(this.ctx.serverId, this.options.signalSecret),
       (s) => {
-        // A run waits for a slot: claim it now if this process has one (the poll stays the fallback).
-        if (s.serverId === this.ctx.serverId && this.timer && !this.stopping && this.hasSlot()) this.passes.tick();
+        // A run waits for a slot: claim it now if this process has one (the poll stays the fallback),
+        // else when one frees here.
+        if (s.serverId !== this.ctx.serverId) return;
+        this.passes.othersQueued();
+        if (this.timer && !this.stopping && this.hasSlot()) this.passes.tick();
       },
     );
   }
@@ -452,9 +463,10 @@ export class RunEngine {
     this.timer.unref();
   }
 
-  async housekeeping(): Promise<void> {
+  /** One full housekeeping pass; true when queued runs may be left that it did not start. */
+  async housekeeping(): Promise<boolean> {
     await this.clock.refresh();
-    await this.housekeeper.housekeeping();
+    return this.housekeeper.housekeeping();
   }
 
   /** At an `exclusive` start: settles every run another (dead) process left running. */
@@ -477,6 +489,7 @@ export class RunEngine {
     }
     for (const a of running) if (!a.abort.signal.aborted && this.active.has(a.run.run_id)) a.abort.abort("shutdown");
     await Promise.race([allDone(), new Promise((r) => setTimeout(r, graceMs).unref())]);
+    await this.lateWrites.settled();
     await this.signals.close();
     await this.streams.close();
   }

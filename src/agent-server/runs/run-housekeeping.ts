@@ -51,7 +51,8 @@ export class RunHousekeeper {
   private renewedAt = 0;
   constructor(private readonly host: HousekeepingHost) {}
 
-  async housekeeping(): Promise<void> {
+  /** One full pass; true when queued runs may be left that it did not start. */
+  async housekeeping(): Promise<boolean> {
     const ctx = this.host.ctx;
     const now = this.host.clock.iso();
     if (this.host.activeCount() && Date.now() - this.renewedAt >= this.host.renewEveryMs - 50) {
@@ -88,17 +89,19 @@ export class RunHousekeeper {
         await this.unlessBusy(r.run_id, () =>
           this.endOrphan(r.run_id, r.thread_id, r.temporary === 1, "error", r.worker_id!),
         );
-    await this.startQueued(now);
+    return this.startQueued(now);
   }
 
   /**
    * Starts queued runs whose thread has nothing running (their creator died before handing them
    * on, or they wait for a free slot), as many as this process has free slots for. Also run alone
-   * when a slot frees: the scans above need not repeat after every run.
+   * when a slot frees: the scans above need not repeat after every run. True when queued runs may
+   * be left that it did not start (no free slot, or more than it looked at).
    */
-  async startQueued(now = this.host.clock.iso()): Promise<void> {
+  async startQueued(now = this.host.clock.iso()): Promise<boolean> {
     const ctx = this.host.ctx;
-    if (this.host.freeSlots() <= 0) return;
+    if (this.host.freeSlots() <= 0) return true;
+    const limit = Math.min(20, this.host.freeSlots());
     const orphans = await ctx.db
       .selectFrom("agent_runs as r")
       .select(["r.thread_id"])
@@ -116,12 +119,13 @@ export class RunHousekeeper {
         ),
       )
       .groupBy("r.thread_id")
-      .limit(Math.min(20, this.host.freeSlots()))
+      .limit(limit)
       .execute();
     for (const o of orphans) {
-      if (this.host.isStopping() || this.host.freeSlots() <= 0) break;
+      if (this.host.isStopping() || this.host.freeSlots() <= 0) return true;
       await this.startOnThread(o.thread_id);
     }
+    return orphans.length >= limit;
   }
 
   /** Starts the thread's next queued run here unless one of its runs is running; true when one started. */

@@ -10,11 +10,19 @@ export class HousekeepingPasses {
   private passAgain: "full" | "fill" | null = null;
   /** Threads of the runs this process queued for want of a free slot, oldest first. */
   private readonly slotWaiters: string[] = [];
+  /**
+   * Runs this process does not know of may wait for a slot (another process queued one, or the
+   * last scan stopped short of them): a freed slot then scans the table, else it need not.
+   */
+  private othersMayWait = true;
+  /** Counts the reasons to scan, so a scan that began before one arrived does not clear it. */
+  private waitNews = 0;
 
   constructor(
     private readonly work: {
-      full: () => Promise<void>;
-      fill: () => Promise<void>;
+      /** Both resolve true when queued runs may be left that this process did not start. */
+      full: () => Promise<boolean>;
+      fill: () => Promise<boolean>;
       /** Starts the thread's next queued run here if it may run now; true when one started. */
       startOnThread: (threadId: string) => Promise<boolean>;
       hasSlot: () => boolean;
@@ -28,6 +36,12 @@ export class HousekeepingPasses {
     this.pass("full");
   }
 
+  /** Another process queued a run for want of a slot (its wake arrived): a freed slot here looks for it. */
+  othersQueued(): void {
+    this.othersMayWait = true;
+    this.waitNews++;
+  }
+
   /** A run of `threadId` was queued here for want of a free slot. */
   queuedForSlot(threadId: string): void {
     this.slotWaiters.push(threadId);
@@ -36,11 +50,15 @@ export class HousekeepingPasses {
   /**
    * A slot is free: the runs queued here for want of one start first, in order, each claimed on its
    * thread without scanning the table; when none is left, a pass (without the scans for dead
-   * processes of a full one) looks for runs queued by other processes.
+   * processes of a full one) looks for runs queued by other processes, if any may wait (the
+   * timer's pass finds those whose wake was lost).
    */
   fillSlots(): void {
     const threadId = this.slotWaiters.shift();
-    if (threadId === undefined) return this.pass("fill");
+    if (threadId === undefined) {
+      if (this.othersMayWait) this.pass("fill");
+      return;
+    }
     void this.work
       .startOnThread(threadId)
       .catch((err) => {
@@ -57,8 +75,12 @@ export class HousekeepingPasses {
       return;
     }
     this.passing = true;
+    const news = this.waitNews;
     const work = kind === "full" ? this.work.full() : this.work.fill();
     void work
+      .then((left) => {
+        if (!left && news === this.waitNews) this.othersMayWait = false;
+      })
       .catch((err) => this.log.warn({ err }, "agent run housekeeping failed"))
       .finally(() => {
         this.passing = false;
