@@ -6,6 +6,7 @@ import pg from "pg";
 import { redactUrl } from "../log/redact-url.ts";
 import { OwnSchemaPostgresDialect } from "./own-schema-postgres.ts";
 import { withStatementCache } from "./statement-cache.ts";
+import { nameStatements } from "./pg-statements.ts";
 import type { Database } from "./schema.ts";
 
 export type Dialect = "sqlite" | "postgres";
@@ -50,6 +51,7 @@ async function openPostgres(url: string, schema: string | undefined, poolSize: n
     connectionTimeoutMillis: 5000,
     options: schema ? `-c search_path=${schema}` : undefined,
   });
+  pool.on("connect", nameStatements);
   // Fail fast with a clear message instead of on the first request.
   try {
     const client = await pool.connect();
@@ -67,6 +69,7 @@ async function openPostgres(url: string, schema: string | undefined, poolSize: n
   pool.on("error", () => {
     /* idle client errors are surfaced on the next query */
   });
+
   const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   return { db, dialect: "postgres", location: redactUrl(url), close: () => db.destroy() };
 }

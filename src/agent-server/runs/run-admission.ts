@@ -36,21 +36,21 @@ export async function admitRun(
     prepared;
 
   if (temporary && delayMs > 0) {
-    await ctx.db.insertInto("agent_runs").values(queued(row)).execute();
+    await host.queue.insertRun(queued(row));
     host.keepPrivate(runId, priv);
     host.startLater(row.thread_id, delayMs);
     return { run: toRun(queued(row)), active: null };
   }
   if (temporary && !host.hasSlot()) {
     // No free slot here: queued for whichever replica has one (its caller data sealed for it).
-    await ctx.db.insertInto("agent_runs").values(queued(row)).execute();
+    await host.queue.insertRun(queued(row));
     host.queuedForSlot(row.thread_id);
     host.wakeOthers();
     return { run: toRun(queued(row)), active: null };
   }
   if (temporary) {
     // Stateless: no thread row, no checkpoints; the run row lives while the run does.
-    await ctx.db.insertInto("agent_runs").values(row).execute();
+    await host.queue.insertRun(row);
     return { run: toRun(row), active: host.launch(toRun(row), kwargs, priv, assistant) };
   }
 

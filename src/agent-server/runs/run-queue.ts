@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from "kysely";
 import { nowIso } from "../../store/database.ts";
+import { preparedQuery } from "../../store/prepared-query.ts";
 import type { Database } from "../../store/schema.ts";
 import type { AgentServerContext } from "../context.ts";
 import type { AuthFilters } from "../auth/custom-auth.ts";
@@ -11,6 +12,36 @@ import { toJson } from "../wire.ts";
 import type { RunOutcome } from "./run-executor.ts";
 import type { CancelAction } from "./run-types.ts";
 import { INFLIGHT, type MultitaskStrategy, type Run, type RunKwargs } from "./runs.ts";
+
+const RUN_COLUMNS = [
+  "run_id",
+  "server_id",
+  "thread_id",
+  "assistant_id",
+  "status",
+  "metadata",
+  "kwargs",
+  "multitask_strategy",
+  "temporary",
+  "worker_id",
+  "lease_until",
+  "created_at",
+  "updated_at",
+] as const satisfies ReadonlyArray<keyof AgentRunsTable>;
+/** A column added to the table but not to the list above fails the typecheck here. */
+const allRunColumns: [Exclude<keyof AgentRunsTable, (typeof RUN_COLUMNS)[number]>] extends [never] ? true : never =
+  true;
+void allRunColumns;
+
+/** A run's row inserted, and removed by id: every stateless run does both (compiled once). */
+const insertRunRow = preparedQuery((db: Kysely<Database>, p: AgentRunsTable) =>
+  db
+    .insertInto("agent_runs")
+    .values(Object.fromEntries(RUN_COLUMNS.map((c) => [c, p[c]])) as unknown as AgentRunsTable),
+);
+const deleteRunRow = preparedQuery((db: Kysely<Database>, p: { runId: string }) =>
+  db.deleteFrom("agent_runs").where("run_id", "=", p.runId),
+);
 
 /** A thread run to record: its row as started here, and as queued. */
 export interface ThreadRunInsert {
@@ -35,6 +66,11 @@ export class RunQueue {
     private readonly workerId: string,
     private readonly leaseUntil: () => string,
   ) {}
+
+  /** Records a stateless run's row (a thread run's goes through `insertThreadRun`). */
+  async insertRun(row: AgentRunsTable): Promise<void> {
+    await insertRunRow(this.ctx.db, row);
+  }
 
   lockThread(trx: Transaction<Database>, threadId: string) {
     let q = trx
@@ -127,7 +163,7 @@ export class RunQueue {
   ): Promise<AgentRunsTable | null> {
     const ctx = this.ctx;
     if (!stateful) {
-      await ctx.db.deleteFrom("agent_runs").where("run_id", "=", run.run_id).execute();
+      await deleteRunRow(ctx.db, { runId: run.run_id });
       return null;
     }
     if (rollbackTo !== undefined) await deleteCheckpointsAfter(ctx, run.thread_id, rollbackTo);

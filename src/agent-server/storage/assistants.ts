@@ -9,6 +9,9 @@ import { asJson, parseJson } from "./json-columns.ts";
 import { authConds, equalityConds, jsonCondsSql } from "./json-filter.ts";
 import type { AgentAssistantsTable } from "./tables.ts";
 import { searchPage } from "./search-page.ts";
+import { preparedQuery } from "../../store/prepared-query.ts";
+import type { Database } from "../../store/schema.ts";
+import type { Kysely } from "kysely";
 
 /** The namespace the LangGraph server derives default assistant ids from (`uuid5(graph_id, NS)`). */
 const ASSISTANT_NAMESPACE = "6ba7b821-9dad-11d1-80b4-00c04fd430c8";
@@ -89,6 +92,29 @@ export async function ensureSystemAssistants(ctx: AgentServerContext, defaults: 
   }
 }
 
+const ASSISTANT_COLUMNS = [
+  "server_id",
+  "assistant_id",
+  "graph_id",
+  "name",
+  "description",
+  "config",
+  "context",
+  "metadata",
+  "version",
+  "created_at",
+  "updated_at",
+] as const;
+
+/** An assistant's row by id (every run reads its assistant: compiled once). */
+const assistantRow = preparedQuery((db: Kysely<Database>, p: { serverId: string; assistantId: string }) =>
+  db
+    .selectFrom("agent_assistants")
+    .select(ASSISTANT_COLUMNS)
+    .where("server_id", "=", p.serverId)
+    .where("assistant_id", "=", p.assistantId),
+);
+
 /** Reads an assistant visible under the filters; hidden and missing both read as 404. */
 export async function getAssistant(
   ctx: AgentServerContext,
@@ -97,13 +123,18 @@ export async function getAssistant(
   missing?: () => AgentError,
 ): Promise<Assistant> {
   const id = resolveAssistantId(ctx, assistantId);
-  let q = ctx.db
-    .selectFrom("agent_assistants")
-    .selectAll()
-    .where("server_id", "=", ctx.serverId)
-    .where("assistant_id", "=", id);
-  for (const cond of jsonCondsSql(ctx.dialect, "metadata", authConds(filters))) q = q.where(cond);
-  const row = await q.executeTakeFirst();
+  const conds = jsonCondsSql(ctx.dialect, "metadata", authConds(filters));
+  let row: AgentAssistantsTable | undefined;
+  if (conds.length === 0) row = (await assistantRow(ctx.db, { serverId: ctx.serverId, assistantId: id })).rows[0];
+  else {
+    let q = ctx.db
+      .selectFrom("agent_assistants")
+      .selectAll()
+      .where("server_id", "=", ctx.serverId)
+      .where("assistant_id", "=", id);
+    for (const cond of conds) q = q.where(cond);
+    row = await q.executeTakeFirst();
+  }
   if (!row) throw missing ? missing() : new AgentError(404, "Assistant not found");
   if (!ctx.graphs.has(row.graph_id) && missing) throw missing();
   return toAssistant(row);
