@@ -1,7 +1,8 @@
 import type { AgentServerContext } from "../context.ts";
 import type { AuthContext } from "../auth/custom-auth.ts";
 import type { Assistant } from "../storage/assistants.ts";
-import { prepareRun, type PrepareHost } from "./run-create.ts";
+import { prepareRun, withCurrentAssistant, type PrepareHost, type PreparedRun } from "./run-create.ts";
+import type { AgentRunsTable } from "../storage/tables.ts";
 import type { RunQueue } from "./run-queue.ts";
 import { toRun, type Run, type RunKwargs, type RunPrivate } from "./runs.ts";
 import type { ActiveRun, CancelAction, RequestHeaderPairs, RunCreate } from "./run-types.ts";
@@ -21,6 +22,31 @@ export interface AdmissionHost extends PrepareHost {
   cancel(threadId: string, runIds: string[], action: CancelAction): Promise<void>;
 }
 
+/** A stateless run's row: running here, or queued (delayed, or for want of a free slot). */
+const stateless = (p: PreparedRun, startNow: boolean): AgentRunsTable => (startNow ? p.row : p.queued(p.row));
+
+/** Starts a recorded stateless run here, or leaves it queued for later or for another replica. */
+function startStateless(
+  host: AdmissionHost,
+  p: PreparedRun,
+  startNow: boolean,
+): { run: Run; active: ActiveRun | null } {
+  const { runId, kwargs, priv, row, assistant, delayMs } = p;
+  if (startNow) {
+    // Stateless: no thread row, no checkpoints; the run row lives while the run does.
+    return { run: toRun(row), active: host.launch(toRun(row), kwargs, priv, assistant) };
+  }
+  if (delayMs > 0) {
+    host.keepPrivate(runId, priv);
+    host.startLater(row.thread_id, delayMs);
+  } else {
+    // No free slot here: queued for whichever replica has one (its caller data sealed for it).
+    host.queuedForSlot(row.thread_id);
+    host.wakeOthers();
+  }
+  return { run: toRun(p.queued(row)), active: null };
+}
+
 /** Validates and records a run; starts it at once when its thread is free. */
 export async function admitRun(
   host: AdmissionHost,
@@ -31,28 +57,17 @@ export async function admitRun(
   opts: { protocol?: boolean } = {},
 ): Promise<{ run: Run; active: ActiveRun | null }> {
   const ctx = host.ctx;
-  const prepared = await prepareRun(ctx, host, threadId, body, auth, headers, opts);
-  const { assistant, runId, kwargs, priv, row, queued, metadata, multitask, temporary, delayMs, now, filters } =
-    prepared;
-
-  if (temporary && delayMs > 0) {
-    await host.queue.insertRun(queued(row));
-    host.keepPrivate(runId, priv);
-    host.startLater(row.thread_id, delayMs);
-    return { run: toRun(queued(row)), active: null };
+  let prepared = await prepareRun(ctx, host, threadId, body, auth, headers, opts);
+  if (prepared.temporary) {
+    const startNow = prepared.delayMs === 0 && host.hasSlot();
+    for (let tries = 1; !(await host.queue.insertRun(stateless(prepared, startNow), prepared.assistantRow)); tries++)
+      prepared = await withCurrentAssistant(ctx, host, prepared, body, opts).then((p) =>
+        // An assistant changing under every try: recorded as read, as any run whose assistant changes after.
+        tries >= 2 ? { ...p, assistantRow: null } : p,
+      );
+    return startStateless(host, prepared, startNow);
   }
-  if (temporary && !host.hasSlot()) {
-    // No free slot here: queued for whichever replica has one (its caller data sealed for it).
-    await host.queue.insertRun(queued(row));
-    host.queuedForSlot(row.thread_id);
-    host.wakeOthers();
-    return { run: toRun(queued(row)), active: null };
-  }
-  if (temporary) {
-    // Stateless: no thread row, no checkpoints; the run row lives while the run does.
-    await host.queue.insertRun(row);
-    return { run: toRun(row), active: host.launch(toRun(row), kwargs, priv, assistant) };
-  }
+  const { assistant, runId, kwargs, priv, row, queued, metadata, multitask, delayMs, now, filters } = prepared;
 
   const threadMetadata = { graph_id: assistant.graph_id, assistant_id: assistant.assistant_id };
   const { inflight, startNow } = await host.queue.insertThreadRun(

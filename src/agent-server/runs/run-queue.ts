@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from "kysely";
+import { sql, type Kysely, type Transaction } from "kysely";
 import { nowIso } from "../../store/database.ts";
 import { preparedQuery } from "../../store/prepared-query.ts";
 import type { Database } from "../../store/schema.ts";
@@ -6,7 +6,7 @@ import type { AgentServerContext } from "../context.ts";
 import type { AuthFilters } from "../auth/custom-auth.ts";
 import { AgentError } from "../errors.ts";
 import { asJson, parseJson } from "../storage/json-columns.ts";
-import type { AgentRunsTable } from "../storage/tables.ts";
+import type { AgentAssistantsTable, AgentRunsTable } from "../storage/tables.ts";
 import { findThreadRow, setThreadOutcome, threadNotFound } from "../storage/threads.ts";
 import { toJson } from "../wire.ts";
 import type { RunOutcome } from "./run-executor.ts";
@@ -39,6 +39,38 @@ const insertRunRow = preparedQuery((db: Kysely<Database>, p: AgentRunsTable) =>
     .insertInto("agent_runs")
     .values(Object.fromEntries(RUN_COLUMNS.map((c) => [c, p[c]])) as unknown as AgentRunsTable),
 );
+/** The assistant columns a run is built from, compared by `insertRunIfCurrent`. */
+interface AssistantStamp {
+  a_graph_id: string;
+  a_name: string;
+  a_config: string;
+  a_context: string;
+  a_metadata: string;
+  a_version: number;
+  a_updated_at: string;
+}
+
+/** A run's row inserted only while its assistant's row is still the one the run was built from. */
+const insertRunIfCurrent = preparedQuery((db: Kysely<Database>, p: AgentRunsTable & AssistantStamp) =>
+  db
+    .insertInto("agent_runs")
+    .columns(RUN_COLUMNS)
+    .expression(
+      db
+        .selectFrom("agent_assistants")
+        // PostgreSQL types a bare parameter in a select list as text.
+        .select(RUN_COLUMNS.map((c) => (c === "temporary" ? sql`cast(${p[c]} as integer)` : sql`${p[c]}`).as(c)))
+        .where("server_id", "=", p.server_id)
+        .where("assistant_id", "=", p.assistant_id)
+        .where("graph_id", "=", p.a_graph_id)
+        .where("name", "=", p.a_name)
+        .where("config", "=", p.a_config)
+        .where("context", "=", p.a_context)
+        .where("metadata", "=", p.a_metadata)
+        .where("version", "=", p.a_version)
+        .where("updated_at", "=", p.a_updated_at),
+    ),
+);
 const deleteRunRow = preparedQuery((db: Kysely<Database>, p: { runId: string }) =>
   db.deleteFrom("agent_runs").where("run_id", "=", p.runId),
 );
@@ -67,9 +99,26 @@ export class RunQueue {
     private readonly leaseUntil: () => string,
   ) {}
 
-  /** Records a stateless run's row (a thread run's goes through `insertThreadRun`). */
-  async insertRun(row: AgentRunsTable): Promise<void> {
-    await insertRunRow(this.ctx.db, row);
+  /**
+   * Records a stateless run's row (a thread run's goes through `insertThreadRun`); with `assistant`,
+   * only while that row of its assistant is still current. False: it changed (nothing recorded).
+   */
+  async insertRun(row: AgentRunsTable, assistant: AgentAssistantsTable | null = null): Promise<boolean> {
+    if (!assistant) {
+      await insertRunRow(this.ctx.db, row);
+      return true;
+    }
+    const r = await insertRunIfCurrent(this.ctx.db, {
+      ...row,
+      a_graph_id: assistant.graph_id,
+      a_name: assistant.name,
+      a_config: assistant.config,
+      a_context: assistant.context,
+      a_metadata: assistant.metadata,
+      a_version: assistant.version,
+      a_updated_at: assistant.updated_at,
+    });
+    return Number(r.numAffectedRows ?? 0) === 1;
   }
 
   lockThread(trx: Transaction<Database>, threadId: string) {

@@ -115,6 +115,33 @@ const assistantRow = preparedQuery((db: Kysely<Database>, p: { serverId: string;
     .where("assistant_id", "=", p.assistantId),
 );
 
+/** The rows `getAssistant` last read without filters, per server, by assistant id. */
+const lastRead = new WeakMap<AgentServerContext, Map<string, AgentAssistantsTable>>();
+
+function remember(ctx: AgentServerContext, id: string, row: AgentAssistantsTable | undefined): void {
+  let rows = lastRead.get(ctx);
+  if (!rows) lastRead.set(ctx, (rows = new Map()));
+  if (!row) rows.delete(id);
+  else {
+    // Many assistants in turn: start over rather than keep every one.
+    if (rows.size >= 1000 && !rows.has(id)) rows.clear();
+    rows.set(id, row);
+  }
+}
+
+/**
+ * The assistant as last read (maybe changed since: whoever uses it checks its row is still
+ * current in the same statement as its write, see run-queue.ts `insertRun`).
+ */
+export function lastReadAssistant(
+  ctx: AgentServerContext,
+  idOrGraph: string,
+): { assistant: Assistant; row: AgentAssistantsTable } | undefined {
+  const row = lastRead.get(ctx)?.get(resolveAssistantId(ctx, idOrGraph));
+  if (!row || !ctx.graphs.has(row.graph_id)) return undefined;
+  return { assistant: toAssistant(row), row };
+}
+
 /** Reads an assistant visible under the filters; hidden and missing both read as 404. */
 export async function getAssistant(
   ctx: AgentServerContext,
@@ -125,8 +152,10 @@ export async function getAssistant(
   const id = resolveAssistantId(ctx, assistantId);
   const conds = jsonCondsSql(ctx.dialect, "metadata", authConds(filters));
   let row: AgentAssistantsTable | undefined;
-  if (conds.length === 0) row = (await assistantRow(ctx.db, { serverId: ctx.serverId, assistantId: id })).rows[0];
-  else {
+  if (conds.length === 0) {
+    row = (await assistantRow(ctx.db, { serverId: ctx.serverId, assistantId: id })).rows[0];
+    remember(ctx, id, row);
+  } else {
     let q = ctx.db
       .selectFrom("agent_assistants")
       .selectAll()
