@@ -241,7 +241,7 @@ const home = fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-"));
 {
   const port = await freePort();
   const child = wharfServer(port, { WHARF_HOME: home, DATABASE_URL: "" });
-  await waitReady(`http://127.0.0.1:${port}`, child, 30_000);
+  await waitReady(`http://127.0.0.1:${port}`, child, 120_000);
   rows.push(["wharf (SQLite)", await measure(`http://127.0.0.1:${port}`, seq, secs)]);
   child.kill("SIGTERM");
 }
@@ -258,7 +258,7 @@ try {
     WHARF_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "wharf-bench-pg-")),
     DATABASE_URL: url.toString(),
   });
-  await waitReady(`http://127.0.0.1:${port}`, child, 30_000);
+  await waitReady(`http://127.0.0.1:${port}`, child, 120_000);
   rows.push(["wharf (PostgreSQL)", await measure(`http://127.0.0.1:${port}`, seq, secs)]);
   child.kill("SIGTERM");
   await new Promise((r) => setTimeout(r, 1000));
@@ -312,5 +312,13 @@ what the profile showed and what was done (share of the server's CPU under 16 co
   full housekeeping pass after every run when slots are limited         4.7% -> 3.0%: a freed slot only starts queued runs (runs/run-housekeeping.ts startQueued)
   a freed slot scanning the table for runs queued for one              2.6-2.9% -> 1.7-2.1%: runs queued here for a slot are claimed on their thread at once (runs/run-passes.ts)
   a Headers object built to copy x- headers into each run's config     0.5-0.6% -> 0-0.1%: read from Node's raw headers (api/run-routes.ts)
+  freed slot scanning for runs other processes queued, after every run 2.5-2.6% -> 0%: only after such a process's wake (runs/run-passes.ts othersMayWait)
+  Kysely building and compiling the run path's queries                 3.1% -> 0.1%: compiled once, run with new values (src/store/prepared-query.ts)
+  the assistant read before each stateless run                          1.8% -> 0%: the run's insert checks the row it was built from is current (runs/run-queue.ts insertRun)
+  (run admission as a whole, api -> engine.create: 4.2% -> 1.9%; SQLite profile at 16 clients, same graph)
+round trips to PostgreSQL per stateless /runs/wait before the answer: 3 -> 1 (assistant read folded into the insert;
+  the row's removal no longer awaited: a dead process's stateless rows are removed by housekeeping), plus the freed-slot
+  scan (1 per run when not coalesced) gone; the run path's statements are named prepared statements (parsed and
+  planned once per connection: src/store/pg-statements.ts)
   LangSmith RunTree built for every node, write and branch, tracing off  5.4-7.6%, left:  avoiding it means patching LangChain's internals`);
 process.exit(0);
