@@ -16,7 +16,7 @@ export async function loadEmbed(ref: { file: string; exportName: string }): Prom
   try {
     value = ((await import(pathToFileURL(ref.file).href)) as Record<string, unknown>)[ref.exportName];
   } catch (err) {
-    throw new Error(`cannot load ${where}: ${(err as Error)?.message ?? String(err)}`);
+    throw new Error(`cannot load ${where}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
   }
   const e = value as { embedDocuments?: EmbedTexts } | EmbedTexts | undefined;
   if (e && typeof e === "object" && typeof e.embedDocuments === "function") return (texts) => e.embedDocuments!(texts);
