@@ -54,7 +54,7 @@ for (const own of [
 
 const KNOWN_OVERSIZE = [
   "src/confinement/service.ts",
-  "src/deployments/runtime/revision-runtime.ts",
+  "src/deployments/runtime/server-start.ts",
   "src/metrics/state-collectors.ts",
   "src/platform/start-platform.ts",
 ];
