@@ -54,7 +54,6 @@ for (const own of [
 
 const KNOWN_OVERSIZE = [
   "src/confinement/service.ts",
-  "src/deployments/runtime/server-start.ts",
   "src/metrics/state-collectors.ts",
   "src/platform/start-platform.ts",
 ];

@@ -12,7 +12,7 @@ import {
   STATE_INSIDE,
 } from "../confinement/confinement.ts";
 import { DeploymentsLayout } from "../layout.ts";
-import { ownFolder } from "../../confinement/index.ts";
+import { ownFolder, type LaunchSpec } from "../../confinement/index.ts";
 import type { RevisionLog } from "../store/revision-logs.ts";
 import { GATEWAY_PORT } from "./data-plane-gateway.ts";
 import { prepareDatabaseAccess } from "./database-access.ts";
@@ -47,6 +47,47 @@ export async function startRevisionServer(
   rt: ServerDeps,
   ...[deployment, revisionId, project, secrets, log, opts = {}]: ServerStartArgs
 ): Promise<AgentProcess> {
+  const files = await prepareServerFiles(rt, deployment, revisionId, project, opts);
+  const links = await openServerLinks(rt, deployment, revisionId, log);
+  const { database, gateway, egress } = links;
+  // Python projects: the workspace's environments, read-only, where their builds made them.
+  const pythonEnvs = fs.existsSync(rt.layout.pythonEnvsFor(deployment.workspace_id))
+    ? { envs: rt.layout.pythonEnvsFor(deployment.workspace_id), writable: false }
+    : undefined;
+  const env = {
+    ...agentEnv(rt, deployment, revisionId, secrets, files.ident, files.insideDirs.state),
+    ...(pythonEnvs && { WHARF_PYTHON_ENVS: inside(rt, pythonEnvs.envs) }),
+    ...egress?.env,
+    LANGSMITH_ENDPOINT: links.gatewayUrl,
+    LANGSMITH_API_KEY: links.key,
+    WHARF_URL: links.gatewayUrl,
+    ...database?.env,
+  };
+  // The agent server's refused requests go into its deploy log (it keeps serving).
+  const unwatchRefusals = egress ? logEgressRefusals(serverEgressId(revisionId), log, "warning") : null;
+  const cleanup = () => {
+    unwatchRefusals?.();
+    database?.close();
+    gateway.close();
+    void egress?.close();
+  };
+  return AgentProcess.start(
+    rt.launcher,
+    serverLaunchSpec(rt, { deployment, revisionId, project, files, links, pythonEnvs, env }),
+    path.join(files.socketDir, SOCKET_NAME),
+    log,
+    cleanup,
+  );
+}
+
+/** The server's own folders (state, socket), given to its uid, and its command as it sees them. */
+async function prepareServerFiles(
+  rt: ServerDeps,
+  deployment: Deployment,
+  revisionId: string,
+  project: ServerStartArgs[2],
+  opts: NonNullable<ServerStartArgs[5]>,
+) {
   const ident = await deploymentIdentity(rt.ctx, deployment);
   const stateDir = rt.layout.stateDir(deployment.id);
   ownFolder(stateDir, ident.uid, rt.isolated);
@@ -68,6 +109,13 @@ export async function startRevisionServer(
     serverId: deployment.id,
     exclusive: opts.exclusive,
   });
+  return { ident, stateDir, stateImage, socketDir, insideDirs, buildLayout, argv: [command, ...args] };
+}
+
+type ServerFiles = Awaited<ReturnType<typeof prepareServerFiles>>;
+
+/** The server's ways in and out: its database, its data-plane gateway and its egress. */
+async function openServerLinks(rt: RuntimeDeps, deployment: Deployment, revisionId: string, log: RevisionLog) {
   // On PostgreSQL: the deployment's own role and schema, through a forwarder in its namespace.
   const database = await prepareDatabaseAccess(rt.ctx, deployment, rt.isolated);
   // The data plane, through a gateway that only this revision's fresh key opens.
@@ -78,70 +126,66 @@ export async function startRevisionServer(
     gateway.close();
     throw err;
   });
-  // Python projects: the workspace's environments, read-only, where their builds made them.
-  const pythonEnvs = fs.existsSync(rt.layout.pythonEnvsFor(deployment.workspace_id))
-    ? { envs: rt.layout.pythonEnvsFor(deployment.workspace_id), writable: false }
-    : undefined;
-  const env = {
-    ...agentEnv(rt, deployment, revisionId, secrets, ident, insideDirs.state),
-    ...(pythonEnvs && { WHARF_PYTHON_ENVS: inside(rt, pythonEnvs.envs) }),
-    ...egress?.env,
-    LANGSMITH_ENDPOINT: gatewayUrl,
-    LANGSMITH_API_KEY: key,
-    WHARF_URL: gatewayUrl,
-    ...database?.env,
+  return { database, gateway, key, gatewayUrl, egress };
+}
+
+type ServerLinks = Awaited<ReturnType<typeof openServerLinks>>;
+
+/** How the launcher starts the server: its mount plan, command, environment and captured ports. */
+function serverLaunchSpec(
+  rt: ServerDeps,
+  s: {
+    deployment: Deployment;
+    revisionId: string;
+    project: ServerStartArgs[2];
+    files: ServerFiles;
+    links: ServerLinks;
+    pythonEnvs: { envs: string; writable: boolean } | undefined;
+    env: Record<string, string>;
+  },
+): LaunchSpec {
+  const { deployment, project, files, links } = s;
+  const { database, egress } = links;
+  return {
+    id: `dep-${s.revisionId}`,
+    uid: files.ident.uid,
+    limits: limitsFor(resourceSpecOf(deployment)),
+    plan: withExtraBinds(
+      servePlan({
+        layout: files.buildLayout,
+        workspaceId: deployment.workspace_id,
+        artifactDir: project.artifactDir,
+        projectDir: project.projectDir,
+        stateDir: files.stateDir,
+        stateImage: files.stateImage,
+        socketDir: files.socketDir,
+      }),
+      rt.runnerBinds.map((src) => ({ src, dest: insidePath(files.buildLayout, src), copy: true })),
+      [...pythonEnvBinds(rt.layout, deployment.workspace_id, s.pythonEnvs), ...(egress?.binds ?? [])],
+    ),
+    argv: files.argv.map((a) => inside(rt, a, files.buildLayout)),
+    env: s.env,
+    cwd: inside(rt, project.projectDir, files.buildLayout),
+    capture: rt.isolated
+      ? {
+          tcpPorts: [GATEWAY_PORT, ...(database?.tcpPorts ?? []), ...(egress?.capture.tcpPorts ?? [])],
+          dns: egress?.capture.dns ?? false,
+        }
+      : null,
+    onNetwork: attachNetwork(links),
   };
-  // The agent server's refused requests go into its deploy log (it keeps serving).
-  const unwatchRefusals = egress ? logEgressRefusals(serverEgressId(revisionId), log, "warning") : null;
-  const cleanup = () => {
-    unwatchRefusals?.();
-    database?.close();
-    gateway.close();
-    void egress?.close();
+}
+
+/** Hands the listeners captured in the server's namespace to its gateway, database and egress. */
+function attachNetwork({ gateway, database, egress }: ServerLinks): NonNullable<LaunchSpec["onNetwork"]> {
+  return async (pid, captured) => {
+    const listener = captured?.tcp.get(GATEWAY_PORT);
+    if (!listener)
+      throw new Error(`no data-plane listener in the namespace: ${captured?.errors.join("; ") || "none handed over"}`);
+    gateway.attach(listener);
+    database?.attach(captured);
+    await egress?.attach(pid, captured);
   };
-  return AgentProcess.start(
-    rt.launcher,
-    {
-      id: `dep-${revisionId}`,
-      uid: ident.uid,
-      limits: limitsFor(resourceSpecOf(deployment)),
-      plan: withExtraBinds(
-        servePlan({
-          layout: buildLayout,
-          workspaceId: deployment.workspace_id,
-          artifactDir: project.artifactDir,
-          projectDir: project.projectDir,
-          stateDir,
-          stateImage,
-          socketDir,
-        }),
-        rt.runnerBinds.map((src) => ({ src, dest: insidePath(buildLayout, src), copy: true })),
-        [...pythonEnvBinds(rt.layout, deployment.workspace_id, pythonEnvs), ...(egress?.binds ?? [])],
-      ),
-      argv: [command, ...args].map((a) => inside(rt, a, buildLayout)),
-      env,
-      cwd: inside(rt, project.projectDir, buildLayout),
-      capture: rt.isolated
-        ? {
-            tcpPorts: [GATEWAY_PORT, ...(database?.tcpPorts ?? []), ...(egress?.capture.tcpPorts ?? [])],
-            dns: egress?.capture.dns ?? false,
-          }
-        : null,
-      onNetwork: async (pid, captured) => {
-        const listener = captured?.tcp.get(GATEWAY_PORT);
-        if (!listener)
-          throw new Error(
-            `no data-plane listener in the namespace: ${captured?.errors.join("; ") || "none handed over"}`,
-          );
-        gateway.attach(listener);
-        database?.attach(captured);
-        await egress?.attach(pid, captured);
-      },
-    },
-    path.join(socketDir, SOCKET_NAME),
-    log,
-    cleanup,
-  );
 }
 
 async function openServerEgress(rt: RuntimeDeps, deployment: Deployment, revisionId: string, log: RevisionLog) {
