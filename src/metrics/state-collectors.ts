@@ -39,6 +39,14 @@ async function grouped(
   }));
 }
 
+/** What every collector reads with: the registry it joins, the database and a quiet reader. */
+interface Collecting {
+  registry: Registry;
+  db: Kysely<Database>;
+  /** Runs one read; a failure leaves that series empty this scrape (logged at debug). */
+  quietly: (what: string, read: () => Promise<void>) => Promise<void>;
+}
+
 export function registerStateCollectors(registry: Registry, db: Kysely<Database>, log: Logger): void {
   const quietly = async (what: string, read: () => Promise<void>) => {
     try {
@@ -48,62 +56,95 @@ export function registerStateCollectors(registry: Registry, db: Kysely<Database>
       log.debug({ err, what }, "metrics: a collector had nothing to read");
     }
   };
-  const gauge = (
-    name: string,
-    help: string,
-    labelNames: string[],
-    query: string,
-    label: (r: { key: string; sub: string | null }) => Record<string, string>,
-  ) =>
-    new Gauge({
-      name,
-      help,
-      labelNames,
-      registers: [registry],
-      async collect() {
-        this.reset();
-        await quietly(name, async () => {
-          for (const r of await grouped(db, query)) this.set(label(r), r.n);
-        });
-      },
-    });
+  const c: Collecting = { registry, db, quietly };
+  runsByStatus(c);
+  runQueueDepth(c);
+  revisionsByStatus(c);
+  sandboxesByState(c);
+  egressDecisions(c);
+  buildDurationHistogram(c);
+}
 
-  gauge(
+/** A gauge set at each scrape from one grouped count (`key`, optional `sub`, `n`). */
+function groupedGauge(
+  c: Collecting,
+  name: string,
+  help: string,
+  labelNames: string[],
+  query: string,
+  label: (r: { key: string; sub: string | null }) => Record<string, string>,
+): Gauge {
+  const { db, quietly } = c;
+  return new Gauge({
+    name,
+    help,
+    labelNames,
+    registers: [c.registry],
+    async collect() {
+      this.reset();
+      await quietly(name, async () => {
+        for (const r of await grouped(db, query)) this.set(label(r), r.n);
+      });
+    },
+  });
+}
+
+function runsByStatus(c: Collecting): void {
+  groupedGauge(
+    c,
     "wharf_runs",
     "Agent runs of the control plane's agent server by status",
     ["status"],
     "select status as key, null as sub, count(*) as n from agent_runs group by status",
     (r) => ({ status: r.key }),
   );
-  gauge(
+}
+
+function runQueueDepth(c: Collecting): void {
+  groupedGauge(
+    c,
     "wharf_run_queue_depth",
     "Agent runs waiting to start (status pending)",
     ["queue"],
     "select 'pending' as key, null as sub, count(*) as n from agent_runs where status = 'pending'",
     () => ({ queue: "runs" }),
   );
-  gauge(
+}
+
+function revisionsByStatus(c: Collecting): void {
+  groupedGauge(
+    c,
     "wharf_deployment_revisions",
     "Deployment revisions by status",
     ["status"],
     "select status as key, null as sub, count(*) as n from deployment_revisions group by status",
     (r) => ({ status: r.key }),
   );
-  gauge(
+}
+
+function sandboxesByState(c: Collecting): void {
+  groupedGauge(
+    c,
     "wharf_sandboxes",
     "Sandboxes by state",
     ["state"],
     "select status as key, null as sub, count(*) as n from sandboxes group by status",
     (r) => ({ state: r.key }),
   );
-  gauge(
+}
+
+function egressDecisions(c: Collecting): void {
+  groupedGauge(
+    c,
     "wharf_egress_decisions",
     "Egress decisions in the audit log by kind and decision (rows fold identical events: their counts summed)",
     ["kind", "decision"],
     "select kind as key, decision as sub, sum(count) as n from egress_audit_log group by kind, decision",
     (r) => ({ kind: r.key, decision: r.sub ?? "" }),
   );
+}
 
+function buildDurationHistogram({ registry, db, quietly }: Collecting): void {
   new Histogram({
     name: "wharf_deployment_build_duration_seconds",
     help: "Time deployment revisions spent BUILDING (from their recorded transitions)",
