@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { PassThrough, type Readable, type Writable } from "node:stream";
 import { ensureBaseImage } from "./base-image.ts";
-import { cgroupLayout, type Limits } from "./cgroups.ts";
+import { cgroupLayout, type CgroupLayout, type Limits } from "./cgroups.ts";
 import type { CapturedNetwork } from "./network.ts";
 import { checkHost } from "./host-check.ts";
 import { releaseHolder } from "./launchers.ts";
@@ -254,6 +254,51 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
   const cg = cgroupLayout();
   await cg.destroy(spec.id).catch(() => undefined); // best effort: a cgroup still busy is removed by the next start
   cg.create(spec.id, spec.limits);
+  const scratch = prepareScratch(spec, baseDir);
+  const capture = spec.capture ?? null;
+  const child = spawnHolder(spec, { baseDir, bpfFile, sysArg, cg, ...scratch });
+  const envPipe = sendEnvironment(child, scratch.env);
+  const watch = watchHolder(child, capture);
+  const fail = async (why: string): Promise<never> => {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      /* already gone */
+    }
+    await cg.destroy(spec.id).catch(() => undefined); // best effort: a cgroup still busy is removed by the next start
+    fs.rmSync(spec.scratchDir, { recursive: true, force: true });
+    throw new Error(`${why}: ${watch.early.trim().slice(0, 800) || "no message"}`);
+  };
+  const deadline = Date.now() + 30_000;
+  while (!(watch.info.startsWith("netns\n") && watch.captured.done)) {
+    if (watch.exitCode !== undefined) return fail(`the confinement did not start (exit ${watch.exitCode})`);
+    if (Date.now() > deadline) return fail("the confinement did not start in 30 s");
+    await sleep(2);
+  }
+  try {
+    const { tcp, udp, errors } = watch.captured;
+    await spec.onNetwork?.(child.pid!, capture ? { tcp, udp, errors } : null);
+  } catch (err) {
+    for (const l of watch.captured.tcp.values()) if (l.listening) l.close();
+    return fail(`attaching the network failed: ${(err as Error).message}`);
+  }
+  releaseHolder(child);
+  while (!/"child-pid"/.test(watch.info)) {
+    if (watch.exitCode !== undefined) return fail(`the confined program did not start (exit ${watch.exitCode})`);
+    if (Date.now() > deadline) return fail("the confined program did not start in 30 s");
+    await sleep(2);
+  }
+  // bubblewrap read its arguments before it started the program, which inherits the descriptor:
+  // our end goes, so the program holds nothing that reaches the platform.
+  envPipe.destroy();
+  return { child, stdout: child.stdout!, stderr: watch.stderr, exited: watch.exited, stop: stopper(spec, cg, watch) };
+}
+
+/**
+ * The spec's scratch folder, made afresh: the holder's bind list and the work folders of writable
+ * overlays; and the environment as bubblewrap will read it (refused before anything runs).
+ */
+function prepareScratch(spec: ConfinedSpec, baseDir: string): { bindList: string; workRoot: string; env: Buffer } {
   fs.rmSync(spec.scratchDir, { recursive: true, force: true });
   fs.mkdirSync(spec.scratchDir, { recursive: true, mode: 0o700 });
   const bindList = path.join(spec.scratchDir, "binds");
@@ -265,96 +310,94 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
   const entries = stagedBinds(spec, baseDir).map((b, i) => bindRecord(i, b));
   const env = envArgs(spec.env);
   fs.writeFileSync(bindList, entries.map((e) => e.join("\0")).join("\0"), { mode: 0o600 });
+  return { bindList, workRoot, env };
+}
+
+/** The root holder (see perl/service-holder.pl), told everything on its command line but the environment. */
+function spawnHolder(
+  spec: ConfinedSpec,
+  p: { baseDir: string; bpfFile: string; sysArg: string; cg: CgroupLayout; bindList: string; workRoot: string },
+): ChildProcess {
   const capture = spec.capture ?? null;
-  const child = spawn(
+  return spawn(
     "/usr/bin/perl",
     [
       ...perlArgs("service-holder"),
-      sysArg,
-      cg.procsFiles(spec.id).join(":"),
+      p.sysArg,
+      p.cg.procsFiles(spec.id).join(":"),
       capture ? capture.tcpPorts.join(",") : "-",
       capture?.dns ? "dns" : "nodns",
       spec.disk?.image ?? "-",
       SERVICE_DISK,
-      bindList,
-      workRoot,
+      p.bindList,
+      p.workRoot,
       "-",
       SERVICE_MOUNT,
-      bpfFile,
+      p.bpfFile,
       String(spec.hostUid),
       "--",
-      ...serviceBwrapArgs(spec, baseDir),
+      ...serviceBwrapArgs(spec, p.baseDir),
     ],
     {
       stdio: ["pipe", "pipe", "pipe", "ignore", "pipe", "pipe", capture ? "ipc" : "ignore", "pipe"],
       env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" },
     },
   );
+}
+
+/** Writes the environment to bubblewrap's `--args` pipe; the pipe, closed once the program runs. */
+function sendEnvironment(child: ChildProcess, env: Buffer): Writable {
   const envPipe = (child.stdio as unknown as Writable[])[ENV_FD];
   envPipe.on("error", () => {
     // The holder failed before bubblewrap read it: its exit says why.
   });
   envPipe.end(env);
-  const captured: CapturedNetwork & { done: boolean } = { tcp: new Map(), udp: [], errors: [], done: !capture };
+  return envPipe;
+}
+
+/** What the platform follows of a starting holder: its exit, its first words, its info and the listeners it hands over. */
+interface HolderWatch {
+  exitCode: number | null | undefined;
+  exited: Promise<number | null>;
+  /** The start of what bubblewrap says, for the error when the start fails. */
+  early: string;
+  stderr: PassThrough;
+  /** bubblewrap's info descriptor: `netns` once the namespace exists, then the child's pid. */
+  info: string;
+  captured: CapturedNetwork & { done: boolean };
+}
+
+function watchHolder(child: ChildProcess, capture: ConfinedSpec["capture"]): HolderWatch {
+  const captured: HolderWatch["captured"] = { tcp: new Map(), udp: [], errors: [], done: !capture };
   if (capture) {
     receiveListeners(child, captured);
   }
-  let exitCode: number | null | undefined;
-  const exited = new Promise<number | null>((resolve) => {
-    child.once("error", () => resolve((exitCode = null)));
-    child.once("exit", (code, signal) => resolve((exitCode = signal ? null : code)));
-  });
-  let early = "";
-  const collect = (d: Buffer) => {
-    if (early.length < 4000) early += d.toString();
+  const watch: HolderWatch = {
+    exitCode: undefined,
+    exited: new Promise<number | null>((resolve) => {
+      child.once("error", () => resolve((watch.exitCode = null)));
+      child.once("exit", (code, signal) => resolve((watch.exitCode = signal ? null : code)));
+    }),
+    early: "",
+    stderr: new PassThrough(),
+    info: "",
+    captured,
   };
   // Everything bubblewrap says (its own set-up errors come after it reports the child's pid) is
   // kept for whoever reads stderr later.
-  const stderr = new PassThrough();
   child.stderr!.on("data", (d: Buffer) => {
-    collect(d);
-    stderr.write(d);
+    if (watch.early.length < 4000) watch.early += d.toString();
+    watch.stderr.write(d);
   });
-  child.stderr!.on("end", () => stderr.end());
-  const info = child.stdio[4] as Readable;
-  let infoText = "";
-  info.on("data", (d: Buffer) => (infoText += d.toString()));
-  const fail = async (why: string): Promise<never> => {
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      /* already gone */
-    }
-    await cg.destroy(spec.id).catch(() => undefined); // best effort: a cgroup still busy is removed by the next start
-    fs.rmSync(spec.scratchDir, { recursive: true, force: true });
-    throw new Error(`${why}: ${early.trim().slice(0, 800) || "no message"}`);
-  };
-  const deadline = Date.now() + 30_000;
-  while (!(infoText.startsWith("netns\n") && captured.done)) {
-    if (exitCode !== undefined) return fail(`the confinement did not start (exit ${exitCode})`);
-    if (Date.now() > deadline) return fail("the confinement did not start in 30 s");
-    await sleep(2);
-  }
-  try {
-    await spec.onNetwork?.(
-      child.pid!,
-      capture ? { tcp: captured.tcp, udp: captured.udp, errors: captured.errors } : null,
-    );
-  } catch (err) {
-    for (const l of captured.tcp.values()) if (l.listening) l.close();
-    return fail(`attaching the network failed: ${(err as Error).message}`);
-  }
-  releaseHolder(child);
-  while (!/"child-pid"/.test(infoText)) {
-    if (exitCode !== undefined) return fail(`the confined program did not start (exit ${exitCode})`);
-    if (Date.now() > deadline) return fail("the confined program did not start in 30 s");
-    await sleep(2);
-  }
-  // bubblewrap read its arguments before it started the program, which inherits the descriptor:
-  // our end goes, so the program holds nothing that reaches the platform.
-  envPipe.destroy();
-  const stop = async (graceMs = 5000) => {
-    if (exitCode === undefined) {
+  child.stderr!.on("end", () => watch.stderr.end());
+  (child.stdio[4] as Readable).on("data", (d: Buffer) => (watch.info += d.toString()));
+  return watch;
+}
+
+/** The program's stop: SIGTERM to it, then everything in its cgroup is killed after `graceMs`. */
+function stopper(spec: ConfinedSpec, cg: CgroupLayout, watch: HolderWatch): (graceMs?: number) => Promise<void> {
+  return async (graceMs = 5000) => {
+    if (watch.exitCode === undefined) {
       // bubblewrap does not forward signals: TERM the program itself (every process but bwrap's).
       for (const pid of cg.pids(spec.id)) {
         try {
@@ -363,11 +406,10 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
           /* exited meanwhile */
         }
       }
-      await Promise.race([exited, sleep(graceMs)]);
+      await Promise.race([watch.exited, sleep(graceMs)]);
     }
     await cg.destroy(spec.id).catch(() => undefined); // best effort: a cgroup still busy is removed by the next start
-    await exited;
+    await watch.exited;
     fs.rmSync(spec.scratchDir, { recursive: true, force: true });
   };
-  return { child, stdout: child.stdout!, stderr, exited, stop };
 }
