@@ -259,7 +259,7 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
   const child = spawnHolder(spec, { baseDir, bpfFile, sysArg, cg, ...scratch });
   const envPipe = sendEnvironment(child, scratch.env);
   const watch = watchHolder(child, capture);
-  const fail = async (why: string): Promise<never> => {
+  const fail = async (why: string, cause?: unknown): Promise<never> => {
     try {
       child.kill("SIGKILL");
     } catch {
@@ -267,7 +267,8 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
     }
     await cg.destroy(spec.id).catch(() => undefined); // best effort: a cgroup still busy is removed by the next start
     fs.rmSync(spec.scratchDir, { recursive: true, force: true });
-    throw new Error(`${why}: ${watch.early.trim().slice(0, 800) || "no message"}`);
+    const message = `${why}: ${watch.early.trim().slice(0, 800) || "no message"}`;
+    throw cause === undefined ? new Error(message) : new Error(message, { cause });
   };
   const deadline = Date.now() + 30_000;
   while (!(watch.info.startsWith("netns\n") && watch.captured.done)) {
@@ -280,7 +281,7 @@ export async function startConfined(spec: ConfinedSpec): Promise<ConfinedProcess
     await spec.onNetwork?.(child.pid!, capture ? { tcp, udp, errors } : null);
   } catch (err) {
     for (const l of watch.captured.tcp.values()) if (l.listening) l.close();
-    return fail(`attaching the network failed: ${(err as Error).message}`);
+    return fail(`attaching the network failed: ${(err as Error).message}`, err);
   }
   releaseHolder(child);
   while (!/"child-pid"/.test(watch.info)) {
