@@ -1,4 +1,3 @@
-import { createClient } from "redis";
 import type { Logger } from "../log/logger.ts";
 
 /** A Redis connection that sends raw commands (RESP2 replies as node-redis gives them). */
@@ -13,8 +12,11 @@ export interface RedisConnection {
  * Opens a connection with node-redis (`redis` on npm, kept by Redis itself). It reconnects on its
  * own with backoff; commands sent while it is down fail at once (no offline queue: a caller decides
  * whether to retry, and a blocked reader must not pile up XREADs).
+ * node-redis is loaded here, on first connect, not with the module: it is several hundred modules
+ * that every process without a Redis URL (most, and every CLI command) would otherwise load.
  */
 export async function openRedis(url: string, log: Logger, name: string): Promise<RedisConnection> {
+  const { createClient } = await import("redis");
   const client = createClient({
     url,
     disableOfflineQueue: true,

@@ -1,4 +1,3 @@
-import { JWT } from "google-auth-library";
 import { noAudit, type CloudAuditSink } from "./cloud-audit.ts";
 import type { GoogleServiceAccount } from "./google-service-account.ts";
 
@@ -69,6 +68,9 @@ export class GoogleTokenMinter {
 
   private async mint(): Promise<Cached> {
     const { serviceAccount, scopes } = this.options;
+    // Loaded at the first mint (before the latency it audits starts), not with the module:
+    // google-auth-library and its HTTP stack are only needed where a `cloud_b` rule is served.
+    const { JWT } = await import("google-auth-library");
     const started = performance.now();
     const tokenUri = serviceAccount.tokenUri;
     const client = new JWT({
