@@ -20,3 +20,4 @@ export {
   uvLockUrls,
 } from "./python/index.ts";
 export { attachProtocolUpgrades } from "./protocol/index.ts";
+export { LOAD_CHECK_CHILD, PYTHON_ENV_CHILD } from "./build-checks/index.ts";

@@ -1,6 +1,4 @@
 import fs from "node:fs";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { installDependencies } from "./dependencies.ts";
 import { checkPythonGraphs, installPythonEnvironment, projectNeedsPython } from "./python-deps.ts";
 import type { DeploymentsLayout } from "../layout.ts";
@@ -8,12 +6,11 @@ import { readProjectConfig, type ProjectConfig } from "./project-config.ts";
 import type { RevisionLog } from "../store/revision-logs.ts";
 import { fetchSource, type SourcePolicy, type SourceSpec } from "./sources.ts";
 import { TSX_LOADER } from "../runtime/agent-process.ts";
+import { LOAD_CHECK_CHILD } from "../../agent-server/index.ts";
 
 export { TSX_LOADER };
 
 export class BuildError extends Error {}
-
-const LOAD_CHECK = path.join(path.dirname(fileURLToPath(import.meta.url)), "load-check-child.ts");
 
 /**
  * Runs one build step (install, build command, load check) confined as the deployment: `writable`
@@ -134,7 +131,7 @@ async function checkGraphsLoad(
   log.line("loading graphs");
   const out = await ctx.step({
     what: "loading the graphs",
-    argv: [process.execPath, "--import", TSX_LOADER, LOAD_CHECK, config.file],
+    argv: [process.execPath, "--import", TSX_LOADER, LOAD_CHECK_CHILD, config.file],
     cwd: config.dir,
     env: childEnv,
     writable: false,

@@ -1,7 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { graphRuntime } from "../../agent-server/index.ts";
+import { graphRuntime, PYTHON_ENV_CHILD } from "../../agent-server/index.ts";
 import type { DeploymentsLayout } from "../layout.ts";
 import type { RevisionLog } from "../store/revision-logs.ts";
 import { TSX_LOADER } from "../runtime/agent-process.ts";
@@ -9,9 +8,7 @@ import type { BuildStep } from "./builder.ts";
 import { readProjectFile, LOCKFILE_MAX } from "./project-file.ts";
 import { pythonProjectHosts } from "./registry-hosts.ts";
 
-const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), "python-env-child.ts");
-
-/** A key as `python-env-child.ts` prints it (hex digest): the only name trusted under the envs folder. */
+/** A key as the Python env child prints it (hex digest): the only name trusted under the envs folder. */
 const KEY = /^[0-9a-f]{16}$/;
 
 export class PythonBuildError extends Error {}
@@ -79,7 +76,15 @@ async function runChild(
 ): Promise<Record<string, unknown>> {
   const out = await o.step({
     what,
-    argv: [process.execPath, "--import", TSX_LOADER, CHILD, mode, config.file, o.layout.pythonEnvsFor(o.workspaceId)],
+    argv: [
+      process.execPath,
+      "--import",
+      TSX_LOADER,
+      PYTHON_ENV_CHILD,
+      mode,
+      config.file,
+      o.layout.pythonEnvsFor(o.workspaceId),
+    ],
     cwd: config.dir,
     env: o.env,
     writable,
