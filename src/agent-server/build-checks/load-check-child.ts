@@ -7,7 +7,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { graphRuntime } from "../index.ts";
+import { graphRuntime } from "../project/project.ts";
 
 interface Result {
   graphs: Array<{ id: string; ok: boolean; error?: string }>;

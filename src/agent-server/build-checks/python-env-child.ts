@@ -9,7 +9,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createLogger } from "../../log/logger.ts";
-import { createPythonEnv, loadProject, pythonEnvKey, startPythonRuntime } from "../index.ts";
+import { loadProject } from "../project/project.ts";
+import { createPythonEnv, pythonEnvKey, startPythonRuntime } from "../python/index.ts";
 
 const [mode, configFile, envsDir] = process.argv.slice(2);
 const log = createLogger({ level: "warn", destination: process.stderr });
