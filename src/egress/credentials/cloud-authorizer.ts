@@ -1,7 +1,4 @@
-import tls from "node:tls";
-import { Agent, buildConnector, fetch as undiciFetch } from "undici";
 import type { AuditEvent } from "../audit/audit-log.ts";
-import { canonicalHost } from "../policy/canonical-host.ts";
 import {
   awsRefusalResponse,
   CallbackResolutionError,
@@ -19,7 +16,7 @@ import type { AuthorizerFactory, EgressRuntime } from "../egress-runtime.ts";
 import type { EgressSettings } from "../egress-settings.ts";
 import type { TargetChecker } from "../proxy/target-checker.ts";
 import { SandboxPolicy } from "../policy/policy.ts";
-import type { Target } from "../proxy/resolver.ts";
+import { createCheckedFetch, DestinationBlocked } from "./checked-fetch.ts";
 
 /**
  * The adapter between the egress proxy and the cloud credential engines:
@@ -329,80 +326,6 @@ function auditEventFor(e: CloudAuditEvent, names: { a: string; b: string }): Eve
         reason: `cache ${e.cache}`,
       };
   }
-}
-
-/**
- * The engines' outbound fetch (callback URLs, the Google token endpoint): reached from the proxy
- * process, never through a sandbox, resolved by the proxy's own resolver (operator
- * `WHARF_EGRESS_HOSTS`, pinned answers) and checked by the proxy's own address classification
- * (internal ranges only through `WHARF_EGRESS_ALLOW_INTERNAL`, never the proxy's or the control
- * plane's endpoints). The address checked is the address dialled: the connector is handed it.
- */
-export class DestinationBlocked extends Error {
-  constructor(
-    readonly host: string,
-    readonly port: number,
-    readonly reason: string,
-  ) {
-    super(`egress blocked: ${reason}`);
-    this.name = "DestinationBlocked";
-  }
-}
-
-export function createCheckedFetch(rt: EngineDeps): typeof fetch {
-  const checker = rt.targets;
-  const resolve = checker.resolve;
-  const addressOpts = () => checker.addressOpts();
-  const anywhere = SandboxPolicy.empty();
-  const pins = new Map<string, Target>();
-  const connector = buildConnector({ ca: [...tls.rootCertificates, ...rt.settings.upstreamCaPem], timeout: 10_000 });
-  const agent = new Agent({
-    keepAliveTimeout: 4_000,
-    connect: (opts, cb) => {
-      const pin = pins.get(pinKey(opts.protocol, opts.hostname, opts.port));
-      if (!pin) return cb(new Error("egress: destination was not checked"), null);
-      const name = canonicalHost(opts.hostname.replace(/^\[|\]$/g, ""));
-      connector(
-        {
-          ...opts,
-          hostname: pin.address,
-          host: pin.address,
-          port: String(pin.port),
-          servername: name?.kind === "name" ? name.host : undefined,
-        },
-        cb,
-      );
-    },
-  });
-  return (async (input: string | URL | Request, init?: RequestInit) => {
-    const url = new URL(typeof input === "string" || input instanceof URL ? input.toString() : input.url);
-    if (url.protocol !== "http:" && url.protocol !== "https:")
-      throw new Error(`egress: ${url.protocol} is not fetched`);
-    const host = canonicalHost(url.hostname.replace(/^\[|\]$/g, ""));
-    if (!host) throw new Error(`egress: ${url.hostname} is not a valid host`);
-    const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
-    const targets = await resolve(host, port);
-    const opts = addressOpts();
-    let checked: Target | null = null;
-    let why = "no address";
-    for (const t of targets) {
-      const p = anywhere.addressVerdict({ kind: "allow", raw: false, byAddress: false }, t.address, t.port, opts);
-      if (!p) {
-        checked = t;
-        break;
-      }
-      why = `${host.host} resolves to ${t.address}: ${p}`;
-    }
-    if (!checked) throw new DestinationBlocked(host.host, port, why);
-    if (pins.size > 1024) pins.clear();
-    pins.set(pinKey(url.protocol, url.hostname, url.port), checked);
-    return undiciFetch(input as never, { ...(init as object), dispatcher: agent } as never) as unknown as Response;
-  }) as typeof fetch;
-}
-
-function pinKey(protocol: string, hostname: string, port: string): string {
-  const p = protocol.replace(/:?$/, ":");
-  return `${p}//${hostname.replace(/^\[|\]$/g, "").toLowerCase()}:${Number(port || (p === "https:" ? 443 : 80))}`;
 }
 
 function pathOf(target: string): string {
