@@ -1,5 +1,5 @@
 import tls from "node:tls";
-import { Agent, buildConnector, fetch as undiciFetch } from "undici";
+import type { Agent, fetch as undiciFetch } from "undici";
 import { canonicalHost } from "../policy/canonical-host.ts";
 import { SandboxPolicy } from "../policy/policy.ts";
 import type { Target } from "../proxy/resolver.ts";
@@ -30,25 +30,9 @@ export function createCheckedFetch(rt: { targets: TargetChecker; settings: Egres
   const addressOpts = () => checker.addressOpts();
   const anywhere = SandboxPolicy.empty();
   const pins = new Map<string, Target>();
-  const connector = buildConnector({ ca: [...tls.rootCertificates, ...rt.settings.upstreamCaPem], timeout: 10_000 });
-  const agent = new Agent({
-    keepAliveTimeout: 4_000,
-    connect: (opts, cb) => {
-      const pin = pins.get(pinKey(opts.protocol, opts.hostname, opts.port));
-      if (!pin) return cb(new Error("egress: destination was not checked"), null);
-      const name = canonicalHost(opts.hostname.replace(/^\[|\]$/g, ""));
-      connector(
-        {
-          ...opts,
-          hostname: pin.address,
-          host: pin.address,
-          port: String(pin.port),
-          servername: name?.kind === "name" ? name.host : undefined,
-        },
-        cb,
-      );
-    },
-  });
+  const ca = [...tls.rootCertificates, ...rt.settings.upstreamCaPem];
+  // undici (about a hundred modules) is loaded at the first fetch: most proxies never make one.
+  let client: Promise<PinnedClient> | null = null;
   return (async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(typeof input === "string" || input instanceof URL ? input.toString() : input.url);
     if (url.protocol !== "http:" && url.protocol !== "https:")
@@ -71,8 +55,39 @@ export function createCheckedFetch(rt: { targets: TargetChecker; settings: Egres
     if (!checked) throw new DestinationBlocked(host.host, port, why);
     if (pins.size > 1024) pins.clear();
     pins.set(pinKey(url.protocol, url.hostname, url.port), checked);
+    const { agent, fetch: undiciFetch } = await (client ??= pinnedClient(pins, ca));
     return undiciFetch(input as never, { ...(init as object), dispatcher: agent } as never) as unknown as Response;
   }) as typeof fetch;
+}
+
+interface PinnedClient {
+  agent: Agent;
+  fetch: typeof undiciFetch;
+}
+
+/** An undici agent that dials the address checked for a destination (`pins`), never one it resolves itself. */
+async function pinnedClient(pins: Map<string, Target>, ca: string[]): Promise<PinnedClient> {
+  const { Agent, buildConnector, fetch } = await import("undici");
+  const connector = buildConnector({ ca, timeout: 10_000 });
+  const agent = new Agent({
+    keepAliveTimeout: 4_000,
+    connect: (opts, cb) => {
+      const pin = pins.get(pinKey(opts.protocol, opts.hostname, opts.port));
+      if (!pin) return cb(new Error("egress: destination was not checked"), null);
+      const name = canonicalHost(opts.hostname.replace(/^\[|\]$/g, ""));
+      connector(
+        {
+          ...opts,
+          hostname: pin.address,
+          host: pin.address,
+          port: String(pin.port),
+          servername: name?.kind === "name" ? name.host : undefined,
+        },
+        cb,
+      );
+    },
+  });
+  return { agent, fetch };
 }
 
 function pinKey(protocol: string, hostname: string, port: string): string {
