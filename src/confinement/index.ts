@@ -14,6 +14,8 @@
  *   const p = await launcher.launch({ id, uid, limits, plan, argv, env, cwd });
  */
 export { SANDBOX_USER, ensureBaseImage } from "./base-image.ts";
+export { BWRAP_NAMESPACES } from "./bwrap-namespaces.ts";
+export { formatExt4 } from "./ext4-image.ts";
 export { cgroupLayout, type CgroupLayout, type Limits } from "./cgroups.ts";
 export { isOutOfDescriptors, retryOutOfDescriptors } from "./descriptors.ts";
 export { checkHost, HostNotReady } from "./host-check.ts";

@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { PassThrough, type Readable, type Writable } from "node:stream";
 import { ensureBaseImage } from "./base-image.ts";
+import { BWRAP_NAMESPACES } from "./bwrap-namespaces.ts";
 import { cgroupLayout, type CgroupLayout, type Limits } from "./cgroups.ts";
 import type { CapturedNetwork } from "./network.ts";
 import { checkHost } from "./host-check.ts";
@@ -150,12 +151,7 @@ export function serviceBwrapArgs(
 ): string[] {
   const binds = stagedBinds(spec, baseDir);
   const a = [
-    "--unshare-user",
-    "--unshare-ipc",
-    "--unshare-pid",
-    "--unshare-uts",
-    "--unshare-cgroup-try",
-    "--disable-userns",
+    ...BWRAP_NAMESPACES,
     "--die-with-parent",
     "--new-session",
     "--uid",

@@ -1,10 +1,7 @@
-import { execFile } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { promisify } from "node:util";
-
-const execFileP = promisify(execFile);
+import { formatExt4 } from "../../confinement/index.ts";
 
 /** The deployment's state folder's disk image, inside the state folder on the host. */
 export const STATE_IMAGE = "disk.img";
@@ -29,19 +26,11 @@ export async function ensureStateImage(stateDir: string, uid: number, bytes: num
   try {
     fs.closeSync(fs.openSync(tmp, "wx", 0o600));
     fs.truncateSync(tmp, bytes);
-    const seed = before.length ? ["-d", stateDir] : [];
-    await execFileP("mkfs.ext4", [
-      "-q",
-      "-F",
-      "-m",
-      "0",
-      "-i",
-      "16384",
-      "-E",
-      `lazy_itable_init=1,lazy_journal_init=1,root_owner=${uid}:${uid}`,
-      ...seed,
-      tmp,
-    ]).catch((err: Error & { stderr?: string }) => {
+    await formatExt4(tmp, {
+      bytesPerInode: 16384,
+      rootOwner: uid,
+      seedDir: before.length ? stateDir : undefined,
+    }).catch((err: Error & { stderr?: string }) => {
       throw new Error(
         `the deployment's state disk could not be made${before.length ? " (does its state folder fit WHARF_DEPLOYMENT_STATE_BYTES?)" : ""}: ${(err.stderr || err.message).trim().slice(0, 300)}`,
         { cause: err },

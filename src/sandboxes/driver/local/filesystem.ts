@@ -1,12 +1,9 @@
-import { execFile, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { promisify } from "node:util";
-import { SANDBOX_USER } from "../../../confinement/index.ts";
+import { formatExt4, SANDBOX_USER } from "../../../confinement/index.ts";
 import type { SandboxSpec } from "../driver.ts";
 import { boxDir, DISK_POINT, imagePath, type LocalHost } from "./host.ts";
-
-const execFileP = promisify(execFile);
 
 /** Creates the writable layer's first content: the home directory, or a snapshot's files. */
 function fillUpper(host: LocalHost, upper: string, snapshotArchive: string | null): void {
@@ -103,17 +100,7 @@ export async function prepareFilesystem(host: LocalHost, spec: SandboxSpec): Pro
       fs.rmSync(tmp, { force: true });
       fs.closeSync(fs.openSync(tmp, "w", 0o600));
       fs.truncateSync(tmp, spec.fsCapacityBytes);
-      await execFileP("mkfs.ext4", [
-        "-q",
-        "-F",
-        "-m",
-        "0",
-        "-i",
-        "65536",
-        "-E",
-        "lazy_itable_init=1,lazy_journal_init=1",
-        tmp,
-      ]);
+      await formatExt4(tmp, { bytesPerInode: 65536 });
       withImageMounted(tmp, false, (root) => {
         fillUpper(host, path.join(root, "upper"), spec.snapshotArchive);
         fs.chmodSync(root, 0o755);

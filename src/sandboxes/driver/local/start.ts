@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import {
+  BWRAP_NAMESPACES,
   childrenOf,
   holderArgs,
   procRef,
@@ -31,12 +32,7 @@ const START_TIMEOUT_MS = 30_000;
 /** bubblewrap's part: user/pid/ipc/uts/cgroup namespaces, the root, seccomp, `sleep infinity` as the keeper. */
 function bwrapArgs(): string[] {
   return [
-    "--unshare-user",
-    "--unshare-ipc",
-    "--unshare-pid",
-    "--unshare-uts",
-    "--unshare-cgroup-try",
-    "--disable-userns",
+    ...BWRAP_NAMESPACES,
     "--uid",
     String(SANDBOX_USER.uid),
     "--gid",
