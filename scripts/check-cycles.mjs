@@ -10,19 +10,7 @@ const root = path.join(path.dirname(new URL(import.meta.url).pathname), "..");
 const src = path.join(root, "src");
 
 // Each cycle as its modules (paths under src/), sorted: a strongly connected group of modules.
-const KNOWN = [
-  // The agent server's /metrics route uses src/metrics, whose run metrics subscribe to the agent
-  // server's `onRunEnded` through its index.
-  [
-    "agent-server/api/app.ts",
-    "agent-server/api/metrics-routes.ts",
-    "agent-server/feature.ts",
-    "agent-server/index.ts",
-    "agent-server/server.ts",
-    "metrics/index.ts",
-    "metrics/run-metrics.ts",
-  ],
-];
+const KNOWN = [];
 
 const walk = (d) =>
   fs

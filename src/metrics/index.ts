@@ -2,11 +2,9 @@ import crypto from "node:crypto";
 import type { Context } from "hono";
 import { Registry } from "prom-client";
 import type { Feature, PlatformContext } from "../platform/context.ts";
-import { HttpMetrics } from "./http-metrics.ts";
+import { HttpMetrics } from "../http/http-metrics.ts";
 import { registerRunMetrics } from "./run-metrics.ts";
 import { registerStateCollectors } from "./state-collectors.ts";
-
-export { HttpMetrics } from "./http-metrics.ts";
 
 /**
  * `GET /metrics`: Prometheus text for operators. Off unless `WHARF_METRICS_TOKEN` is set; then only

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import { createAgentServerFeature } from "../../src/agent-server/index.ts";
 import { createDeploymentsFeature } from "../../src/deployments/feature.ts";
 import { operatorAuthorized } from "../../src/metrics/index.ts";
-import { routeOf } from "../../src/metrics/http-metrics.ts";
+import { routeOf } from "../../src/http/http-metrics.ts";
 import { buildDurations } from "../../src/metrics/state-collectors.ts";
 import { createMetricsFeature } from "../../src/metrics/index.ts";
 import { allFeatures } from "../../src/platform/features.ts";

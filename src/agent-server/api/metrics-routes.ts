@@ -1,6 +1,6 @@
 import type { Hono } from "hono";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { HttpMetrics } from "../../metrics/index.ts";
+import { HttpMetrics } from "../../http/http-metrics.ts";
 import type { AgentEnv, AgentServerContext } from "../context.ts";
 import type { RunEngine } from "../runs/run-engine.ts";
 import { CORS_HEADERS } from "../wire.ts";
