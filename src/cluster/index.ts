@@ -8,6 +8,7 @@ export {
   type ThreadEventStore,
 } from "./run-event-bus.ts";
 export type { RunStreamWriter } from "./run-stream-writer.ts";
+export { IdleWaiters } from "./idle-waiters.ts";
 export { RedisRetry } from "./redis-retry.ts";
 export { compareIds } from "./stream-reader.ts";
 export {

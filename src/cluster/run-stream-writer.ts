@@ -1,4 +1,5 @@
 import type { Logger } from "../log/logger.ts";
+import { IdleWaiters } from "./idle-waiters.ts";
 import { RedisRetry } from "./redis-retry.ts";
 import { runAttemptKey, runStreamKey } from "./stream-ids.ts";
 
@@ -36,7 +37,7 @@ export class RunStreamWriter {
   private scheduled = false;
   private fenced = false;
   private readonly retry = new RedisRetry();
-  private idleWaiters: Array<() => void> = [];
+  private readonly idleWaiters = new IdleWaiters();
 
   constructor(
     private readonly runId: string,
@@ -70,10 +71,7 @@ export class RunStreamWriter {
   /** Resolves when everything pushed so far (and the end marker, if any) is in Redis, or after `ms`. */
   async drained(ms: number): Promise<void> {
     if (this.idle()) return;
-    await Promise.race([
-      new Promise<void>((r) => this.idleWaiters.push(r)),
-      new Promise((r) => setTimeout(r, ms).unref()),
-    ]);
+    await this.idleWaiters.wait(ms);
   }
 
   private idle(): boolean {
@@ -119,10 +117,6 @@ export class RunStreamWriter {
     } finally {
       this.flushing = false;
     }
-    if (this.idle()) {
-      const w = this.idleWaiters;
-      this.idleWaiters = [];
-      for (const f of w) f();
-    }
+    if (this.idle()) this.idleWaiters.release();
   }
 }

@@ -1,5 +1,5 @@
 import crypto from "node:crypto";
-import { RedisRetry, type ThreadEventItem, type ThreadEventStore } from "../../cluster/index.ts";
+import { IdleWaiters, RedisRetry, type ThreadEventItem, type ThreadEventStore } from "../../cluster/index.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { LogOrigin, LogSink, ShareLog, ThreadLog } from "./thread-log.ts";
 
@@ -31,7 +31,7 @@ export class SharedLogWriter implements LogSink {
   private flushing = false;
   private fenced = false;
   private readonly retry = new RedisRetry();
-  private idleWaiters: Array<() => void> = [];
+  private readonly idleWaiters = new IdleWaiters();
   private n = 0;
   /** A prefix no other writer uses: uids stay unique across replicas and restarts. */
   private readonly prefix = crypto.randomBytes(6).toString("base64url");
@@ -65,10 +65,7 @@ export class SharedLogWriter implements LogSink {
   /** Resolves once everything pushed is in Redis (or refused), or after `ms`. */
   async drained(ms: number): Promise<void> {
     if (this.idle()) return;
-    await Promise.race([
-      new Promise<void>((r) => this.idleWaiters.push(r)),
-      new Promise((r) => setTimeout(r, ms).unref()),
-    ]);
+    await this.idleWaiters.wait(ms);
   }
 
   private idle(): boolean {
@@ -102,7 +99,7 @@ export class SharedLogWriter implements LogSink {
     } finally {
       this.flushing = false;
     }
-    if (this.idle()) for (const w of this.idleWaiters.splice(0)) w();
+    if (this.idle()) this.idleWaiters.release();
   }
 
   private fence(): void {
