@@ -58,6 +58,7 @@ class Worker:
 
     async def serve(self, in_fd: int, out_fd: int) -> None:
         self.out = frames.FrameWriter(out_fd)
+        asyncio.get_running_loop().set_default_executor(frames.FlushingExecutor(self.out))
         closed = await frames.open_reader(in_fd, self._on_frame)
         self.store = RemoteStore(self.call, asyncio.get_running_loop())
         async with contextlib.AsyncExitStack() as stack:
@@ -193,7 +194,7 @@ class Worker:
             self.controls[req["run_id"]] = control
         try:
             async with loaded.get(config, self.saver if stateful else None, self.store) as graph:
-                send = lambda event, data: self.out.send({"id": rid, "kind": "event", "event": event}, data)  # noqa: E731
+                send = lambda event, data: self.out.send_soon({"id": rid, "kind": "event", "event": event}, data)  # noqa: E731
                 try:
                     mapper = await runs.stream_run(graph, req, config, send, control)
                 except asyncio.CancelledError:
