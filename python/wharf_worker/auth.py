@@ -10,7 +10,38 @@ from langgraph_sdk import Auth
 
 from .asgi import receiver
 
-SUPPORTED = {"request", "body", "user", "path", "method", "scopes", "path_params", "query_params", "headers", "authorization", "scope"}
+def _request(scope: dict, body: bytes):
+    from starlette.requests import Request
+
+    return Request(scope, receive=receiver(body))
+
+
+def _query_params(scope: dict, body: bytes):
+    from starlette.datastructures import QueryParams
+
+    return QueryParams(scope["query_string"])
+
+
+def _authorization(scope: dict, body: bytes):
+    value = dict(scope["headers"]).get(b"authorization", b"")
+    return value.decode("latin-1") or None
+
+
+# How each parameter `authenticate` may ask for is made from the request's ASGI scope and body.
+_ARGUMENTS = {
+    "request": _request,
+    "body": lambda scope, body: body,
+    "user": lambda scope, body: None,
+    "path": lambda scope, body: scope["path"],
+    "method": lambda scope, body: scope["method"],
+    "scopes": lambda scope, body: [],
+    "path_params": lambda scope, body: scope["path_params"],
+    "query_params": _query_params,
+    "headers": lambda scope, body: dict(scope["headers"]),
+    "authorization": _authorization,
+    "scope": lambda scope, body: scope,
+}
+SUPPORTED = set(_ARGUMENTS)
 
 
 class Denied(Exception):
@@ -98,6 +129,7 @@ class ProjectAuth:
         self.where = where
         fn = auth._authenticate_handler
         self.params = list(inspect.signature(fn).parameters) if fn else []
+        self._is_async = inspect.iscoroutinefunction(fn)
         unknown = [p for p, v in (inspect.signature(fn).parameters.items() if fn else []) if p not in SUPPORTED and v.default is v.empty]
         if unknown:
             raise TypeError(f"auth {where}: authenticate asks for {', '.join(unknown)}; supported parameters: {', '.join(sorted(SUPPORTED))}")
@@ -109,11 +141,7 @@ class ProjectAuth:
         return {"authenticate": self.auth._authenticate_handler is not None, "params": self.params, "handlers": keys, "where": self.where}
 
     async def authenticate(self, req: dict) -> dict:
-        from starlette.datastructures import QueryParams
-        from starlette.requests import Request
-
         raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in req["headers"]]
-        headers = dict(raw_headers)
         scope = {
             "type": "http",
             "method": req["method"],
@@ -127,23 +155,11 @@ class ProjectAuth:
             "scheme": "http",
         }
         body = (req.get("body") or "").encode()
-        available = {
-            "request": lambda: Request(scope, receive=receiver(body)),
-            "body": lambda: body,
-            "user": lambda: None,
-            "path": lambda: scope["path"],
-            "method": lambda: req["method"],
-            "scopes": lambda: [],
-            "path_params": lambda: scope["path_params"],
-            "query_params": lambda: QueryParams(scope["query_string"]),
-            "headers": lambda: headers,
-            "authorization": lambda: headers.get(b"authorization", b"").decode("latin-1") or None,
-            "scope": lambda: scope,
-        }
         fn = self.auth._authenticate_handler
-        kwargs = {p: available[p]() for p in self.params if p in available}
+        # Only the parameters the handler asks for are built (this runs on every request).
+        kwargs = {p: _ARGUMENTS[p](scope, body) for p in self.params if p in _ARGUMENTS}
         try:
-            result = await fn(**kwargs) if inspect.iscoroutinefunction(fn) else await asyncio.to_thread(fn, **kwargs)
+            result = await fn(**kwargs) if self._is_async else await asyncio.to_thread(fn, **kwargs)
         except Auth.exceptions.HTTPException as err:
             raise Denied(err.status_code, err.detail, err.headers) from err
         return normalize(result)

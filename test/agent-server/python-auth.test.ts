@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
-import { hasHandler } from "../../src/agent-server/python/python-auth.ts";
+import { hasHandler, pathAndQuery } from "../../src/agent-server/python/python-auth.ts";
 import { pythonAvailable, requireCapability, TEST_PYTHON_ENVS } from "../support/requirements.ts";
 import { startTestAgentServer } from "./support.ts";
 
@@ -20,6 +20,25 @@ test("hasHandler: the LangGraph server's dispatch keys", () => {
   ];
   for (const [handlers, event, want] of cases)
     assert.equal(hasHandler(handlers, event as never), want, `${handlers} ${event}`);
+});
+
+test("pathAndQuery: what the URL parser gives for a request's URL", () => {
+  for (const url of [
+    "http://127.0.0.1:1234/assistants/search",
+    "http://h/a/b?x=1&y=%20",
+    "http://h",
+    "http://h/a?",
+    "http://h/a#f",
+    "http://h/a?q#f",
+    "http://h/a/../b?c/d?e",
+    "http://h/é?ü",
+    "http://h:8/p%2Fq?z",
+    "http://[::1]:9/x?y",
+  ]) {
+    const href = new Request(url).url;
+    const parsed = new URL(href);
+    assert.deepEqual(pathAndQuery(href), { path: parsed.pathname, query: parsed.search.slice(1) }, url);
+  }
 });
 
 test("Python custom auth: authenticate with injected parameters and every return form, on-handlers with filters, denials and mutations, the user in graphs", async (t) => {

@@ -13,6 +13,20 @@ export function hasHandler(handlers: string[], event: ResourceAction): boolean {
 }
 
 /**
+ * The path and query of a request's URL (pure): `Request.url` is already serialised by the URL
+ * parser, so they are cut out of it, not parsed again on every authenticated request.
+ */
+export function pathAndQuery(url: string): { path: string; query: string } {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0) return { path: "/", query: "" };
+  const hash = url.indexOf("#", start);
+  const end = hash < 0 ? url.length : hash;
+  const q = url.indexOf("?", start);
+  if (q < 0 || q > end) return { path: url.slice(start, end), query: "" };
+  return { path: url.slice(start, q), query: url.slice(q + 1, end) };
+}
+
+/**
  * The project's Python `langgraph_sdk.Auth`, run in the worker: one round trip to authenticate a
  * request, one per authorization event that has a handler (events without one are allowed here).
  */
@@ -36,15 +50,15 @@ export class PythonAuth {
     const cacheKey = this.cache?.key(request.headers) ?? null;
     const cached = cacheKey ? this.cache!.get(cacheKey) : null;
     if (cached) return cached;
-    const url = new URL(request.url);
+    const { path, query } = pathAndQuery(request.url);
     // The body only for a handler that asks for it (reading it costs, and it is read again by the route).
     const wantsBody = this.described.params.includes("request") || this.described.params.includes("body");
     const body = wantsBody && request.body ? await request.clone().text() : null;
     try {
       const r = await this.worker.call<{ user: AuthContext["user"]; permissions: string[] }>("auth.authenticate", {
         method: request.method,
-        path: url.pathname,
-        query: url.search.replace(/^\?/, ""),
+        path,
+        query,
         headers: [...request.headers.entries()],
         body,
       });
