@@ -6,7 +6,7 @@ import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { formatDurations, parseDurations, reportCounts, scheduleOrder } from "./test-schedule.mjs";
+import { formatDurations, nextFile, parseDurations, reportCounts, scheduleOrder, slotsOf } from "./test-schedule.mjs";
 
 const strict = process.env.CI === "true" || process.env.WHARF_STRICT === "1";
 // `--unit`: only the fast tier listed in test/unit-tier.txt (pure tests, seconds, no root).
@@ -43,10 +43,14 @@ if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);
 }
-const concurrency = Math.max(1, Number(process.env.WHARF_TEST_CONCURRENCY) || 2);
+// Slots: a file takes one, or two when it kept a core busy in the last recorded run (see `slotsOf`).
+// Most files mostly wait on their peers, so three slots keep CI's two cores busy without a file
+// slowing another past its timeouts.
+const concurrency = Math.max(1, Number(process.env.WHARF_TEST_CONCURRENCY) || 3);
 // Every file in a test runner of its own (one process per file, as `--test` does anyway), started
 // by this script rather than by one `--test` over all files: it starts the longest files first,
-// from the durations measured last (test/file-durations.txt), and it knows each file's duration.
+// from the durations measured last (test/file-durations.txt), and it knows each file's duration and
+// the CPU time its processes took.
 const fileArgs = [
   "--import",
   "tsx",
@@ -67,6 +71,7 @@ const record = process.argv.includes("--record-durations");
 const DURATIONS_HEADER = [
   "# Seconds each test file took in the last recorded run (`node scripts/run-tests.mjs --record-durations`),",
   "# slowest first: the runner starts the longest files first. Files not listed count as a typical file.",
+  "# A third figure is the CPU seconds the file's processes took: a file that kept a core busy takes two slots.",
 ].join("\n");
 const known = fs.existsSync(DURATIONS) ? parseDurations(fs.readFileSync(DURATIONS, "utf8")) : new Map();
 // Every test platform would otherwise assemble its own sandbox base image in its temporary home;
@@ -126,13 +131,51 @@ const started = Date.now();
 const measured = new Map();
 const results = [];
 const queue = scheduleOrder(files, known);
-console.log(`${files.length} test file(s), ${concurrency} at a time, longest first`);
-await Promise.all(
-  Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
-    for (let f = queue.shift(); f !== undefined; f = queue.shift()) results.push(await runFile(f));
-  }),
-);
+const slots = (f) => slotsOf(known.get(f), concurrency);
+console.log(`${files.length} test file(s), ${concurrency} slot(s), longest first`);
+let childrenCpu = reapedChildrenCpu();
+await runAll();
 summarise();
+
+/** Starts files in schedule order while their slots are free; resolves when every file has ended. */
+function runAll() {
+  return new Promise((resolve) => {
+    let free = concurrency;
+    let running = 0;
+    const fill = () => {
+      for (let f = nextFile(queue, free, slots); f !== undefined; f = nextFile(queue, free, slots)) {
+        queue.shift();
+        const n = slots(f);
+        free -= n;
+        running++;
+        runFile(f).then((r) => {
+          results.push(r);
+          free += n;
+          running--;
+          fill();
+        });
+      }
+      if (running === 0 && queue.length === 0) resolve();
+    };
+    fill();
+  });
+}
+
+/**
+ * CPU seconds of every child this process has reaped, with their own reaped descendants (Linux's
+ * cutime + cstime): read when a file's runner exits, the growth since the last reading is that
+ * file's (its platforms, agent servers, browsers, Python builds). Null where /proc is not there.
+ */
+function reapedChildrenCpu() {
+  try {
+    // Fields after the command name (which may hold spaces), from the state on: cutime is field 16.
+    const fields = fs.readFileSync("/proc/self/stat", "utf8").split(") ")[1].split(" ");
+    return (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    // Not Linux: files are scheduled by their durations alone.
+    return null;
+  }
+}
 
 /**
  * One file in its own test runner, its report printed whole when it ends (files running side by
@@ -158,15 +201,24 @@ function runFile(file) {
     child.stdout.once("end", () => {
       ended = true;
     });
+    let cpu;
     const done = (code, signal) => {
       const seconds = (Date.now() - t0) / 1000;
-      measured.set(file, seconds);
+      measured.set(file, cpu === undefined ? { seconds } : { seconds, cpu });
       const ok = code === 0 && !signal;
-      process.stdout.write(`\n── ${file} (${seconds.toFixed(1)} s${ok ? "" : `, exit ${code ?? signal}`})\n${report}`);
+      const cpuNote = cpu === undefined ? "" : `, ${cpu.toFixed(1)} s CPU`;
+      process.stdout.write(
+        `\n── ${file} (${seconds.toFixed(1)} s${cpuNote}${ok ? "" : `, exit ${code ?? signal}`})\n${report}`,
+      );
       if (errors) process.stderr.write(errors);
       resolve({ file, ok, report, seconds });
     };
     child.on("exit", (code, signal) => {
+      // Reaped just now: the growth since the last reading is this file's (a file that ended in the
+      // same instant may add its share: rare, and it only shifts which files count as heavy).
+      const now = reapedChildrenCpu();
+      if (now !== null && childrenCpu !== null) cpu = now - childrenCpu;
+      childrenCpu = now;
       if (ended) return done(code, signal);
       const timer = setTimeout(() => {
         child.stdout.destroy();
@@ -185,10 +237,12 @@ function summarise() {
   const total = { passed: 0, failed: 0, skipped: 0, todo: 0 };
   for (const r of results) for (const [k, v] of Object.entries(reportCounts(r.report))) total[k] += v;
   const failedFiles = results.filter((r) => !r.ok).map((r) => r.file);
-  const slowest = [...measured].sort((a, b) => b[1] - a[1]).slice(0, 15);
-  console.log(`\nslowest files:\n${slowest.map(([f, s]) => `  ${s.toFixed(1).padStart(6)} s  ${f}`).join("\n")}`);
+  const slowest = [...measured].sort((a, b) => b[1].seconds - a[1].seconds).slice(0, 15);
+  const row = ([f, t]) =>
+    `  ${t.seconds.toFixed(1).padStart(6)} s  ${t.cpu === undefined ? "" : `${t.cpu.toFixed(1).padStart(6)} s CPU  `}${f}`;
+  console.log(`\nslowest files:\n${slowest.map(row).join("\n")}`);
   console.log(
-    `\n${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped in ${((Date.now() - started) / 60000).toFixed(1)} min (${results.length} files, ${concurrency} at a time)`,
+    `\n${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped in ${((Date.now() - started) / 60000).toFixed(1)} min (${results.length} files, ${concurrency} slots)`,
   );
   if (failedFiles.length) console.log(`files that failed:\n${failedFiles.map((f) => `  ${f}`).join("\n")}`);
   if (record) {

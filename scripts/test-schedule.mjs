@@ -1,25 +1,55 @@
 // Which test file starts next, and the file of measured durations it is decided from (pure
-// functions, table-tested in test/config/test-schedule.test.ts; the runner is scripts/run-tests.mjs).
+// functions, table-tested in test/tooling/test-schedule.test.ts; the runner is scripts/run-tests.mjs).
 
 /** Seconds assumed for a file never measured: about a typical file's, so it neither starts first nor last. */
 export const UNMEASURED_SECONDS = 10;
 
 /**
+ * A file whose processes kept at least this many cores busy on average (CPU seconds over wall
+ * seconds, last recorded run) takes two of the runner's slots: most files mostly wait on their
+ * peers (about half a core), so three share two cores well, but two browsers or two Python builds
+ * beside a third file would only slow each other down.
+ */
+export const HEAVY_CORES = 0.8;
+
+/**
  * Longest first: with a few files at a time, a long file that starts late is the run's tail, while
  * short files fill the gaps the long ones leave. Ties (and unmeasured files) keep path order, so
- * two runs start the same files in the same order.
+ * two runs start the same files in the same order. `times` maps a file to `{ seconds, cpu }` (or
+ * to its seconds alone).
  */
-export function scheduleOrder(files, seconds) {
-  const estimate = (f) => seconds.get(f) ?? UNMEASURED_SECONDS;
+export function scheduleOrder(files, times) {
+  const estimate = (f) => secondsOf(times.get(f)) ?? UNMEASURED_SECONDS;
   return [...files].sort((a, b) => estimate(b) - estimate(a) || (a < b ? -1 : a > b ? 1 : 0));
 }
 
-/** `test/file-durations.txt`: one `<seconds> <path>` a line; `#` comments and malformed lines are ignored. */
+const secondsOf = (t) => (typeof t === "number" ? t : t?.seconds);
+
+/** How many of the runner's slots a file takes: 2 when it kept a core busy, else 1 (never more than all). */
+export function slotsOf(time, capacity) {
+  const heavy = time && typeof time === "object" && time.cpu !== undefined && time.cpu >= HEAVY_CORES * time.seconds;
+  return Math.min(capacity, heavy ? 2 : 1);
+}
+
+/**
+ * The next file to start from `queue` (in schedule order) with `free` slots: the first one, or none
+ * when it does not fit yet. Never a shorter file past it: the free slots are held for it until
+ * enough files end, or short files would keep a long heavy file waiting to the end of the run.
+ */
+export function nextFile(queue, free, slots) {
+  if (queue.length === 0 || slots(queue[0]) > free) return undefined;
+  return queue[0];
+}
+
+/**
+ * `test/file-durations.txt`: one `<seconds> <path> [<cpu seconds>]` a line; `#` comments and
+ * malformed lines are ignored. Maps each path to `{ seconds, cpu }` (`cpu` absent when not recorded).
+ */
 export function parseDurations(text) {
   const out = new Map();
   for (const line of text.split("\n")) {
-    const m = /^\s*(\d+(?:\.\d+)?)\s+(\S+)\s*$/.exec(line);
-    if (m) out.set(m[2], Number(m[1]));
+    const m = /^\s*(\d+(?:\.\d+)?)\s+(\S+)(?:\s+(\d+(?:\.\d+)?))?\s*$/.exec(line);
+    if (m) out.set(m[2], m[3] === undefined ? { seconds: Number(m[1]) } : { seconds: Number(m[1]), cpu: Number(m[3]) });
   }
   return out;
 }
@@ -27,9 +57,10 @@ export function parseDurations(text) {
 /** The file again with this run's measurements replacing or adding theirs (slowest first, whole seconds). */
 export function formatDurations(previous, measured, header) {
   const all = new Map([...previous, ...measured]);
+  const whole = (s) => Math.max(1, Math.round(s));
   const rows = [...all]
-    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
-    .map(([f, s]) => `${Math.max(1, Math.round(s))} ${f}`);
+    .sort((a, b) => b[1].seconds - a[1].seconds || (a[0] < b[0] ? -1 : 1))
+    .map(([f, t]) => `${whole(t.seconds)} ${f}${t.cpu === undefined ? "" : ` ${Math.round(t.cpu)}`}`);
   return `${header}\n${rows.join("\n")}\n`;
 }
 

@@ -2,9 +2,12 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
   formatDurations,
+  HEAVY_CORES,
+  nextFile,
   parseDurations,
   reportCounts,
   scheduleOrder,
+  slotsOf,
   UNMEASURED_SECONDS,
 } from "../../scripts/test-schedule.mjs";
 
@@ -41,31 +44,56 @@ test("test files start longest first; unmeasured ones count as a typical file; t
 });
 
 test("the durations file: read back what was written, comments and malformed lines ignored, new figures win", () => {
-  const text = "# header\n12 test/a.test.ts\n\nnot a line\n3.5 test/b.test.ts\n";
+  const text = "# header\n12 test/a.test.ts\n\nnot a line\n3.5 test/b.test.ts 7\n";
   assert.deepEqual(
     [...parseDurations(text)],
     [
-      ["test/a.test.ts", 12],
-      ["test/b.test.ts", 3.5],
+      ["test/a.test.ts", { seconds: 12 }],
+      ["test/b.test.ts", { seconds: 3.5, cpu: 7 }],
     ],
   );
   const out = formatDurations(
     parseDurations(text),
     new Map([
-      ["test/b.test.ts", 40.4],
-      ["test/c.test.ts", 0.2],
+      ["test/b.test.ts", { seconds: 40.4, cpu: 20.6 }],
+      ["test/c.test.ts", { seconds: 0.2 }],
     ]),
     "# h",
   );
-  assert.equal(out, "# h\n40 test/b.test.ts\n12 test/a.test.ts\n1 test/c.test.ts\n");
+  assert.equal(out, "# h\n40 test/b.test.ts 21\n12 test/a.test.ts\n1 test/c.test.ts\n");
   assert.deepEqual(
     [...parseDurations(out)],
     [
-      ["test/b.test.ts", 40],
-      ["test/a.test.ts", 12],
-      ["test/c.test.ts", 1],
+      ["test/b.test.ts", { seconds: 40, cpu: 21 }],
+      ["test/a.test.ts", { seconds: 12 }],
+      ["test/c.test.ts", { seconds: 1 }],
     ],
   );
+  assert.deepEqual(scheduleOrder(["test/a.test.ts", "test/b.test.ts"], parseDurations(out)), [
+    "test/b.test.ts",
+    "test/a.test.ts",
+  ]);
+});
+
+test("a file that kept a core busy takes two slots; unmeasured CPU, one; never more than all", () => {
+  const rows: Array<{ time: { seconds: number; cpu?: number } | undefined; capacity: number; want: number }> = [
+    { time: undefined, capacity: 3, want: 1 },
+    { time: { seconds: 100 }, capacity: 3, want: 1 },
+    { time: { seconds: 100, cpu: 40 }, capacity: 3, want: 1 },
+    { time: { seconds: 100, cpu: HEAVY_CORES * 100 }, capacity: 3, want: 2 },
+    { time: { seconds: 100, cpu: 150 }, capacity: 3, want: 2 },
+    { time: { seconds: 100, cpu: 150 }, capacity: 1, want: 1 },
+  ];
+  for (const r of rows) assert.equal(slotsOf(r.time, r.capacity), r.want, JSON.stringify(r));
+});
+
+test("the next file is the first in schedule order, held back (no shorter file past it) until it fits", () => {
+  const slots = (f: string) => (f.startsWith("heavy") ? 2 : 1);
+  assert.equal(nextFile([], 3, slots), undefined);
+  assert.equal(nextFile(["heavy", "light"], 2, slots), "heavy");
+  assert.equal(nextFile(["heavy", "light"], 1, slots), undefined);
+  assert.equal(nextFile(["light", "heavy"], 1, slots), "light");
+  assert.equal(nextFile(["light"], 0, slots), undefined);
 });
 
 test("a file's spec report summary: its counts, 0 when absent", () => {
