@@ -6,7 +6,15 @@ import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { formatDurations, nextFile, parseDurations, reportCounts, scheduleOrder, slotsOf } from "./test-schedule.mjs";
+import {
+  estimateOf,
+  formatDurations,
+  nextFile,
+  parseDurations,
+  reportCounts,
+  scheduleOrder,
+  slotsOf,
+} from "./test-schedule.mjs";
 
 const strict = process.env.CI === "true" || process.env.WHARF_STRICT === "1";
 // `--unit`: only the fast tier listed in test/unit-tier.txt (pure tests, seconds, no root).
@@ -132,6 +140,7 @@ const measured = new Map();
 const results = [];
 const queue = scheduleOrder(files, known);
 const slots = (f) => slotsOf(known.get(f), concurrency);
+const estimate = estimateOf(known);
 console.log(`${files.length} test file(s), ${concurrency} slot(s), longest first`);
 let childrenCpu = reapedChildrenCpu();
 await runAll();
@@ -141,21 +150,26 @@ summarise();
 function runAll() {
   return new Promise((resolve) => {
     let free = concurrency;
-    let running = 0;
+    const running = new Map();
+    // Seconds until the first running file is expected to end (by its recorded duration).
+    const horizon = () =>
+      Math.max(0, Math.min(...[...running].map(([f, t0]) => estimate(f) - (Date.now() - t0) / 1000)));
     const fill = () => {
-      for (let f = nextFile(queue, free, slots); f !== undefined; f = nextFile(queue, free, slots)) {
-        queue.shift();
+      for (;;) {
+        const f = nextFile(queue, free, slots, estimate, horizon());
+        if (f === undefined) break;
+        queue.splice(queue.indexOf(f), 1);
         const n = slots(f);
         free -= n;
-        running++;
+        running.set(f, Date.now());
         runFile(f).then((r) => {
           results.push(r);
           free += n;
-          running--;
+          running.delete(f);
           fill();
         });
       }
-      if (running === 0 && queue.length === 0) resolve();
+      if (running.size === 0 && queue.length === 0) resolve();
     };
     fill();
   });

@@ -10,7 +10,7 @@ export const UNMEASURED_SECONDS = 10;
  * peers (about half a core), so three share two cores well, but two browsers or two Python builds
  * beside a third file would only slow each other down.
  */
-export const HEAVY_CORES = 0.8;
+export const HEAVY_CORES = 0.7;
 
 /**
  * Longest first: with a few files at a time, a long file that starts late is the run's tail, while
@@ -19,7 +19,7 @@ export const HEAVY_CORES = 0.8;
  * to its seconds alone).
  */
 export function scheduleOrder(files, times) {
-  const estimate = (f) => secondsOf(times.get(f)) ?? UNMEASURED_SECONDS;
+  const estimate = estimateOf(times);
   return [...files].sort((a, b) => estimate(b) - estimate(a) || (a < b ? -1 : a > b ? 1 : 0));
 }
 
@@ -32,13 +32,20 @@ export function slotsOf(time, capacity) {
 }
 
 /**
- * The next file to start from `queue` (in schedule order) with `free` slots: the first one, or none
- * when it does not fit yet. Never a shorter file past it: the free slots are held for it until
- * enough files end, or short files would keep a long heavy file waiting to the end of the run.
+ * The next file to start from `queue` (in schedule order) with `free` slots: the first one if it
+ * fits. If it does not fit yet, its slots are held for it (or short files would keep a long heavy
+ * file waiting to the end of the run), except for a file expected to end within `horizon` seconds,
+ * when a running file is expected to end anyway and free the slots it waits for.
  */
-export function nextFile(queue, free, slots) {
-  if (queue.length === 0 || slots(queue[0]) > free) return undefined;
-  return queue[0];
+export function nextFile(queue, free, slots, estimate = () => Infinity, horizon = 0) {
+  if (queue.length === 0) return undefined;
+  if (slots(queue[0]) <= free) return queue[0];
+  return queue.find((f) => slots(f) <= free && estimate(f) <= horizon);
+}
+
+/** Seconds a file is expected to take: its recorded seconds, or a typical file's. */
+export function estimateOf(times) {
+  return (f) => secondsOf(times.get(f)) ?? UNMEASURED_SECONDS;
 }
 
 /**

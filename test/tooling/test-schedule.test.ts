@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
+  estimateOf,
   formatDurations,
   HEAVY_CORES,
   nextFile,
@@ -94,6 +95,22 @@ test("the next file is the first in schedule order, held back (no shorter file p
   assert.equal(nextFile(["heavy", "light"], 1, slots), undefined);
   assert.equal(nextFile(["light", "heavy"], 1, slots), "light");
   assert.equal(nextFile(["light"], 0, slots), undefined);
+});
+
+test("a file that does not fit yet lets a later file start only if that one ends before a slot frees anyway", () => {
+  const slots = (f: string) => (f.startsWith("heavy") ? 2 : 1);
+  const seconds = new Map([
+    ["heavy", { seconds: 90, cpu: 90 }],
+    ["light-long", { seconds: 60 }],
+    ["light-short", { seconds: 5 }],
+  ]);
+  const estimate = estimateOf(seconds);
+  const queue = ["heavy", "light-long", "light-short"];
+  assert.equal(nextFile(queue, 1, slots, estimate, 30), "light-short");
+  assert.equal(nextFile(queue, 1, slots, estimate, 4), undefined);
+  assert.equal(nextFile(queue, 1, slots, estimate, 60), "light-long");
+  assert.equal(nextFile(queue, 2, slots, estimate, 0), "heavy");
+  assert.equal(estimateOf(new Map())("unmeasured"), UNMEASURED_SECONDS);
 });
 
 test("a file's spec report summary: its counts, 0 when absent", () => {
