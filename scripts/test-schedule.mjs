@@ -7,8 +7,8 @@ export const UNMEASURED_SECONDS = 10;
 /**
  * A file whose processes kept at least this many cores busy on average (CPU seconds over wall
  * seconds, last recorded run) takes two of the runner's slots: most files mostly wait on their
- * peers (about half a core), so three share two cores well, but two browsers or two Python builds
- * beside a third file would only slow each other down.
+ * peers (about half a core), so three may share two cores, but two CPU-bound files (Python builds,
+ * many CLI processes) beside a third would only slow each other down.
  */
 export const HEAVY_CORES = 0.7;
 
@@ -25,10 +25,13 @@ export function scheduleOrder(files, times) {
 
 const secondsOf = (t) => (typeof t === "number" ? t : t?.seconds);
 
-/** How many of the runner's slots a file takes: 2 when it kept a core busy, else 1 (never more than all). */
+/**
+ * How many of the runner's slots a file takes: 2 when it kept a core busy, else 1; never all of them
+ * (with two slots every file takes one, as two files at a time always did).
+ */
 export function slotsOf(time, capacity) {
   const heavy = time && typeof time === "object" && time.cpu !== undefined && time.cpu >= HEAVY_CORES * time.seconds;
-  return Math.min(capacity, heavy ? 2 : 1);
+  return heavy && capacity >= 3 ? 2 : 1;
 }
 
 /**

@@ -76,13 +76,14 @@ test("the durations file: read back what was written, comments and malformed lin
   ]);
 });
 
-test("a file that kept a core busy takes two slots; unmeasured CPU, one; never more than all", () => {
+test("a file that kept a core busy takes two slots; unmeasured CPU, one; never all of them", () => {
   const rows: Array<{ time: { seconds: number; cpu?: number } | undefined; capacity: number; want: number }> = [
     { time: undefined, capacity: 3, want: 1 },
     { time: { seconds: 100 }, capacity: 3, want: 1 },
     { time: { seconds: 100, cpu: 40 }, capacity: 3, want: 1 },
     { time: { seconds: 100, cpu: HEAVY_CORES * 100 }, capacity: 3, want: 2 },
     { time: { seconds: 100, cpu: 150 }, capacity: 3, want: 2 },
+    { time: { seconds: 100, cpu: 150 }, capacity: 2, want: 1 },
     { time: { seconds: 100, cpu: 150 }, capacity: 1, want: 1 },
   ];
   for (const r of rows) assert.equal(slotsOf(r.time, r.capacity), r.want, JSON.stringify(r));
