@@ -1,5 +1,6 @@
 // Cluster plumbing shared by replicas: run events through Redis Streams, the replica registry, and
-// forwarding of workload requests to the replica that runs the workload.
+// forwarding of workload requests to the replica that runs the workload, and every platform
+// process's presence lock on PostgreSQL (replica mode or not: the rollout engine reads it too).
 export {
   RunEventBus,
   StreamGapError,
@@ -26,3 +27,4 @@ export {
 export { Cluster, createCluster, isAnotherReplicas, type ClusterView, type WorkloadOwner } from "./cluster.ts";
 export { REPLICA_AUTH_HEADER } from "./replica-auth.ts";
 export type { ControlCall } from "./forwarder.ts";
+export { PresenceLock, presenceOf, type PresenceReading } from "./presence.ts";

@@ -17,6 +17,11 @@ export interface Store {
   /** Where the data lives, for messages (the SQLite file path or the PostgreSQL URL without password). */
   location: string;
   close(): Promise<void>;
+  /**
+   * PostgreSQL: a connection of its own, outside the pool, on the store's schema (for a session
+   * that must live as long as the process, such as its presence lock). The caller ends it.
+   */
+  dedicatedConnection?: () => Promise<pg.Client>;
 }
 
 export class StoreError extends Error {}
@@ -71,7 +76,17 @@ async function openPostgres(url: string, schema: string | undefined, poolSize: n
   });
 
   const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
-  return { db, dialect: "postgres", location: redactUrl(url), close: () => db.destroy() };
+  const dedicatedConnection = async () => {
+    const client = new pg.Client({
+      connectionString: url,
+      connectionTimeoutMillis: 5000,
+      keepAlive: true,
+      options: schema ? `-c search_path=${schema}` : undefined,
+    });
+    await client.connect();
+    return client;
+  };
+  return { db, dialect: "postgres", location: redactUrl(url), close: () => db.destroy(), dedicatedConnection };
 }
 
 export async function openStore(options: OpenStoreOptions): Promise<Store> {

@@ -6,6 +6,7 @@ import type { DeploymentsLayout } from "../layout.ts";
 import type { RevisionRuntime } from "../runtime/revision-runtime.ts";
 import type { DeploymentRevisionsTable } from "../store/deployments-tables.ts";
 import type { LiveRevision } from "./live-revision.ts";
+import type { OwnerWatch } from "./owner-watch.ts";
 import type { Resolved } from "./options.ts";
 import type { AbortReason, PhaseDeps } from "./phase-end.ts";
 import type { RouteCache } from "./route-cache.ts";
@@ -38,6 +39,8 @@ export interface EngineState {
   readonly servers: LocalServers;
   /** Revisions whose server is being started again right now (see `serveAgain`). */
   readonly restarting: Set<string>;
+  /** Which other processes are gone although their leases hold, and whether this one may claim. */
+  readonly owners: OwnerWatch;
   stopped: boolean;
   /** What builds may fetch from, once read (see `sourcePolicy`). */
   sources: SourcePolicy | null;

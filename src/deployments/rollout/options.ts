@@ -20,6 +20,12 @@ export interface DeploymentsOptions {
    */
   leaseMs?: number;
   /**
+   * PostgreSQL: how long another process's presence lock must stay free before its work is taken
+   * over without waiting for its lease (it takes the lock again within a fraction of this after a
+   * dropped connection). Default 1 s, at most `leaseMs`.
+   */
+  presenceGraceMs?: number;
+  /**
    * Run builds and agent servers confined (own uid, namespaces, cgroups; see confinement.ts).
    * Default: on wherever the host can (root with bubblewrap); `WHARF_DEPLOYMENT_ISOLATION=off` disables it.
    */
@@ -45,6 +51,7 @@ export function resolveOptions(
     drainTimeoutMs: options.drainTimeoutMs ?? 60_000,
     pollIntervalMs: options.pollIntervalMs ?? 1000,
     leaseMs: options.leaseMs ?? 5_000,
+    presenceGraceMs: Math.min(options.presenceGraceMs ?? 1000, options.leaseMs ?? 5_000),
     isolation: options.isolation ?? defaultIsolation(isolationSetting),
     runnerBinds: options.runnerBinds ?? [],
     packageManagerEnv: options.packageManagerEnv ?? null,

@@ -16,6 +16,8 @@ import { dropDeploymentDatabase } from "../runtime/database-access.ts";
 import type { EngineState } from "./engine-state.ts";
 import { abortRollout, heartbeat, skipOlderWaiting, startPendingRollouts } from "./work-loop.ts";
 import { superviseServing } from "./supervise.ts";
+import { PresenceLock } from "../../cluster/index.ts";
+import { OwnerWatch } from "./owner-watch.ts";
 
 /**
  * Runs the deployments of this platform process: claims queued revisions (one rollout per
@@ -34,6 +36,9 @@ export class RolloutEngine {
   private ticking: Promise<void> | null = null;
   private tickAgain = false;
   private readonly tasks = new Set<Promise<unknown>>();
+  /** PostgreSQL: this process's presence lock, which tells the others at once when it dies. */
+  private readonly presence: PresenceLock | null;
+  private wakeTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly ctx: PlatformContext,
@@ -43,6 +48,8 @@ export class RolloutEngine {
     this.layout = new DeploymentsLayout(ctx.config.home);
     this.nodeId = readNodeId(this.layout);
     const live = new Map<string, LiveRevision>();
+    const dedicated = ctx.store.dedicatedConnection;
+    this.presence = dedicated ? new PresenceLock(ctx.db, dedicated, this.nodeId, ctx.log) : null;
     const baseCacheDir =
       ctx.config.settings.WHARF_SANDBOX_BASE_CACHE || path.join(ctx.config.home, "sandboxes", "images");
     this.runtime = new RevisionRuntime(
@@ -65,6 +72,13 @@ export class RolloutEngine {
       routes: new RouteCache(ctx.db, this.nodeId, live),
       servers: new LocalServers(),
       restarting: new Set(),
+      owners: new OwnerWatch(
+        ctx.db,
+        this.nodeId,
+        this.presence,
+        { graceMs: opts.presenceGraceMs, leaseMs: opts.leaseMs },
+        (ms) => this.wakeIn(ms),
+      ),
       stopped: false,
       sources: null,
       track: (p) => this.track(p),
@@ -80,6 +94,8 @@ export class RolloutEngine {
       this.ctx.log.warn(
         "deployments run WITHOUT isolation (not root, no bubblewrap, or WHARF_DEPLOYMENT_ISOLATION=off): deployed code runs as the platform's user",
       );
+    // Present before taking anything back: the others then leave this node's work to it.
+    await this.presence?.start();
     await reconcileOwnWork(this.takeover());
     this.timer = setInterval(() => this.kick(), this.s.opts.pollIntervalMs);
     this.timer.unref();
@@ -89,6 +105,7 @@ export class RolloutEngine {
   async stop(): Promise<void> {
     this.s.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
     for (const r of this.s.rollouts.values()) {
       r.reason ??= "shutdown";
       r.controller.abort();
@@ -112,6 +129,21 @@ export class RolloutEngine {
         ),
       );
     this.s.live.clear();
+    // Last: until its servers are stopped and its rows cleared, the others must not take over.
+    await this.presence?.stop();
+  }
+
+  /** One extra tick in `ms` (the earliest asked for wins; the poll goes on meanwhile). */
+  private wakeIn(ms: number): void {
+    if (this.wakeTimer || this.s.stopped) return;
+    this.wakeTimer = setTimeout(
+      () => {
+        this.wakeTimer = null;
+        this.kick();
+      },
+      Math.max(0, ms),
+    );
+    this.wakeTimer.unref();
   }
 
   /** Runs the work loop soon (coalesced). */
@@ -143,6 +175,7 @@ export class RolloutEngine {
 
   private async tick(): Promise<void> {
     await heartbeat(this.s);
+    await this.s.owners.refresh();
     await sweepAbandoned(this.takeover(), (id) => this.s.rollouts.has(id));
     await startPendingRollouts(this.s);
     await superviseServing(this.s);
@@ -154,7 +187,13 @@ export class RolloutEngine {
 
   /** What the takeover of another process's work needs of the engine. */
   private takeover(): TakeoverDeps {
-    return { db: this.ctx.db, nodeId: this.nodeId, runtime: this.runtime, log: this.ctx.log };
+    return {
+      db: this.ctx.db,
+      nodeId: this.nodeId,
+      runtime: this.runtime,
+      log: this.ctx.log,
+      gone: this.s.owners.gone,
+    };
   }
 
   skipOlderWaiting(deploymentId: string, newestId: string): Promise<void> {

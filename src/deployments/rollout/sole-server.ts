@@ -19,11 +19,12 @@ export interface OtherRevision {
   hasServer: boolean;
 }
 
-export function soleServer(others: OtherRevision[], me: string, nowIso: string): boolean {
+export function soleServer(others: OtherRevision[], me: string, nowIso: string, gone: readonly string[] = []): boolean {
   return !others.some((o) => {
     if (o.runningHere) return true;
-    // Ours but not running here: whatever of it ran died with our previous process.
-    if (!o.owner || o.owner === me || !o.hasServer) return false;
+    // Ours but not running here: whatever of it ran died with our previous process; likewise for
+    // a process seen gone (its session ended) before its lease ran out.
+    if (!o.owner || o.owner === me || !o.hasServer || gone.includes(o.owner)) return false;
     // Another process's server counts while that process keeps its lease; a process that stopped
     // renewing it is dead, and its confined servers died with it.
     return o.leaseUntil !== null && o.leaseUntil > nowIso;

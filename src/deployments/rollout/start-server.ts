@@ -61,5 +61,5 @@ async function soleServerOf(s: EngineState, here: LocalServer): Promise<boolean>
     leaseUntil: r.lease_until,
     hasServer: r.pid !== null || r.serving_url !== null,
   }));
-  return soleServer([...others, ...here.others()], s.nodeId, nowIso());
+  return soleServer([...others, ...here.others()], s.nodeId, nowIso(), s.owners.gone);
 }

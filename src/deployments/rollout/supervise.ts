@@ -6,13 +6,17 @@ import { RevisionLog } from "../store/revision-logs.ts";
 import { retire } from "./deploy-phase.ts";
 import { leaseUntil, type EngineState, type Revision } from "./engine-state.ts";
 import { waitUntilUp } from "./health.ts";
+import { ROUTE_TTL_MS } from "./route-cache.ts";
 import type { LiveRevision } from "./live-revision.ts";
+import { lapsedOrGone } from "./owner-watch.ts";
 import { startProcess } from "./start-server.ts";
+import { abandonedBy } from "./takeover.ts";
 
 /**
  * Keeps the active revision of every deployment served by exactly one process: starts the ones
- * nobody serves (after a restart, or when their server's lease ran out), restarts crashed
- * servers with backoff, and retires local servers that are no longer active.
+ * nobody serves (after a restart, or when their server's lease ran out or its process is gone),
+ * restarts crashed servers with backoff, retires local servers that are no longer active, and
+ * stops those another process took over (this one was taken for gone, or stalled past its lease).
  */
 export async function superviseServing(s: EngineState): Promise<void> {
   if (s.stopped) return;
@@ -28,16 +32,19 @@ export async function superviseServing(s: EngineState): Promise<void> {
         eb("deployment_revisions.owner", "is", null),
         eb("deployment_revisions.owner", "=", s.nodeId),
         eb("deployment_revisions.lease_until", "is", null),
-        eb("deployment_revisions.lease_until", "<", now),
+        lapsedOrGone("deployment_revisions.owner", "deployment_revisions.lease_until", now, s.owners.gone),
       ]),
     )
     .execute();
+  await yieldTakenOver(s);
+  const claiming = s.owners.mayClaim();
   const activeIds = new Set(active.map((r) => r.id));
   for (const rev of active) {
     if (s.rollouts.has(rev.id)) continue; // being switched to right now
     const live = s.live.get(rev.id);
     if (live && live.proc.running) continue;
     if (live && Date.now() < live.nextRestartAt) continue;
+    if (rev.owner !== s.nodeId && !claiming) continue;
     s.track(serveAgain(s, rev, live ?? null));
   }
   for (const [id, live] of s.live) {
@@ -83,7 +90,11 @@ async function serveAgain(s: EngineState, rev: Revision, previous: LiveRevision 
         "warning",
       );
     } else {
-      log.line("serving again after a platform restart");
+      log.line(
+        rev.owner && rev.owner !== s.nodeId
+          ? `serving it here: ${abandonedBy(rev.owner, s.owners.gone)}`
+          : "serving again after a platform restart",
+      );
     }
     const configPath = JSON.parse(rev.source_revision_config).langgraph_config_path as string;
     const live = await startProcess(
@@ -121,7 +132,7 @@ async function claimServing(s: EngineState, rev: Revision): Promise<boolean> {
         eb("owner", "is", null),
         eb("owner", "=", s.nodeId),
         eb("lease_until", "is", null),
-        eb("lease_until", "<", nowIso()),
+        lapsedOrGone("owner", "lease_until", nowIso(), s.owners.gone),
       ]),
     )
     .executeTakeFirst();
@@ -150,5 +161,43 @@ async function comeUp(s: EngineState, rev: Revision, live: LiveRevision, log: Re
   } finally {
     clearTimeout(timer);
     await log.flush();
+  }
+}
+
+/**
+ * Stops the local servers of revisions another process now owns: it took them over while this one
+ * was taken for gone (its presence lock's connection dropped) or stalled past its lease. The other
+ * process serves them; the stable URL goes there. Only the process is stopped: the revision, its
+ * socket folder and its sandboxes are the new owner's.
+ */
+async function yieldTakenOver(s: EngineState): Promise<void> {
+  const mine = [...s.live.values()].filter((l) => !l.draining && !s.rollouts.has(l.revisionId));
+  if (mine.length === 0) return;
+  const rows = await s.db
+    .selectFrom("deployment_revisions")
+    .select(["id", "owner"])
+    .where(
+      "id",
+      "in",
+      mine.map((l) => l.revisionId),
+    )
+    .where("owner", "is not", null)
+    .where("owner", "!=", s.nodeId)
+    .execute();
+  for (const row of rows) {
+    const live = s.live.get(row.id);
+    if (!live || live.draining) continue;
+    live.draining = true;
+    s.live.delete(row.id);
+    s.routes.invalidate(live.deploymentId);
+    live.log.line(`the platform process ${row.owner} took this revision over; stopping the server here`, "warning");
+    s.ctx.log.warn({ revision: row.id, owner: row.owner }, "another platform process took over a revision served here");
+    s.track(
+      (async () => {
+        await live.drained(ROUTE_TTL_MS);
+        await live.proc.stop(3000);
+        await live.log.flush();
+      })(),
+    );
   }
 }

@@ -7,6 +7,7 @@ import { killOrphan } from "../runtime/agent-process.ts";
 import type { RevisionRuntime } from "../runtime/revision-runtime.ts";
 import type { DeploymentRevisionsTable } from "../store/deployments-tables.ts";
 import { RevisionLog } from "../store/revision-logs.ts";
+import { lapsedOrGone } from "./owner-watch.ts";
 import { LostRevision, transition, type RevisionStatus } from "./revision-states.ts";
 
 /**
@@ -23,6 +24,8 @@ export interface TakeoverDeps {
   nodeId: string;
   runtime: Pick<RevisionRuntime, "killLeftover">;
   log: Logger;
+  /** Other processes seen gone although their leases hold (see `OwnerWatch`). */
+  gone: readonly string[];
 }
 
 /**
@@ -41,6 +44,8 @@ export async function reconcileOwnWork(d: TakeoverDeps): Promise<void> {
         .updateTable("deployment_revisions")
         .set({ pid: null, serving_url: null, lease_until: null })
         .where("id", "=", rev.id)
+        // Another process may have taken it over meanwhile: its claim stands.
+        .where("owner", "=", d.nodeId)
         .execute();
     } else if (["AWAITING_BUILD", "BUILDING", "AWAITING_DEPLOY", "DEPLOYING"].includes(rev.status)) {
       if (rev.pid) killOrphan(rev.pid, rev.deployment_id);
@@ -54,7 +59,7 @@ export async function reconcileOwnWork(d: TakeoverDeps): Promise<void> {
     .execute();
 }
 
-/** Revisions and rollout locks of processes whose lease ran out: resume them here. */
+/** Revisions and rollout locks of processes whose lease ran out, or that are gone: resume them here. */
 export async function sweepAbandoned(d: TakeoverDeps, runningHere: (revisionId: string) => boolean): Promise<void> {
   const now = nowIso();
   const stale = await d.db
@@ -62,11 +67,10 @@ export async function sweepAbandoned(d: TakeoverDeps, runningHere: (revisionId: 
     .selectAll()
     .where("status", "in", ["AWAITING_BUILD", "BUILDING", "AWAITING_DEPLOY", "DEPLOYING"])
     .where("owner", "is not", null)
-    .where("lease_until", "<", now)
+    .where(lapsedOrGone("owner", "lease_until", now, d.gone))
     .execute();
   for (const rev of stale)
-    if (!runningHere(rev.id))
-      await resume(d, rev, `the platform process ${rev.owner} stopped renewing its lease during ${rev.status}`);
+    if (!runningHere(rev.id)) await resume(d, rev, `${abandonedBy(rev.owner!, d.gone)} during ${rev.status}`);
   // A revision left in CREATING (the process died between the insert and the queueing).
   const creating = await d.db
     .selectFrom("deployment_revisions")
@@ -85,8 +89,15 @@ export async function sweepAbandoned(d: TakeoverDeps, runningHere: (revisionId: 
     .updateTable("deployments")
     .set({ rollout_revision_id: null, rollout_owner: null, rollout_lease_until: null })
     .where("rollout_owner", "is not", null)
-    .where("rollout_lease_until", "<", now)
+    .where(lapsedOrGone("rollout_owner", "rollout_lease_until", now, d.gone))
     .execute();
+}
+
+/** Why another process's work is taken over, for its log. */
+export function abandonedBy(owner: string, gone: readonly string[]): string {
+  return gone.includes(owner)
+    ? `the platform process ${owner} is gone (its database session ended)`
+    : `the platform process ${owner} stopped renewing its lease`;
 }
 
 /** Puts an abandoned in-flight revision back in line for its phase, or ends it INTERRUPTED. */

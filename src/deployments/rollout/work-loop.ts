@@ -3,6 +3,7 @@ import { leaseUntil, type EngineState, type Revision } from "./engine-state.ts";
 import type { AbortReason } from "./phase-end.ts";
 import { LostRevision, transition, type RevisionStatus } from "./revision-states.ts";
 import { rollout } from "./rollout.ts";
+import { lapsedOrGone } from "./owner-watch.ts";
 import { releaseLock } from "./takeover.ts";
 
 /**
@@ -52,7 +53,7 @@ export function abortRollout(s: EngineState, revisionId: string, reason: AbortRe
 
 /** Claims the per-deployment rollout lock for deployments with waiting revisions and runs them. */
 export async function startPendingRollouts(s: EngineState): Promise<void> {
-  if (s.stopped) return;
+  if (s.stopped || !s.owners.mayClaim()) return;
   const waiting = await s.db
     .selectFrom("deployment_revisions")
     .select(["deployment_id"])
@@ -76,7 +77,12 @@ export async function startPendingRollouts(s: EngineState): Promise<void> {
       .updateTable("deployments")
       .set({ rollout_revision_id: rev.id, rollout_owner: s.nodeId, rollout_lease_until: leaseUntil(s) })
       .where("id", "=", deployment_id)
-      .where((eb) => eb.or([eb("rollout_owner", "is", null), eb("rollout_lease_until", "<", now)]))
+      .where((eb) =>
+        eb.or([
+          eb("rollout_owner", "is", null),
+          lapsedOrGone("rollout_owner", "rollout_lease_until", now, s.owners.gone),
+        ]),
+      )
       .executeTakeFirst();
     if (Number(lock.numUpdatedRows) !== 1) continue;
     // Only the newest waiting revision runs; older waiting ones were superseded.

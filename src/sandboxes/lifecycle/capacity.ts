@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { sql, type Kysely } from "kysely";
 import { HttpError, invalidAt } from "../../http/errors.ts";
+import { advisoryKey } from "../../store/advisory-lock.ts";
 import type { Dialect } from "../../store/database.ts";
 import type { Database } from "../../store/schema.ts";
 import {
@@ -12,6 +13,9 @@ import {
   type Commitments,
   type HostCapacity,
 } from "./admission.ts";
+
+/** One admission at a time across the processes of a PostgreSQL store. */
+const ADMISSION_LOCK = advisoryKey("sandbox-admission");
 
 const NOTHING_COMMITTED: Commitments = {
   host: { runningMemBytes: 0, diskUnwrittenBytes: 0 },
@@ -72,11 +76,11 @@ export class Admissions {
   private async acrossProcesses<T>(fn: () => Promise<T>): Promise<T> {
     if (this.dialect !== "postgres") return fn();
     return this.db.connection().execute(async (conn) => {
-      await sql`select pg_advisory_lock(hashtext('wharf.sandbox-admission.' || current_schema()))`.execute(conn);
+      await sql`select pg_advisory_lock(${ADMISSION_LOCK})`.execute(conn);
       try {
         return await fn();
       } finally {
-        await sql`select pg_advisory_unlock(hashtext('wharf.sandbox-admission.' || current_schema()))`.execute(conn);
+        await sql`select pg_advisory_unlock(${ADMISSION_LOCK})`.execute(conn);
       }
     });
   }
