@@ -23,6 +23,8 @@ export class PresenceLock {
   private readonly stopping = new AbortController();
   private running: Promise<void> | null = null;
   private warnedBusy = false;
+  /** The connection failed and that was logged: the next failures in a row are not (the database may be down). */
+  private warnedLost = false;
 
   constructor(
     /** Compiles the statements (the store's dialect). */
@@ -58,11 +60,12 @@ export class PresenceLock {
       try {
         await this.holdOnce(firstAttempt);
       } catch (err) {
-        if (!this.stopping.signal.aborted)
+        if (!this.stopping.signal.aborted && !this.warnedLost)
           this.log.warn(
             { err, node: this.id },
             "lost the connection holding this process's presence lock; taking it again",
           );
+        this.warnedLost = true;
       }
       this.heldSince = null;
       firstAttempt();
@@ -91,6 +94,7 @@ export class PresenceLock {
       if (!taken?.ok) return this.busy();
       this.heldSince = Date.now();
       this.warnedBusy = false;
+      this.warnedLost = false;
       firstAttempt();
       for (;;) {
         const stop = sleep(this.checkMs, "tick" as const, { signal: this.stopping.signal }).catch(

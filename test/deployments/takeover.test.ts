@@ -9,7 +9,7 @@ import { storageSettings, tempHome } from "../support/dialects.ts";
 import { TEST_LOCAL_ROOTS } from "../support/platform.ts";
 import { freePort } from "../support/process.ts";
 import { isRoot, requireCapability } from "../support/requirements.ts";
-import { copyProject, FIXTURES, lastMessage, processesWithArg, runWait } from "./support.ts";
+import { copyProject, FAST, FIXTURES, lastMessage, processesWithArg, runWait } from "./support.ts";
 
 /** The promise: after kill -9 of the serving process, the other serves the deployment within this. */
 const TAKEOVER_BOUND_MS = 10_000;
@@ -37,6 +37,24 @@ function startChild(name: string, env: Record<string, string>): Promise<Platform
     child.stderr!.on("data", (d) => (out += d));
     child.once("exit", (code) => reject(new Error(`platform ${name} exited with ${code}: ${out}`)));
   });
+}
+
+/** The first deploy's bound: the build and deploy deadlines the platforms run with (FAST). */
+const SETUP_MS = FAST.buildTimeoutMs! + FAST.deployTimeoutMs!;
+
+/** The revision's status once it is DEPLOYED or failed, or when `ms` passed. */
+async function statusWithin(p: Platform, apiKey: string, d: { id: string; latest_revision_id: string }, ms: number) {
+  const start = Date.now();
+  let status = "";
+  while (Date.now() - start < ms) {
+    const res = await fetch(`${p.url}/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`, {
+      headers: { "x-api-key": apiKey },
+    }).catch(() => null);
+    if (res?.ok) status = ((await res.json()) as { status: string }).status;
+    if (status === "DEPLOYED" || status.endsWith("FAILED") || status === "INTERRUPTED") break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return status;
 }
 
 /** Asks `url` to run the echo graph every 100–200 ms until it answers 200 or `ms` passed. */
@@ -141,10 +159,15 @@ test("PostgreSQL, two platform processes: kill -9 of the one serving leaves no o
     });
     assert.equal(res.status, 201, await res.clone().text());
     d = (await res.json()) as { id: string; latest_revision_id: string };
-    // Served by whichever process won the rollout; reachable through both.
-    const first = await answerWithin(`${a.url}/deployments/${d.id}`, apiKey, "up", 60_000);
+    // Served by whichever process won the rollout; reachable through both. The first deploy is
+    // not what this test times: it may take as long as the platform's own build and deploy
+    // deadlines allow (a loaded host's load check alone has taken 48 s).
+    const deployed = await statusWithin(a, apiKey, d, SETUP_MS);
+    say(`takeover test: revision ${deployed} ${Date.now() - createdAt} ms after the create`);
+    assert.equal(deployed, "DEPLOYED");
+    const first = await answerWithin(`${a.url}/deployments/${d.id}`, apiKey, "up", 30_000);
     say(`takeover test: first answer ${Date.now() - createdAt} ms after the create`);
-    assert.equal(first.status, 200, `no first answer within 60 s: ${JSON.stringify(first.body)}`);
+    assert.equal(first.status, 200, `no first answer within 30 s of DEPLOYED: ${JSON.stringify(first.body)}`);
     assert.equal(lastMessage((await runWait(`${b.url}/deployments/${d.id}`, apiKey, "via b")).body), "ha: via b");
 
     // Kill the process that serves it (its agent server runs under it): find it by the server's parent chain.

@@ -29,6 +29,11 @@ export class OwnerWatch {
   async refresh(): Promise<void> {
     if (!this.presence) return;
     const owners = await this.leaseHolders();
+    if (owners.length === 0) {
+      this.freeSince.clear();
+      this.gone = [];
+      return;
+    }
     const reading = await presenceOf(this.db, owners);
     this.dbUpMs = reading.dbUpMs;
     const now = Date.now();
@@ -40,7 +45,8 @@ export class OwnerWatch {
       const since = this.freeSince.get(id) ?? now;
       this.freeSince.set(id, since);
       if (ownerGone(id, this.nodeId, now - since, this.view(now))) gone.push(id);
-      else this.wakeAt(since + this.timing.graceMs - now);
+      // Within its grace: look again when it ends. (Held back for another reason, the poll looks.)
+      else if (now - since < this.timing.graceMs) this.wakeAt(since + this.timing.graceMs - now);
     }
     this.gone = gone;
   }
