@@ -4,6 +4,7 @@ import type { AgentServerContext } from "./context.ts";
 import { CronScheduler } from "./crons/cron-scheduler.ts";
 import type { AgentProject } from "./project/project.ts";
 import { RunEngine } from "./runs/run-engine.ts";
+import { installPooledRandom } from "./runs/pooled-random.ts";
 import { egressWebhookGate, type WebhookGate } from "./runs/webhook.ts";
 import type { AgentServerOptions } from "./server.ts";
 import { TtlSweeper } from "./storage/ttl-sweeper.ts";
@@ -32,6 +33,8 @@ export async function startRuns(
   const { leaseMs, tickMs, release } = settings;
   const webhookGate = options.webhookGate === undefined ? defaultWebhookGate() : options.webhookGate;
   const bus = await openBus(ctx, options, release);
+  // The graphs' libraries draw random UUIDs many times per run: served from a pool (see there).
+  installPooledRandom();
   const engine = new RunEngine(ctx, {
     leaseMs,
     apiUrl: options.apiUrl,
