@@ -15,8 +15,8 @@ export interface AdmissionHost extends PrepareHost {
   /** Keeps a queued run's caller data in memory until it starts here. */
   keepPrivate(runId: string, priv: RunPrivate): void;
   startLater(threadId: string, delayMs: number): void;
-  /** A run of the thread was queued here for want of a free slot. */
-  queuedForSlot(threadId: string): void;
+  /** A run of the thread was queued here for want of a free slot; `start` claims and starts it, if given. */
+  queuedForSlot(threadId: string, start?: () => Promise<boolean>): void;
   wakeOthers(): void;
   launch(run: Run, kwargs: RunKwargs, priv: RunPrivate, assistant: Assistant | null): ActiveRun;
   cancel(threadId: string, runIds: string[], action: CancelAction): Promise<void>;
@@ -25,26 +25,46 @@ export interface AdmissionHost extends PrepareHost {
 /** A stateless run's row: running here, or queued (delayed, or for want of a free slot). */
 const stateless = (p: PreparedRun, startNow: boolean): AgentRunsTable => (startNow ? p.row : p.queued(p.row));
 
+/** The run as the API shows it: what `toRun` of its row gives, without parsing back the JSON just written. */
+function asRun(p: PreparedRun, row: AgentRunsTable): Run {
+  return {
+    run_id: row.run_id,
+    thread_id: row.thread_id,
+    assistant_id: row.assistant_id,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    status: row.status as Run["status"],
+    metadata: p.metadata,
+    kwargs: { ...p.kwargs },
+    multitask_strategy: p.multitask,
+  };
+}
+
 /** Starts a recorded stateless run here, or leaves it queued for later or for another replica. */
 function startStateless(
   host: AdmissionHost,
   p: PreparedRun,
+  stored: AgentRunsTable,
   startNow: boolean,
 ): { run: Run; active: ActiveRun | null } {
   const { runId, kwargs, priv, row, assistant, delayMs } = p;
-  if (startNow) {
-    // Stateless: no thread row, no checkpoints; the run row lives while the run does.
-    return { run: toRun(row), active: host.launch(toRun(row), kwargs, priv, assistant) };
-  }
+  // Stateless: no thread row, no checkpoints; the run row lives while the run does.
+  if (startNow) return { run: asRun(p, row), active: host.launch(asRun(p, row), kwargs, priv, assistant) };
   if (delayMs > 0) {
     host.keepPrivate(runId, priv);
     host.startLater(row.thread_id, delayMs);
   } else {
-    // No free slot here: queued for whichever replica has one (its caller data sealed for it).
-    host.queuedForSlot(row.thread_id);
+    // No free slot here: queued for whichever replica has one (its caller data sealed for it). A
+    // slot freed here claims it by id (its thread has nothing else to look at) and starts it from
+    // what is in hand, unless it was cancelled or claimed elsewhere meanwhile.
+    host.queuedForSlot(row.thread_id, async () => {
+      const claimedAt = await host.queue.claimQueued(runId);
+      if (claimedAt) host.launch(asRun(p, { ...row, updated_at: claimedAt }), kwargs, priv, assistant);
+      return claimedAt !== null;
+    });
     host.wakeOthers();
   }
-  return { run: toRun(p.queued(row)), active: null };
+  return { run: asRun(p, stored), active: null };
 }
 
 /** Validates and records a run; starts it at once when its thread is free. */
@@ -60,12 +80,15 @@ export async function admitRun(
   let prepared = await prepareRun(ctx, host, threadId, body, auth, headers, opts);
   if (prepared.temporary) {
     const startNow = prepared.delayMs === 0 && host.hasSlot();
-    for (let tries = 1; !(await host.queue.insertRun(stateless(prepared, startNow), prepared.assistantRow)); tries++)
+    let stored = stateless(prepared, startNow);
+    for (let tries = 1; !(await host.queue.insertRun(stored, prepared.assistantRow)); tries++) {
       prepared = await withCurrentAssistant(ctx, host, prepared, body, opts).then((p) =>
         // An assistant changing under every try: recorded as read, as any run whose assistant changes after.
         tries >= 2 ? { ...p, assistantRow: null } : p,
       );
-    return startStateless(host, prepared, startNow);
+      stored = stateless(prepared, startNow);
+    }
+    return startStateless(host, prepared, stored, startNow);
   }
   const { assistant, runId, kwargs, priv, row, queued, metadata, multitask, delayMs, now, filters } = prepared;
 

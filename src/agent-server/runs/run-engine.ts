@@ -233,7 +233,7 @@ export class RunEngine {
       hasSlot: () => this.hasSlot(),
       keepPrivate: (runId, priv) => this.privates.set(runId, priv),
       startLater: (threadId, delayMs) => this.startLater(threadId, delayMs),
-      queuedForSlot: (threadId) => this.passes.queuedForSlot(threadId),
+      queuedForSlot: (threadId, start) => this.passes.queuedForSlot(threadId, start),
       wakeOthers: () => this.wakeOthers(),
       launch: (run, kwargs, priv, assistant) => this.launch(run, kwargs, priv, assistant),
       cancel: (threadId, runIds, action) => this.cancel(threadId, runIds, action),

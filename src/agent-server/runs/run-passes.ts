@@ -8,8 +8,11 @@ export class HousekeepingPasses {
   private passing = false;
   /** The pass asked for while one ran: a full one covers a slot fill. */
   private passAgain: "full" | "fill" | null = null;
-  /** Threads of the runs this process queued for want of a free slot, oldest first. */
-  private readonly slotWaiters: string[] = [];
+  /**
+   * The runs this process queued for want of a free slot, oldest first: their thread, and for a
+   * stateless run the way to claim and start it without a look at its thread (it has none).
+   */
+  private readonly slotWaiters: Array<{ threadId: string; start?: () => Promise<boolean> }> = [];
   /**
    * Runs this process does not know of may wait for a slot (another process queued one, or the
    * last scan stopped short of them): a freed slot then scans the table, else it need not.
@@ -42,9 +45,9 @@ export class HousekeepingPasses {
     this.waitNews++;
   }
 
-  /** A run of `threadId` was queued here for want of a free slot. */
-  queuedForSlot(threadId: string): void {
-    this.slotWaiters.push(threadId);
+  /** A run of `threadId` was queued here for want of a free slot; `start` claims and starts it, if given. */
+  queuedForSlot(threadId: string, start?: () => Promise<boolean>): void {
+    this.slotWaiters.push({ threadId, start });
   }
 
   /**
@@ -54,13 +57,13 @@ export class HousekeepingPasses {
    * timer's pass finds those whose wake was lost).
    */
   fillSlots(): void {
-    const threadId = this.slotWaiters.shift();
-    if (threadId === undefined) {
+    const waiter = this.slotWaiters.shift();
+    if (waiter === undefined) {
       if (this.othersMayWait) this.pass("fill");
       return;
     }
-    void this.work
-      .startOnThread(threadId)
+    const { threadId, start } = waiter;
+    void (start ? start() : this.work.startOnThread(threadId))
       .catch((err) => {
         this.log.warn({ err, threadId }, "cannot start a run queued for a slot; housekeeping retries");
         return false;

@@ -71,6 +71,15 @@ const insertRunIfCurrent = preparedQuery((db: Kysely<Database>, p: AgentRunsTabl
         .where("updated_at", "=", p.a_updated_at),
     ),
 );
+/** A queued run claimed by id: only while it is still `pending` (not cancelled, nor claimed elsewhere). */
+const claimRunRow = preparedQuery(
+  (db: Kysely<Database>, p: { runId: string; workerId: string; leaseUntil: string; now: string }) =>
+    db
+      .updateTable("agent_runs")
+      .set({ status: "running", worker_id: p.workerId, lease_until: p.leaseUntil, updated_at: p.now })
+      .where("run_id", "=", p.runId)
+      .where("status", "=", "pending"),
+);
 const deleteRunRow = preparedQuery((db: Kysely<Database>, p: { runId: string }) =>
   db.deleteFrom("agent_runs").where("run_id", "=", p.runId),
 );
@@ -119,6 +128,17 @@ export class RunQueue {
       a_updated_at: assistant.updated_at,
     });
     return Number(r.numAffectedRows ?? 0) === 1;
+  }
+
+  /**
+   * Claims a queued stateless run by its id (its thread has no other run, nor a row to lock): the
+   * time of the claim when this process now holds it, null when it was cancelled or another
+   * process claimed it.
+   */
+  async claimQueued(runId: string): Promise<string | null> {
+    const now = nowIso();
+    const r = await claimRunRow(this.ctx.db, { runId, workerId: this.workerId, leaseUntil: this.leaseUntil(), now });
+    return Number(r.numAffectedRows ?? 0) === 1 ? now : null;
   }
 
   lockThread(trx: Transaction<Database>, threadId: string) {
