@@ -37,25 +37,62 @@ export class RunFollowers {
     for (;;) {
       const local = this.host.active(runId);
       if (local) return local;
+      // Told of a start from before the row is read: a run that starts here (and maybe ends)
+      // while the read is under way was read as queued, and its start would reach nobody.
+      const start = this.nextStart(runId);
       const row = await this.host.ctx.db
         .selectFrom("agent_runs")
         .select(["status"])
         .where("run_id", "=", runId)
         .executeTakeFirst();
-      if (!row || row.status !== "pending") return this.host.active(runId) ?? null;
-      if (signal?.aborted) return null;
+      if (!row || row.status !== "pending") {
+        start.forget();
+        return this.host.active(runId) ?? start.told ?? null;
+      }
+      if (signal?.aborted) {
+        start.forget();
+        return start.told ?? null;
+      }
       let onAbort: (() => void) | null = null;
       const started = await new Promise<ActiveRun | null | "recheck">((resolve) => {
-        const list = this.startWaiters.get(runId) ?? [];
-        list.push(resolve);
-        this.startWaiters.set(runId, list);
+        start.promise.then(resolve, () => resolve("recheck"));
         setTimeout(() => resolve("recheck"), 1000).unref();
         onAbort = () => resolve(null);
         signal?.addEventListener("abort", onAbort, { once: true });
       });
       if (onAbort) signal?.removeEventListener("abort", onAbort);
       if (started !== "recheck") return started;
+      start.forget();
     }
+  }
+
+  /** The run's next start (or cancel before it) as told by `notifyStart`; `forget` stops listening. */
+  private nextStart(runId: string): {
+    promise: Promise<ActiveRun | null>;
+    told: ActiveRun | null | undefined;
+    forget: () => void;
+  } {
+    let waiter!: (a: ActiveRun | null) => void;
+    const out = {
+      told: undefined as ActiveRun | null | undefined,
+      promise: new Promise<ActiveRun | null>((resolve) => {
+        waiter = (a) => {
+          out.told = a;
+          resolve(a);
+        };
+      }),
+      forget: () => {
+        const list = this.startWaiters.get(runId);
+        const i = list?.indexOf(waiter) ?? -1;
+        if (i < 0) return;
+        list!.splice(i, 1);
+        if (list!.length === 0) this.startWaiters.delete(runId);
+      },
+    };
+    const list = this.startWaiters.get(runId) ?? [];
+    list.push(waiter);
+    this.startWaiters.set(runId, list);
+    return out;
   }
 
   /**
