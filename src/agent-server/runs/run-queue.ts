@@ -12,6 +12,7 @@ import { toJson } from "../wire.ts";
 import type { RunOutcome } from "./run-executor.ts";
 import type { CancelAction } from "./run-types.ts";
 import { INFLIGHT, type MultitaskStrategy, type Run, type RunKwargs } from "./runs.ts";
+import { EndedRowRemoval } from "./ended-rows.ts";
 
 const RUN_COLUMNS = [
   "run_id",
@@ -102,11 +103,15 @@ export interface ThreadRunInsert {
  * serialises the multitask decision, a conditional update claims a pending run.
  */
 export class RunQueue {
+  private readonly endedRows: EndedRowRemoval;
+
   constructor(
     private readonly ctx: AgentServerContext,
     private readonly workerId: string,
     private readonly leaseUntil: () => string,
-  ) {}
+  ) {
+    this.endedRows = new EndedRowRemoval(ctx.db, (runId) => deleteRunRow(ctx.db, { runId }));
+  }
 
   /**
    * Records a stateless run's row (a thread run's goes through `insertThreadRun`); with `assistant`,
@@ -232,7 +237,7 @@ export class RunQueue {
   ): Promise<AgentRunsTable | null> {
     const ctx = this.ctx;
     if (!stateful) {
-      await deleteRunRow(ctx.db, { runId: run.run_id });
+      await this.endedRows.remove(run.run_id);
       return null;
     }
     if (rollbackTo !== undefined) await deleteCheckpointsAfter(ctx, run.thread_id, rollbackTo);
