@@ -325,7 +325,7 @@ round trips to PostgreSQL per stateless /runs/wait before the answer: 3 -> 1 (as
   a run queued for a slot claimed through a thread-lock transaction,   ~2.3% -> ~0.2%: a stateless one is claimed by id with one prepared update and started
     unsealed and its row's JSON parsed back                                         from what is in hand (runs/run-admission.ts)
   one DELETE per ended stateless run                                    PostgreSQL: the rows of runs ending together removed by one statement (runs/ended-rows.ts)
-  (server CPU per stateless /runs/wait, interleaved A/B at 16 clients, the three above together: SQLite -8 to -15%, PostgreSQL -24%)
+  (server CPU per stateless /runs/wait, interleaved A/B at 16 clients, the three above together, quiet machine: SQLite 4.55 -> 4.10 ms (-10%), PostgreSQL 4.66 -> 4.16 ms (-11%))
   LangSmith RunTree built for every node, write and branch, tracing off  5.4-7.6% (12% with its UUIDs), left: avoiding it means patching LangChain's
     internals; measured in-process, a callbacks entry named like LangChain's tracer (whose getRunTreeWithTracingConfig
     answers a plain object) skips it for -10% of the graph's CPU, but leans on undocumented internals`);
