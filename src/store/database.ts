@@ -6,6 +6,7 @@ import pg from "pg";
 import { redactUrl } from "../log/redact-url.ts";
 import { OwnSchemaPostgresDialect } from "./own-schema-postgres.ts";
 import { withStatementCache } from "./statement-cache.ts";
+import { surviveClientErrors } from "./pg-client-errors.ts";
 import { nameStatements } from "./pg-statements.ts";
 import type { Database } from "./schema.ts";
 
@@ -57,6 +58,8 @@ async function openPostgres(url: string, schema: string | undefined, poolSize: n
     options: schema ? `-c search_path=${schema}` : undefined,
   });
   pool.on("connect", nameStatements);
+  // Any connection's failure is surfaced on its next query.
+  surviveClientErrors(pool);
   // Fail fast with a clear message instead of on the first request.
   try {
     const client = await pool.connect();
@@ -71,10 +74,6 @@ async function openPostgres(url: string, schema: string | undefined, poolSize: n
       { cause: err },
     );
   }
-  pool.on("error", () => {
-    /* idle client errors are surfaced on the next query */
-  });
-
   const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   const dedicatedConnection = async () => {
     const client = new pg.Client({

@@ -1,6 +1,7 @@
 import crypto from "node:crypto";
 import pg from "pg";
 import type { Logger } from "../../log/logger.ts";
+import { surviveClientErrors } from "../../store/pg-client-errors.ts";
 
 export interface CancelSignal {
   serverId: string;
@@ -84,7 +85,7 @@ export async function openRunSignals(
     else onCancel(s);
   });
   const sender = new pg.Pool({ connectionString: databaseUrl, max: 1 });
-  sender.on("error", (err) => log.warn({ err }, "agent run signal sender connection failed"));
+  surviveClientErrors(sender, (err) => log.warn({ err }, "agent run signal sender connection failed"));
   return {
     cancel: async (s) => {
       await sender.query("SELECT pg_notify($1, $2)", [channel, JSON.stringify(s)]);

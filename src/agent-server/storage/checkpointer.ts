@@ -5,6 +5,7 @@ import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import pg from "pg";
+import { surviveClientErrors } from "../../store/pg-client-errors.ts";
 import { fencingPool, idleInTransactionMs } from "./checkpoint-fence.ts";
 
 export interface Checkpointer {
@@ -94,15 +95,9 @@ export async function openCheckpointer(options: {
       ? `-c idle_in_transaction_session_timeout=${idleInTransactionMs(options.leaseMs)}`
       : undefined;
     const pool = new pg.Pool({ connectionString: url, max: 10, options: idle });
-    pool.on("error", () => {
-      // An idle client's error (the server closed it): the pool replaces it; a query that needs it fails with its own error.
-    });
-    pool.on("connect", (client) =>
-      client.on("error", () => {
-        // A checked-out client whose session the server ended (idle in a transaction past the timeout,
-        // while this process was frozen): its next query fails and the saver rolls back; not a crash.
-      }),
-    );
+    // A session the server ended (idle in a transaction past the timeout, while this process was
+    // frozen): its next query fails and the saver rolls back; not a crash.
+    surviveClientErrors(pool);
     const saverPool = fencingPool(pool, options.pgSchema);
     const saver = withRunMetadata(
       new PostgresSaver(saverPool, undefined, options.pgSchema ? { schema: options.pgSchema } : undefined),
