@@ -25,20 +25,9 @@ export interface AdmissionHost extends PrepareHost {
 /** A stateless run's row: running here, or queued (delayed, or for want of a free slot). */
 const stateless = (p: PreparedRun, startNow: boolean): AgentRunsTable => (startNow ? p.row : p.queued(p.row));
 
-/** The run as the API shows it: what `toRun` of its row gives, without parsing back the JSON just written. */
-function asRun(p: PreparedRun, row: AgentRunsTable): Run {
-  return {
-    run_id: row.run_id,
-    thread_id: row.thread_id,
-    assistant_id: row.assistant_id,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-    status: row.status as Run["status"],
-    metadata: p.metadata,
-    kwargs: { ...p.kwargs },
-    multitask_strategy: p.multitask,
-  };
-}
+/** The run as the API shows it, without parsing back the JSON just written. */
+const asRun = (p: PreparedRun, row: AgentRunsTable): Run =>
+  toRun(row, { metadata: p.metadata, kwargs: p.kwargs, multitask: p.multitask });
 
 /** Starts a recorded stateless run here, or leaves it queued for later or for another replica. */
 function startStateless(

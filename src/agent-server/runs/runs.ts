@@ -52,7 +52,25 @@ export interface Run {
   multitask_strategy: MultitaskStrategy;
 }
 
-export function toRun(row: AgentRunsTable): Run {
+/** The run as the API shows it, from its row; `parsed` gives the row's JSON parts when they are in hand. */
+export function toRun(
+  row: AgentRunsTable,
+  parsed?: { metadata: Record<string, unknown>; kwargs: Run["kwargs"]; multitask: MultitaskStrategy },
+): Run {
+  return {
+    run_id: row.run_id,
+    thread_id: row.thread_id,
+    assistant_id: row.assistant_id,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    status: row.status as RunStatus,
+    metadata: parsed ? parsed.metadata : parseJson(row.metadata, {}),
+    kwargs: parsed ? { ...parsed.kwargs } : kwargsOf(row),
+    multitask_strategy: parsed ? parsed.multitask : (row.multitask_strategy as MultitaskStrategy),
+  };
+}
+
+function kwargsOf(row: AgentRunsTable): Run["kwargs"] {
   const { sealed_private: _s, ...kwargs } = parseJson<RunKwargs>(row.kwargs, {
     config: {},
     stream_mode: ["values"],
@@ -61,17 +79,7 @@ export function toRun(row: AgentRunsTable): Run {
     resumable: false,
     on_disconnect: "cancel",
   });
-  return {
-    run_id: row.run_id,
-    thread_id: row.thread_id,
-    assistant_id: row.assistant_id,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-    status: row.status as RunStatus,
-    metadata: parseJson(row.metadata, {}),
-    kwargs,
-    multitask_strategy: row.multitask_strategy as MultitaskStrategy,
-  };
+  return kwargs;
 }
 
 export async function getRunRow(
@@ -102,7 +110,7 @@ export async function listRuns(
     .limit(query.limit ?? 10)
     .offset(query.offset ?? 0)
     .execute();
-  return rows.map(toRun);
+  return rows.map((row) => toRun(row));
 }
 
 export const INFLIGHT: RunStatus[] = ["pending", "running"];
