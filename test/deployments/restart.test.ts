@@ -102,14 +102,15 @@ for (const dialect of DIALECTS) {
       const one = await create("one", [{ name: "REPLY_PREFIX", value: "one" }]);
       assert.equal(await until(one.id, one.latest_revision_id, (x) => TERMINAL.has(x), 60_000), "DEPLOYED");
       assert.equal(processesWithArg(one.id).length > 0, true, "the agent server runs");
-      // Mid-build: a slow import makes the build's load check take seconds.
+      // Mid-build: a slow import makes the build's load check take seconds, long enough that the
+      // other deployment's build (its own load check, slower on a loaded host) and start come first.
       const patched = await api(`/v2/deployments/${one.id}`, {
         method: "PATCH",
         json: {
           source_revision_config: { local_path: copyProject(t, "echo") },
           secrets: [
             { name: "REPLY_PREFIX", value: "one" },
-            { name: "SLOW_IMPORT_MS", value: "2000" },
+            { name: "SLOW_IMPORT_MS", value: "8000" },
           ],
         },
       });
@@ -135,6 +136,7 @@ for (const dialect of DIALECTS) {
       t.after(() => void stray?.kill("SIGKILL"));
       const strayGone = stray && new Promise((r) => stray.once("exit", (_code, signal) => r(signal)));
       for (const f of stray ? procs : []) fs.appendFileSync(f, `${stray!.pid}\n`);
+      assert.equal(await status(one.id, building), "BUILDING", "the patched revision is still building at the kill");
       current.child.kill("SIGKILL");
       await new Promise((r) => current.child.once("exit", r));
       if (strayGone)
