@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { mayClaim, ownerGone, type PresenceView } from "../../src/deployments/rollout/owner-gone.ts";
+import {
+  mayClaim,
+  ownerGone,
+  readFreeLocks,
+  type FreeLocks,
+  type PresenceView,
+} from "../../src/deployments/rollout/owner-gone.ts";
 
 const pg: PresenceView = { supported: true, selfHeldForMs: 60_000, dbUpMs: 3_600_000, graceMs: 1000, leaseMs: 5000 };
 
@@ -38,4 +44,22 @@ test("takeover decision: a process claims new work on PostgreSQL only while it h
     ["PostgreSQL, lost (the others may be taking its work over)", { supported: true, selfHeldForMs: null }, false],
   ];
   for (const [what, view, expected] of cases) assert.equal(mayClaim(view), expected, what);
+});
+
+test("presence readings over time: a lock counts as free from the first reading it is free after being seen held; an owner never seen holding one (an earlier version) is left to its lease", () => {
+  const m: FreeLocks = { freeSince: new Map(), seenHeld: new Set() };
+  // [time, owners of live leases, whose lock is held, expected free-for per counted owner]
+  const steps: Array<[number, string[], string[], Record<string, number>]> = [
+    [0, ["a", "old"], ["a"], {}],
+    [1000, ["a", "old"], [], { a: 0 }],
+    [1500, ["a", "old"], [], { a: 500 }],
+    [2200, ["a", "old"], ["a"], {}],
+    [3000, ["a", "old"], [], { a: 0 }],
+    [4000, ["old"], [], {}],
+    [5000, ["a"], [], { a: 0 }],
+    [9000, ["old"], ["old"], {}],
+    [9500, ["old"], [], { old: 0 }],
+  ];
+  for (const [now, owners, held, expected] of steps)
+    assert.deepEqual(Object.fromEntries(readFreeLocks(m, owners, new Set(held), now)), expected, `at ${now} ms`);
 });

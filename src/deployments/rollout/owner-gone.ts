@@ -30,7 +30,8 @@ export interface PresenceView {
 
 /**
  * Whether `owner`'s process is gone although its leases may still hold. `freeForMs`: how long its
- * presence lock has been seen free without a break (null: seen held, or not looked at).
+ * presence lock has been seen free without a break (null: seen held, not looked at, or never seen
+ * held: a process without presence locks, an earlier version during a rolling upgrade).
  */
 export function ownerGone(owner: string, self: string, freeForMs: number | null, v: PresenceView): boolean {
   if (!v.supported || owner === self || freeForMs === null) return false;
@@ -45,4 +46,33 @@ export function ownerGone(owner: string, self: string, freeForMs: number | null,
  */
 export function mayClaim(v: Pick<PresenceView, "supported" | "selfHeldForMs">): boolean {
   return !v.supported || v.selfHeldForMs !== null;
+}
+
+/** What a reader remembers of other owners' presence locks between its readings. */
+export interface FreeLocks {
+  /** Since when (ms) each owner's lock has been seen free without a break. */
+  freeSince: Map<string, number>;
+  /**
+   * Owners seen holding their lock at least once. Only their free lock says anything: a process
+   * that never held one (an earlier Wharf version during a rolling upgrade) has its lease alone.
+   */
+  seenHeld: Set<string>;
+}
+
+/**
+ * One reading of the owners of live leases (`held`: those whose lock is held) folded into `m`;
+ * answers how long each owner whose lock counts has been seen free (see `ownerGone`).
+ */
+export function readFreeLocks(m: FreeLocks, owners: string[], held: Set<string>, now: number): Map<string, number> {
+  for (const id of [...m.freeSince.keys()]) if (!owners.includes(id) || held.has(id)) m.freeSince.delete(id);
+  const freeFor = new Map<string, number>();
+  for (const id of owners) {
+    if (held.has(id)) m.seenHeld.add(id);
+    else if (m.seenHeld.has(id)) {
+      const since = m.freeSince.get(id) ?? now;
+      m.freeSince.set(id, since);
+      freeFor.set(id, now - since);
+    }
+  }
+  return freeFor;
 }

@@ -2,7 +2,7 @@ import { sql, type Kysely, type RawBuilder, type SqlBool } from "kysely";
 import { presenceOf, type PresenceLock } from "../../cluster/index.ts";
 import { nowIso } from "../../store/database.ts";
 import type { Database } from "../../store/schema.ts";
-import { mayClaim, ownerGone, type PresenceView } from "./owner-gone.ts";
+import { mayClaim, ownerGone, readFreeLocks, type FreeLocks, type PresenceView } from "./owner-gone.ts";
 
 /**
  * This process's view, refreshed every tick of the work loop, of which other platform processes
@@ -12,7 +12,7 @@ import { mayClaim, ownerGone, type PresenceView } from "./owner-gone.ts";
 export class OwnerWatch {
   /** Owners seen gone at the last refresh (claims take their work as if their leases had run out). */
   gone: string[] = [];
-  private readonly freeSince = new Map<string, number>();
+  private readonly locks: FreeLocks = { freeSince: new Map(), seenHeld: new Set() };
   private dbUpMs = 0;
 
   constructor(
@@ -30,23 +30,18 @@ export class OwnerWatch {
     if (!this.presence) return;
     const owners = await this.leaseHolders();
     if (owners.length === 0) {
-      this.freeSince.clear();
+      this.locks.freeSince.clear();
       this.gone = [];
       return;
     }
     const reading = await presenceOf(this.db, owners);
     this.dbUpMs = reading.dbUpMs;
     const now = Date.now();
-    for (const id of [...this.freeSince.keys()])
-      if (!owners.includes(id) || reading.held.has(id)) this.freeSince.delete(id);
     const gone: string[] = [];
-    for (const id of owners) {
-      if (reading.held.has(id)) continue;
-      const since = this.freeSince.get(id) ?? now;
-      this.freeSince.set(id, since);
-      if (ownerGone(id, this.nodeId, now - since, this.view(now))) gone.push(id);
+    for (const [id, freeForMs] of readFreeLocks(this.locks, owners, reading.held, now)) {
+      if (ownerGone(id, this.nodeId, freeForMs, this.view(now))) gone.push(id);
       // Within its grace: look again when it ends. (Held back for another reason, the poll looks.)
-      else if (now - since < this.timing.graceMs) this.wakeAt(since + this.timing.graceMs - now);
+      else if (freeForMs < this.timing.graceMs) this.wakeAt(this.timing.graceMs - freeForMs);
     }
     this.gone = gone;
   }
