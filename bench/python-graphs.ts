@@ -23,6 +23,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { PythonWorker } from "../src/agent-server/python/worker.ts";
 import { createLogger } from "../src/log/logger.ts";
+import { echoRunOnWorker } from "./python-echo-run.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const mixed = path.join(root, "test/agent-server/fixtures/python-mixed");
@@ -520,19 +521,7 @@ run(main())`,
     let i = 0;
     const run = async () => {
       const t = performance.now();
-      await worker.request(
-        "run.start",
-        {
-          run_id: `00000000-0000-4000-8000-${String(i++).padStart(12, "0")}`,
-          graph_id: "echo",
-          temporary: true,
-          stream_mode: ["values"],
-          subgraphs: false,
-          input,
-          config: { configurable: {} },
-        },
-        () => {},
-      );
+      await echoRunOnWorker(worker, i++, input);
       return performance.now() - t;
     };
     const ping = async () => {

@@ -13,6 +13,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { PythonWorker } from "../src/agent-server/python/worker.ts";
 import { createLogger } from "../src/log/logger.ts";
+import { echoRunOnWorker } from "./python-echo-run.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const arg = (name: string) => {
@@ -105,19 +106,7 @@ for (let i = 0; i < N + WARM; i++) {
   if (i === WARM) before = { py: procStats(worker.pid!), ts: procStats("self") };
   await new Promise((r) => setTimeout(r, GAP));
   const from = stamps.length;
-  await worker.request(
-    "run.start",
-    {
-      run_id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
-      graph_id: "echo",
-      temporary: true,
-      stream_mode: ["values"],
-      subgraphs: false,
-      input,
-      config: { configurable: {} },
-    },
-    () => {},
-  );
+  await echoRunOnWorker(worker, i, input);
   stamps.push(["ts: result handed to the run", now()]);
   if (i >= WARM) runs.push(stamps.slice(from));
 }
