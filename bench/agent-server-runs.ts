@@ -4,7 +4,7 @@
 // server adds its overhead to). Each server is its own process; this process is the client.
 //   node bin/run-ts.js bench/agent-server-runs.ts [--quick]
 // The reference (`@langchain/langgraph-cli`) is not a dependency of the project: it is installed on
-// first use into $WHARF_BENCH_CACHE (default ~/.cache/wharf-bench/langgraph-cli) with npm.
+// first use into $WHARF_BENCH_CACHE (default ~/.cache/wharf-bench/langgraph-cli-<version>) with npm.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -147,12 +147,16 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** The versions the reference figures were taken with (langgraph-cli 2.0.0, langgraph 1.7.3). */
-const REFERENCE_PACKAGES = ["@langchain/langgraph-cli@2.0.0", "@langchain/langgraph@1.7.3", "@langchain/core@^1.1.0"];
+/**
+ * The versions the reference figures are taken with: npm's `latest` line of the LangGraph JS server
+ * (langgraph-cli 1.5.1, which serves through langgraph-api 1.5.1; its 2.0.0 is an older release, of
+ * 2026-06) and the LangGraph Wharf ships.
+ */
+const REFERENCE_PACKAGES = ["@langchain/langgraph-cli@1.5.1", "@langchain/langgraph@1.7.3", "@langchain/core@^1.1.0"];
 
 /** The reference CLI's folder, installed there on first use (outside the project: `npm ci` stays clean). */
 function referenceInstall(): string {
-  const dir = process.env.WHARF_BENCH_CACHE || path.join(os.homedir(), ".cache/wharf-bench/langgraph-cli");
+  const dir = process.env.WHARF_BENCH_CACHE || path.join(os.homedir(), ".cache/wharf-bench/langgraph-cli-1.5.1");
   const bin = path.join(dir, "node_modules/.bin/langgraphjs");
   if (fs.existsSync(bin)) return dir;
   fs.mkdirSync(dir, { recursive: true });
