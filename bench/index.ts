@@ -6,7 +6,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const dir = path.dirname(fileURLToPath(import.meta.url));
 // Helpers other benchmarks import, not benchmarks of their own.
-const HELPERS = new Set(["index", "python-echo-run"]);
+const HELPERS = new Set(["index", "lean-client", "python-echo-run"]);
 
 function benchmarks(): string[] {
   return fs
