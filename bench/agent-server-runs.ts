@@ -2,6 +2,8 @@
 // Wharf on SQLite and on PostgreSQL against the LangGraph JS dev server (`langgraphjs dev`), measured
 // in the same run on the same machine, plus the same graph invoked in this process (the floor a
 // server adds its overhead to). Each server is its own process; this process is the client.
+// /runs/wait is sent by node:http on kept-alive sockets (bench/lean-client.ts), so the figures hold the
+// servers' time and not the client's; the same request by fetch is sampled interleaved and printed after.
 //   node bin/run-ts.js bench/agent-server-runs.ts [--quick]
 // The reference (`@langchain/langgraph-cli`) is not a dependency of the project: it is installed on
 // first use into $WHARF_BENCH_CACHE (default ~/.cache/wharf-bench/langgraph-cli-<version>) with npm.
@@ -13,6 +15,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { graph as echoGraph } from "../examples/echo-agent/src/echo.ts";
+import { postJson } from "./lean-client.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const quick = process.argv.includes("--quick");
@@ -46,7 +49,17 @@ async function waitReady(url: string, child: ChildProcess, ms: number): Promise<
   throw new Error(`not ready after ${ms} ms`);
 }
 
+/** A stateless /runs/wait from the lean client (the figures hold the server's time, not the client's). */
 async function waitOnce(url: string): Promise<number> {
+  const t0 = performance.now();
+  const r = await postJson(`${url}/runs/wait`, body);
+  if (r.status !== 200 || !r.text.includes("echo: hi"))
+    throw new Error(`bad answer ${r.status}: ${r.text.slice(0, 200)}`);
+  return performance.now() - t0;
+}
+
+/** The same request through `fetch`, for the figure a fetch client sees. */
+async function waitFetch(url: string): Promise<number> {
   const t0 = performance.now();
   const r = await fetch(`${url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json" }, body });
   const text = await r.text();
@@ -78,6 +91,7 @@ async function streamOnce(url: string): Promise<[number, number]> {
 
 interface Figures {
   p50: number;
+  fetchP50: number;
   p99: number;
   rps16: number;
   firstUpdateP50: number;
@@ -85,10 +99,18 @@ interface Figures {
 }
 
 async function measure(url: string, sequential: number, seconds: number): Promise<Figures> {
-  for (let i = 0; i < Math.min(20, sequential); i++) await waitOnce(url);
+  for (let i = 0; i < Math.min(20, sequential); i++) {
+    await waitOnce(url);
+    await waitFetch(url);
+  }
   const lat: number[] = [];
-  for (let i = 0; i < sequential; i++) lat.push(await waitOnce(url));
+  const latFetch: number[] = [];
+  for (let i = 0; i < sequential; i++) {
+    lat.push(await waitOnce(url));
+    latFetch.push(await waitFetch(url));
+  }
   lat.sort((a, b) => a - b);
+  latFetch.sort((a, b) => a - b);
   const first: number[] = [];
   const end: number[] = [];
   for (let i = 0; i < Math.max(10, Math.floor(sequential / 2)); i++) {
@@ -110,7 +132,14 @@ async function measure(url: string, sequential: number, seconds: number): Promis
     }),
   );
   const rps16 = done / ((performance.now() - started) / 1000);
-  return { p50: pct(lat, 50), p99: pct(lat, 99), rps16, firstUpdateP50: pct(first, 50), streamEndP50: pct(end, 50) };
+  return {
+    p50: pct(lat, 50),
+    fetchP50: pct(latFetch, 50),
+    p99: pct(lat, 99),
+    rps16,
+    firstUpdateP50: pct(first, 50),
+    streamEndP50: pct(end, 50),
+  };
 }
 
 function wharfServer(port: number, env: Record<string, string>): ChildProcess {
@@ -308,6 +337,14 @@ for (const [name, f] of rows) {
     `${name.padEnd(28)} | ${fmt(f.p50).padStart(11)} | ${fmt(f.p99).padStart(11)} | ${fmt(f.rps16).padStart(9)} | ${fmt(f.firstUpdateP50).padStart(19)} | ${fmt(f.streamEndP50).padStart(17)} | ${fmt(f.p50 - floor).padStart(11)} | ${ratios[0].padStart(10)} | ${ratios[1].padStart(11)}`,
   );
 }
+console.log(
+  `\n/runs/wait is sent by node:http on kept-alive sockets (bench/lean-client.ts); the same request by fetch, interleaved, p50: ${rows
+    .map(([n, f]) =>
+      typeof f === "string" ? null : `${n} ${fmt(f.fetchP50)} ms (overhead ${fmt(f.fetchP50 - floor)})`,
+    )
+    .filter(Boolean)
+    .join(", ")}`,
+);
 // What bought what: shares of the Wharf (SQLite) server's CPU profile (node --cpu-prof) under 16
 // concurrent /runs/wait, before and after each change, measured on this benchmark's graph.
 console.log(`
