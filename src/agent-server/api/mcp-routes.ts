@@ -1,12 +1,6 @@
 import type { Hono } from "hono";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import {
-  CallToolRequestSchema,
-  ListToolsRequestSchema,
-  type CallToolResult,
-  type Tool,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { AgentEnv, AgentServerContext } from "../context.ts";
 import { isPythonGraph } from "../python/index.ts";
 import { graphSchemas } from "../project/graph-schemas.ts";
@@ -47,8 +41,27 @@ async function inputSchema(ctx: AgentServerContext, a: Assistant): Promise<Tool[
   }
 }
 
+type McpSdk = typeof import("@modelcontextprotocol/sdk/server/index.js") &
+  typeof import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js") &
+  typeof import("@modelcontextprotocol/sdk/types.js");
+let sdk: Promise<McpSdk> | null = null;
+
+/**
+ * The MCP SDK, loaded on the first `/mcp` request: with what it pulls in (a JSON Schema validator)
+ * it is some 200 modules, a tenth of the agent server's start, for an endpoint most servers never see.
+ */
+function mcpSdk(): Promise<McpSdk> {
+  sdk ??= Promise.all([
+    import("@modelcontextprotocol/sdk/server/index.js"),
+    import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
+    import("@modelcontextprotocol/sdk/types.js"),
+  ]).then(([server, transport, types]) => ({ ...server, ...transport, ...types }));
+  return sdk;
+}
+
 /** One MCP server per request (stateless streamable HTTP): tools are the caller's visible assistants. */
-function mcpServer(ctx: AgentServerContext, engine: RunEngine, c: C): Server {
+function mcpServer(ctx: AgentServerContext, engine: RunEngine, c: C, mcp: McpSdk): Server {
+  const { Server, ListToolsRequestSchema, CallToolRequestSchema } = mcp;
   const server = new Server({ name: "wharf-agent-server", version: "0.1.0" }, { capabilities: { tools: {} } });
   let names: Map<string, string> | null = null;
   const assistants = async () => {
@@ -110,8 +123,9 @@ function mcpServer(ctx: AgentServerContext, engine: RunEngine, c: C): Server {
  */
 export function registerMcpRoutes(app: Hono<AgentEnv>, ctx: AgentServerContext, engine: RunEngine): void {
   app.post("/mcp", async (c) => {
-    const server = mcpServer(ctx, engine, c);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    const mcp = await mcpSdk();
+    const server = mcpServer(ctx, engine, c, mcp);
+    const transport = new mcp.WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     await server.connect(transport);
     c.req.raw.signal.addEventListener("abort", () => void server.close(), { once: true });
     const shared = sharedJsonBody(c.req);
