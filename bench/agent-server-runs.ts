@@ -15,7 +15,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { graph as echoGraph } from "../examples/echo-agent/src/echo.ts";
-import { postJson } from "./lean-client.ts";
+import { timedPost } from "./lean-client.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const quick = process.argv.includes("--quick");
@@ -50,22 +50,9 @@ async function waitReady(url: string, child: ChildProcess, ms: number): Promise<
 }
 
 /** A stateless /runs/wait from the lean client (the figures hold the server's time, not the client's). */
-async function waitOnce(url: string): Promise<number> {
-  const t0 = performance.now();
-  const r = await postJson(`${url}/runs/wait`, body);
-  if (r.status !== 200 || !r.text.includes("echo: hi"))
-    throw new Error(`bad answer ${r.status}: ${r.text.slice(0, 200)}`);
-  return performance.now() - t0;
-}
-
+const waitOnce = (url: string) => timedPost(`${url}/runs/wait`, body, { expect: "echo: hi" });
 /** The same request through `fetch`, for the figure a fetch client sees. */
-async function waitFetch(url: string): Promise<number> {
-  const t0 = performance.now();
-  const r = await fetch(`${url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json" }, body });
-  const text = await r.text();
-  if (!r.ok || !text.includes("echo: hi")) throw new Error(`bad answer ${r.status}: ${text.slice(0, 200)}`);
-  return performance.now() - t0;
-}
+const waitFetch = (url: string) => timedPost(`${url}/runs/wait`, body, { expect: "echo: hi", via: "fetch" });
 
 /** Time to the first `updates` event and to the end of the stream. */
 async function streamOnce(url: string): Promise<[number, number]> {

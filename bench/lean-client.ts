@@ -34,3 +34,26 @@ export function postJson(url: string, body: string, headers: Record<string, stri
     req.end(body);
   });
 }
+
+/**
+ * Milliseconds for one POST of a JSON body whose answer must be 200 and contain `expect`, through
+ * the lean client or through `fetch` (the figure a fetch client sees).
+ */
+export async function timedPost(
+  url: string,
+  body: string,
+  o: { expect: string; via?: "lean" | "fetch"; headers?: Record<string, string>; name?: string },
+): Promise<number> {
+  const t0 = performance.now();
+  let status: number;
+  let text: string;
+  if (o.via === "fetch") {
+    const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...o.headers }, body });
+    [status, text] = [r.status, await r.text()];
+  } else {
+    ({ status, text } = await postJson(url, body, o.headers));
+  }
+  if (status !== 200 || !text.includes(o.expect))
+    throw new Error(`${o.name ? `${o.name}: ` : ""}bad answer ${status}: ${text.slice(0, 200)}`);
+  return performance.now() - t0;
+}

@@ -25,7 +25,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { PythonWorker } from "../src/agent-server/python/worker.ts";
 import { createLogger } from "../src/log/logger.ts";
-import { postJson } from "./lean-client.ts";
+import { timedPost } from "./lean-client.ts";
 import { echoRunOnWorker } from "./python-echo-run.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -176,26 +176,15 @@ const langgraphDev = async (dir: string, name: string, headers: Record<string, s
 
 const input = { messages: [{ role: "human", content: "hi" }] };
 /** A stateless /runs/wait from the lean client (the figures hold the server's time, not the client's). */
-async function wait(s: Server, graph: string): Promise<number> {
-  const t = performance.now();
-  const r = await postJson(`${s.url}/runs/wait`, JSON.stringify({ assistant_id: graph, input }), s.headers);
-  if (r.status !== 200 || !r.text.includes("echo: hi"))
-    throw new Error(`${s.name}: bad answer ${r.status}: ${r.text.slice(0, 200)}`);
-  return performance.now() - t;
-}
-
-/** The same request through `fetch`, for the figure a fetch client sees. */
-async function waitFetch(s: Server, graph: string): Promise<number> {
-  const t = performance.now();
-  const r = await fetch(`${s.url}/runs/wait`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...s.headers },
-    body: JSON.stringify({ assistant_id: graph, input }),
+const wait = (s: Server, graph: string, via: "lean" | "fetch" = "lean") =>
+  timedPost(`${s.url}/runs/wait`, JSON.stringify({ assistant_id: graph, input }), {
+    expect: "echo: hi",
+    via,
+    headers: s.headers,
+    name: s.name,
   });
-  const text = await r.text();
-  if (!r.ok || !text.includes("echo: hi")) throw new Error(`${s.name}: bad answer ${r.status}: ${text.slice(0, 200)}`);
-  return performance.now() - t;
-}
+/** The same request through `fetch`, for the figure a fetch client sees. */
+const waitFetch = (s: Server, graph: string) => wait(s, graph, "fetch");
 
 /** Time until the first `updates` event of a stateless streamed run. */
 async function firstUpdate(s: Server, graph: string): Promise<number> {
